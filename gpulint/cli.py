@@ -1,0 +1,170 @@
+"""The `gpulint` command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional, Tuple
+
+import click
+
+from gpulint import __version__
+from gpulint.config import OUTPUT_FORMATS, ConfigError, ConfigResolver, is_valid_selector
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _split_codes(values: Tuple[str, ...]) -> List[str]:
+    out: List[str] = []
+    for v in values:
+        out.extend(p.strip() for p in v.split(",") if p.strip())
+    return out
+
+
+def _validate_codes(option: str, codes: List[str]) -> None:
+    for c in codes:
+        if not is_valid_selector(c):
+            raise click.UsageError(f"{option}: unknown rule code or prefix '{c}' (see `gpulint rules`)")
+
+
+def _use_color(no_color: bool, stream) -> bool:
+    if no_color or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class GpulintGroup(click.Group):
+    def main(self, *args, **kwargs):
+        kwargs.setdefault("standalone_mode", True)
+        try:
+            return super().main(*args, **kwargs)
+        except SystemExit:
+            raise
+
+
+@click.group(cls=GpulintGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpulint")
+def cli() -> None:
+    """Find and fix the code patterns that waste GPU time and memory in PyTorch programs."""
+
+
+def _codes_option(name: str, help_: str):
+    return click.option(name, multiple=True, metavar="CODES", help=help_)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@_codes_option("--select", "Rules to enable (codes, prefixes such as GPU1, names, or ALL); replaces the config's select.")
+@_codes_option("--ignore", "Rules to disable.")
+@_codes_option("--extend-select", "Rules to enable on top of the selection.")
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None, help="Output format (default: text).")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the report to this file.")
+@click.option("--config", "config_path", type=click.Path(), default=None, help="Use this config file for every file.")
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary.")
+@click.option("--no-color", is_flag=True, help="Never colour the output (also NO_COLOR=1).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per core).")
+def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
+          exit_zero, quiet, no_color, no_cache, jobs) -> None:
+    """Lint PATHS (default: the current directory)."""
+    from gpulint.reporters import ReportContext, get_reporter
+    from gpulint.runner import run
+
+    select_l, ignore_l, extend_l = _split_codes(select), _split_codes(ignore), _split_codes(extend_select)
+    _validate_codes("--select", select_l)
+    _validate_codes("--ignore", ignore_l)
+    _validate_codes("--extend-select", extend_l)
+    try:
+        resolver = ConfigResolver(config_path)
+        result = run(
+            list(paths) or ["."],
+            resolver,
+            select=select_l or None,
+            ignore=ignore_l,
+            extend_select=extend_l,
+            jobs=jobs,
+            use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"),
+        )
+    except ConfigError as exc:
+        click.echo(f"gpulint: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+
+    fmt = output_format
+    if fmt is None:
+        s = resolver.override or resolver.for_path(paths[0] if paths else ".")
+        fmt = s.output_format or "text"
+    findings = result.findings
+    errors = result.all_errors
+    stream = sys.stdout
+    color = output_file is None and _use_color(no_color, stream)
+    rctx = ReportContext(color=color, statistics=statistics, linted=result.linted_count, quiet=quiet,
+                         errors_count=len(errors))
+    report = get_reporter(fmt)(findings, [] if fmt in ("text", "concise") else errors, rctx)
+    # file errors always go to stderr as one line each (machine formats stay valid on stdout)
+    from gpulint.reporters.text import error_line
+
+    for path, why in errors:
+        click.echo(error_line(path, why, _use_color(no_color, sys.stderr)), err=True)
+    if output_file:
+        from gpulint.fsutil import atomic_write_text
+
+        atomic_write_text(output_file, report)
+    else:
+        click.echo(report, nl=False, color=color)
+
+    if errors and result.linted_count == 0 and not findings:
+        sys.exit(EXIT_ERROR)
+    if findings and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    if errors and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_OK)
+
+
+@cli.command("rules")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def rules_cmd(output_format: str) -> None:
+    """List every rule: code, name, default on/off, fix availability and safety."""
+    from gpulint.rule import all_rules
+
+    rules = all_rules()
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps([
+            {"code": c, "name": r.name, "default": r.default, "fix": r.fix_safety, "message": r.message}
+            for c, r in rules.items()
+        ], indent=2))
+        return
+    w = max(len(r.name) for r in rules.values())
+    click.echo(f"{'code':<7} {'name':<{w}}  {'default':<7}  fix")
+    for code, r in rules.items():
+        click.echo(f"{code:<7} {r.name:<{w}}  {'on' if r.default else 'off':<7}  {r.fix_safety}")
+
+
+@cli.command()
+@click.argument("rule")
+def explain(rule: str) -> None:
+    """Print the documentation of RULE (a code such as GPU101, or a name)."""
+    from gpulint.docs import render_markdown
+    from gpulint.rule import rule_by_code_or_name
+
+    cls = rule_by_code_or_name(rule)
+    if cls is None:
+        raise click.UsageError(f"unknown rule '{rule}' (see `gpulint rules`)")
+    click.echo(render_markdown(cls), nl=False)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="gpulint")
+    except KeyboardInterrupt:  # pragma: no cover
+        click.echo("gpulint: interrupted", err=True)
+        sys.exit(130)

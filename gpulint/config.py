@@ -1,0 +1,356 @@
+"""Configuration: `[tool.gpulint]` in pyproject.toml, or a gpulint.toml.
+
+Each file uses the closest config file above it, as Ruff does; `--config`
+overrides that for every file. Unknown keys, unknown rule codes and invalid
+TOML are errors that name the file and the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from gpulint.rule import all_rules
+
+CONFIG_FILES = ("gpulint.toml", ".gpulint.toml", "pyproject.toml")
+LATEST_TORCH = (2, 13)
+OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out", "build", "dist", "node_modules",
+    "site-packages", "venv", ".gpulint_cache",
+)
+
+KNOWN_KEYS = {
+    "select": list,
+    "ignore": list,
+    "extend-select": list,
+    "per-file-ignores": dict,
+    "exclude": list,
+    "extend-exclude": list,
+    "torch-version": str,
+    "output-format": str,
+}
+
+
+class ConfigError(Exception):
+    """A one-line configuration problem (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: str  # directory that relative patterns are resolved against
+    config_path: Optional[str] = None
+    select: Optional[Tuple[str, ...]] = None
+    ignore: Tuple[str, ...] = ()
+    extend_select: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    exclude: Tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: Tuple[str, ...] = ()
+    torch_version: Tuple[int, ...] = LATEST_TORCH
+    output_format: Optional[str] = None
+
+    def enabled_codes(self) -> Tuple[str, ...]:
+        return resolve_selection(self.select, self.extend_select, self.ignore)
+
+    def codes_for(self, path: str) -> Tuple[str, ...]:
+        codes = self.enabled_codes()
+        if not self.per_file_ignores:
+            return codes
+        ignored = set()
+        rel = _relpath(path, self.root)
+        base = os.path.basename(path)
+        for pattern, pcodes in self.per_file_ignores:
+            if _glob_match(pattern, rel) or _glob_match(pattern, base):
+                ignored.update(expand_selector(c) for c in pcodes)
+        flat = set()
+        for group in ignored:
+            flat.update(group)
+        return tuple(c for c in codes if c not in flat)
+
+
+def _relpath(path: str, root: str) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+    except ValueError:
+        return Path(os.path.abspath(path)).as_posix()
+
+
+def _glob_match(pattern: str, rel: str) -> bool:
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines([pattern]).match_file(rel)
+
+
+# ------------------------------------------------------------------ selection
+def _rule_meta():
+    return {code: (cls.name, cls.default) for code, cls in all_rules().items()}
+
+
+def is_valid_selector(sel: str) -> bool:
+    sel_u = sel.upper()
+    if sel_u == "ALL":
+        return True
+    for code, (name, _) in _rule_meta().items():
+        if code.startswith(sel_u) or name == sel:
+            return True
+    return False
+
+
+def expand_selector(sel: str, for_select: bool = False) -> Tuple[str, ...]:
+    """Codes a selector names. A rule that is off by default is only turned on
+    by its exact code or name, never by a prefix or ALL."""
+    sel_u = sel.upper()
+    out = []
+    for code, (name, default) in _rule_meta().items():
+        exact = code == sel_u or name == sel
+        prefix = sel_u == "ALL" or code.startswith(sel_u)
+        if exact or (prefix and (default or not for_select)):
+            out.append(code)
+    return tuple(out)
+
+
+def _specificity(sel: str) -> int:
+    sel_u = sel.upper()
+    if sel_u == "ALL":
+        return 0
+    if re.match(r"^[A-Z]+\d{3}$", sel_u) or not re.match(r"^[A-Z]+\d*$", sel_u):
+        return 100  # an exact code or a rule name
+    return len(sel_u)
+
+
+def resolve_selection(select, extend_select, ignore) -> Tuple[str, ...]:
+    """Ruff's rule: for each rule the most specific selector wins; at equal
+    specificity an ignore beats a select."""
+    meta = _rule_meta()
+    selectors = []
+    base = select if select is not None else tuple(c for c, (_, d) in meta.items() if d)
+    for s in list(base) + list(extend_select):
+        selectors.append((s, True))
+    for s in ignore:
+        selectors.append((s, False))
+    enabled = []
+    for code in meta:
+        best = None
+        for sel, on in selectors:
+            if code in expand_selector(sel, for_select=on):
+                spec = _specificity(sel)
+                if best is None or spec > best[0] or (spec == best[0] and not on):
+                    best = (spec, on)
+        if best is not None and best[1]:
+            enabled.append(code)
+    return tuple(enabled)
+
+
+# --------------------------------------------------------------- torch version
+def parse_version(text: str) -> Tuple[int, ...]:
+    m = re.match(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?", text)
+    if not m:
+        raise ValueError(text)
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+def installed_torch_version() -> Tuple[int, ...]:
+    """The installed torch's version from package metadata (never imports torch)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover
+        return LATEST_TORCH
+    try:
+        return parse_version(version("torch"))
+    except (PackageNotFoundError, ValueError):
+        return LATEST_TORCH
+    except Exception:
+        return LATEST_TORCH
+
+
+_DEFAULT_TORCH: Optional[Tuple[int, ...]] = None
+
+
+def default_torch_version() -> Tuple[int, ...]:
+    global _DEFAULT_TORCH
+    if _DEFAULT_TORCH is None:
+        _DEFAULT_TORCH = installed_torch_version()
+    return _DEFAULT_TORCH
+
+
+# ----------------------------------------------------------------- loading
+def _suggest(key: str, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, list(options), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def load_table(path: str) -> Optional[dict]:
+    """The gpulint table of a config file; None for a pyproject.toml without one."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}")
+    if os.path.basename(path) == "pyproject.toml":
+        table = data.get("tool", {}).get("gpulint")
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.gpulint] must be a table")
+        return table
+    # gpulint.toml: either top-level keys or a [tool.gpulint] table
+    if "tool" in data and isinstance(data["tool"], dict) and "gpulint" in data["tool"]:
+        return data["tool"]["gpulint"]
+    return data
+
+
+def settings_from_table(table: dict, path: str) -> Settings:
+    where = f"{path}: " + ("[tool.gpulint]" if path.endswith("pyproject.toml") else "")
+    where = where.rstrip()
+    for key, value in table.items():
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{where} unknown key '{key}'{_suggest(key, KNOWN_KEYS)}")
+        typ = KNOWN_KEYS[key]
+        if not isinstance(value, typ):
+            raise ConfigError(f"{where} '{key}' must be a {'list' if typ is list else 'table' if typ is dict else 'string'}")
+    kw: dict = {"root": os.path.dirname(os.path.abspath(path)), "config_path": path}
+
+    def codes(key: str) -> Tuple[str, ...]:
+        vals = table[key]
+        for v in vals:
+            if not isinstance(v, str):
+                raise ConfigError(f"{where} '{key}' must be a list of strings")
+            if not is_valid_selector(v):
+                raise ConfigError(f"{where} '{key}': unknown rule code or prefix '{v}'")
+        return tuple(vals)
+
+    if "select" in table:
+        kw["select"] = codes("select")
+    if "ignore" in table:
+        kw["ignore"] = codes("ignore")
+    if "extend-select" in table:
+        kw["extend_select"] = codes("extend-select")
+    if "per-file-ignores" in table:
+        pfi = []
+        for pattern, vals in table["per-file-ignores"].items():
+            if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
+                raise ConfigError(f"{where} 'per-file-ignores.\"{pattern}\"' must be a list of codes")
+            for v in vals:
+                if not is_valid_selector(v):
+                    raise ConfigError(f"{where} 'per-file-ignores.\"{pattern}\"': unknown rule code or prefix '{v}'")
+            pfi.append((pattern, tuple(vals)))
+        kw["per_file_ignores"] = tuple(pfi)
+    for key, attr in (("exclude", "exclude"), ("extend-exclude", "extend_exclude")):
+        if key in table:
+            if not all(isinstance(v, str) for v in table[key]):
+                raise ConfigError(f"{where} '{key}' must be a list of strings")
+            kw[attr] = tuple(table[key])
+    if "torch-version" in table:
+        try:
+            kw["torch_version"] = parse_version(table["torch-version"])
+        except ValueError:
+            raise ConfigError(f"{where} 'torch-version': not a version: {table['torch-version']!r}")
+    else:
+        kw["torch_version"] = default_torch_version()
+    if "output-format" in table:
+        fmt = table["output-format"]
+        if fmt not in OUTPUT_FORMATS:
+            raise ConfigError(f"{where} 'output-format': unknown format '{fmt}' (one of {', '.join(OUTPUT_FORMATS)})")
+        kw["output_format"] = fmt
+    return Settings(**kw)
+
+
+def default_settings(root: str) -> Settings:
+    return Settings(root=os.path.abspath(root), torch_version=default_torch_version())
+
+
+def settings_from_file(path: str) -> Settings:
+    table = load_table(path)
+    if table is None:
+        return default_settings(os.path.dirname(os.path.abspath(path)))
+    return settings_from_table(table, path)
+
+
+class ConfigResolver:
+    """Finds and caches the closest config for each directory."""
+
+    def __init__(self, override: Optional[str] = None, cwd: Optional[str] = None) -> None:
+        self.cwd = os.path.abspath(cwd or os.getcwd())
+        self._by_dir: Dict[str, Settings] = {}
+        self._loaded: Dict[str, Settings] = {}
+        self.override: Optional[Settings] = None
+        if override is not None:
+            if not os.path.isfile(override):
+                raise ConfigError(f"{override}: config file not found")
+            self.override = settings_from_file(override)
+
+    def for_path(self, path: str) -> Settings:
+        if self.override is not None:
+            return self.override
+        d = os.path.abspath(path)
+        if not os.path.isdir(d):
+            d = os.path.dirname(d)
+        return self._for_dir(d)
+
+    def _for_dir(self, d: str) -> Settings:
+        chain = []
+        found: Optional[Settings] = None
+        cur = d
+        while True:
+            if cur in self._by_dir:
+                found = self._by_dir[cur]
+                break
+            chain.append(cur)
+            s = self._settings_in(cur)
+            if s is not None:
+                found = s
+                break
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                break
+            cur = parent
+        if found is None:
+            found = default_settings(self.cwd)
+        for c in chain:
+            self._by_dir[c] = found
+        return found
+
+    def _settings_in(self, d: str) -> Optional[Settings]:
+        for name in CONFIG_FILES:
+            p = os.path.join(d, name)
+            if os.path.isfile(p):
+                if p in self._loaded:
+                    return self._loaded[p]
+                table = load_table(p)
+                if table is None:
+                    continue  # a pyproject.toml without [tool.gpulint]
+                s = settings_from_table(table, p)
+                self._loaded[p] = s
+                return s
+        return None
+
+
+def with_cli_overrides(
+    settings: Settings,
+    select: Optional[Sequence[str]] = None,
+    ignore: Sequence[str] = (),
+    extend_select: Sequence[str] = (),
+) -> Settings:
+    kw = {}
+    if select:
+        kw["select"] = tuple(select)
+    if ignore:
+        kw["ignore"] = tuple(settings.ignore) + tuple(ignore)
+    if extend_select:
+        kw["extend_select"] = tuple(settings.extend_select) + tuple(extend_select)
+    return replace(settings, **kw) if kw else settings

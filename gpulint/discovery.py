@@ -1,0 +1,186 @@
+"""File discovery: recurse into directories for *.py / *.pyi, skip the usual
+vendored and generated folders, the config's `exclude` / `extend-exclude`,
+and what `.gitignore` files ignore, as Ruff does. Explicit file paths are
+always linted."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+import pathspec
+
+from gpulint.config import ConfigResolver, Settings
+
+EXTENSIONS = (".py", ".pyi")
+
+
+@lru_cache(maxsize=None)
+def _exclude_spec(patterns: Tuple[str, ...]) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+class GitIgnore:
+    """The .gitignore files (and .git/info/exclude) that apply to a path."""
+
+    def __init__(self) -> None:
+        self._specs: Dict[str, Optional[pathspec.PathSpec]] = {}
+        self._roots: Dict[str, Optional[str]] = {}
+
+    def _repo_root(self, d: str) -> Optional[str]:
+        if d in self._roots:
+            return self._roots[d]
+        cur = d
+        seen = []
+        root = None
+        while True:
+            if cur in self._roots:
+                root = self._roots[cur]
+                break
+            seen.append(cur)
+            if os.path.exists(os.path.join(cur, ".git")):
+                root = cur
+                break
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                break
+            cur = parent
+        for s in seen:
+            self._roots[s] = root
+        return root
+
+    def _spec(self, d: str) -> Optional[pathspec.PathSpec]:
+        if d not in self._specs:
+            lines: List[str] = []
+            for name in (".gitignore", os.path.join(".git", "info", "exclude")):
+                p = os.path.join(d, name)
+                try:
+                    with open(p, encoding="utf-8", errors="replace") as fh:
+                        lines.extend(fh.read().splitlines())
+                except OSError:
+                    pass
+            self._specs[d] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        return self._specs[d]
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        path = os.path.abspath(path)
+        parent = os.path.dirname(path)
+        root = self._repo_root(parent)
+        if root is None:
+            return False
+        # directories from the repo root down to the path's parent; deeper files win
+        dirs = []
+        cur = parent
+        while True:
+            dirs.append(cur)
+            if cur == root:
+                break
+            nxt = os.path.dirname(cur)
+            if nxt == cur:
+                break
+            cur = nxt
+        verdict = False
+        for d in reversed(dirs):
+            spec = self._spec(d)
+            if spec is None:
+                continue
+            rel = os.path.relpath(path, d).replace(os.sep, "/")
+            if is_dir:
+                rel += "/"
+            res = spec.check_file(rel)
+            if res.include is not None:
+                verdict = bool(res.include)
+        return verdict
+
+
+def _excluded(path: str, settings: Settings) -> bool:
+    patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
+    if not patterns:
+        return False
+    spec = _exclude_spec(patterns)
+    name = os.path.basename(path)
+    rel = os.path.relpath(os.path.abspath(path), settings.root).replace(os.sep, "/")
+    is_dir = os.path.isdir(path)
+    suffix = "/" if is_dir else ""
+    if spec.match_file(name + suffix):
+        return True
+    if not rel.startswith("../") and spec.match_file(rel + suffix):
+        return True
+    return False
+
+
+def discover(
+    paths: List[str],
+    resolver: ConfigResolver,
+    on_error: Callable[[str, str], None],
+    respect_gitignore: bool = True,
+) -> Iterator[Tuple[str, Settings]]:
+    """Yield (file, settings) for every file to lint. `on_error(path, why)` is
+    called for a path that does not exist or cannot be listed."""
+    gitignore = GitIgnore()
+    seen = set()
+    for root in paths:
+        if not os.path.lexists(root):
+            on_error(root, "no such file or directory")
+            continue
+        if os.path.islink(root) and not os.path.exists(root):
+            on_error(root, "broken symbolic link")
+            continue
+        if not os.path.isdir(root):
+            # explicit files are always linted
+            key = os.path.realpath(root)
+            if key not in seen:
+                seen.add(key)
+                yield root, resolver.for_path(root)
+            continue
+        yield from _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore)
+
+
+def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
+    visited_dirs = set()
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            real = os.path.realpath(d)
+        except OSError:
+            real = d
+        if real in visited_dirs:
+            continue  # symlink loop
+        visited_dirs.add(real)
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            on_error(d, f"cannot list directory: {exc.strerror or exc}")
+            continue
+        settings = resolver.for_path(d)
+        subdirs = []
+        for entry in entries:
+            path = entry.path
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if _excluded(path, resolver.for_path(path)):
+                    continue
+                if respect_gitignore and gitignore.ignored(path, True):
+                    continue
+                subdirs.append(path)
+                continue
+            if not entry.name.endswith(EXTENSIONS):
+                continue
+            if entry.is_symlink() and not os.path.exists(path):
+                on_error(path, "broken symbolic link")
+                continue
+            if _excluded(path, settings):
+                continue
+            if respect_gitignore and gitignore.ignored(path, False):
+                continue
+            key = os.path.realpath(path)
+            if key in seen:
+                continue
+            seen.add(key)
+            yield path, settings
+        stack.extend(reversed(subdirs))

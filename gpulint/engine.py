@@ -1,0 +1,264 @@
+"""The engine: read -> cheap pre-filter -> parse once (stdlib `ast`) -> one
+traversal that feeds every selected rule -> suppressions.
+
+Parsing with the stdlib `ast` costs about a tenth of a LibCST parse, and the
+shared analysis is lazy: a file that never mentions what a rule looks for is
+not parsed for it at all. LibCST is used by fixes, on the files that have
+findings.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import os
+import re
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from gpulint.analysis import FileAnalysis
+from gpulint.rule import Edit, Finding, Fix, Rule, all_rules
+from gpulint.source import Source
+from gpulint.suppress import Suppressions
+
+MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are reported, not linted
+CODING_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+class LintError(Exception):
+    """A file that could not be read or parsed; the message is one line."""
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    error: Optional[str] = None
+    source: Optional[str] = None  # kept only when asked (fix/diff)
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    codes: Tuple[str, ...]  # the selected rules
+    torch_version: Tuple[int, ...] = (2, 13)
+
+
+class FileContext:
+    """What a rule sees while the engine walks one file."""
+
+    def __init__(self, path: str, source: Source, tree: ast.Module, options: LintOptions) -> None:
+        self.path = path
+        self.source = source
+        self.tree = tree
+        self.options = options
+        self.torch_version = options.torch_version
+        self.ancestors: List[ast.AST] = []
+        self.analysis = FileAnalysis(tree, source.text, path)
+        self.findings: List[Finding] = []
+
+    # shortcuts into the shared analysis
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        return self.analysis.qualname(node)
+
+    def report(self, rule: Rule, node: ast.AST, message: str, fix: Optional[Fix] = None) -> None:
+        src = self.source
+        start, end = src.node_span(node)
+        row, col = src.position(start)
+        end_row, end_col = src.position(end)
+        ancestors = self.ancestors if self._is_current(node) else self.analysis.ancestors(node)
+        if fix is not None:
+            fix = Fix(
+                fix.message,
+                tuple(
+                    Edit(e.start, e.end, e.content, src.position(e.start), src.position(e.end))
+                    for e in fix.edits
+                ),
+                fix.applicability,
+            )
+        noqa_row = row
+        for anc in reversed(list(ancestors) + [node]):
+            if isinstance(anc, ast.stmt):
+                noqa_row = anc.lineno
+                break
+        self.findings.append(
+            Finding(rule.code, rule.name, message, self.path, row, col, end_row, end_col, noqa_row, fix)
+        )
+
+    def _is_current(self, node: ast.AST) -> bool:
+        # rules usually report the node being visited (or one of its children)
+        return getattr(node, "_gpl_visiting", False)
+
+    def node_text(self, node: ast.AST) -> str:
+        return self.source.node_text(node)
+
+
+_RULE_CACHE: Dict[Tuple[str, ...], list] = {}
+
+
+def _rules_for(codes: Tuple[str, ...]) -> list:
+    """Rule instances and their visitor methods, built once per selection."""
+    cached = _RULE_CACHE.get(codes)
+    if cached is None:
+        registry = all_rules()
+        cached = []
+        for c in codes:
+            if c not in registry:
+                continue
+            rule = registry[c]()
+            visitors = []
+            for attr in dir(rule):
+                if attr.startswith("visit_"):
+                    node_type = getattr(ast, attr[6:], None)
+                    if isinstance(node_type, type):
+                        visitors.append((node_type, getattr(rule, attr)))
+            cached.append((rule, visitors))
+        _RULE_CACHE[codes] = cached
+    return cached
+
+
+def decode_source(data: bytes, path: str) -> str:
+    """Decode bytes as Python does (BOM, PEP 263 coding line, else UTF-8)."""
+    if b"\x00" in data:
+        raise LintError("source contains NUL bytes")
+    encoding = "utf-8"
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+        encoding = "utf-8"
+    else:
+        for line in data.split(b"\n", 2)[:2]:
+            m = CODING_RE.match(line)
+            if m:
+                encoding = m.group(1).decode("ascii", "replace")
+                break
+            if line.strip() and not line.lstrip().startswith(b"#"):
+                break
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise LintError(f"unknown encoding in coding line: {encoding!r}")
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise LintError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}")
+
+
+def read_source(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise LintError("no such file")
+    except OSError as exc:
+        raise LintError(exc.strerror or str(exc))
+    if os.path.isdir(path):
+        raise LintError("is a directory")
+    if st.st_size > MAX_FILE_BYTES:
+        raise LintError(f"file is too large to lint ({st.st_size // (1024 * 1024)} MB)")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise LintError("no such file")
+    except OSError as exc:
+        raise LintError(exc.strerror or str(exc))
+    return decode_source(data, path)
+
+
+def parse(text: str, path: str) -> ast.Module:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path, type_comments=False)
+    except SyntaxError as exc:
+        msg = exc.msg or "invalid syntax"
+        if exc.lineno:
+            raise LintError(f"syntax error at {exc.lineno}:{exc.offset or 0}: {msg}")
+        raise LintError(f"syntax error: {msg}")
+    except (RecursionError, MemoryError):
+        raise LintError("expression is nested too deeply to parse")
+    except ValueError as exc:
+        raise LintError(f"cannot parse: {exc}")
+
+
+def _wanted(rule: Rule, text: str) -> bool:
+    return not rule.needles or any(n in text for n in rule.needles)
+
+
+def lint_source(text: str, path: str, options: LintOptions) -> List[Finding]:
+    """Lint one file's text. Raises LintError when it cannot be parsed."""
+    selected = [(r, v) for r, v in _rules_for(tuple(options.codes)) if _wanted(r, text)]
+    if not selected:
+        return []
+    tree = parse(text, path)
+    source = Source(text)
+    ctx = FileContext(path, source, tree, options)
+    rules = [r for r, _ in selected]
+    dispatch: Dict[type, list] = {}
+    for _, visitors in selected:
+        for node_type, method in visitors:
+            dispatch.setdefault(node_type, []).append(method)
+    for rule in rules:
+        begin = getattr(rule, "begin_file", None)
+        if begin:
+            begin(ctx)
+    if dispatch:
+        try:
+            _walk(tree, ctx, dispatch)
+        except RecursionError:
+            raise LintError("code is nested too deeply to analyse")
+    for rule in rules:
+        end = getattr(rule, "end_file", None)
+        if end:
+            end(ctx)
+    findings = ctx.findings
+    if findings:
+        sup = Suppressions(text)
+        if sup.skip_file:
+            return []
+        findings = [
+            f for f in findings if not sup.suppressed(f.code, f.name, {f.row, f.noqa_row})
+        ]
+        # one finding per rule and location
+        seen = set()
+        unique = []
+        for f in sorted(findings, key=Finding.sort_key):
+            key = (f.code, f.row, f.col)
+            if key not in seen:
+                seen.add(key)
+                unique.append(f)
+        findings = unique
+    return findings
+
+
+def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
+    ancestors = ctx.ancestors
+    # iterative pre-order walk; deep trees must not hit the recursion limit
+    stack: List[Tuple[ast.AST, int]] = [(node, 0)]
+    while stack:
+        cur, depth = stack.pop()
+        del ancestors[depth:]
+        handlers = dispatch.get(type(cur))
+        if handlers:
+            cur._gpl_visiting = True  # type: ignore[attr-defined]
+            try:
+                for h in handlers:
+                    h(cur, ctx)
+            finally:
+                cur._gpl_visiting = False  # type: ignore[attr-defined]
+        children = list(ast.iter_child_nodes(cur))
+        if children:
+            ancestors.append(cur)
+            for child in reversed(children):
+                stack.append((child, depth + 1))
+
+
+def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:
+    try:
+        text = read_source(path)
+        findings = lint_source(text, path, options)
+    except LintError as exc:
+        return FileResult(path, error=str(exc))
+    except Exception as exc:  # a bug in a rule must not stop the run
+        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)")
+    return FileResult(path, findings, source=text if keep_source else None)

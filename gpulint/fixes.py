@@ -1,0 +1,78 @@
+"""Apply fixes to a fixpoint and check that the result still parses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from gpulint.edits import apply_edits
+from gpulint.engine import LintError, LintOptions, lint_source
+from gpulint.rule import SAFE, UNSAFE, Finding
+
+MAX_PASSES = 10
+
+
+class FixError(Exception):
+    """A fix produced code that does not parse: a gpulint bug, reported, never written."""
+
+
+@dataclass
+class FixResult:
+    text: str
+    fixed: List[Finding] = field(default_factory=list)
+    remaining: List[Finding] = field(default_factory=list)
+    held_back_unsafe: int = 0
+
+
+def _validate(text: str, path: str) -> Optional[str]:
+    try:
+        compile(text, path or "<fixed>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"compile(): {exc.msg} at line {exc.lineno}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"compile(): {exc}"
+    try:
+        import libcst
+
+        libcst.parse_module(text)
+    except Exception as exc:  # libcst raises its own ParserSyntaxError
+        return f"libcst: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    return None
+
+
+def _overlaps(a: Tuple[int, int], b: Tuple[int, int]) -> bool:
+    (s1, e1), (s2, e2) = a, b
+    return (s1 < e2 and s2 < e1) or s1 == s2
+
+
+def fix_source(text: str, path: str, options: LintOptions, unsafe: bool = False) -> FixResult:
+    allowed = (SAFE, UNSAFE) if unsafe else (SAFE,)
+    fixed: List[Finding] = []
+    current = text
+    for _ in range(MAX_PASSES):
+        findings = lint_source(current, path, options)
+        todo = [f for f in findings if f.fix is not None and f.fix.applicability in allowed]
+        if not todo:
+            break
+        edits = []
+        taken: List[Tuple[int, int]] = []
+        applied = []
+        for f in todo:
+            spans = [(e.start, e.end) for e in f.fix.edits]
+            if any(_overlaps(a, b) for a in spans for b in taken):
+                continue  # overlaps a fix taken this pass; the next pass sees it again
+            taken.extend(spans)
+            edits.extend(f.fix.edits)
+            applied.append(f)
+        new = apply_edits(current, edits)
+        if new == current:
+            break
+        problem = _validate(new, path)
+        if problem is not None:
+            codes = ",".join(sorted({f.code for f in applied}))
+            raise FixError(f"fix by {codes} would produce invalid code ({problem}); file left unchanged")
+        current = new
+        fixed.extend(applied)
+    remaining = lint_source(current, path, options) if current != text else lint_source(text, path, options)
+    held = sum(1 for f in remaining if f.fix is not None and f.fix.applicability == UNSAFE and not unsafe)
+    return FixResult(current, fixed, remaining, held)

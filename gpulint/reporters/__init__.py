@@ -1,0 +1,38 @@
+"""Output formats. Each reporter is `render(findings, errors, ctx) -> str`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Sequence, Tuple
+
+from gpulint.rule import Finding
+
+
+@dataclass
+class ReportContext:
+    color: bool = False
+    statistics: bool = False
+    linted: int = 0
+    unsafe_hint: bool = True
+    quiet: bool = False
+    errors_count: int = 0  # files that could not be checked (reported on stderr)
+
+
+def get_reporter(name: str) -> Callable[[Sequence[Finding], Sequence[Tuple[str, str]], ReportContext], str]:
+    if name in ("text", "concise"):
+        from gpulint.reporters import text
+
+        return text.render_full if name == "text" else text.render_concise
+    if name == "json":
+        from gpulint.reporters import json_ as j
+
+        return j.render
+    if name == "sarif":
+        from gpulint.reporters import sarif
+
+        return sarif.render
+    if name == "github":
+        from gpulint.reporters import github
+
+        return github.render
+    raise KeyError(name)

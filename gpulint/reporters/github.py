@@ -1,0 +1,28 @@
+"""GitHub Actions workflow commands: one `::error` annotation per finding."""
+
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+from gpulint.rule import Finding
+
+
+def _esc_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _esc_prop(s: str) -> str:
+    return _esc_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render(findings: Sequence[Finding], errors: Sequence[Tuple[str, str]], ctx) -> str:
+    lines = []
+    for path, why in errors:
+        lines.append(f"::error title=gpulint,file={_esc_prop(path)}::{_esc_data(f'{path}: {why}')}")
+    for f in findings:
+        props = (
+            f"title={_esc_prop(f'gpulint ({f.code})')},file={_esc_prop(f.path)},"
+            f"line={f.row},col={f.col},endLine={f.end_row},endColumn={f.end_col}"
+        )
+        lines.append(f"::error {props}::{_esc_data(f'{f.path}:{f.row}:{f.col}: {f.code} {f.message}')}")
+    return "\n".join(lines) + ("\n" if lines else "")

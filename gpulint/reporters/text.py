@@ -1,0 +1,87 @@
+"""Ruff-like text output: `path:line:col: CODE [*] message`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import List, Sequence, Tuple
+
+import click
+
+from gpulint.rule import SAFE, UNSAFE, Finding, all_rules
+
+
+def _style(text: str, color: bool, **kw) -> str:
+    return click.style(text, **kw) if color else text
+
+
+def finding_line(f: Finding, color: bool) -> str:
+    loc = _style(f.path, color, bold=True) + _style(":", color, fg="cyan") + f"{f.row}" + _style(":", color, fg="cyan") + f"{f.col}" + _style(":", color, fg="cyan")
+    code = _style(f.code, color, fg="red", bold=True)
+    mark = " " + _style("[*]", color, fg="cyan") if f.fix is not None and f.fix.applicability == SAFE else ""
+    return f"{loc} {code}{mark} {f.message}"
+
+
+def error_line(path: str, why: str, color: bool) -> str:
+    return _style("error", color, fg="red", bold=True) + f": {path}: {why}"
+
+
+def summary(findings: Sequence[Finding], errors, ctx) -> List[str]:
+    lines = []
+    n = len(findings)
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
+    unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == UNSAFE)
+    if n:
+        word = "problem" if n == 1 else "problems"
+        tail = f" ({safe} fixable with `gpulint fix --apply`)." if safe else "."
+        lines.append(f"Found {n} {word}{tail}")
+        if unsafe and ctx.unsafe_hint:
+            hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option"
+            lines.append(f"No fixes available ({hidden})." if not safe else f"({hidden}.)")
+    elif not errors and not ctx.errors_count:
+        lines.append("All checks passed!")
+    n_err = len(errors) or ctx.errors_count
+    if n_err:
+        lines.append(f"{n_err} file{'s' if n_err != 1 else ''} could not be checked.")
+    return lines
+
+
+def statistics(findings: Sequence[Finding]) -> List[str]:
+    counts = Counter(f.code for f in findings)
+    fixable = Counter(f.code for f in findings if f.fixable)
+    rules = all_rules()
+    width = max((len(str(c)) for c in counts.values()), default=1)
+    out = []
+    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        mark = "[*]" if fixable[code] else "[ ]"
+        out.append(f"{n:>{width}}\t{code}\t{mark} {rules[code].name if code in rules else ''}")
+    return out
+
+
+def _render(findings, errors, ctx, snippets: bool) -> str:
+    lines: List[str] = []
+    for path, why in errors:
+        lines.append(error_line(path, why, ctx.color))
+    if ctx.statistics:
+        lines.extend(statistics(findings))
+    else:
+        for f in findings:
+            lines.append(finding_line(f, ctx.color))
+    if not ctx.quiet:
+        lines.extend(summary(findings, errors, ctx))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def render_full(findings, errors, ctx) -> str:
+    return _render(findings, errors, ctx, snippets=True)
+
+
+def render_concise(findings, errors, ctx) -> str:
+    lines = [error_line(p, w, ctx.color) for p, w in errors]
+    if ctx.statistics:
+        lines.extend(statistics(findings))
+    else:
+        lines.extend(finding_line(f, ctx.color) for f in findings)
+    n = len(findings)
+    if n and not ctx.quiet:
+        lines.append(f"Found {n} problem{'s' if n != 1 else ''}.")
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,191 @@
+"""Lint many files: resolve settings per file, use the cache, fan out to
+worker processes when there is enough work."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from gpulint import __version__
+from gpulint.config import ConfigResolver, Settings, with_cli_overrides
+from gpulint.discovery import discover
+from gpulint.engine import FileResult, LintOptions, lint_file
+from gpulint.rule import Edit, Finding, Fix
+
+PARALLEL_MIN_FILES = 24
+CACHE_DIR = ".gpulint_cache"
+
+
+@dataclass
+class RunResult:
+    results: List[FileResult] = field(default_factory=list)
+    errors: List[Tuple[str, str]] = field(default_factory=list)  # (path, why), files never linted
+
+    @property
+    def findings(self) -> List[Finding]:
+        out = [f for r in self.results for f in r.findings]
+        out.sort(key=Finding.sort_key)
+        return out
+
+    @property
+    def all_errors(self) -> List[Tuple[str, str]]:
+        return self.errors + [(r.path, r.error) for r in self.results if r.error]
+
+    @property
+    def linted_count(self) -> int:
+        return sum(1 for r in self.results if not r.error)
+
+
+# ------------------------------------------------------------------ cache
+def finding_to_dict(f: Finding) -> dict:
+    d = asdict(f)
+    if f.fix is not None:
+        d["fix"] = {
+            "message": f.fix.message,
+            "applicability": f.fix.applicability,
+            "edits": [[e.start, e.end, e.content, list(e.location), list(e.end_location)] for e in f.fix.edits],
+        }
+    return d
+
+
+def finding_from_dict(d: dict) -> Finding:
+    d = dict(d)
+    fx = d.pop("fix", None)
+    fix = None
+    if fx:
+        fix = Fix(
+            fx["message"],
+            tuple(Edit(e[0], e[1], e[2], tuple(e[3]), tuple(e[4])) for e in fx["edits"]),
+            fx["applicability"],
+        )
+    return Finding(fix=fix, **d)
+
+
+class Cache:
+    def __init__(self, root: str) -> None:
+        self.dir = os.path.join(root, CACHE_DIR)
+        self.path = os.path.join(self.dir, f"v{__version__}.json")
+        self.entries: Dict[str, dict] = {}
+        self.dirty = False
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            if isinstance(data, dict):
+                self.entries = data
+        except (OSError, ValueError):
+            pass
+
+    @staticmethod
+    def options_key(options: LintOptions) -> str:
+        raw = json.dumps([__version__, list(options.codes), list(options.torch_version)])
+        return hashlib.sha1(raw.encode()).hexdigest()[:16]
+
+    def get(self, path: str, options: LintOptions) -> Optional[List[Finding]]:
+        e = self.entries.get(os.path.abspath(path))
+        if not e:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if e.get("m") != st.st_mtime_ns or e.get("s") != st.st_size or e.get("k") != self.options_key(options):
+            return None
+        try:
+            return [finding_from_dict(d) for d in e["f"]]
+        except (KeyError, TypeError):
+            return None
+
+    def put(self, path: str, options: LintOptions, findings: List[Finding]) -> None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        self.entries[os.path.abspath(path)] = {
+            "m": st.st_mtime_ns,
+            "s": st.st_size,
+            "k": self.options_key(options),
+            "f": [finding_to_dict(f) for f in findings],
+        }
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+            gi = os.path.join(self.dir, ".gitignore")
+            if not os.path.exists(gi):
+                with open(gi, "w") as fh:
+                    fh.write("# Automatically created by gpulint.\n*\n")
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self.entries, fh)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a cache that cannot be written is not an error
+
+
+def _lint_job(args) -> FileResult:
+    path, options, keep_source = args
+    return lint_file(path, options, keep_source)
+
+
+def run(
+    paths: Sequence[str],
+    resolver: ConfigResolver,
+    select: Optional[Sequence[str]] = None,
+    ignore: Sequence[str] = (),
+    extend_select: Sequence[str] = (),
+    jobs: Optional[int] = None,
+    use_cache: bool = True,
+    keep_source: bool = False,
+) -> RunResult:
+    out = RunResult()
+    overridden: Dict[int, Settings] = {}
+
+    def on_error(path: str, why: str) -> None:
+        out.errors.append((path, why))
+
+    todo: List[Tuple[str, LintOptions, Settings]] = []
+    for path, settings in discover(list(paths), resolver, on_error):
+        s = overridden.get(id(settings))
+        if s is None:
+            s = with_cli_overrides(settings, select, ignore, extend_select)
+            overridden[id(settings)] = s
+        options = LintOptions(codes=s.codes_for(path), torch_version=s.torch_version)
+        todo.append((path, options, s))
+
+    caches: Dict[str, Cache] = {}
+    pending: List[Tuple[str, LintOptions, Settings]] = []
+    for path, options, s in todo:
+        if use_cache and not keep_source:
+            cache = caches.get(s.root)
+            if cache is None:
+                cache = caches[s.root] = Cache(s.root)
+            hit = cache.get(path, options)
+            if hit is not None:
+                out.results.append(FileResult(path, hit))
+                continue
+        pending.append((path, options, s))
+
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    args = [(p, o, keep_source) for p, o, _ in pending]
+    if jobs > 1 and len(args) >= PARALLEL_MIN_FILES:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_lint_job, args, chunksize=max(1, len(args) // (jobs * 8))))
+    else:
+        results = [_lint_job(a) for a in args]
+
+    for (path, options, s), res in zip(pending, results):
+        out.results.append(res)
+        if use_cache and not keep_source and res.error is None:
+            caches[s.root].put(path, options, res.findings)
+    for cache in caches.values():
+        cache.save()
+    out.results.sort(key=lambda r: r.path)
+    return out

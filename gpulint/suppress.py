@@ -1,0 +1,72 @@
+"""Suppression comments: `# noqa`, `# noqa: GPU101,GPU201`,
+`# gpulint: ignore[GPU101, host-sync-in-loop]` and `# gpulint: skip-file`.
+
+Only real comments count (found with `tokenize`), so a string that contains
+"# noqa" suppresses nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from typing import Dict, FrozenSet, Optional
+
+NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_,\s-]+?))?\s*(?:#|$)", re.I)
+IGNORE_RE = re.compile(r"#\s*gpulint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
+SKIP_FILE_RE = re.compile(r"#\s*gpulint:\s*skip-file\b", re.I)
+
+ALL: FrozenSet[str] = frozenset({"*"})
+
+
+def _comments(text: str) -> Dict[int, str]:
+    out: Dict[int, str] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out[tok.start[0]] = tok.string
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        # fall back to a line scan: the file parsed, so this is an edge case
+        for i, line in enumerate(text.splitlines(), 1):
+            k = line.find("#")
+            if k != -1:
+                out[i] = line[k:]
+    return out
+
+
+class Suppressions:
+    def __init__(self, text: str) -> None:
+        self.skip_file = False
+        self.by_line: Dict[int, FrozenSet[str]] = {}
+        lowered = text.lower()
+        if "noqa" not in lowered and "gpulint:" not in lowered:
+            return
+        for row, comment in _comments(text).items():
+            if SKIP_FILE_RE.search(comment):
+                self.skip_file = True
+            codes = None
+            m = NOQA_RE.search(comment)
+            if m:
+                codes = _parse_codes(m.group("codes"))
+            m2 = IGNORE_RE.search(comment)
+            if m2:
+                c2 = _parse_codes(m2.group("codes"))
+                codes = c2 if codes is None else (ALL if ALL in (codes, c2) else codes | c2)
+            if codes is not None:
+                self.by_line[row] = codes
+
+    def suppressed(self, code: str, name: str, rows) -> bool:
+        for row in rows:
+            codes = self.by_line.get(row)
+            if codes is None:
+                continue
+            if codes is ALL or "*" in codes or code in codes or name in codes:
+                return True
+        return False
+
+
+def _parse_codes(raw: Optional[str]) -> FrozenSet[str]:
+    if raw is None or not raw.strip():
+        return ALL
+    parts = [p.strip() for p in re.split(r"[,\s]+", raw) if p.strip()]
+    return frozenset(p.upper() if re.match(r"^[A-Za-z]+\d+$", p) else p.lower() for p in parts)

@@ -1,0 +1,50 @@
+"""Shared test helpers: lint a snippet, read fixture expectations."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, List, Optional, Set, Tuple
+
+from gpulint.config import LATEST_TORCH
+from gpulint.engine import LintOptions, lint_source
+from gpulint.fixes import fix_source
+from gpulint.rule import all_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+EXPECT_RE = re.compile(r"#\s*expect:\s*([A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)")
+TORCH_RE = re.compile(r"#\s*fixture:\s*torch-version\s*=\s*([\d.]+)")
+
+
+def options(codes: Optional[Iterable[str]] = None, torch_version: Tuple[int, ...] = LATEST_TORCH) -> LintOptions:
+    return LintOptions(codes=tuple(codes) if codes is not None else tuple(all_rules()), torch_version=torch_version)
+
+
+def lint(code: str, codes: Optional[Iterable[str]] = None, path: str = "snippet.py", torch_version=LATEST_TORCH):
+    return lint_source(code, path, options(codes, torch_version))
+
+
+def codes_of(code: str, **kw) -> List[str]:
+    return [f.code for f in lint(code, **kw)]
+
+
+def fix(code: str, codes=None, unsafe=False, path="snippet.py", torch_version=LATEST_TORCH) -> str:
+    return fix_source(code, path, options(codes, torch_version), unsafe=unsafe).text
+
+
+def fixture_expectations(text: str) -> Set[Tuple[int, str]]:
+    out = set()
+    for i, line in enumerate(text.splitlines(), 1):
+        m = EXPECT_RE.search(line)
+        if m:
+            for c in m.group(1).split(","):
+                out.add((i, c.strip()))
+    return out
+
+
+def fixture_torch_version(text: str) -> Tuple[int, ...]:
+    m = TORCH_RE.search(text)
+    if not m:
+        return LATEST_TORCH
+    return tuple(int(p) for p in m.group(1).split("."))

@@ -1,0 +1,43 @@
+"""The examples are the tests: each rule's bad example is flagged, its good
+example is clean, and for a fixable rule fix(bad) == good exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import codes_of, fix
+from gpulint.config import LATEST_TORCH
+from gpulint.rule import NONE, all_rules
+
+CASES = [
+    pytest.param(cls, i, ex, id=f"{code}-{i}")
+    for code, cls in all_rules().items()
+    for i, ex in enumerate(cls.examples)
+]
+
+
+def _tv(ex):
+    return tuple(ex.options.get("torch_version", LATEST_TORCH))
+
+
+@pytest.mark.parametrize("cls,i,ex", CASES)
+def test_bad_example_is_flagged(cls, i, ex):
+    found = codes_of(ex.bad_code, codes=[cls.code], torch_version=_tv(ex))
+    assert cls.code in found, f"{cls.code} example {i}: bad code not flagged"
+
+
+@pytest.mark.parametrize("cls,i,ex", CASES)
+def test_good_example_is_clean(cls, i, ex):
+    found = codes_of(ex.good_code, codes=[cls.code], torch_version=_tv(ex))
+    assert cls.code not in found, f"{cls.code} example {i}: good code flagged"
+
+
+@pytest.mark.parametrize("cls,i,ex", [c for c in CASES if c.values[0].fix_safety != NONE])
+def test_fix_of_bad_is_good(cls, i, ex):
+    fixed = fix(ex.bad_code, codes=[cls.code], unsafe=True, torch_version=_tv(ex))
+    assert fixed == ex.good_code
+
+
+@pytest.mark.parametrize("cls,i,ex", [c for c in CASES if c.values[0].fix_safety == "unsafe"])
+def test_unsafe_fix_needs_opt_in(cls, i, ex):
+    assert fix(ex.bad_code, codes=[cls.code], unsafe=False, torch_version=_tv(ex)) == ex.bad_code
