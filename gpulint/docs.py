@@ -28,3 +28,45 @@ def render_markdown(cls) -> str:
     out += ["## Fix safety", sec.get("Fix safety", ""), ""]
     out += ["## References", sec.get("References", ""), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_index(rules) -> str:
+    out = [
+        "# gpulint rules",
+        "",
+        "Generated from the rule classes by `python -m gpulint.docs`; do not edit by hand.",
+        "",
+        "| code | name | default | fix | message |",
+        "|---|---|---|---|---|",
+    ]
+    for code, cls in rules.items():
+        message = cls.message.replace("|", "\\|")
+        default = "on" if cls.default else "off"
+        out.append(f"| [{code}]({code}.md) | {cls.name} | {default} | {cls.fix_safety} | {message} |")
+    return "\n".join(out) + "\n"
+
+
+def generated_pages() -> dict:
+    """{relative path under docs/rules: text} for every rule page and the index."""
+    from gpulint.rule import all_rules
+
+    rules = all_rules()
+    pages = {f"{code}.md": render_markdown(cls) for code, cls in rules.items()}
+    pages["README.md"] = render_index(rules)
+    return pages
+
+
+def main() -> None:  # pragma: no cover - exercised by tests through generated_pages
+    import os
+    import sys
+
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join("docs", "rules")
+    os.makedirs(out_dir, exist_ok=True)
+    for name, text in generated_pages().items():
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    print(f"wrote {len(generated_pages())} pages to {out_dir}")
+
+
+if __name__ == "__main__":
+    main()
