@@ -38,16 +38,7 @@ def _use_color(no_color: bool, stream) -> bool:
         return False
 
 
-class GpulintGroup(click.Group):
-    def main(self, *args, **kwargs):
-        kwargs.setdefault("standalone_mode", True)
-        try:
-            return super().main(*args, **kwargs)
-        except SystemExit:
-            raise
-
-
-@click.group(cls=GpulintGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpulint")
 def cli() -> None:
     """Find and fix the code patterns that waste GPU time and memory in PyTorch programs."""
@@ -70,9 +61,11 @@ def _codes_option(name: str, help_: str):
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also NO_COLOR=1).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
-@click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per core).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply the config's exclude / extend-exclude even to files named on the command line (for pre-commit).")
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
-          exit_zero, quiet, no_color, no_cache, jobs) -> None:
+          exit_zero, quiet, no_color, no_cache, jobs, force_exclude) -> None:
     """Lint PATHS (default: the current directory)."""
     from gpulint.reporters import ReportContext, get_reporter
     from gpulint.runner import run
@@ -91,19 +84,19 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
             extend_select=extend_l,
             jobs=jobs,
             use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"),
+            force_exclude=force_exclude,
         )
+        fmt = output_format
+        if fmt is None:
+            s = resolver.override or resolver.for_path(paths[0] if paths else ".")
+            fmt = s.output_format or "text"
     except ConfigError as exc:
         click.echo(f"gpulint: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
 
-    fmt = output_format
-    if fmt is None:
-        s = resolver.override or resolver.for_path(paths[0] if paths else ".")
-        fmt = s.output_format or "text"
     findings = result.findings
     errors = result.all_errors
-    stream = sys.stdout
-    color = output_file is None and _use_color(no_color, stream)
+    color = output_file is None and _use_color(no_color, sys.stdout)
     rctx = ReportContext(color=color, statistics=statistics, linted=result.linted_count, quiet=quiet,
                          errors_count=len(errors))
     report = get_reporter(fmt)(findings, [] if fmt in ("text", "concise") else errors, rctx)
@@ -115,17 +108,103 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     if output_file:
         from gpulint.fsutil import atomic_write_text
 
-        atomic_write_text(output_file, report)
+        try:
+            atomic_write_text(output_file, report)
+        except OSError as exc:
+            click.echo(f"gpulint: error: {output_file}: cannot write the report: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_ERROR)
     else:
         click.echo(report, nl=False, color=color)
 
     if errors and result.linted_count == 0 and not findings:
-        sys.exit(EXIT_ERROR)
-    if findings and not exit_zero:
-        sys.exit(EXIT_FINDINGS)
-    if errors and not exit_zero:
+        sys.exit(EXIT_ERROR)  # nothing could be linted
+    if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--apply", "apply_", is_flag=True, help="Write the fixes (default: only show their diff).")
+@click.option("--unsafe-fixes", is_flag=True, help="Include fixes that may change behaviour (see each rule's Fix safety).")
+@_codes_option("--select", "Rules to enable (codes, prefixes, names, or ALL).")
+@_codes_option("--ignore", "Rules to disable.")
+@_codes_option("--extend-select", "Rules to enable on top of the selection.")
+@click.option("--config", "config_path", type=click.Path(), default=None, help="Use this config file for every file.")
+@click.option("--no-color", is_flag=True, help="Never colour the output (also NO_COLOR=1).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
+@click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
+def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path, no_color, no_cache, jobs,
+        force_exclude) -> None:
+    """Show the diff of every fix for PATHS, or write them with --apply."""
+    from gpulint.fix_cmd import run_fix, unified_diff, write_fixed
+    from gpulint.reporters.text import error_line, finding_line
+    from gpulint.rule import SAFE, UNSAFE
+    from gpulint.runner import run
+
+    select_l, ignore_l, extend_l = _split_codes(select), _split_codes(ignore), _split_codes(extend_select)
+    _validate_codes("--select", select_l)
+    _validate_codes("--ignore", ignore_l)
+    _validate_codes("--extend-select", extend_l)
+    try:
+        resolver = ConfigResolver(config_path)
+        result = run(
+            list(paths) or ["."], resolver, select=select_l or None, ignore=ignore_l, extend_select=extend_l,
+            jobs=jobs, use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"),
+            force_exclude=force_exclude,
+        )
+    except ConfigError as exc:
+        click.echo(f"gpulint: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    allowed = (SAFE, UNSAFE) if unsafe_fixes else (SAFE,)
+    fixable_paths = sorted({f.path for f in result.findings if f.fix is not None and f.fix.applicability in allowed})
+    todo = [(p, result.options[p]) for p in fixable_paths if p in result.options]
+    fr = run_fix(todo, unsafe=unsafe_fixes)
+    color_err = _use_color(no_color, sys.stderr)
+    errors = list(result.all_errors) + fr.errors
+    # findings in files that needed no fixing stay as they are
+    untouched = [f for f in result.findings if f.path not in set(fixable_paths)]
+    remaining = sorted(untouched + fr.remaining, key=lambda f: f.sort_key())
+    held = sum(1 for f in untouched if f.fix is not None and f.fix.applicability == UNSAFE and not unsafe_fixes)
+    held += fr.held_back_unsafe
+    changed = fr.changed
+    n_fixed = fr.fixed_count
+    if not apply_:
+        for ff in changed:
+            click.echo(unified_diff(ff), nl=False)
+    else:
+        for ff in changed:
+            why = write_fixed(ff)
+            if why is not None:
+                errors.append((ff.path, why))
+                n_fixed -= len(ff.fixed_findings)
+    for path, why in errors:
+        click.echo(error_line(path, why, color_err), err=True)
+    color_out = _use_color(no_color, sys.stdout)
+    if apply_:
+        written = [ff for ff in changed if not any(p == ff.path for p, _ in errors)]
+        for f in remaining:
+            click.echo(finding_line(f, color_out), color=color_out)
+        click.echo(
+            f"Fixed {n_fixed} problem{'s' if n_fixed != 1 else ''} in {len(written)} file{'s' if len(written) != 1 else ''}"
+            f" ({len(remaining)} remaining)."
+        )
+    else:
+        msg = (
+            f"Would fix {n_fixed} problem{'s' if n_fixed != 1 else ''} in {len(changed)} file{'s' if len(changed) != 1 else ''}"
+            f" ({len(remaining)} remaining); run with --apply to write."
+            if n_fixed
+            else "Nothing to fix."
+        )
+        click.echo(msg, err=True)
+    if held:
+        click.echo(f"{held} unsafe fix{'es' if held != 1 else ''} held back; add --unsafe-fixes to include them.", err=True)
+    if errors:
+        sys.exit(EXIT_FINDINGS)
+    if not apply_:
+        sys.exit(EXIT_FINDINGS if n_fixed else EXIT_OK)
+    sys.exit(EXIT_FINDINGS if remaining else EXIT_OK)
 
 
 @cli.command("rules")
@@ -168,3 +247,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     except KeyboardInterrupt:  # pragma: no cover
         click.echo("gpulint: interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # a bug in gpulint: one line (exit 2), the traceback only when asked
+        if os.environ.get("GPULINT_DEBUG"):
+            raise
+        click.echo(
+            f"gpulint: internal error: {type(exc).__name__}: {exc} "
+            "(please report this; set GPULINT_DEBUG=1 for the traceback)",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)

@@ -61,9 +61,18 @@ class Settings:
     extend_exclude: Tuple[str, ...] = ()
     torch_version: Tuple[int, ...] = LATEST_TORCH
     output_format: Optional[str] = None
+    # the command line's selection, applied as a layer on top of the config's (as Ruff does)
+    cli_select: Optional[Tuple[str, ...]] = None
+    cli_ignore: Tuple[str, ...] = ()
+    cli_extend_select: Tuple[str, ...] = ()
 
     def enabled_codes(self) -> Tuple[str, ...]:
-        return resolve_selection(self.select, self.extend_select, self.ignore)
+        return resolve_selection(
+            self.select,
+            self.extend_select,
+            self.ignore,
+            cli=(self.cli_select, self.cli_extend_select, self.cli_ignore),
+        )
 
     def codes_for(self, path: str) -> Tuple[str, ...]:
         codes = self.enabled_codes()
@@ -131,27 +140,49 @@ def _specificity(sel: str) -> int:
     return len(sel_u)
 
 
-def resolve_selection(select, extend_select, ignore) -> Tuple[str, ...]:
-    """Ruff's rule: for each rule the most specific selector wins; at equal
-    specificity an ignore beats a select."""
-    meta = _rule_meta()
-    selectors = []
-    base = select if select is not None else tuple(c for c, (_, d) in meta.items() if d)
-    for s in list(base) + list(extend_select):
-        selectors.append((s, True))
-    for s in ignore:
-        selectors.append((s, False))
-    enabled = []
+def _apply_layer(current, select, extend_select, ignore, meta) -> set:
+    """One layer of selection (the config's, then the command line's).
+
+    Within a layer the most specific selector wins for each rule, and at equal
+    specificity an ignore beats a select. A layer with a `select` replaces the
+    selection so far; a layer without one only adds (extend-select) and
+    removes (ignore)."""
+    selectors = [(s, True) for s in (select or ())]
+    selectors += [(s, True) for s in extend_select]
+    selectors += [(s, False) for s in ignore]
+    expanded = [(set(expand_selector(s, for_select=on)), _specificity(s), on) for s, on in selectors]
+    updates: Dict[str, bool] = {}
     for code in meta:
         best = None
-        for sel, on in selectors:
-            if code in expand_selector(sel, for_select=on):
-                spec = _specificity(sel)
-                if best is None or spec > best[0] or (spec == best[0] and not on):
-                    best = (spec, on)
-        if best is not None and best[1]:
-            enabled.append(code)
-    return tuple(enabled)
+        for codes, spec, on in expanded:
+            if code in codes and (best is None or spec > best[0] or (spec == best[0] and not on)):
+                best = (spec, on)
+        if best is not None:
+            updates[code] = best[1]
+    if select is not None:
+        return {c for c, on in updates.items() if on}
+    out = set(current)
+    for c, on in updates.items():
+        if on:
+            out.add(c)
+        else:
+            out.discard(c)
+    return out
+
+
+def resolve_selection(select, extend_select, ignore, cli=None) -> Tuple[str, ...]:
+    """The enabled rule codes. Ruff's rule: the default rules, then the
+    config's layer, then the command line's layer (see `_apply_layer`): so
+    `--select GPU001` enables GPU001 even when the config ignores it, and
+    `--ignore GPU1` drops a prefix the config selected."""
+    meta = _rule_meta()
+    enabled = {c for c, (_, d) in meta.items() if d}
+    enabled = _apply_layer(enabled, select, extend_select, ignore, meta)
+    if cli is not None:
+        cli_select, cli_extend, cli_ignore = cli
+        if cli_select is not None or cli_extend or cli_ignore:
+            enabled = _apply_layer(enabled, cli_select, cli_extend, cli_ignore, meta)
+    return tuple(c for c in meta if c in enabled)
 
 
 # --------------------------------------------------------------- torch version
@@ -346,11 +377,12 @@ def with_cli_overrides(
     ignore: Sequence[str] = (),
     extend_select: Sequence[str] = (),
 ) -> Settings:
-    kw = {}
-    if select:
-        kw["select"] = tuple(select)
-    if ignore:
-        kw["ignore"] = tuple(settings.ignore) + tuple(ignore)
-    if extend_select:
-        kw["extend_select"] = tuple(settings.extend_select) + tuple(extend_select)
-    return replace(settings, **kw) if kw else settings
+    """The settings with the command line's selection as a layer on top."""
+    if not select and not ignore and not extend_select:
+        return settings
+    return replace(
+        settings,
+        cli_select=tuple(select) if select else None,
+        cli_ignore=tuple(ignore),
+        cli_extend_select=tuple(extend_select),
+    )

@@ -110,14 +110,42 @@ def _excluded(path: str, settings: Settings) -> bool:
     return False
 
 
+def _force_excluded(path: str, settings: Settings) -> bool:
+    """Whether an explicitly named path, or a folder above it below its
+    config's root, is excluded by the config (`--force-exclude`). The root
+    itself is not tested: a project checked out in a folder named `build`
+    is still linted."""
+    cur = os.path.abspath(path)
+    root = os.path.abspath(settings.root)
+    while cur != root:
+        if _excluded(cur, settings):
+            return True
+        parent = os.path.dirname(cur)
+        if parent == cur or not _is_under(parent, root):
+            return False
+        cur = parent
+    return False
+
+
+def _is_under(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:
+        return False
+
+
 def discover(
     paths: List[str],
     resolver: ConfigResolver,
     on_error: Callable[[str, str], None],
     respect_gitignore: bool = True,
+    force_exclude: bool = False,
 ) -> Iterator[Tuple[str, Settings]]:
     """Yield (file, settings) for every file to lint. `on_error(path, why)` is
-    called for a path that does not exist or cannot be listed."""
+    called for a path that does not exist or cannot be listed. Explicit file
+    paths are always linted, unless `force_exclude` applies the config's
+    `exclude` / `extend-exclude` to them too (for pre-commit, which names
+    every file)."""
     gitignore = GitIgnore()
     seen = set()
     for root in paths:
@@ -131,8 +159,13 @@ def discover(
             # explicit files are always linted
             key = os.path.realpath(root)
             if key not in seen:
+                settings = resolver.for_path(root)
+                if force_exclude and _force_excluded(root, settings):
+                    continue
                 seen.add(key)
-                yield root, resolver.for_path(root)
+                yield os.path.normpath(root), settings
+            continue
+        if force_exclude and _force_excluded(root, resolver.for_path(root)):
             continue
         yield from _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore)
 
@@ -182,5 +215,5 @@ def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
             if key in seen:
                 continue
             seen.add(key)
-            yield path, settings
+            yield os.path.normpath(path), settings
         stack.extend(reversed(subdirs))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import List, Optional, Tuple
 
 from gpulint.edits import apply_edits
@@ -10,6 +11,7 @@ from gpulint.engine import LintError, LintOptions, lint_source
 from gpulint.rule import SAFE, UNSAFE, Finding
 
 MAX_PASSES = 10
+_LONE_LF = re.compile(r"(?<!\r)\n")
 
 
 class FixError(Exception):
@@ -45,7 +47,9 @@ def _overlaps(a: Tuple[int, int], b: Tuple[int, int]) -> bool:
     return (s1 < e2 and s2 < e1) or s1 == s2
 
 
-def fix_source(text: str, path: str, options: LintOptions, unsafe: bool = False) -> FixResult:
+def fix_source(
+    text: str, path: str, options: LintOptions, unsafe: bool = False, newline: str = "\n"
+) -> FixResult:
     allowed = (SAFE, UNSAFE) if unsafe else (SAFE,)
     fixed: List[Finding] = []
     current = text
@@ -62,7 +66,10 @@ def fix_source(text: str, path: str, options: LintOptions, unsafe: bool = False)
             if any(_overlaps(a, b) for a in spans for b in taken):
                 continue  # overlaps a fix taken this pass; the next pass sees it again
             taken.extend(spans)
-            edits.extend(f.fix.edits)
+            if newline != "\n":
+                edits.extend(replace(e, content=_LONE_LF.sub(newline, e.content)) for e in f.fix.edits)
+            else:
+                edits.extend(f.fix.edits)
             applied.append(f)
         new = apply_edits(current, edits)
         if new == current:

@@ -25,6 +25,7 @@ CACHE_DIR = ".gpulint_cache"
 class RunResult:
     results: List[FileResult] = field(default_factory=list)
     errors: List[Tuple[str, str]] = field(default_factory=list)  # (path, why), files never linted
+    options: Dict[str, LintOptions] = field(default_factory=dict)  # the options each file was linted with
 
     @property
     def findings(self) -> List[Finding]:
@@ -66,6 +67,30 @@ def finding_from_dict(d: dict) -> Finding:
     return Finding(fix=fix, **d)
 
 
+_FINGERPRINT: Optional[str] = None
+
+
+def _code_fingerprint() -> str:
+    """Changes whenever gpulint's own code changes (an upgrade, or an edited
+    checkout), so a cache never serves findings of other rules' code."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        h = hashlib.sha1()
+        pkg = os.path.dirname(os.path.abspath(__file__))
+        for dirpath, dirnames, filenames in os.walk(pkg):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    p = os.path.join(dirpath, name)
+                    try:
+                        st = os.stat(p)
+                    except OSError:
+                        continue
+                    h.update(f"{os.path.relpath(p, pkg)}:{st.st_mtime_ns}:{st.st_size};".encode())
+        _FINGERPRINT = h.hexdigest()[:16]
+    return _FINGERPRINT
+
+
 class Cache:
     def __init__(self, root: str) -> None:
         self.dir = os.path.join(root, CACHE_DIR)
@@ -82,7 +107,7 @@ class Cache:
 
     @staticmethod
     def options_key(options: LintOptions) -> str:
-        raw = json.dumps([__version__, list(options.codes), list(options.torch_version)])
+        raw = json.dumps([__version__, _code_fingerprint(), list(options.codes), list(options.torch_version)])
         return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
     def get(self, path: str, options: LintOptions) -> Optional[List[Finding]]:
@@ -96,9 +121,12 @@ class Cache:
         if e.get("m") != st.st_mtime_ns or e.get("s") != st.st_size or e.get("k") != self.options_key(options):
             return None
         try:
-            return [finding_from_dict(d) for d in e["f"]]
-        except (KeyError, TypeError):
+            findings = [finding_from_dict(d) for d in e["f"]]
+        except (KeyError, TypeError, ValueError, IndexError):
             return None
+        for f in findings:
+            f.path = path  # as this run names the file, not as the run that cached it did
+        return findings
 
     def put(self, path: str, options: LintOptions, findings: List[Finding]) -> None:
         try:
@@ -144,6 +172,7 @@ def run(
     jobs: Optional[int] = None,
     use_cache: bool = True,
     keep_source: bool = False,
+    force_exclude: bool = False,
 ) -> RunResult:
     out = RunResult()
     overridden: Dict[int, Settings] = {}
@@ -152,13 +181,14 @@ def run(
         out.errors.append((path, why))
 
     todo: List[Tuple[str, LintOptions, Settings]] = []
-    for path, settings in discover(list(paths), resolver, on_error):
+    for path, settings in discover(list(paths), resolver, on_error, force_exclude=force_exclude):
         s = overridden.get(id(settings))
         if s is None:
             s = with_cli_overrides(settings, select, ignore, extend_select)
             overridden[id(settings)] = s
         options = LintOptions(codes=s.codes_for(path), torch_version=s.torch_version)
         todo.append((path, options, s))
+        out.options[path] = options
 
     caches: Dict[str, Cache] = {}
     pending: List[Tuple[str, LintOptions, Settings]] = []

@@ -12,7 +12,14 @@ import re
 import tokenize
 from typing import Dict, FrozenSet, Optional
 
-NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_,\s-]+?))?\s*(?:#|$)", re.I)
+# A code (GPU101) or a rule name (host-sync-in-loop); as in flake8 and Ruff,
+# text after the list ("# noqa: GPU101 timing only") is a comment, not codes,
+# and `# noqa` followed by anything but a colon is a blanket noqa.
+_CODE = r"(?:[A-Za-z]+[0-9]+|[a-z][a-z0-9]*(?:-[a-z0-9]+)+)"
+NOQA_RE = re.compile(
+    r"#\s*noqa(?![\w-])(?::\s*(?P<codes>" + _CODE + r"(?:\s*,\s*" + _CODE + r"|\s+" + _CODE + r"(?![\w-]))*))?",
+    re.I,
+)
 IGNORE_RE = re.compile(r"#\s*gpulint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 SKIP_FILE_RE = re.compile(r"#\s*gpulint:\s*skip-file\b", re.I)
 

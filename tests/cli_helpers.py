@@ -1,0 +1,93 @@
+"""Helpers for the CLI / framework tests: small projects in tmp_path, the CLI
+run in-process (click's CliRunner) or as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from click.testing import CliRunner
+
+from gpulint.cli import cli
+
+# Snippets for the two model rules. GPU001 flags line 4 col 9; GPU302 line 4 col 5.
+DP = """\
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4))
+"""
+ZG = """\
+import torch
+
+def step(opt):
+    opt.zero_grad(set_to_none=False)
+"""
+CLEAN = "import os\n\nprint(os.getcwd())\n"
+TWO = "--select=GPU001,GPU302"
+
+LINE_RE = re.compile(r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) ")
+
+
+def write(root: Path, rel: str, text: str = DP) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return p
+
+
+def _runner() -> CliRunner:
+    try:  # click < 8.2 mixes stderr into stdout unless told not to
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        return CliRunner()
+
+
+def invoke(args: Iterable[str], cwd: Path, env: Optional[Dict[str, Optional[str]]] = None, cache: bool = False):
+    """Run `gpulint ARGS` in-process in `cwd`. An exception other than the
+    exit is re-raised, so a traceback can never pass as output."""
+    full_env: Dict[str, Optional[str]] = {"NO_COLOR": None, "FORCE_COLOR": None, "GPULINT_DEBUG": None}
+    full_env["GPULINT_NO_CACHE"] = None if cache else "1"
+    full_env.update(env or {})
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        res = _runner().invoke(cli, [str(a) for a in args], env=full_env)
+    finally:
+        os.chdir(old)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    assert "Traceback" not in res.stdout + res.stderr
+    return res
+
+
+def findings(stdout: str) -> List[Tuple[str, int, int, str]]:
+    """(path, row, col, code) of every finding line of text output."""
+    out = []
+    for line in stdout.splitlines():
+        m = LINE_RE.match(line)
+        if m:
+            out.append((m["path"], int(m["row"]), int(m["col"]), m["code"]))
+    return out
+
+
+def codes(stdout: str) -> List[str]:
+    return sorted(c for _, _, _, c in findings(stdout))
+
+
+def run_subprocess(args: Iterable[str], cwd: Path, env: Optional[Dict[str, str]] = None, **kw):
+    """`python -m gpulint ARGS` as a real process."""
+    e = dict(os.environ)
+    for k in ("NO_COLOR", "FORCE_COLOR", "GPULINT_DEBUG"):
+        e.pop(k, None)
+    e["GPULINT_NO_CACHE"] = "1"
+    e.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "gpulint", *[str(a) for a in args]],
+        cwd=cwd, env=e, capture_output=True, text=True, timeout=120, **kw
+    )

@@ -1,0 +1,422 @@
+"""The `gpulint` command line: exit codes, file errors, rule selection,
+output options, colour, and the output formats' shapes."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+
+from cli_helpers import CLEAN, DP, TWO, ZG, codes, findings, invoke, run_subprocess, write
+from gpulint import engine
+from gpulint.rule import all_rules
+
+DP_MSG = all_rules()["GPU001"].message
+
+
+# ------------------------------------------------------------------ exit codes
+def test_clean_project_exits_0(tmp_path):
+    write(tmp_path, "train.py", CLEAN)
+    res = invoke(["check"], tmp_path)
+    assert res.exit_code == 0
+    assert res.stdout == "All checks passed!\n"
+    assert res.stderr == ""
+
+
+def test_findings_exit_1_in_ruff_text_format(tmp_path):
+    write(tmp_path, "train.py", DP)
+    res = invoke(["check", TWO], tmp_path)
+    assert res.exit_code == 1
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"train.py:4:9: GPU001 {DP_MSG}"
+    assert lines[1] == "Found 1 problem."
+    assert res.stderr == ""
+
+
+def test_default_path_is_the_current_directory_and_paths_are_normalised(tmp_path):
+    write(tmp_path, "pkg/train.py", DP)
+    res = invoke(["check", TWO], tmp_path)
+    assert findings(res.stdout) == [(os.path.join("pkg", "train.py"), 4, 9, "GPU001")]
+    res2 = invoke(["check", TWO, "./pkg/../pkg/train.py"], tmp_path)
+    assert findings(res2.stdout) == findings(res.stdout)
+
+
+def test_unsafe_fix_is_not_marked_fixable(tmp_path):
+    write(tmp_path, "train.py", ZG)
+    res = invoke(["check", TWO], tmp_path)
+    assert res.exit_code == 1
+    assert f"train.py:4:5: GPU302 {all_rules()['GPU302'].message}" in res.stdout
+    assert "[*]" not in res.stdout  # only safe fixes get the marker
+    assert "--unsafe-fixes" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["check", "--no-such-option"], "No such option"),
+        (["check", "--select", "GPU999"], "unknown rule code or prefix 'GPU999'"),
+        (["check", "--ignore", "XYZ1"], "unknown rule code or prefix 'XYZ1'"),
+        (["check", "--extend-select", "not-a-rule"], "unknown rule code or prefix 'not-a-rule'"),
+        (["check", "--output-format", "xml"], "xml"),
+        (["check", "-j", "0"], "0"),
+        (["nosuchcommand"], "No such command"),
+        (["explain", "GPU999"], "unknown rule 'GPU999'"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path, args, needle):
+    write(tmp_path, "train.py", DP)
+    res = invoke(args, tmp_path)
+    assert res.exit_code == 2
+    assert needle in res.stderr
+    assert res.stdout == ""
+
+
+def test_unparseable_file_is_one_line_and_others_are_still_linted(tmp_path):
+    write(tmp_path, "bad.py", "def f(:\n    pass\n")
+    write(tmp_path, "good.py", DP)
+    res = invoke(["check", TWO], tmp_path)
+    assert res.exit_code == 1
+    assert res.stderr.splitlines() == ["error: bad.py: syntax error at 1:7: invalid syntax"]
+    assert findings(res.stdout) == [("good.py", 4, 9, "GPU001")]
+    assert "1 file could not be checked." in res.stdout
+
+
+def test_unparseable_file_without_any_rule_needle_is_still_reported(tmp_path):
+    # the cheap pre-filter skips rules, never the syntax check
+    write(tmp_path, "bad.py", "x = (\n")
+    write(tmp_path, "good.py", CLEAN)
+    res = invoke(["check"], tmp_path)
+    assert res.exit_code == 1  # something was linted, something failed
+    assert res.stderr.splitlines() == ["error: bad.py: syntax error at 1:5: '(' was never closed"]
+    assert "All checks passed!" not in res.stdout
+
+
+def test_undecodable_file(tmp_path):
+    (tmp_path / "latin.py").write_bytes(b"x = '\xff\xfe'\n")
+    write(tmp_path, "good.py", DP)
+    res = invoke(["check", TWO], tmp_path)
+    assert res.exit_code == 1
+    [line] = res.stderr.splitlines()
+    assert line.startswith("error: latin.py: cannot decode as utf-8")
+    assert codes(res.stdout) == ["GPU001"]
+
+
+def test_file_with_nul_bytes(tmp_path):
+    (tmp_path / "nul.py").write_bytes(b"x = 1\x00\n")
+    res = invoke(["check"], tmp_path)
+    assert res.exit_code == 2  # nothing could be linted
+    assert res.stderr.splitlines() == ["error: nul.py: source contains NUL bytes"]
+
+
+def test_only_unlintable_files_exit_2(tmp_path):
+    write(tmp_path, "bad.py", "x = (\n")
+    res = invoke(["check"], tmp_path)
+    assert res.exit_code == 2
+    assert res.stderr.splitlines() == ["error: bad.py: syntax error at 1:5: '(' was never closed"]
+
+
+def test_missing_path(tmp_path):
+    write(tmp_path, "good.py", DP)
+    res = invoke(["check", TWO, "missing.py"], tmp_path)
+    assert res.exit_code == 2
+    assert res.stderr.splitlines() == ["error: missing.py: no such file or directory"]
+    res = invoke(["check", TWO, "missing.py", "good.py"], tmp_path)
+    assert res.exit_code == 1
+    assert codes(res.stdout) == ["GPU001"]
+
+
+def test_broken_symlink_named_explicitly(tmp_path):
+    os.symlink(tmp_path / "gone.py", tmp_path / "link.py")
+    write(tmp_path, "good.py", CLEAN)
+    res = invoke(["check", "link.py", "good.py"], tmp_path)
+    assert res.exit_code == 1
+    assert res.stderr.splitlines() == ["error: link.py: broken symbolic link"]
+
+
+def test_a_crashing_rule_is_a_file_error_not_a_traceback(tmp_path, monkeypatch):
+    cls = all_rules()["GPU001"]
+
+    def boom(self, node, ctx):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cls, "visit_Call", boom)
+    monkeypatch.setattr(engine, "_RULE_CACHE", {})
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "b.py", ZG)
+    res = invoke(["check", TWO], tmp_path)
+    assert res.exit_code == 1
+    assert res.stderr.splitlines() == ["error: a.py: internal error: RuntimeError: boom (please report this)"]
+    assert codes(res.stdout) == ["GPU302"]
+
+
+def test_exit_zero(tmp_path):
+    write(tmp_path, "train.py", DP)
+    res = invoke(["check", TWO, "--exit-zero"], tmp_path)
+    assert res.exit_code == 0
+    assert codes(res.stdout) == ["GPU001"]
+
+
+# ------------------------------------------------------------------ selection
+@pytest.fixture
+def both(tmp_path):
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "b.py", ZG)
+    return tmp_path
+
+
+def _selected(root, *args):
+    res = invoke(["check", *args], root)
+    assert res.exit_code in (0, 1), res.stderr
+    return sorted(set(c for c in codes(res.stdout) if c in ("GPU001", "GPU302")))
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ([], ["GPU001", "GPU302"]),  # both are on by default
+        (["--select", "GPU001"], ["GPU001"]),
+        (["--select", "gpu302"], ["GPU302"]),  # codes are case-insensitive
+        (["--select", "GPU3"], ["GPU302"]),  # a prefix
+        (["--select", "GPU0"], ["GPU001"]),
+        (["--select", "data-parallel"], ["GPU001"]),  # a name
+        (["--select", "zero-grad-not-set-to-none"], ["GPU302"]),
+        (["--select", "ALL"], ["GPU001", "GPU302"]),
+        (["--select", "GPU001,GPU302"], ["GPU001", "GPU302"]),  # comma-separated
+        (["--select", "GPU001", "--select", "GPU302"], ["GPU001", "GPU302"]),  # repeated
+        (["--ignore", "GPU001"], ["GPU302"]),
+        (["--ignore", "data-parallel"], ["GPU302"]),
+        (["--select", "ALL", "--ignore", "GPU3"], ["GPU001"]),
+        (["--select", "GPU001", "--extend-select", "GPU302"], ["GPU001", "GPU302"]),
+        # Ruff's specificity rule: the more specific selector wins ...
+        (["--select", "GPU302", "--ignore", "GPU3"], ["GPU302"]),
+        (["--select", "GPU3", "--ignore", "GPU302"], []),
+        (["--select", "GPU0", "--ignore", "GPU"], ["GPU001"]),
+        (["--select", "ALL", "--ignore", "GPU"], []),
+        (["--select", "GPU", "--ignore", "ALL"], ["GPU001", "GPU302"]),
+        # ... and at equal specificity the ignore wins
+        (["--select", "GPU001", "--ignore", "GPU001"], []),
+        (["--select", "GPU3", "--ignore", "GPU3"], []),
+    ],
+)
+def test_select_ignore_extend_select(both, args, expected):
+    assert _selected(both, *args) == expected
+
+
+def test_cli_selection_is_a_layer_over_the_config(both):
+    write(both, "pyproject.toml", '[tool.gpulint]\nselect = ["GPU0"]\nignore = ["GPU001"]\n')
+    assert _selected(both) == []
+    # the command line's --select replaces the config's selection (Ruff's layers)
+    assert _selected(both, "--select", "GPU001") == ["GPU001"]
+    # --extend-select and --ignore adjust it
+    assert _selected(both, "--extend-select", "GPU302") == ["GPU302"]
+    write(both, "pyproject.toml", '[tool.gpulint]\nselect = ["GPU001", "GPU302"]\n')
+    assert _selected(both, "--ignore", "GPU3") == ["GPU001"]
+    assert _selected(both, "--ignore", "GPU3", "--extend-select", "GPU302") == ["GPU001", "GPU302"]
+
+
+# ------------------------------------------------------------------ options
+def test_statistics(tmp_path):
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "b.py", DP + ZG.replace("import torch\n", ""))
+    res = invoke(["check", TWO, "--statistics"], tmp_path)
+    assert res.exit_code == 1
+    lines = res.stdout.splitlines()
+    assert lines[0] == "2\tGPU001\t[ ] data-parallel"
+    assert lines[1] == "1\tGPU302\t[ ] zero-grad-not-set-to-none"
+    assert lines[2] == "Found 3 problems."
+    assert not findings(res.stdout)  # counts instead of the list
+
+
+def test_quiet(tmp_path):
+    write(tmp_path, "a.py", DP)
+    res = invoke(["check", TWO, "--quiet"], tmp_path)
+    assert res.exit_code == 1
+    assert res.stdout == f"a.py:4:9: GPU001 {DP_MSG}\n"
+    write(tmp_path, "a.py", CLEAN)
+    res = invoke(["check", "-q"], tmp_path)
+    assert res.exit_code == 0
+    assert res.stdout == ""
+
+
+def test_output_file(tmp_path):
+    write(tmp_path, "a.py", DP)
+    res = invoke(["check", TWO, "--output-format", "json", "-o", "report.json"], tmp_path)
+    assert res.exit_code == 1
+    assert res.stdout == ""
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert [d["code"] for d in data] == ["GPU001"]
+    res = invoke(["check", TWO, "--output-file", "report.txt"], tmp_path)
+    assert (tmp_path / "report.txt").read_text().startswith(f"a.py:4:9: GPU001 {DP_MSG}\n")
+    assert "\x1b[" not in (tmp_path / "report.txt").read_text()
+
+
+def test_output_file_that_cannot_be_written(tmp_path):
+    write(tmp_path, "a.py", DP)
+    res = invoke(["check", TWO, "-o", "no/such/dir/report.txt"], tmp_path)
+    assert res.exit_code == 2
+    [line] = res.stderr.splitlines()
+    assert line.startswith("gpulint: error: no/such/dir/report.txt: cannot write the report")
+
+
+def test_no_colour_when_not_a_tty(tmp_path):
+    write(tmp_path, "a.py", DP)
+    res = invoke(["check", TWO], tmp_path)
+    assert "\x1b[" not in res.stdout + res.stderr
+
+
+def _run_on_tty(args, cwd, env_extra=None):
+    """Run gpulint with stdout on a pseudo-terminal; return what it printed."""
+    env = dict(os.environ)
+    for k in ("NO_COLOR", "FORCE_COLOR"):
+        env.pop(k, None)
+    env["GPULINT_NO_CACHE"] = "1"
+    env.update(env_extra or {})
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpulint", *args], cwd=cwd, env=env, stdout=slave, stderr=subprocess.PIPE
+        )
+    finally:
+        os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    proc.wait(timeout=60)
+    return proc.returncode, b"".join(chunks).decode()
+
+
+def test_colour_only_on_a_tty_and_never_with_no_color(tmp_path):
+    write(tmp_path, "a.py", DP)
+    rc, out = _run_on_tty(["check", TWO], tmp_path)
+    assert rc == 1
+    assert "\x1b[" in out and "GPU001" in out
+    rc, out = _run_on_tty(["check", TWO, "--no-color"], tmp_path)
+    assert rc == 1 and "GPU001" in out and "\x1b[" not in out
+    rc, out = _run_on_tty(["check", TWO], tmp_path, {"NO_COLOR": "1"})
+    assert rc == 1 and "GPU001" in out and "\x1b[" not in out
+
+
+def test_python_dash_m_and_version(tmp_path):
+    write(tmp_path, "a.py", DP)
+    proc = run_subprocess(["check", TWO, "a.py"], tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith(f"a.py:4:9: GPU001 {DP_MSG}\n")
+    proc = run_subprocess(["--version"], tmp_path)
+    assert proc.returncode == 0
+    from gpulint import __version__
+
+    assert __version__ in proc.stdout
+
+
+def test_check_never_imports_torch(tmp_path):
+    # a `torch` that explodes on import, first on the path
+    write(tmp_path, "fake/torch/__init__.py", "raise SystemExit('torch was imported')\n")
+    write(tmp_path, "proj/a.py", DP)
+    proc = run_subprocess(["check", TWO, "proj"], tmp_path, env={"PYTHONPATH": str(tmp_path / "fake")})
+    assert proc.returncode == 1, proc.stderr
+    assert "torch was imported" not in proc.stderr
+    assert "GPU001" in proc.stdout
+
+
+# ------------------------------------------------------------------ formats
+RUFF_KEYS = {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"}
+
+
+def test_json_follows_ruffs_schema(tmp_path):
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "b.py", ZG)
+    res = invoke(["check", TWO, "--output-format", "json"], tmp_path)
+    assert res.exit_code == 1
+    data = json.loads(res.stdout)
+    assert isinstance(data, list) and len(data) == 2
+    for d in data:
+        assert set(d) == RUFF_KEYS
+        assert d["cell"] is None
+        assert set(d["location"]) == {"row", "column"} == set(d["end_location"])
+        assert os.path.isabs(d["filename"])
+        assert d["url"].startswith("https://")
+    dp, zg = data
+    assert dp["code"] == "GPU001" and dp["fix"] is None and dp["message"] == DP_MSG
+    assert dp["filename"] == str((tmp_path / "a.py").resolve()) or dp["filename"] == str(tmp_path / "a.py")
+    assert dp["location"] == {"row": 4, "column": 9}
+    assert dp["end_location"] == {"row": 4, "column": 41}
+    assert dp["noqa_row"] == 4
+    assert zg["code"] == "GPU302"
+    assert zg["location"] == {"row": 4, "column": 5}
+    assert zg["fix"] == {
+        "applicability": "unsafe",
+        "edits": [{"content": "True", "end_location": {"row": 4, "column": 36}, "location": {"row": 4, "column": 31}}],
+        "message": "Set `set_to_none=True`",
+    }
+    # the edit replaces exactly `False`
+    line = (tmp_path / "b.py").read_text().splitlines()[3]
+    assert line[31 - 1 : 36 - 1] == "False"
+
+
+def test_json_when_clean_and_when_a_file_fails(tmp_path):
+    write(tmp_path, "a.py", CLEAN)
+    res = invoke(["check", "--output-format", "json"], tmp_path)
+    assert res.exit_code == 0
+    assert json.loads(res.stdout) == []
+    write(tmp_path, "bad.py", "x = (\n")
+    res = invoke(["check", "--output-format", "json"], tmp_path)
+    assert res.exit_code == 1
+    assert json.loads(res.stdout) == []  # stdout stays valid JSON
+    assert res.stderr.splitlines() == ["error: bad.py: syntax error at 1:5: '(' was never closed"]
+
+
+def test_github_annotations(tmp_path):
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "bad.py", "x = (\n")
+    res = invoke(["check", TWO, "--output-format", "github"], tmp_path)
+    assert res.exit_code == 1
+    lines = res.stdout.splitlines()
+    assert f"::error title=gpulint (GPU001),file=a.py,line=4,col=9,endLine=4,endColumn=41::a.py:4:9: GPU001 {DP_MSG}" in lines
+    assert "::error title=gpulint,file=bad.py::bad.py: syntax error at 1:5: '(' was never closed" in lines
+
+
+def test_concise(tmp_path):
+    write(tmp_path, "a.py", DP)
+    res = invoke(["check", TWO, "--output-format", "concise"], tmp_path)
+    assert res.stdout.splitlines() == [f"a.py:4:9: GPU001 {DP_MSG}", "Found 1 problem."]
+
+
+def test_output_format_from_config_and_cli_overrides_it(tmp_path):
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "pyproject.toml", '[tool.gpulint]\noutput-format = "json"\n')
+    res = invoke(["check", TWO], tmp_path)
+    assert [d["code"] for d in json.loads(res.stdout)] == ["GPU001"]
+    res = invoke(["check", TWO, "--output-format", "text"], tmp_path)
+    assert codes(res.stdout) == ["GPU001"]
+
+
+# ------------------------------------------------------------------ rules / explain
+def test_rules_lists_every_rule(tmp_path):
+    res = invoke(["rules"], tmp_path)
+    assert res.exit_code == 0
+    rows = {line.split()[0]: line.split() for line in res.stdout.splitlines()[1:]}
+    assert set(rows) == set(all_rules())
+    assert rows["GPU001"] == ["GPU001", "data-parallel", "on", "none"]
+    assert rows["GPU302"] == ["GPU302", "zero-grad-not-set-to-none", "on", "unsafe"]
+    data = json.loads(invoke(["rules", "--output-format", "json"], tmp_path).stdout)
+    assert {d["code"] for d in data} == set(all_rules())
+
+
+@pytest.mark.parametrize("key", ["GPU001", "gpu001", "data-parallel"])
+def test_explain(tmp_path, key):
+    res = invoke(["explain", key], tmp_path)
+    assert res.exit_code == 0
+    assert res.stdout.startswith("# data-parallel (GPU001)\n")
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety", "## References"):
+        assert heading in res.stdout

@@ -1,0 +1,206 @@
+"""File discovery (*.py / *.pyi, vendored folders, .gitignore, explicit
+paths) and the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from cli_helpers import CLEAN, DP, TWO, findings, invoke, write
+from gpulint import runner
+from gpulint.config import ConfigResolver
+from gpulint.discovery import discover
+
+
+def linted_paths(root, *args):
+    res = invoke(["check", TWO, *args], root)
+    assert res.exit_code in (0, 1), res.stderr
+    return sorted({p.replace(os.sep, "/") for p, *_ in findings(res.stdout)})
+
+
+def git_init(root):
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+
+
+def test_py_and_pyi_only(tmp_path):
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "stubs/b.pyi", DP)
+    write(tmp_path, "c.txt", DP)
+    write(tmp_path, "d.pyc", DP)
+    write(tmp_path, "e.py.bak", DP)
+    write(tmp_path, "f.ipynb", DP)
+    assert linted_paths(tmp_path) == ["a.py", "stubs/b.pyi"]
+
+
+@pytest.mark.parametrize(
+    "folder", [".git", ".venv", "venv", "build", "dist", "site-packages", "__pycache__", "node_modules", ".tox"]
+)
+def test_vendored_and_generated_folders_are_skipped(tmp_path, folder):
+    write(tmp_path, f"{folder}/x.py", DP)
+    write(tmp_path, f"src/{folder}/y.py", DP)  # at any depth
+    write(tmp_path, "src/main.py", DP)
+    assert linted_paths(tmp_path) == ["src/main.py"]
+    # explicitly named files are always linted
+    assert linted_paths(tmp_path, f"{folder}/x.py") == [f"{folder}/x.py"]
+
+
+def test_gitignore(tmp_path):
+    git_init(tmp_path)
+    write(tmp_path, ".gitignore", "generated/\n*_pb2.py\n/rootonly.py\n")
+    write(tmp_path, "generated/a.py", DP)
+    write(tmp_path, "api_pb2.py", DP)
+    write(tmp_path, "pkg/api_pb2.py", DP)
+    write(tmp_path, "rootonly.py", DP)
+    write(tmp_path, "pkg/rootonly.py", DP)  # anchored pattern: only the top-level one
+    write(tmp_path, "main.py", DP)
+    assert linted_paths(tmp_path) == ["main.py", "pkg/rootonly.py"]
+    # explicit paths are linted even when ignored
+    assert linted_paths(tmp_path, "api_pb2.py", "generated/a.py") == ["api_pb2.py", "generated/a.py"]
+
+
+def test_nested_gitignore_and_negation(tmp_path):
+    git_init(tmp_path)
+    write(tmp_path, ".gitignore", "*_gen.py\n!keep_gen.py\n")
+    write(tmp_path, "a_gen.py", DP)
+    write(tmp_path, "keep_gen.py", DP)
+    write(tmp_path, "sub/.gitignore", "local.py\n!b_gen.py\n")
+    write(tmp_path, "sub/local.py", DP)
+    write(tmp_path, "sub/b_gen.py", DP)  # re-included by the deeper file
+    write(tmp_path, "sub/c_gen.py", DP)
+    write(tmp_path, "local.py", DP)  # the nested file's pattern does not reach up
+    assert linted_paths(tmp_path) == ["keep_gen.py", "local.py", "sub/b_gen.py"]
+
+
+def test_git_info_exclude(tmp_path):
+    git_init(tmp_path)
+    (tmp_path / ".git" / "info").mkdir(exist_ok=True)
+    (tmp_path / ".git" / "info" / "exclude").write_text("scratch.py\n")
+    write(tmp_path, "scratch.py", DP)
+    write(tmp_path, "main.py", DP)
+    assert linted_paths(tmp_path) == ["main.py"]
+
+
+def test_gitignore_of_a_nested_project_run_from_inside(tmp_path):
+    git_init(tmp_path)
+    write(tmp_path, ".gitignore", "out/\n")
+    write(tmp_path, "proj/out/x.py", DP)
+    write(tmp_path, "proj/y.py", DP)
+    assert linted_paths(tmp_path / "proj") == ["y.py"]
+
+
+def test_duplicates_and_symlink_loops(tmp_path):
+    write(tmp_path, "pkg/a.py", DP)
+    os.symlink(tmp_path / "pkg", tmp_path / "pkg" / "loop")
+    res = invoke(["check", TWO, ".", "pkg", "pkg/a.py"], tmp_path)
+    assert [p.replace(os.sep, "/") for p, *_ in findings(res.stdout)] == ["pkg/a.py"]
+
+
+def test_discover_api_yields_settings(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.gpulint]\nselect = ["GPU001"]\n')
+    write(tmp_path, "a.py", CLEAN)
+    errors = []
+    got = list(discover([str(tmp_path)], ConfigResolver(cwd=str(tmp_path)), lambda p, w: errors.append((p, w))))
+    assert [os.path.basename(p) for p, _ in got] == ["a.py"]
+    assert got[0][1].select == ("GPU001",)
+    assert errors == []
+
+
+# ------------------------------------------------------------------ cache
+@pytest.fixture
+def counting(monkeypatch):
+    """Count the files the runner actually lints (not served from the cache)."""
+    linted = []
+    real = runner.lint_file
+
+    def spy(path, options, keep_source=False):
+        linted.append(os.path.basename(path))
+        return real(path, options, keep_source)
+
+    monkeypatch.setattr(runner, "lint_file", spy)
+    return linted
+
+
+def test_cache_second_run_and_changed_file(tmp_path, counting):
+    write(tmp_path, "pyproject.toml", "[tool.gpulint]\n")
+    a = write(tmp_path, "a.py", DP)
+    write(tmp_path, "b.py", CLEAN)
+    first = invoke(["check", TWO], tmp_path, cache=True)
+    assert sorted(counting) == ["a.py", "b.py"]
+    assert (tmp_path / ".gpulint_cache").is_dir()
+    assert (tmp_path / ".gpulint_cache" / ".gitignore").read_text().strip().endswith("*")
+
+    counting.clear()
+    second = invoke(["check", TWO], tmp_path, cache=True)
+    assert counting == []  # everything came from the cache
+    assert second.stdout == first.stdout and second.exit_code == 1
+
+    # a changed file is linted again, the other is not
+    a.write_text(CLEAN + "\n# edited\n")
+    third = invoke(["check", TWO], tmp_path, cache=True)
+    assert counting == ["a.py"]
+    assert third.exit_code == 0 and findings(third.stdout) == []
+
+    # a different selection is a different cache key
+    counting.clear()
+    invoke(["check", "--select", "GPU001"], tmp_path, cache=True)
+    assert sorted(counting) == ["a.py", "b.py"]
+
+
+def test_no_cache(tmp_path, counting):
+    write(tmp_path, "a.py", DP)
+    invoke(["check", TWO, "--no-cache"], tmp_path, cache=True)
+    invoke(["check", TWO, "--no-cache"], tmp_path, cache=True)
+    assert counting == ["a.py", "a.py"]
+    assert not (tmp_path / ".gpulint_cache").exists()
+
+
+def test_files_that_fail_are_not_cached(tmp_path, counting):
+    write(tmp_path, "bad.py", "x = (\n")
+    for _ in range(2):
+        res = invoke(["check"], tmp_path, cache=True)
+        assert res.exit_code == 2 and "bad.py" in res.stderr
+    assert counting == ["bad.py", "bad.py"]
+
+
+def test_cached_findings_carry_this_runs_path(tmp_path, counting):
+    write(tmp_path, "proj/pyproject.toml", "[tool.gpulint]\n")
+    write(tmp_path, "proj/a.py", DP)
+    res = invoke(["check", TWO, "proj/a.py"], tmp_path, cache=True)
+    assert [p.replace(os.sep, "/") for p, *_ in findings(res.stdout)] == ["proj/a.py"]
+    counting.clear()
+    res = invoke(["check", TWO, "a.py"], tmp_path / "proj", cache=True)
+    assert counting == []  # served from the cache ...
+    assert [p for p, *_ in findings(res.stdout)] == ["a.py"]  # ... under the name this run used
+
+
+def test_corrupt_cache_is_ignored(tmp_path, counting):
+    write(tmp_path, "a.py", DP)
+    invoke(["check", TWO], tmp_path, cache=True)
+    [cache_file] = [p for p in (tmp_path / ".gpulint_cache").iterdir() if p.suffix == ".json"]
+    cache_file.write_text("{not json")
+    res = invoke(["check", TWO], tmp_path, cache=True)
+    assert res.exit_code == 1 and len(findings(res.stdout)) == 1
+    data = json.loads(cache_file.read_text())  # rewritten
+    key = str((tmp_path / "a.py").resolve())
+    assert any(k == key or os.path.realpath(k) == key for k in data)
+    # an entry of the wrong shape
+    for k in data:
+        data[k]["f"] = [{"nonsense": 1}]
+    cache_file.write_text(json.dumps(data))
+    res = invoke(["check", TWO], tmp_path, cache=True)
+    assert res.exit_code == 1 and len(findings(res.stdout)) == 1
+
+
+def test_parallel_workers_give_the_same_result(tmp_path):
+    for i in range(runner.PARALLEL_MIN_FILES + 6):
+        write(tmp_path, f"m{i:02d}.py", DP if i % 3 == 0 else CLEAN)
+    write(tmp_path, "zz_bad.py", "x = (\n")
+    serial = invoke(["check", TWO, "-j", "1"], tmp_path)
+    parallel = invoke(["check", TWO, "-j", "4"], tmp_path)
+    assert serial.exit_code == parallel.exit_code == 1
+    assert serial.stdout == parallel.stdout
+    assert serial.stderr == parallel.stderr == "error: zz_bad.py: syntax error at 1:5: '(' was never closed\n"
+    assert len(findings(serial.stdout)) == 10
