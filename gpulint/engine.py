@@ -188,9 +188,9 @@ def _wanted(rule: Rule, text: str) -> bool:
 def lint_source(text: str, path: str, options: LintOptions) -> List[Finding]:
     """Lint one file's text. Raises LintError when it cannot be parsed."""
     selected = [(r, v) for r, v in _rules_for(tuple(options.codes)) if _wanted(r, text)]
+    tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
     if not selected:
         return []
-    tree = parse(text, path)
     source = Source(text)
     ctx = FileContext(path, source, tree, options)
     rules = [r for r, _ in selected]
@@ -233,10 +233,7 @@ def lint_source(text: str, path: str, options: LintOptions) -> List[Finding]:
 
 def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
     ancestors = ctx.ancestors
-    # iterative pre-order walk; deep trees must not hit the recursion limit
-    stack: List[Tuple[ast.AST, int]] = [(node, 0)]
-    while stack:
-        cur, depth = stack.pop()
+    for cur, depth in ctx.analysis.order:
         del ancestors[depth:]
         handlers = dispatch.get(type(cur))
         if handlers:
@@ -246,11 +243,7 @@ def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
                     h(cur, ctx)
             finally:
                 cur._gpl_visiting = False  # type: ignore[attr-defined]
-        children = list(ast.iter_child_nodes(cur))
-        if children:
-            ancestors.append(cur)
-            for child in reversed(children):
-                stack.append((child, depth + 1))
+        ancestors.append(cur)
 
 
 def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:

@@ -51,10 +51,10 @@ _BUILTINS = frozenset(dir(builtins))
 class ImportTable:
     """Maps each name bound by an import (or a module-level def) to what it is."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, nodes=None) -> None:
         self.names: Dict[str, str] = {}
         self.modules_imported: set = set()
-        for node in ast.walk(tree):
+        for node in nodes if nodes is not None else ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.modules_imported.add(alias.name)
