@@ -6,7 +6,7 @@ the result (LibCST and `compile()`) before anything is written."""
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from gpulint.rule import Edit
 from gpulint.source import Source
@@ -97,6 +97,84 @@ def remove_argument(source: Source, call: ast.Call, arg: ast.AST) -> Edit:
         k += 1
     if k < len(text) and text[k] == ",":
         end = k + 1
+    return Edit(start, end, "")
+
+
+def _statement_list(parent: ast.AST, stmt: ast.stmt) -> Optional[List[ast.stmt]]:
+    for _, value in ast.iter_fields(parent):
+        if isinstance(value, list) and any(v is stmt for v in value):
+            return value
+    return None
+
+
+def _line_start(source: Source, row: int) -> int:
+    return source.offset(row, 0) if row >= 1 else 0
+
+
+def _line_content_end(text: str, line_end: int, floor: int) -> int:
+    """The offset where a line's content ends, before its line break."""
+    k = line_end
+    while k > floor and text[k - 1] in "\r\n":
+        k -= 1
+    return k
+
+
+def _only_semicolon_or_comment(rest: str) -> bool:
+    rest = rest.strip()
+    while rest.startswith(";"):
+        rest = rest[1:].lstrip()
+    return rest == "" or rest.startswith("#")
+
+
+def remove_statement(source: Source, stmt: ast.stmt, ancestors: Sequence[ast.AST]) -> List[Edit]:
+    """Edits that delete `stmt` and keep its block valid.
+
+    `ancestors` runs from the module down to the statement's parent. A
+    statement on its own line goes with its whole line (line break and
+    trailing comment included); one joined to others on its line with `;`
+    goes with its `;`; the only statement of a block becomes `pass`.
+    Everything else is left byte-for-byte.
+
+    When every other statement of the block is a bare call that another fix
+    might delete in the same pass, a zero-width edit at the block's first line
+    makes such removals overlap, so the fix loop applies one per pass and the
+    last one left becomes `pass` instead of leaving an empty block."""
+    text = source.text
+    parent = ancestors[-1] if ancestors else None
+    body = _statement_list(parent, stmt) if parent is not None else None
+    start, end = source.node_span(stmt)
+    end_row = getattr(stmt, "end_lineno", None) or stmt.lineno
+    line_end = _line_start(source, end_row + 1)
+    eol = _line_content_end(text, line_end, end)
+    own_line = text[_line_start(source, stmt.lineno) : start].strip() == "" and _only_semicolon_or_comment(
+        text[end:eol]
+    )
+    if body is None or len(body) == 1:
+        return [Edit(start, eol if own_line else end, "pass")]
+    removal = _removal(source, body, stmt, start, end, end_row, own_line, line_end)
+    others = [s for s in body if s is not stmt]
+    if all(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) for s in others):
+        anchor = _line_start(source, body[0].lineno)
+        if removal.start != anchor:
+            return [Edit(anchor, anchor, ""), removal]
+    return [removal]
+
+
+def _removal(source: Source, body, stmt, start: int, end: int, end_row: int, own_line: bool, line_end: int) -> Edit:
+    text = source.text
+    idx = next(i for i, s in enumerate(body) if s is stmt)
+    prev = body[idx - 1] if idx > 0 else None
+    nxt = body[idx + 1] if idx + 1 < len(body) else None
+    if prev is not None and (getattr(prev, "end_lineno", None) or prev.lineno) == stmt.lineno:
+        prev_end = source.node_span(prev)[1]
+        if ";" in text[prev_end:start]:
+            return Edit(prev_end, end, "")  # `a; stmt` or `a; stmt; b`: drop "; stmt"
+    if nxt is not None and nxt.lineno == end_row:
+        nxt_start = source.node_span(nxt)[0]
+        if ";" in text[end:nxt_start]:
+            return Edit(start, nxt_start, "")  # `stmt; b`: drop "stmt; "
+    if own_line:
+        return Edit(_line_start(source, stmt.lineno), line_end, "")
     return Edit(start, end, "")
 
 

@@ -5,10 +5,16 @@ Definitions (the ones the rule docs promise):
 * **Hot loop**: the innermost `for`/`while` whose own body (not a nested loop,
   def, lambda or class) calls `.backward()`, an optimizer's `.step()`, a model
   forward, or iterates a DataLoader. A statement under a periodic guard
-  (`if step % log_every == 0:`, or after `if i % n: continue`) runs rarely and
-  is not hot. A loop around a hot loop runs once per inner pass and is not hot;
-  a small loop with no trigger of its own nested inside a hot loop (over a dict
-  of metrics, say) runs every step and is hot.
+  (`if step % log_every == 0:`, or after `if i % n: continue`; also the rest
+  of `step % n == 0 and ...` and `x if step % n == 0 else y`) runs rarely and
+  is not hot; neither is one that runs at most once per loop: in a block that
+  ends in `return` / `raise` (or in `break`, for the loop it leaves), in an
+  `except` handler, in an `assert` message, or in the loop's `else`. A loop
+  around a hot loop runs once per inner pass and is not hot (an epoch loop),
+  unless it is a step loop itself: it iterates a DataLoader or its own body
+  calls `.backward()` / an optimizer step (a GAN's batch loop around its
+  critic loop). A small loop with no trigger of its own nested inside a hot
+  loop (over a dict of metrics, say) runs every step and is hot.
 * **Tensor inference**: within a function, which names hold torch tensors:
   results of torch calls, model and criterion outputs, losses, batches from a
   DataLoader, results of tensor methods and arithmetic on tensors. Values known
@@ -24,6 +30,7 @@ import ast
 import re
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set
 
+from gpulint.analysis.walk import index_tree
 from gpulint.analysis.names import LOCAL, ImportTable, dotted, last_name
 
 TENSOR = "tensor"
@@ -56,6 +63,11 @@ LOSS_NAME_RE = re.compile(r"^(loss|\w+_loss|loss_\w+)$")
 LOSS_ACCUMULATOR_RE = re.compile(
     r"^(total|running|epoch|avg|mean|sum|cum|accum|acc|train|val|valid|test|eval|best|prev|last|min|max|"
     r"batch_avg|smoothed|ema|log)_"
+)
+# `compute_loss`, `use_loss`, `return_loss`: a function or a flag, not a loss value
+LOSS_NOT_VALUE_RE = re.compile(
+    r"^(compute|calc|calculate|get|use|with|has|return|do|enable|skip|apply|no|is|should|need|build|make|"
+    r"init|create|add|set|update|log|print|report)_"
 )
 NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)
 
@@ -122,16 +134,67 @@ CLOCK_FUNCS = frozenset(
         "timeit.default_timer",
     }
 )
+ACCELERATOR_HINT_RE = re.compile(
+    r"cuda|\.to\(|device|gpu|accelerat|[Ff]abric|lightning|Trainer|\b(mps|xpu|npu|hpu)\b"
+)
+# torch factories that build a tensor on the default (CPU) device unless given `device=`
+HOST_FACTORIES = frozenset(
+    """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
+    tensor from_numpy frombuffer scalar_tensor""".split()
+)
+_LOADER_BATCH = object()  # a binding by a DataLoader loop (see FileAnalysis._host_bindings)
 ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "progress_bar", "track", "islice"})
 
 
 class FunctionInfo:
     """What the names of one function (or of module level) hold."""
 
-    def __init__(self, node: ast.AST, kinds: Dict[str, str], batch_names: Set[str]) -> None:
+    def __init__(
+        self,
+        node: ast.AST,
+        kinds: Dict[str, str],
+        batch_names: Set[str],
+        history: Optional[Dict[str, List[tuple]]] = None,
+    ) -> None:
         self.node = node
-        self.kinds = kinds
+        self.kinds = kinds  # what each name holds after the whole scope ran
         self.batch_names = batch_names
+        # name -> [((row, col) where a binding takes effect, kind or None)], in source order
+        self.history: Dict[str, List[tuple]] = history or {}
+
+
+class _KindsAt:
+    """A read-only view of a FunctionInfo's kinds as they stand at one source
+    position: the last binding before it, so that `loss.item()` in
+    `loss = loss.item()` sees the tensor. A name bound only after the position
+    (a loop-carried value) or never in the scope has its final kind."""
+
+    __slots__ = ("final", "history", "pos")
+
+    def __init__(self, final: Dict[str, str], history: Dict[str, List[tuple]], pos: tuple) -> None:
+        self.final = final
+        self.history = history
+        self.pos = pos
+
+    def get(self, name: str, default=None):
+        found = False
+        kind = None
+        for at, k in self.history.get(name, ()):
+            if at > self.pos:
+                break
+            found, kind = True, k
+        if not found:
+            return self.final.get(name, default)
+        return kind if kind is not None else default
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+    def __getitem__(self, name: str) -> str:
+        k = self.get(name)
+        if k is None:
+            raise KeyError(name)
+        return k
 
 
 class FileAnalysis:
@@ -139,14 +202,19 @@ class FileAnalysis:
         self.tree = tree
         self.text = text
         self.path = path
-        self.imports = ImportTable(tree)
-        self._parents: Optional[Dict[ast.AST, ast.AST]] = None
+        # one fast walk gives every node in pre-order with its depth, and parents
+        self.order, self._parents = index_tree(tree)
+        self.imports = ImportTable(tree, (n for n, _ in self.order))
         self._func_info: Dict[ast.AST, FunctionInfo] = {}
         self._loop_hot: Dict[ast.AST, bool] = {}
         self._loop_triggers: Dict[ast.AST, bool] = {}
         self._module_classes: Optional[Set[str]] = None
         self._class_attr_kinds: Dict[ast.AST, Dict[str, str]] = {}
+        self._host_bindings_cache: Dict[ast.AST, Dict[str, List[Optional[ast.AST]]]] = {}
         self.uses_cuda = "cuda" in text
+        # anything that can put tensors on an accelerator: CUDA, a `.to(device)`,
+        # accelerate / Fabric / Lightning, a `device` variable, MPS/XPU/NPU
+        self.may_use_accelerator = bool(ACCELERATOR_HINT_RE.search(text))
 
     # ------------------------------------------------------------------ names
     def qualname(self, node: ast.AST) -> Optional[str]:
@@ -196,7 +264,7 @@ class FileAnalysis:
     def module_classes(self) -> Set[str]:
         """Names of classes in this file that subclass torch.nn.Module (transitively)."""
         if self._module_classes is None:
-            classes = {n.name: n for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)}
+            classes = {n.name: n for n, _ in self.order if isinstance(n, ast.ClassDef)}
             result: Set[str] = set()
             changed = True
             while changed:
@@ -256,6 +324,7 @@ class FileAnalysis:
     def _build_function_info(self, scope: ast.AST) -> FunctionInfo:
         kinds: Dict[str, str] = {}
         batch: Set[str] = set()
+        history: Dict[str, List[tuple]] = {}
         # inherit from the enclosing function for closures, and from module level
         if scope is not self.tree:
             outer = self.enclosing_scope(self.ancestors(scope))
@@ -270,6 +339,7 @@ class FileAnalysis:
                 k = _kind_from_annotation(a.annotation, self) or _kind_from_name(a.arg)
                 if k is not None:
                     kinds[a.arg] = k
+                history.setdefault(a.arg, []).append(((0, 0), k))
         body = scope.body if isinstance(scope.body, list) else [scope.body]
         for node in _walk_scope(body):
             if isinstance(node, ast.Assign):
@@ -289,7 +359,27 @@ class FileAnalysis:
                 self._bind_loop_target(node.target, node.iter, kinds, batch)
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 pass
-        return FunctionInfo(scope, kinds, batch)
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+                self._record_bindings(node, kinds, history)
+        return FunctionInfo(scope, kinds, batch, history)
+
+    @staticmethod
+    def _record_bindings(node: ast.AST, kinds: Dict[str, str], history: Dict[str, List[tuple]]) -> None:
+        """Note what the names bound by `node` hold from the end of the statement
+        (of the loop target, for a `for`) on."""
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+            where = node
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            targets = [node.target]
+            where = node.target
+        else:
+            targets = [node.target]  # type: ignore[attr-defined]
+            where = node
+        at = (getattr(where, "end_lineno", None) or where.lineno, getattr(where, "end_col_offset", None) or 0)
+        for t in targets:
+            for name in _target_names(t):
+                history.setdefault(name, []).append((at, kinds.get(name)))
 
     def _bind(self, target, kind, kinds, batch, value) -> None:
         if isinstance(target, ast.Name):
@@ -356,15 +446,28 @@ class FileAnalysis:
         if isinstance(expr, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr)):
             return OTHER
         if isinstance(expr, ast.Name):
-            return kinds.get(expr.id) or self._name_guess(expr.id)
+            k = kinds.get(expr.id)
+            if k:
+                return k
+            if expr.id in self.imports.names:
+                # bound by an import or a module-level def/class: a module,
+                # function or class (`model_type_to_name`), not a model or tensor
+                return OTHER
+            return self._name_guess(expr.id)
         if isinstance(expr, ast.Attribute):
             if isinstance(expr.value, ast.Name) and expr.value.id == "self":
                 return self._self_attr_kind(expr)
             base = self._classify(expr.value, kinds, batch)
             if base == TENSOR:
-                if expr.attr in NON_TENSOR_ATTRS:
+                if expr.attr in NON_TENSOR_ATTRS or expr.attr.startswith(("is_", "has_")):
                     return OTHER
-                return TENSOR  # .grad / .data / .T, or a ModelOutput field (.loss, .logits)
+                if expr.attr in TENSOR_ATTRS:
+                    return TENSOR
+                if isinstance(expr.value, ast.Attribute) and expr.value.attr not in TENSOR_ATTRS:
+                    # `outputs.cache.is_croppable`: a field of a field of a model
+                    # output is some object, not known to be a tensor
+                    return None
+                return TENSOR  # a ModelOutput field (.loss, .logits)
             if base == MODEL and expr.attr in ("module", "_orig_mod"):
                 return MODEL
             q = self.qualname(expr)
@@ -375,10 +478,14 @@ class FileAnalysis:
             base = self._classify(expr.value, kinds, batch)
             if base in (TENSOR, NUMPY):
                 return base
-            if self._is_batch_expr(expr.value, kinds, batch):
+            if base is None and self._is_batch_expr(expr.value, kinds, batch):
                 return TENSOR
             return None
         if isinstance(expr, ast.BinOp):
+            if isinstance(expr.left, ast.JoinedStr) or (
+                isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, (str, bytes))
+            ):
+                return OTHER  # `"loss %.3f" % loss`: string formatting
             left = self._classify(expr.left, kinds, batch)
             right = self._classify(expr.right, kinds, batch)
             if TENSOR in (left, right):
@@ -393,6 +500,9 @@ class FileAnalysis:
                 return OTHER
             return self._classify(expr.operand, kinds, batch)
         if isinstance(expr, ast.Compare):
+            operands = [expr.left] + list(expr.comparators)
+            if any(isinstance(o, ast.Constant) and (o.value is None or isinstance(o.value, (str, bytes))) for o in operands):
+                return OTHER  # `loss == "masks"`: a name compared with a string is not a tensor
             if all(isinstance(op, (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in expr.ops):
                 for operand in [expr.left] + list(expr.comparators):
                     if self._classify(operand, kinds, batch) == TENSOR:
@@ -515,11 +625,14 @@ class FileAnalysis:
         return None
 
     def _self_attr_kind(self, expr: ast.Attribute) -> Optional[str]:
-        cls = self.enclosing_class(self.ancestors(expr)) if self._parents is not None or True else None
+        cls = self.enclosing_class(self.ancestors(expr))
         if cls is not None:
             k = self._class_kinds(cls).get(expr.attr)
             if k is not None:
                 return k
+            if any(isinstance(item, FUNCS) and item.name == expr.attr for item in cls.body):
+                # `self.save_model()`: a method of the class, not a sub-module
+                return OTHER
         return self._name_guess(expr.attr)
 
     @staticmethod
@@ -531,6 +644,13 @@ class FileAnalysis:
         info = self.info_for(ancestors)
         return self._classify(expr, info.kinds, info.batch_names)
 
+    def kind_at(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[str]:
+        """Like `kind`, with names as they stand where `expr` is: after
+        `loss = criterion(...)` and before `loss = loss.item()`, `loss` is a tensor."""
+        info = self.info_for(ancestors)
+        pos = (getattr(expr, "lineno", 0), getattr(expr, "col_offset", 0))
+        return self._classify(expr, _KindsAt(info.kinds, info.history, pos), info.batch_names)  # type: ignore[arg-type]
+
     def is_tensor(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[bool]:
         """True: a torch tensor; False: known not to be one; None: unknown."""
         k = self.kind(expr, ancestors)
@@ -539,6 +659,144 @@ class FileAnalysis:
         if k is None:
             return None
         return False
+
+    def is_host_tensor(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+        """Known to live in host memory, so reading it does not wait for the GPU:
+
+        * a batch straight from a DataLoader loop (`for x, y in loader:`), or a
+          part of one (`batch["labels"]`), that is never moved: the name is
+          bound by that loop only (not when the file hands its loaders to a
+          library that moves batches itself: accelerate's `prepare`, Fabric's
+          `setup_dataloaders`);
+        * a torch factory without `device=` (`torch.rand([])`, `torch.tensor(xs)`,
+          `torch.from_numpy(a)`), `.cpu()` / `.numpy()` results, `.to("cpu")`;
+        * torch functions, tensor methods, arithmetic and comparisons of such
+          values, and names bound only to such values.
+
+        False means "not known": it may well be on the host too."""
+        if "set_default_device" in self.text or "set_default_tensor_type" in self.text:
+            return False
+        scope = self.enclosing_scope(ancestors)
+        return self._is_host(expr, scope if scope is not None else self.tree, set())
+
+    def _is_host(self, expr: ast.AST, scope: ast.AST, seen: Set[str]) -> bool:
+        if isinstance(expr, (ast.Subscript, ast.Attribute)):
+            if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                return False
+            return self._is_host(expr.value, scope, seen)
+        if isinstance(expr, ast.Name):
+            if expr.id in seen:
+                return False
+            bindings = self._host_bindings(scope).get(expr.id)
+            if not bindings:
+                return False
+            inner = seen | {expr.id}
+            return all(b is _LOADER_BATCH or (b is not None and self._is_host(b, scope, inner)) for b in bindings)
+        if isinstance(expr, ast.UnaryOp):
+            return self._is_host(expr.operand, scope, seen)
+        if isinstance(expr, (ast.BinOp, ast.Compare)):
+            operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left] + list(expr.comparators)
+            return self._host_operands(operands, scope, seen)
+        if not isinstance(expr, ast.Call):
+            return False
+        func = expr.func
+        if any(kw.arg == "device" for kw in expr.keywords):
+            return _is_cpu_device(next(kw.value for kw in expr.keywords if kw.arg == "device"))
+        q = self.qualname(func) or ""
+        if q.startswith("torch."):
+            name = q.rsplit(".", 1)[-1]
+            if name in HOST_FACTORIES and q.count(".") == 1:
+                return True
+            if is_tensor_returning_torch(q) and not name.endswith("_like"):
+                return self._host_operands(list(expr.args), scope, seen)
+            return False
+        if isinstance(func, ast.Attribute):
+            if func.attr in ("cpu", "numpy"):
+                return True
+            if func.attr == "to":
+                return any(_is_cpu_device(a) for a in expr.args)
+            if func.attr in ("cuda", "pin_memory") or func.attr.startswith("_"):
+                return False
+            return self._is_host(func.value, scope, seen)
+        return False
+
+    def _host_operands(self, operands, scope, seen) -> bool:
+        """At least one operand is a host tensor and no other one is a tensor not
+        known to be on the host (a CUDA tensor would make the result a CUDA one)."""
+        info = self.function_info(scope if scope is not self.tree else None)
+        found = False
+        for o in operands:
+            if self._is_host(o, scope, seen):
+                found = True
+            elif self._classify(o, info.kinds, info.batch_names) == TENSOR:
+                return False
+        return found
+
+    def _host_bindings(self, scope: ast.AST) -> Dict[str, List[Optional[ast.AST]]]:
+        """name -> what each binding in the scope assigns: an expression (the
+        value, or the iterable/value it is unpacked from), `_LOADER_BATCH` for a
+        DataLoader loop target, None for anything else (arguments, `with`,
+        imports, ...)."""
+        cached = self._host_bindings_cache.get(scope)
+        if cached is not None:
+            return cached
+        out: Dict[str, List[Optional[ast.AST]]] = {}
+        info = self.function_info(scope if scope is not self.tree else None)
+        moves_batches = "prepare(" in self.text or "setup_dataloaders(" in self.text
+        claimed: Set[int] = set()
+
+        def bind(target: ast.AST, value: Optional[ast.AST]) -> None:
+            if isinstance(target, ast.Name):
+                out.setdefault(target.id, []).append(value)
+                claimed.add(id(target))
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                    for t, v in zip(target.elts, value.elts):
+                        bind(t, v)
+                else:
+                    for t in target.elts:
+                        bind(t.value if isinstance(t, ast.Starred) else t, value)
+            elif isinstance(target, ast.Starred):
+                bind(target.value, value)
+
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = scope.args
+            for arg in list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs) + [a.vararg, a.kwarg]:
+                if arg is not None:
+                    out.setdefault(arg.arg, []).append(None)
+        body = scope.body if isinstance(scope.body, list) else [scope.body]
+        nodes = list(_walk_scope(body))
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    bind(t, node.value)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                bind(node.target, node.value)
+            elif isinstance(node, ast.AugAssign):
+                bind(node.target, node.value if isinstance(node.target, ast.Name) else None)
+            elif isinstance(node, ast.NamedExpr):
+                bind(node.target, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                base, n_skip = _unwrap_iter(node.iter)
+                target = node.target
+                if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+                    bind(target.elts[0], None)  # the enumerate index
+                    target = target.elts[1]
+                if self._is_loader(base, info.kinds) and not moves_batches:
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Name):
+                            out.setdefault(n.id, []).append(_LOADER_BATCH)
+                            claimed.add(id(n))
+                else:
+                    bind(target, base)
+        for node in nodes:
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in claimed:
+                out.setdefault(node.id, []).append(None)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    out.setdefault(name, []).append(None)
+        self._host_bindings_cache[scope] = out
+        return out
 
     def is_batch(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
         info = self.info_for(ancestors)
@@ -626,7 +884,11 @@ class FileAnalysis:
     # ------------------------------------------------------------- hot loops
     def _own_nodes(self, loop: ast.AST) -> Iterator[ast.AST]:
         """Nodes of the loop's own body: not in nested loops, defs, lambdas or classes."""
-        stack = list(loop.body) + list(getattr(loop, "orelse", []))
+        stack = [
+            n
+            for n in list(loop.body) + list(getattr(loop, "orelse", []))
+            if not isinstance(n, LOOPS) and not isinstance(n, SCOPES)
+        ]
         while stack:
             node = stack.pop()
             yield node
@@ -665,9 +927,26 @@ class FileAnalysis:
     def is_hot_loop(self, loop: ast.AST) -> bool:
         cached = self._loop_hot.get(loop)
         if cached is None:
-            cached = self.loop_has_triggers(loop) and not self.contains_hot_loop(loop)
+            cached = self.loop_has_triggers(loop) and (
+                not self.contains_hot_loop(loop) or self.is_step_loop(loop)
+            )
             self._loop_hot[loop] = cached
         return cached
+
+    def is_step_loop(self, loop: ast.AST) -> bool:
+        """A loop that runs once per training/evaluation step even when a hot
+        loop is nested in it: it iterates a DataLoader, or its own body calls
+        `.backward()` or an optimizer step (a GAN's batch loop around its
+        critic loop, a batch loop around gradient-accumulation micro-steps).
+        An epoch loop does neither itself."""
+        ancestors = self.ancestors(loop)
+        if self.loop_iterates_loader(loop, ancestors):
+            return True
+        inner = ancestors + [loop]
+        return any(
+            isinstance(n, ast.Call) and (self.is_backward_call(n) or self.is_optimizer_step(n, inner))
+            for n in self._own_nodes(loop)
+        )
 
     def contains_hot_loop(self, loop: ast.AST) -> bool:
         return any(self.is_hot_loop(inner) for inner in self._nested_loops(loop))
@@ -680,6 +959,9 @@ class FileAnalysis:
 
         `ancestors` runs from the module down to node's parent."""
         chain = list(ancestors) + [node]
+        # set when a block ending in `break` was passed: it runs at most once
+        # per pass of the innermost loop around it
+        once_per_loop = False
         for i in range(len(chain) - 2, -1, -1):
             anc = chain[i]
             child = chain[i + 1]
@@ -687,18 +969,34 @@ class FileAnalysis:
                 return None
             if isinstance(anc, ast.If) and _is_periodic_test(anc.test) and _in_list(child, anc.body):
                 return None
+            if isinstance(anc, ast.IfExp) and child is anc.body and _is_periodic_test(anc.test):
+                return None  # `loss.item() if step % 10 == 0 else None`
+            if isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
+                # `step % 10 == 0 and loss.item() > x`: evaluated only on periodic steps
+                earlier = anc.values[: next(k for k, v in enumerate(anc.values) if v is child)]
+                if any(_is_periodic_test(v) for v in earlier):
+                    return None
+            if isinstance(anc, ast.ExceptHandler):
+                return None  # error handling: runs when something failed, not every step
+            if isinstance(anc, ast.Assert) and child is anc.msg:
+                return None  # the message is built only when the assertion fails
             body = _stmt_list_of(anc, child)
             if body is not None and _after_periodic_continue(body, child):
                 return None
+            if body is not None and body and isinstance(body[-1], (ast.Return, ast.Raise)):
+                return None  # a block that leaves the function runs once
+            if body is not None and body and isinstance(body[-1], ast.Break):
+                once_per_loop = True
             if isinstance(anc, LOOPS):
-                # the loop's header (iter/test) runs once per pass of the outer code
-                if not (_in_list(child, anc.body) or _in_list(child, getattr(anc, "orelse", []))):
+                # the loop's header (iter/test) and its `else` run once per pass of the outer code
+                if not _in_list(child, anc.body):
                     if not (isinstance(anc, ast.While) and child is anc.test):
                         continue
                 if self.is_hot_loop(anc):
-                    return anc
+                    return None if once_per_loop else anc
                 if self.contains_hot_loop(anc):
                     return None
+                once_per_loop = False
         return None
 
     # ------------------------------------------------------------ contexts
@@ -754,6 +1052,31 @@ class FileAnalysis:
     def is_clock_call(self, call: ast.AST) -> bool:
         return isinstance(call, ast.Call) and self.call_qualname(call) in CLOCK_FUNCS
 
+    def is_timing_read(self, call: ast.AST) -> bool:
+        """A host clock read (`is_clock_call`) or `start.elapsed_time(end)` on
+        CUDA events: code that measures time."""
+        if self.is_clock_call(call):
+            return True
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "elapsed_time"
+        )
+
+    def timing_reads(self, node: ast.AST) -> List[ast.Call]:
+        """The timing reads (`is_timing_read`) in `node`'s code, not looking
+        into nested defs, lambdas or classes."""
+        out: List[ast.Call] = []
+        stack = [node]
+        while stack:
+            cur = stack.pop()
+            if isinstance(cur, ast.Call) and self.is_timing_read(cur):
+                out.append(cur)
+            for child in ast.iter_child_nodes(cur):
+                if not isinstance(child, SCOPES):
+                    stack.append(child)
+        return out
+
     def is_test_file(self) -> bool:
         p = self.path.replace("\\", "/")
         base = p.rsplit("/", 1)[-1]
@@ -782,6 +1105,8 @@ def is_tensor_returning_torch(q: str) -> bool:
         return True
     if parts[1] == "nn" and len(parts) >= 4 and parts[2] == "functional":
         return True
+    if parts[1] == "nn" and parts[-1] in ("clip_grad_norm_", "get_total_norm", "parameters_to_vector"):
+        return True  # torch.nn.utils.clip_grad_norm_ returns the total norm as a tensor
     if parts[1] == "autograd" and parts[-1] == "grad":
         return False
     return False
@@ -802,7 +1127,12 @@ def _kind_from_name(name: str) -> Optional[str]:
         return SCALER
     if CRITERION_NAME_RE.match(name):
         return CRITERION
-    if LOSS_NAME_RE.match(name) and not LOSS_ACCUMULATOR_RE.match(name) and not name.endswith("_fn"):
+    if (
+        LOSS_NAME_RE.match(name)
+        and not LOSS_ACCUMULATOR_RE.match(name)
+        and not LOSS_NOT_VALUE_RE.match(name)
+        and not name.endswith("_fn")
+    ):
         return TENSOR
     return None
 
@@ -820,6 +1150,15 @@ def _kind_from_annotation(ann: Optional[ast.AST], fa: "FileAnalysis") -> Optiona
     if q.startswith("torch.optim.") and q.split(".")[-1][:1].isupper():
         return OPTIMIZER
     return None
+
+
+def _is_cpu_device(expr: ast.AST) -> bool:
+    """`"cpu"`, `torch.device("cpu")`."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str) and expr.value.split(":")[0] == "cpu"
+    if isinstance(expr, ast.Call) and (last_name(expr.func) or "") == "device" and expr.args:
+        return _is_cpu_device(expr.args[0])
+    return False
 
 
 def _unwrap_iter(it: ast.AST):
@@ -845,17 +1184,23 @@ def _target_names(target: ast.AST) -> Iterable[str]:
 
 def _walk_scope(body: List[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of a scope in source order, not descending into nested scopes."""
-    stack = list(reversed(body))
+    stack: List[object] = list(reversed(body))
     while stack:
         node = stack.pop()
+        if isinstance(node, tuple):  # an assignment whose value has been walked
+            yield node[0]
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            # the value (and comprehensions in it, which bind their own names)
+            # is walked before the assignment binds its targets, as Python runs
+            # it: `batch = {k: v.cuda() for k, v in batch.items()}` sees the old batch
+            stack.append((node,))
+            stack.extend(reversed(list(ast.iter_child_nodes(node))[::-1]))
+            continue
         yield node
         if isinstance(node, SCOPES):
             continue
-        children = list(ast.iter_child_nodes(node))
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            # value before target, so that `x = f(x)` sees the old x
-            children = children[::-1]
-        stack.extend(reversed(children))
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
 def _is_periodic_test(test: ast.AST) -> bool:

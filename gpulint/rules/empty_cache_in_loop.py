@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import ast
+
+from gpulint.analysis.core import LOOPS, SCOPES
+from gpulint.edits import remove_statement
+from gpulint.rule import UNSAFE, Example, Rule
+
+
+_EMPTY_CACHE = frozenset(
+    {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache", "torch.accelerator.memory.empty_cache"}
+)
+
+
+def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
+    """The innermost for/while whose body runs `node`, not crossing a
+    def, lambda or class; None when the call sits in an except handler first
+    (recovering from an out-of-memory error is what `empty_cache` is for)."""
+    chain = list(ancestors) + [node]
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, SCOPES):
+            return None
+        if isinstance(anc, ast.ExceptHandler):
+            return None
+        if isinstance(anc, LOOPS) and any(child is s for s in anc.body):
+            return anc
+    return None
+
+
+class EmptyCacheInLoop(Rule):
+    """
+    ## What it does
+    Flags `torch.cuda.empty_cache()` (in any import form, and its
+    device-generic twin `torch.accelerator.memory.empty_cache()`) called inside a
+    `for` or `while` loop of the same function, periodic (`if step % 100 == 0:`)
+    or not. A call in an `except` handler inside the loop is not flagged:
+    releasing the cache after an out-of-memory error before retrying with a
+    smaller batch is what the function is for. Neither is one in the loop's
+    `else` (it runs once, after the loop) or in a function defined in the
+    loop, nor `empty_cache()` of other objects or other devices.
+
+    ## Why is this bad?
+    PyTorch's caching allocator keeps freed GPU memory reserved so that the
+    next allocation of the same size is served instantly. `empty_cache()`
+    hands the unused blocks back to the driver with `cudaFree`, which waits
+    for the device, and the next iteration has to get them back with
+    `cudaMalloc`, which is slow. As its documentation says, it does not make
+    more memory available to PyTorch (freed blocks are reused anyway), and it
+    cannot release memory that live tensors still hold, so it does not cure
+    an out-of-memory error caused by keeping references around: drop those
+    references instead. If another process needs the memory, call it once,
+    after the loop.
+
+    ## Fix safety
+    Unsafe: the fix removes the call. The computation is the same, but the
+    memory reported by `nvidia-smi` and available to *other* processes on the
+    same GPU stays reserved, which matters when several jobs share a device
+    or when a non-PyTorch library (cuDNN benchmarking, NCCL, TensorRT)
+    allocates outside the caching allocator during the loop. In rare cases of
+    heavy fragmentation (inputs of very different sizes every iteration) the
+    call keeps a job just under its memory limit; setting
+    `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` is the better cure.
+
+    ## References
+    - [torch.cuda.empty_cache](https://pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html)
+    - [CUDA semantics: memory management](https://pytorch.org/docs/stable/notes/cuda.html#memory-management)
+    - [PyTorch FAQ: my model reports "cuda runtime error(2): out of memory"](https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory)
+    """
+
+    code = "GPU103"
+    name = "empty-cache-in-loop"
+    message = "`{name}()` inside a loop returns cached memory that the next iteration must allocate again"
+    fix_safety = UNSAFE
+    needles = ("empty_cache",)
+    examples = (
+        Example(
+            bad="""
+            import torch
+
+            for images, labels in loader:
+                images, labels = images.cuda(), labels.cuda()
+                loss = criterion(model(images), labels)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                torch.cuda.empty_cache()
+            """,
+            good="""
+            import torch
+
+            for images, labels in loader:
+                images, labels = images.cuda(), labels.cuda()
+                loss = criterion(model(images), labels)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+        ),
+    )
+
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        name = ctx.qualname(node.func)
+        if name not in _EMPTY_CACHE:
+            return
+        if _enclosing_loop(node, ctx.ancestors) is None:
+            return
+        fix = None
+        parent = ctx.ancestors[-1] if ctx.ancestors else None
+        if isinstance(parent, ast.Expr) and parent.value is node:
+            fix = self.make_fix(f"Remove `{name}()`", remove_statement(ctx.source, parent, ctx.ancestors[:-1]))
+        self.report(ctx, node, fix=fix, name=name)

@@ -1,0 +1,331 @@
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, List
+
+from gpulint.analysis.core import LOOPS, SCOPES, TENSOR
+from gpulint.rule import NONE, Example, Rule
+
+# Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
+# on little else than tensors (and numpy values, which inference tells apart),
+# so they are flagged unless the receiver is known not to be a tensor;
+# `.tolist()` is common on numpy arrays too and needs a known tensor.
+_TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
+_HOST_METHODS = _TENSOR_ONLY_METHODS | {"tolist"}
+_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+_MAX_SNIPPET = 56
+
+
+def _snippet(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= _MAX_SNIPPET else text[: _MAX_SNIPPET - 3].rstrip() + "..."
+
+
+def _links(node: ast.AST, ctx) -> List[str]:
+    """`torch.cat(xs).permute(0, 2, 1).cpu()` -> ["torch.cat(...)", ".permute(...)", ".cpu()"]."""
+    if isinstance(node, ast.Call):
+        links = _links(node.func, ctx)
+        links[-1] += "(...)" if node.args or node.keywords else "()"
+        return links
+    if isinstance(node, ast.Attribute):
+        inner = _links(node.value, ctx)
+        if len(inner) == 1 and isinstance(node.value, (ast.Name, ast.Attribute)):
+            return [f"{inner[0]}.{node.attr}"]  # keep dotted names whole: `torch.cuda`, `self.model`
+        return inner + [f".{node.attr}"]
+    if isinstance(node, ast.Subscript):
+        links = _links(node.value, ctx)
+        links[-1] += "[...]"
+        return links
+    if isinstance(node, ast.Name):
+        return [node.id]
+    text = re.sub(r"\s+", " ", ctx.node_text(node)).strip()
+    return [f"({text})" if len(text) <= _MAX_SNIPPET // 2 else "(...)"]
+
+
+def _call_snippet(ctx, call: ast.Call) -> str:
+    text = re.sub(r"\s+", " ", ctx.node_text(call)).strip()
+    if len(text) <= _MAX_SNIPPET:
+        return text
+    links = _links(call, ctx)
+    text = "".join(links)
+    if len(text) <= _MAX_SNIPPET:
+        return text
+    # the receiver's root and as many trailing links as fit: `model(...)....mean(...).cpu()`
+    head, tail = links[0], [links[-1]]
+    for link in reversed(links[1:-1]):
+        if len(head) + 3 + len(link) + sum(map(len, tail)) > _MAX_SNIPPET:
+            break
+        tail.insert(0, link)
+    return head + "..." + "".join(tail)
+
+
+def _on_host_already(expr: ast.AST) -> bool:
+    """`x.cpu().numpy()`, `x.cpu().tolist()`: the copy happened in an inner call
+    (reported there); what follows works on host memory."""
+    while True:
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in _HOST_METHODS:
+                return True
+            expr = func
+        elif isinstance(expr, (ast.Attribute, ast.Subscript)):
+            expr = expr.value
+        else:
+            return False
+
+
+def _is_str_expr(node: ast.AST) -> bool:
+    """A string built from literals: `"%d"`, `f"..."`, `"%11s" * 2 + "%11.4g" * 5`."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_str_expr(node.left) or _is_str_expr(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _is_str_expr(node.left) or _is_str_expr(node.right)
+    return False
+
+
+def _candidate(ctx, ancestors) -> bool:
+    """Cheap first checks: the file can put tensors on an accelerator at all
+    (a file that never mentions CUDA, a device, `.to(...)` or a library that
+    moves tensors computes on the CPU), and a for/while encloses the node
+    within its function."""
+    if not ctx.analysis.may_use_accelerator:
+        return False
+    for anc in reversed(ancestors):
+        if isinstance(anc, SCOPES):
+            return False
+        if isinstance(anc, LOOPS):
+            return True
+    return False
+
+
+def _truth_operands(test: ast.AST) -> Iterator[ast.AST]:
+    """The values whose truth an `if`/`while` test takes: through `not`, `and`, `or`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from _truth_operands(test.operand)
+    elif isinstance(test, ast.BoolOp):
+        for v in test.values:
+            yield from _truth_operands(v)
+    elif isinstance(test, ast.NamedExpr):
+        yield from _truth_operands(test.value)
+    else:
+        yield test
+
+
+class HostSyncInLoop(Rule):
+    """
+    ## What it does
+    Flags code that copies a CUDA tensor's value to the host on every iteration
+    of a hot loop (the innermost loop that runs a model forward, `backward()`,
+    an optimizer step or iterates a DataLoader):
+
+    - `.item()`, `.cpu()`, `.numpy()` on a value not known to be a numpy array,
+      a Python number or a model; `.tolist()` on a tensor;
+    - `float(t)`, `int(t)`, `bool(t)` of a tensor;
+    - `print()` of a tensor, and formatting a tensor in an f-string (or with
+      `str.format` / `%`);
+    - `if t:` / `while t:` on a tensor (including `if torch.isnan(loss).any():`).
+
+    Not flagged, because it does not run every step or does not wait for the
+    GPU:
+
+    - code under a periodic guard (`if step % log_every == 0:`, or after
+      `if step % n: continue`), code that runs at most once per loop (a block
+      ending in `break`, `return` or `raise`, an `except` handler, an `assert`
+      message, the loop's `else`), and an outer loop around the hot loop (an
+      epoch loop; a batch loop around an inner critic or micro-batch loop
+      still counts);
+    - values known to be numpy arrays, Python numbers or models
+      (`probs.tolist()` after `.numpy()`, `model.cpu()`), and tensors known to
+      be in host memory: batches straight from a DataLoader that were never
+      moved, results of `.cpu()`, torch factories without `device=`
+      (`torch.rand([])`);
+    - values whose type is unknown, except for `.item()`, `.cpu()` and
+      `.numpy()`, which hardly exist on anything but tensors;
+    - files that never mention CUDA, a device, `.to(...)` or a library that
+      places tensors (accelerate, Lightning): they compute on the CPU.
+
+    ## Why is this bad?
+    CUDA runs asynchronously: the CPU queues kernels and races ahead while the
+    GPU works through them. Reading a tensor's value on the host forces the CPU
+    to wait until every queued kernel up to that value has finished, and
+    then the GPU idles while the CPU prepares and launches the next step.
+    Done every step, this removes the overlap between CPU and GPU work; on
+    small and medium models it is often the largest single slowdown of a
+    training loop.
+
+    Keep running values on the GPU (`running = running + loss.detach()`) and
+    read them once per logging interval, or in one transfer at the end of
+    evaluation (`torch.cat(preds).cpu()`).
+
+    ## Fix safety
+    No automatic fix: moving the read out of the loop changes where values are
+    available and how they are logged.
+
+    ## References
+    - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
+    - [PyTorch performance tuning guide: avoid unnecessary CPU-GPU synchronization](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization)
+    - [torch.Tensor.item](https://pytorch.org/docs/stable/generated/torch.Tensor.item.html)
+    - [torch.cuda.set_sync_debug_mode](https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html)
+    """
+
+    code = "GPU101"
+    name = "host-sync-in-loop"
+    message = "`{expr}` in a hot loop waits for the GPU every step (host-device sync)"
+    fix_safety = NONE
+    # every finding is inside a loop
+    needles = ("for", "while")
+    examples = (
+        Example(
+            bad="""
+            import torch
+
+            running_loss = 0.0
+            for step, (images, labels) in enumerate(loader):
+                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
+                loss = criterion(model(images), labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                running_loss += loss.item()
+                if step % 100 == 99:
+                    print(f"step {step + 1}: loss {running_loss / 100:.4f}")
+                    running_loss = 0.0
+            """,
+            good="""
+            import torch
+
+            running_loss = torch.zeros((), device="cuda")
+            for step, (images, labels) in enumerate(loader):
+                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
+                loss = criterion(model(images), labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                running_loss = running_loss + loss.detach()
+                if step % 100 == 99:
+                    print(f"step {step + 1}: loss {running_loss.item() / 100:.4f}")
+                    running_loss.zero_()
+            """,
+        ),
+    )
+
+    # ---------------------------------------------------------------- calls
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in _HOST_METHODS:
+                self._host_method(node, ctx)
+            elif func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
+                args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
+                self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
+            return
+        if not isinstance(func, ast.Name) or func.id not in ("float", "int", "bool", "print"):
+            return
+        if not _candidate(ctx, ctx.ancestors):
+            return
+        q = ctx.analysis.qualname(func)
+        if q in _CONVERSIONS:
+            if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
+                return
+        elif q == "builtins.print":
+            if not any(self._is_device_tensor(a, ctx) for a in node.args):
+                return
+        else:
+            return
+        if ctx.analysis.hot_loop(node, ctx.ancestors) is not None:
+            self.report(ctx, node, expr=_call_snippet(ctx, node))
+
+    def _host_method(self, node: ast.Call, ctx) -> None:
+        func = node.func
+        if node.args:
+            return  # none of these tensor methods takes a positional argument
+        if func.attr in ("item", "tolist") and node.keywords:
+            return
+        if not _candidate(ctx, ctx.ancestors):
+            return
+        recv = func.value
+        if _on_host_already(recv):
+            return
+        kind = ctx.analysis.kind_at(recv, ctx.ancestors)
+        if func.attr in _TENSOR_ONLY_METHODS:
+            if kind not in (TENSOR, None):
+                return  # a numpy array, a number, a model (`model.cpu()`), ...
+        elif kind != TENSOR:
+            return
+        if ctx.analysis.is_host_tensor(recv, ctx.ancestors):
+            return
+        if ctx.analysis.hot_loop(node, ctx.ancestors) is None:
+            return
+        self.report(ctx, node, expr=_call_snippet(ctx, node))
+
+    # ------------------------------------------------------------ formatting
+    def visit_JoinedStr(self, node: ast.JoinedStr, ctx) -> None:
+        values = [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
+        self._formatted(node, values, ctx)
+
+    def visit_BinOp(self, node: ast.BinOp, ctx) -> None:
+        # `"%.4f" % loss`, `("%11s" * 2 + "%11.4g" * 3) % (epoch, mem, *mloss)`
+        if not (isinstance(node.op, ast.Mod) and _is_str_expr(node.left)):
+            return
+        right = node.right
+        values = list(right.elts) if isinstance(right, ast.Tuple) else [right]
+        self._formatted(node, [v.value if isinstance(v, ast.Starred) else v for v in values], ctx)
+
+    def _formatted(self, node: ast.AST, values, ctx) -> None:
+        if not values or not _candidate(ctx, ctx.ancestors):
+            return
+        tensors = [v for v in values if self._is_device_tensor(v, ctx)]
+        if not tensors or ctx.analysis.hot_loop(node, ctx.ancestors) is None:
+            return
+        names = ", ".join(f"`{_snippet(ctx.node_text(t))}`" for t in tensors[:2])
+        self.report(
+            ctx,
+            node,
+            message=f"formatting the tensor {names} as text in a hot loop waits for the GPU every step (host-device sync)",
+        )
+
+    # ------------------------------------------------------------- if/while
+    def visit_If(self, node: ast.If, ctx) -> None:
+        self._truth_test(node, node.test, ctx.ancestors, ctx, "if")
+
+    def visit_While(self, node: ast.While, ctx) -> None:
+        # the test runs every iteration of this loop (and of the loop around it)
+        self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "while")
+
+    def _truth_test(self, stmt, test, ancestors, ctx, keyword: str) -> None:
+        if not _candidate(ctx, ancestors):
+            return
+        analysis = ctx.analysis
+        if not any(
+            self._is_device_tensor(t, ctx) and analysis.hot_loop(t, analysis.ancestors(t)) is not None
+            for t in _truth_operands(test)
+        ):
+            return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
+        # the finding spans the header `if <test>`, not the whole block
+        header = ast.Pass(
+            lineno=stmt.lineno,
+            col_offset=stmt.col_offset,
+            end_lineno=test.end_lineno,
+            end_col_offset=test.end_col_offset,
+        )
+        self.report(
+            ctx,
+            header,
+            message=(
+                f"`{keyword} {_snippet(ctx.node_text(test))}:` takes a tensor's truth value in a hot loop, "
+                "which waits for the GPU every step (host-device sync)"
+            ),
+        )
+
+    # -------------------------------------------------------------- helpers
+    @staticmethod
+    def _is_device_tensor(expr: ast.AST, ctx) -> bool:
+        """Known to be a tensor, and not known to be in host memory."""
+        if ctx.analysis.kind_at(expr, ctx.ancestors) != TENSOR:
+            return False
+        return not ctx.analysis.is_host_tensor(expr, ctx.ancestors)

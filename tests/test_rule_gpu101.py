@@ -1,0 +1,568 @@
+"""GPU101 host-sync-in-loop: what is a hot loop, what is a tensor, what is a sync."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from helpers import lint
+
+
+def rows(code: str):
+    """Rows flagged by GPU101 in `code` (dedented)."""
+    return [f.row for f in lint(textwrap.dedent(code).lstrip("\n"), codes=["GPU101"])]
+
+
+def messages(code: str):
+    return [f.message for f in lint(textwrap.dedent(code).lstrip("\n"), codes=["GPU101"])]
+
+
+def marked(code: str):
+    """Rows carrying a `# sync` marker: the ones that must be flagged."""
+    return [i for i, line in enumerate(textwrap.dedent(code).lstrip("\n").splitlines(), 1) if "# sync" in line]
+
+
+def check(code: str):
+    assert rows(code) == marked(code)
+
+
+# --------------------------------------------------------------- realistic loops
+def test_imagenet_train_meter_update():
+    check(
+        """
+        import time
+        import torch
+
+        def train(train_loader, model, criterion, optimizer, epoch, device, args):
+            losses = AverageMeter("Loss", ":.4e")
+            top1 = AverageMeter("Acc@1", ":6.2f")
+            model.train()
+            end = time.time()
+            for i, (images, target) in enumerate(train_loader):
+                images = images.to(device, non_blocking=True)
+                target = target.to(device, non_blocking=True)
+                output = model(images)
+                loss = criterion(output, target)
+                acc1, acc5 = accuracy(output, target, topk=(1, 5))
+                losses.update(loss.item(), images.size(0))  # sync
+                top1.update(acc1[0], images.size(0))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if i % args.print_freq == 0:
+                    progress.display(i + 1)
+                    print(f"loss {loss:.4f} {acc1[0].item()}")
+        """
+    )
+
+
+def test_running_loss_every_step_and_epoch_loop_is_not_hot():
+    check(
+        """
+        def fit(model, loader, optimizer, criterion, epochs):
+            for epoch in range(epochs):
+                running_loss = 0.0
+                for inputs, labels in loader:
+                    inputs, labels = inputs.cuda(), labels.cuda()
+                    optimizer.zero_grad()
+                    loss = criterion(model(inputs), labels)
+                    loss.backward()
+                    optimizer.step()
+                    running_loss += loss.item()  # sync
+                print(f"epoch {epoch}: {running_loss / len(loader):.3f} last {loss}")
+                last = loss.item()
+        """
+    )
+
+
+def test_validation_loop_is_hot():
+    check(
+        """
+        import torch
+
+        def validate(model, val_loader):
+            model.eval()
+            correct = 0
+            with torch.no_grad():
+                for images, target in val_loader:
+                    images, target = images.cuda(), target.cuda()
+                    output = model(images)
+                    acc = (output.argmax(1) == target).sum().item()  # sync
+                    correct += acc
+            return correct
+        """
+    )
+
+
+def test_metrics_dict_loop_inside_batch_loop_is_hot():
+    check(
+        """
+        def train(model, loader, optimizer, criterion, history):
+            for x, y in loader:
+                x, y = x.cuda(), y.cuda()
+                out = model(x)
+                loss = criterion(out, y)
+                loss.backward()
+                optimizer.step()
+                metrics = {"loss": loss, "acc": (out.argmax(1) == y).float().mean()}
+                for name, value in metrics.items():
+                    history[name].append(value.item())  # sync
+        """
+    )
+
+
+def test_numpy_post_processing_is_not_a_sync():
+    check(
+        """
+        import numpy as np
+
+        def predict(model, loader):
+            preds = []
+            for x, _ in loader:
+                out = model(x.cuda())
+                probs = out.softmax(-1).cpu().numpy()  # sync
+                preds.extend(probs.argmax(-1).tolist())
+                best = float(probs.max())
+                mean = np.mean(probs).item()
+                print(f"{best:.3f} {mean} {probs[:2]}")
+            return preds
+        """
+    )
+
+
+def test_hf_style_model_output_loss():
+    check(
+        """
+        def train(model, train_dataloader, optimizer, lr_scheduler, device):
+            model.train()
+            for step, batch in enumerate(train_dataloader):
+                batch = {k: v.to(device) for k, v in batch.items()}
+                outputs = model(**batch)
+                loss = outputs.loss
+                loss.backward()
+                optimizer.step()
+                lr_scheduler.step()
+                optimizer.zero_grad()
+                tr_loss = loss.item()  # sync
+                logits = outputs.logits
+                print(logits.argmax(-1))  # sync
+        """
+    )
+
+
+def test_while_loop_driven_by_next_data_iter():
+    check(
+        """
+        def train(model, train_loader, optimizer, max_steps):
+            data_iter = iter(train_loader)
+            step = 0
+            while step < max_steps:
+                batch = next(data_iter)
+                loss = model(batch["input_ids"].cuda(), labels=batch["labels"].cuda()).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                step += 1
+                print(f"{step}: {loss:.4f}")  # sync
+        """
+    )
+
+
+def test_while_tensor_test():
+    check(
+        """
+        import torch
+
+        def refine(model, x, tol):
+            err = torch.ones((), device="cuda")
+            while err > tol:  # sync
+                out = model(x)
+                err = (out - x).abs().max()
+            return out
+        """
+    )
+
+
+def test_lightning_training_step_is_not_a_loop():
+    check(
+        """
+        import torch
+        import torch.nn.functional as F
+        import lightning as L
+
+        class LitModel(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                logits = self(x)
+                loss = F.cross_entropy(logits, y)
+                self.log("acc", (logits.argmax(-1) == y).float().mean().item())
+                print(f"loss {loss}", float(loss))
+                if torch.isnan(loss):
+                    raise ValueError("nan")
+                return loss
+        """
+    )
+
+
+def test_gan_batch_loop_around_critic_loop_is_hot():
+    check(
+        """
+        import torch
+
+        def train(dataloader, netD, netG, optimizer_D, optimizer_G, n_critic, epochs):
+            for epoch in range(epochs):
+                for i, (imgs, _) in enumerate(dataloader):
+                    real = imgs.cuda()
+                    for _ in range(n_critic):
+                        optimizer_D.zero_grad()
+                        z = torch.randn(real.size(0), 100, device="cuda")
+                        loss_D = -netD(real).mean() + netD(netG(z).detach()).mean()
+                        loss_D.backward()
+                        optimizer_D.step()
+                    optimizer_G.zero_grad()
+                    loss_G = -netD(netG(z)).mean()
+                    loss_G.backward()
+                    optimizer_G.step()
+                    print(f"[{epoch}] D {loss_D.item():.3f}")  # sync
+                print(f"epoch {epoch} G {loss_G}")
+        """
+    )
+
+
+# ------------------------------------------------------------ not every step
+def test_periodic_guard_and_continue_guard():
+    check(
+        """
+        def train(model, loader, optimizer, log_every):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                optimizer.step()
+                if (step + 1) % log_every == 0:
+                    print(f"{step}: {loss.item():.4f}")
+                if step % 10:
+                    continue
+                print(loss.item())
+        """
+    )
+
+
+def test_periodic_short_circuit_and_conditional_expression():
+    check(
+        """
+        import torch
+
+        def train(model, loader, optimizer, best):
+            for step, x in enumerate(loader):
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0 and loss.item() > best:
+                    best = loss.item()
+                if step % 100 == 0 and torch.isnan(loss):
+                    break
+                shown = loss.item() if step % 10 == 0 else None
+                if loss.item() > best and step % 10 == 0:  # sync
+                    pass
+                if torch.isnan(loss) and step % 10 == 0:  # sync
+                    pass
+                late = loss.item() if step > 5 else None  # sync
+        """
+    )
+
+
+def test_once_per_loop_blocks_are_not_hot():
+    check(
+        """
+        import torch
+
+        def train(model, loader, optimizer, max_steps):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                optimizer.step()
+                if step >= max_steps:
+                    print("stopping at", loss.item())
+                    break
+                if torch.isnan(loss):  # sync
+                    raise FloatingPointError(f"nan loss at {step}: {loss}")
+                try:
+                    optimizer.zero_grad()
+                except RuntimeError:
+                    print(loss.item())
+                assert loss.dim() == 0, f"bad loss {loss}"
+            else:
+                print(f"finished: {loss.item()}")
+        """
+    )
+
+
+def test_break_in_a_small_inner_loop_still_runs_every_step():
+    check(
+        """
+        def train(model, loader, optimizer, metrics):
+            for x, y in loader:
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                optimizer.step()
+                for name, value in metrics.items():
+                    if name == "loss":
+                        print(value.item())  # sync
+                        break
+        """
+    )
+
+
+# ------------------------------------------------------------ tensor inference
+def test_receivers_known_not_to_be_tensors():
+    check(
+        """
+        import numpy as np
+
+        def train(model, teacher, loader, optimizer, scheduler):
+            for x, y in loader:
+                x = x.cuda()
+                loss = model(x).mean()
+                loss.backward()
+                optimizer.step()
+                teacher.cpu()
+                model.module.cpu() if hasattr(model, "module") else None
+                arr = np.zeros(3)
+                arr.item() if arr.size == 1 else arr.tolist()
+                n = len(y)
+                float(n), int(3.5), bool(n)
+                lr = scheduler.get_last_lr()[0]
+                print(f"lr {lr}", lr)
+                names = ["a", "b"]
+                names_list = list(names)
+                if names_list:
+                    pass
+        """
+    )
+
+
+def test_item_cpu_numpy_flag_unknown_receivers_but_tolist_needs_a_tensor():
+    check(
+        """
+        def evaluate(model, loader, meter):
+            for x in loader:
+                out = model(x.cuda())
+                score = meter.compute()
+                score.item()  # sync
+                meter.state().cpu()  # sync
+                meter.values().numpy()  # sync
+                meter.values().tolist()
+                float(score)
+                if score:
+                    pass
+        """
+    )
+
+
+def test_rebinding_is_seen_in_order():
+    """`loss = loss.item()` reads the tensor; after it, `loss` is a number."""
+    check(
+        """
+        def train(model, loader, optimizer, criterion):
+            total = 0.0
+            for x, y in loader:
+                loss = criterion(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                loss = loss.item()  # sync
+                total += loss
+                print(f"loss {loss:.3f}", float(loss))
+        """
+    )
+
+
+def test_host_batches_and_cpu_factories():
+    check(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+
+        def evaluate(model, dataset, device):
+            loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+            labels = []
+            for images, target in loader:
+                out = model(images.to(device))
+                labels.extend(target.tolist())
+                labels.append(target.numpy())
+                print(f"first label {target[0]}")
+                drop = torch.rand([])
+                if drop < 0.1:
+                    continue
+                scale = torch.tensor([2.0, 3.0])
+                print(scale.tolist(), float(scale.sum()))
+                moved = target.to(device)
+                print(moved.tolist())  # sync
+        """
+    )
+
+
+def test_batches_of_a_prepared_loader_are_on_the_device():
+    check(
+        """
+        from accelerate import Accelerator
+
+        def evaluate(model, eval_dataloader):
+            accelerator = Accelerator()
+            model, eval_dataloader = accelerator.prepare(model, eval_dataloader)
+            for batch in eval_dataloader:
+                out = model(**batch)
+                print(batch["labels"].tolist())  # sync
+        """
+    )
+
+
+def test_truth_tests():
+    check(
+        """
+        import torch
+
+        def train(model, loader, optimizer, args):
+            for x, y in loader:
+                out = model(x.cuda())
+                loss = (out - y.cuda()).pow(2).mean()
+                loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                if not torch.isfinite(grad_norm):  # sync
+                    continue
+                if args.check_nan and torch.isnan(loss):  # sync
+                    continue
+                if loss > 100:  # sync
+                    print("spike")
+                if loss is None or "loss" in args.skip or loss == "none":
+                    continue
+                if out.shape[0] != y.shape[0]:
+                    continue
+                optimizer.step()
+        """
+    )
+
+
+def test_string_like_names_and_flags_are_not_tensors():
+    check(
+        """
+        def val(model, dataloader, compute_loss=None, losses=("boxes", "masks")):
+            for im, targets in dataloader:
+                out = model(im.cuda())
+                if compute_loss:
+                    pass
+                for loss in losses:
+                    if loss == "masks":
+                        continue
+                if out.sum():  # sync
+                    pass
+        """
+    )
+
+
+def test_local_helpers_named_like_models_are_not_models():
+    check(
+        """
+        import importlib
+
+        def model_type_to_module_name(model_type):
+            return model_type.replace("-", "_")
+
+        def load_all(mapping):
+            for model_type, map_name in mapping.items():
+                module_name = model_type_to_module_name(model_type)
+                module = importlib.import_module(f".{module_name}", "transformers.models")
+        """
+    )
+
+
+def test_formatting_forms():
+    check(
+        """
+        def train(model, loader, optimizer, pbar, mloss):
+            for i, (imgs, targets) in enumerate(loader):
+                loss, loss_items = model(imgs.cuda(), targets.cuda())
+                loss.backward()
+                optimizer.step()
+                mloss = (mloss * i + loss_items) / (i + 1)
+                pbar.set_description(("%10s" * 2 + "%10.4g" * 3) % (f"{i}", "mem", *mloss))  # sync
+                print("loss %.4f" % loss)  # sync
+                print("loss {:.4f}".format(loss))  # sync
+                print("step %d" % i, "{}".format(i), f"{i}")
+        """
+    )
+
+
+def test_nothing_outside_loops_or_in_loops_without_triggers():
+    check(
+        """
+        import torch
+
+        def summarize(model, x, values):
+            out = model(x)
+            print(out.item(), float(out))
+            for v in values:
+                print(v.item())
+            stats = torch.stack(values)
+            for i in range(3):
+                if stats[i] > 0:
+                    print(stats[i].tolist())
+        """
+    )
+
+
+def test_a_file_that_never_uses_an_accelerator_is_not_flagged():
+    code = """
+        import torch
+
+        def fit(model, loader, optimizer):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+        """
+    assert rows(code) == []
+    assert rows(code.replace("model(x)", "model(x.to(dev))")) == [8]
+
+
+def test_message_names_the_call():
+    msgs = messages(
+        """
+        def train(model, loader, optimizer):
+            for x in loader:
+                x = x.cuda(non_blocking=True)
+                loss = model(x).mean()
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+                v = model(x).softmax(dim=-1).permute(0, 2, 1).contiguous().float().mean(dim=0).cpu()
+        """
+    )
+    assert msgs[0] == "`loss.item()` in a hot loop waits for the GPU every step (host-device sync)"
+    # a long chain keeps its root and its last links
+    assert msgs[1].startswith("`model(...)....contiguous().float().mean(...).cpu()` in a hot loop")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x.item(1)",  # not Tensor.item
+        "x.cpu(0)",
+        "x.tolist(1)",
+        "float(x, 1)",
+    ],
+)
+def test_calls_that_are_not_the_tensor_methods(line):
+    code = f"""
+        def train(model, loader, optimizer):
+            for x in loader:
+                x = x.cuda()
+                loss = model(x).mean()
+                loss.backward()
+                optimizer.step()
+                {line}
+                loss.cpu()
+        """
+    # only the control line (the real `.cpu()`) is flagged
+    assert rows(code) == [8]
