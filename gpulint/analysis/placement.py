@@ -1,0 +1,602 @@
+"""Where tensors are built and where they go: tensor factories, device
+arguments, and which `DataLoader(...)` a batch comes from.
+
+* **Tensor factory**: `torch.<name>(...)` for a name in `TENSOR_FACTORIES`
+  (resolved through imports; `*_like` and `Tensor.new_*` are not factories:
+  they take the device of their input).
+* **Device argument**: what the argument of `.to(...)` / a `device=` is, read
+  from the expression alone: `"cpu"`, a dtype, a device (`"cuda:0"`, `0`,
+  `torch.device("cuda")`, `x.device`, `device`, `args.gpu`, `local_rank`), or
+  unknown (a tensor, anything else).
+* **Batch source**: for a batch expression (`images`, `batch["input_ids"]`,
+  `v` in `{k: v.to(dev) for k, v in batch.items()}`), the loop (or `next()`
+  call) that produced it and the loader expression it iterates, found by
+  walking from the use to the binding of its root name: the enclosing
+  `for`/comprehension that binds it, else the last assignment before it in
+  the same function.
+* **Loader construction**: the `DataLoader(...)` call(s) a loader expression
+  refers to: a name assigned in the same function, else the same name (or
+  `self` attribute) assigned elsewhere in the file, else, for a parameter or
+  an unknown loader, the file's only `DataLoader(...)` call. `None` when that
+  cannot be told (the name is also bound to something else, several files'
+  worth of loaders, ...).
+
+Everything is cached per file on the `FileAnalysis`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from gpulint.analysis.core import MODEL, SCOPES, FileAnalysis, _unwrap_iter, is_tensor_returning_torch
+from gpulint.analysis.names import last_name
+
+# torch.<name>(...) that build a new tensor and take `device=`
+TENSOR_FACTORIES = frozenset(
+    """zeros ones empty empty_strided full arange range linspace logspace eye
+    rand randn randint randperm tensor as_tensor scalar_tensor tril_indices triu_indices
+    hann_window hamming_window blackman_window bartlett_window kaiser_window""".split()
+)
+# factories whose numbers come from a random generator: the CPU and the CUDA
+# generators give different numbers for the same seed
+RANDOM_FACTORIES = frozenset("rand randn randint randperm normal bernoulli multinomial poisson".split())
+# factories whose values are computed by a kernel that may round differently
+# on another device (window functions, float ranges)
+_COMPUTED_FACTORIES = frozenset(
+    "linspace logspace hann_window hamming_window blackman_window bartlett_window kaiser_window".split()
+)
+_RANGE_FACTORIES = frozenset(("arange", "range"))
+_FLOAT_DTYPES = frozenset(
+    "float float32 float64 double half float16 bfloat16 complex64 complex128 cfloat cdouble".split()
+)
+TORCH_DTYPES = _FLOAT_DTYPES | frozenset(
+    "int int8 int16 int32 int64 long short uint8 uint16 uint32 uint64 bool qint8 quint8 qint32".split()
+)
+
+DEVICE_STRING_RE = re.compile(r"^(cuda|mps|xpu|hpu|npu|xla|mtia|privateuseone)(:\d+)?$")
+CPU_STRING_RE = re.compile(r"^cpu(:\d+)?$")
+DEVICE_NAME_RE = re.compile(
+    r"^(device|dev|gpu|gpu_id|gpu_idx|gpu_index|cuda_device|device_id|device_index|local_rank|rank)$"
+    r"|_device$|_dev$",
+    re.I,
+)
+DTYPE_NAME_RE = re.compile(r"^(dtype|\w+_dtype|dtype_\w+)$")
+
+CPU = "cpu"
+DTYPE = "dtype"
+DEVICE = "device"
+
+
+def file_cache(fa: FileAnalysis, key: str, build: Callable[[], object]) -> object:
+    """`build()`, computed once per file and key."""
+    cache = fa.__dict__.setdefault("_placement_cache", {})
+    if key not in cache:
+        cache[key] = build()
+    return cache[key]
+
+
+# ------------------------------------------------------------------ factories
+def factory_name(fa: FileAnalysis, call: ast.AST) -> Optional[str]:
+    """`zeros` for `torch.zeros(...)` (any import form), else None."""
+    if not isinstance(call, ast.Call) or last_name(call.func) not in TENSOR_FACTORIES:
+        return None
+    q = fa.qualname(call.func) or ""
+    if q.startswith("torch.") and q.count(".") == 1:
+        name = q[6:]
+        if name in TENSOR_FACTORIES:
+            return name
+    return None
+
+
+def factory_device_arg(name: str, call: ast.Call) -> Optional[ast.AST]:
+    """The expression given as the factory's device (keyword, or the third
+    positional argument of `as_tensor`), or None."""
+    for kw in call.keywords:
+        if kw.arg == "device":
+            return kw.value
+    if name == "as_tensor" and len(call.args) >= 3:
+        return call.args[2]
+    return None
+
+
+def values_depend_on_device(fa: FileAnalysis, name: str, call: ast.Call) -> Optional[str]:
+    """Why the factory's numbers could differ when it runs on another device,
+    or None when they are the same everywhere."""
+    if name in RANDOM_FACTORIES:
+        return "the CPU and CUDA random generators give different numbers"
+    if name in _COMPUTED_FACTORIES:
+        return "the CUDA kernel may round differently in the last bit"
+    if name in _RANGE_FACTORIES:
+        dtype = next((kw.value for kw in call.keywords if kw.arg == "dtype"), None)
+        if dtype is not None:
+            q = fa.qualname(dtype) or ""
+            if q.startswith("torch.") and q[6:] in TORCH_DTYPES and q[6:] not in _FLOAT_DTYPES:
+                return None  # an integer range is exact anywhere
+            if q.startswith("torch.") and q[6:] in _FLOAT_DTYPES:
+                return "a floating-point range may round differently in the last bit on the GPU"
+        for arg in list(call.args) + [kw.value for kw in call.keywords if kw.arg in ("start", "end", "step")]:
+            for n in ast.walk(arg):
+                if isinstance(n, ast.Constant) and isinstance(n.value, float):
+                    return "a floating-point range may round differently in the last bit on the GPU"
+                if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+                    return "a floating-point range may round differently in the last bit on the GPU"
+    return None
+
+
+# ------------------------------------------------------------------ devices
+def device_arg_kind(fa: FileAnalysis, expr: Optional[ast.AST]) -> Optional[str]:
+    """CPU, DTYPE or DEVICE (an accelerator, or a device variable) for an
+    argument of `.to()` / `device=`; None when it cannot be told (a tensor,
+    an unknown value)."""
+    if expr is None:
+        return None
+    if isinstance(expr, ast.Constant):
+        v = expr.value
+        if isinstance(v, str):
+            if CPU_STRING_RE.match(v):
+                return CPU
+            if DEVICE_STRING_RE.match(v):
+                return DEVICE
+            return None
+        if isinstance(v, int) and not isinstance(v, bool):
+            return DEVICE  # a CUDA device index
+        return None
+    if isinstance(expr, ast.JoinedStr):
+        first = expr.values[0] if expr.values else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            if first.value.startswith("cpu"):
+                return CPU
+            if re.match(r"^(cuda|mps|xpu|hpu|npu)(:|$)", first.value):
+                return DEVICE
+        return None
+    if isinstance(expr, ast.Call):
+        q = fa.qualname(expr.func) or ""
+        if q == "torch.device":
+            a = expr.args[0] if expr.args else next((k.value for k in expr.keywords if k.arg == "type"), None)
+            return device_arg_kind(fa, a) if isinstance(a, ast.Constant) and isinstance(a.value, str) else DEVICE
+        if q in ("torch.cuda.current_device",):
+            return DEVICE
+        return None
+    q = fa.qualname(expr) or ""
+    if q.startswith("torch.") and q[6:] in TORCH_DTYPES:
+        return DTYPE
+    name = last_name(expr)
+    if name is None:
+        return None
+    if name == "dtype" or DTYPE_NAME_RE.match(name):
+        return DTYPE
+    if isinstance(expr, ast.Attribute) and name == "device":
+        return DEVICE  # x.device, self.device, accelerator.device, args.device
+    if DEVICE_NAME_RE.match(name):
+        return DEVICE
+    return None
+
+
+def move_target(fa: FileAnalysis, call: ast.AST) -> Optional[Tuple[ast.AST, Optional[ast.AST]]]:
+    """For `x.cuda(...)` / `x.to(<device>, ...)` moving to an accelerator:
+    (x, the device expression, None for `.cuda()`); else None."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    attr = call.func.attr
+    if attr == "cuda":
+        dev = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+        return call.func.value, dev
+    if attr == "to":
+        dev = next((k.value for k in call.keywords if k.arg == "device"), None)
+        if dev is None and call.args:
+            dev = call.args[0]
+        if dev is not None and not isinstance(dev, ast.Starred) and device_arg_kind(fa, dev) == DEVICE:
+            return call.func.value, dev
+    return None
+
+
+# ------------------------------------------------------------- batch sources
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _root(expr: ast.AST, methods: Optional[Set[str]] = None) -> ast.AST:
+    """`batch` for `batch["x"]`, `batch.items()`, `batch[0].float()`; the
+    names of the methods called on the way go into `methods`."""
+    while True:
+        if isinstance(expr, (ast.Subscript, ast.Attribute, ast.Starred)):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            if methods is not None:
+                methods.add(expr.func.attr)
+            expr = expr.func.value
+        else:
+            return expr
+
+
+def _binds(target: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+def _in_list(node: ast.AST, body: Sequence[ast.AST]) -> bool:
+    return any(node is b for b in body)
+
+
+def _pos(node: ast.AST) -> Tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def _end(node: ast.AST) -> Tuple[int, int]:
+    row = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+    return (row, getattr(node, "end_col_offset", None) or 0)
+
+
+def _scope_nodes(scope: ast.AST):
+    body = scope.body if isinstance(getattr(scope, "body", None), list) else [scope.body]  # type: ignore[attr-defined]
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, SCOPES):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def batch_source(
+    fa: FileAnalysis,
+    expr: ast.AST,
+    ancestors: Sequence[ast.AST],
+    methods: Optional[Set[str]] = None,
+    _depth: int = 0,
+) -> Optional[Tuple[ast.AST, ast.AST]]:
+    """(producer, loader expression) for a batch expression: the `for` loop
+    (or `next(...)` call) over a loader that the value comes from, and the
+    loader it iterates. None when the value cannot be traced to a loader.
+    The names of the methods applied to the value on its way from the loader
+    (`pin_memory`, `float`, `items`, ...) are added to `methods`."""
+    if _depth > 12:
+        return None
+    root = _root(expr, methods)
+    if isinstance(root, ast.Call):
+        return _next_source(fa, root, ancestors)
+    if not isinstance(root, ast.Name):
+        return None
+    name = root.id
+    chain = list(ancestors) + [expr]
+    scope: ast.AST = fa.tree
+    loop: Optional[Tuple[ast.AST, ast.AST, List[ast.AST]]] = None  # (producer, iterable, its ancestors)
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if loop is None and isinstance(anc, (ast.For, ast.AsyncFor)):
+            if (_in_list(child, anc.body) or _in_list(child, anc.orelse)) and _binds(anc.target, name):
+                loop = (anc, anc.iter, chain[:i])
+        elif loop is None and isinstance(anc, _COMPREHENSIONS):
+            # a use inside generator k (its iter or ifs) sees the targets of the
+            # generators before it; one in the element sees them all
+            gens = list(anc.generators)
+            for k, gen in enumerate(gens):
+                if child is gen:
+                    gens = gens[:k]
+                    break
+            for gen in reversed(gens):
+                if _binds(gen.target, name):
+                    loop = (anc, gen.iter, chain[: i + 1])
+                    break
+        elif isinstance(anc, SCOPES):
+            scope = anc
+            break
+    # the last assignment to the name before the use, in the same scope
+    best: Optional[ast.AST] = None
+    use = _pos(root)
+    for node in _scope_nodes(scope):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_binds(t, name) for t in targets) and _end(node) <= use:
+                if best is None or _pos(node) > _pos(best):
+                    best = node
+    if loop is not None and (best is None or not _encloses(loop[0], best)):
+        return _from_iterable(fa, loop[0], loop[1], loop[2], methods, _depth)
+    if best is None:
+        return None
+    targets = best.targets if isinstance(best, ast.Assign) else [best.target]  # type: ignore[attr-defined]
+    value = best.value  # type: ignore[attr-defined]
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+            if len(t.elts) == len(value.elts):
+                for te, ve in zip(t.elts, value.elts):
+                    if _binds(te, name):
+                        value = ve
+                        break
+    if isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Call)):
+        return batch_source(fa, value, fa.ancestors(value), methods, _depth + 1)
+    return None
+
+
+def _encloses(outer: ast.AST, inner: ast.AST) -> bool:
+    return _pos(outer) <= _pos(inner) and _end(inner) <= _end(outer)
+
+
+def _from_iterable(fa, producer, it, ancestors, methods, depth) -> Optional[Tuple[ast.AST, ast.AST]]:
+    base, _ = _unwrap_iter(it)
+    info = fa.info_for(ancestors)
+    if fa._is_loader(base, info.kinds):
+        return producer, base
+    if isinstance(base, ast.Call) and last_name(base.func) == "zip":
+        return None
+    # iterating something taken from a batch (`batch.items()`, `batch`): follow it
+    return batch_source(fa, base, fa.ancestors(base), methods, depth + 1)
+
+
+def _next_source(fa: FileAnalysis, call: ast.Call, ancestors) -> Optional[Tuple[ast.AST, ast.AST]]:
+    if not (isinstance(call.func, ast.Name) and call.func.id == "next" and call.args):
+        return None
+    it = call.args[0]
+    info = fa.info_for(ancestors)
+    if isinstance(it, ast.Call) and last_name(it.func) == "iter" and it.args:
+        if fa._is_loader(it.args[0], info.kinds):
+            return call, it.args[0]
+        return None
+    if isinstance(it, ast.Name):
+        scope = fa.enclosing_scope(ancestors) or fa.tree
+        values = [
+            n.value
+            for n in _scope_nodes(scope)
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == it.id for t in n.targets)
+        ]
+        if len(values) >= 1 and all(
+            isinstance(v, ast.Call) and last_name(v.func) == "iter" and v.args for v in values
+        ):
+            loaders = {ast.dump(v.args[0]) for v in values}  # type: ignore[attr-defined]
+            if len(loaders) == 1 and fa._is_loader(values[0].args[0], info.kinds):  # type: ignore[attr-defined]
+                return call, values[0].args[0]  # type: ignore[attr-defined]
+    return None
+
+
+# ------------------------------------------------------ loader constructions
+def is_dataloader_call(fa: FileAnalysis, node: ast.AST) -> bool:
+    """Any call of a class named DataLoader (torch's or another library's)."""
+    return isinstance(node, ast.Call) and last_name(node.func) == "DataLoader"
+
+
+def is_torch_dataloader_call(fa: FileAnalysis, node: ast.AST) -> bool:
+    """`torch.utils.data.DataLoader(...)` (any import form) or a subclass that
+    takes its keyword arguments (PyG, MONAI)."""
+    if not isinstance(node, ast.Call):
+        return False
+    q = fa.qualname(node.func) or ""
+    return q in (
+        "torch.utils.data.DataLoader",
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.data.DataLoader",
+        "monai.data.DataLoader",
+    )
+
+
+def dataloader_calls(fa: FileAnalysis) -> List[ast.Call]:
+    return file_cache(  # type: ignore[return-value]
+        fa, "dataloader_calls", lambda: [n for n in ast.walk(fa.tree) if is_dataloader_call(fa, n)]
+    )
+
+
+def _assignments(fa: FileAnalysis) -> List[Tuple[ast.AST, ast.AST, ast.AST]]:
+    """(target, value, statement) for every simple or unpacking assignment in the file."""
+
+    def build():
+        out = []
+        for node in ast.walk(fa.tree):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    out.append((t, node.value, node))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                out.append((node.target, node.value, node))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                out.append((node.target, None, node))
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        out.append((item.optional_vars, None, node))
+            elif isinstance(node, ast.NamedExpr):
+                out.append((node.target, node.value, node))
+        return out
+
+    return file_cache(fa, "assignments", build)  # type: ignore[return-value]
+
+
+def _same_target(target: ast.AST, ref: ast.AST) -> bool:
+    if isinstance(ref, ast.Name):
+        return isinstance(target, ast.Name) and target.id == ref.id
+    if isinstance(ref, ast.Attribute) and isinstance(ref.value, ast.Name) and ref.value.id == "self":
+        return (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            and target.attr == ref.attr
+        )
+    return False
+
+
+def _binds_ref(target: ast.AST, ref: ast.AST) -> bool:
+    if _same_target(target, ref):
+        return True
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_binds_ref(e, ref) for e in target.elts)
+    if isinstance(target, ast.Starred):
+        return _binds_ref(target.value, ref)
+    return False
+
+
+def _resolve(fa: FileAnalysis, bindings) -> Optional[List[ast.Call]]:
+    """All bindings must assign a DataLoader(...) (or None)."""
+    calls: List[ast.Call] = []
+    for target, value, _ in bindings:
+        if value is None or not _same_target_any(target):
+            return None
+        if isinstance(value, ast.Constant) and value.value is None:
+            continue
+        if not is_dataloader_call(fa, value):
+            return None
+        calls.append(value)
+    return calls or None
+
+
+def _same_target_any(target: ast.AST) -> bool:
+    # only plain `name = ...` / `self.name = ...` bindings are understood
+    return isinstance(target, (ast.Name, ast.Attribute))
+
+
+def loader_constructions(
+    fa: FileAnalysis, loader: ast.AST, ancestors: Sequence[ast.AST]
+) -> Optional[List[ast.Call]]:
+    """The DataLoader(...) call(s) a loader expression refers to, or None."""
+    if isinstance(loader, ast.Call):
+        return [loader] if is_dataloader_call(fa, loader) else None
+    ref_ok = isinstance(loader, ast.Name) or (
+        isinstance(loader, ast.Attribute) and isinstance(loader.value, ast.Name) and loader.value.id == "self"
+    )
+    if ref_ok:
+        scope = fa.enclosing_scope(ancestors)
+        all_bindings = [b for b in _assignments(fa) if _binds_ref(b[0], loader)]
+        if isinstance(loader, ast.Name):
+            local = [b for b in all_bindings if (fa.enclosing_scope(fa.ancestors(b[2])) is scope)]
+            if local:
+                return _resolve(fa, local)
+        if all_bindings:
+            return _resolve(fa, all_bindings)
+    elif not isinstance(loader, ast.Attribute):
+        return None
+    return _only_construction(fa)
+
+
+def _only_construction(fa: FileAnalysis) -> Optional[List[ast.Call]]:
+    """The file's single DataLoader(...) call, unless the file consumes it
+    itself in a loop (then a loop over some other loader is not its)."""
+
+    def build():
+        calls = dataloader_calls(fa)
+        if len(calls) != 1:
+            return None
+        call = calls[0]
+        parent = fa.parents.get(call)
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return None
+        if isinstance(parent, ast.Call) and last_name(parent.func) in ("enumerate", "tqdm", "iter"):
+            return None
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            names = [t for t in targets if isinstance(t, (ast.Name, ast.Attribute))]
+            for ref in names:
+                if _consumed_in_file(fa, ref):
+                    return None
+        return [call]
+
+    return file_cache(fa, "only_construction", build)  # type: ignore[return-value]
+
+
+def _consumed_in_file(fa: FileAnalysis, ref: ast.AST) -> bool:
+    """The loader is iterated directly in the file and never handed to other code."""
+    iterated = passed = False
+    for node in ast.walk(fa.tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            base, _ = _unwrap_iter(node.iter)
+            if _same_target(base, ref):
+                iterated = True
+        elif isinstance(node, ast.Call):
+            if last_name(node.func) in ("enumerate", "tqdm", "iter", "trange", "islice"):
+                continue
+            for a in list(node.args) + [k.value for k in node.keywords]:
+                if _same_target(a, ref):
+                    passed = True
+        elif isinstance(node, ast.Return) and node.value is not None and _same_target(node.value, ref):
+            passed = True
+    return iterated and not passed
+
+
+def gpu_fed_loaders(fa: FileAnalysis) -> Dict[ast.Call, ast.AST]:
+    """DataLoader(...) calls whose batches this file moves to an accelerator,
+    each with the first such move."""
+
+    def build():
+        out: Dict[ast.Call, ast.AST] = {}
+        if not dataloader_calls(fa):
+            return out
+        for node in ast.walk(fa.tree):
+            mv = move_target(fa, node)
+            if mv is None:
+                continue
+            recv = mv[0]
+            ancestors = fa.ancestors(node)
+            if not fa.is_batch(recv, ancestors):
+                continue
+            src = batch_source(fa, recv, ancestors + [node, node.func])  # type: ignore[attr-defined]
+            if src is None:
+                continue
+            producer, loader = src
+            calls = loader_constructions(fa, loader, fa.ancestors(loader))
+            for c in calls or ():
+                prev = out.get(c)
+                if prev is None or _pos(node) < _pos(prev):
+                    out[c] = node
+        return out
+
+    return file_cache(fa, "gpu_fed_loaders", build)  # type: ignore[return-value]
+
+
+def keyword_value(call: ast.Call, name: str, position: Optional[int] = None) -> Tuple[bool, Optional[ast.AST]]:
+    """(present, value) of an argument given by keyword or at `position`."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return True, kw.value
+    if position is not None and len(call.args) > position:
+        return True, call.args[position]
+    return False, None
+
+
+def has_star_args(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
+
+
+# ------------------------------------------------------------- parameters
+# attributes and methods that only a tensor (or an array) has
+_TENSOR_EVIDENCE = frozenset(
+    """shape size device dtype dim ndim view reshape transpose permute unsqueeze squeeze flatten
+    contiguous float half bfloat16 long bool masked_fill masked_fill_ matmul mean sum softmax
+    new_zeros new_ones new_full new_empty new_tensor type_as expand expand_as repeat chunk narrow
+    numel norm clamp exp log sigmoid tanh argmax unbind flip roll is_cuda""".split()
+)
+_CONTAINER_METHODS = frozenset("items keys values get pop update append extend".split())
+
+
+def param_used_as_tensor(fa: FileAnalysis, fn: ast.FunctionDef, name: str) -> bool:
+    """Evidence in the body that the parameter is a tensor (tensor attributes,
+    arithmetic, `x[:, None]`, the input of a torch function or of an `nn` layer
+    of the module), and none that it is a container."""
+    cls = fa.enclosing_class(fa.ancestors(fn))
+    layers = {attr for attr, kind in fa._class_kinds(cls).items() if kind == MODEL} if cls is not None else set()
+    evidence = False
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
+            f = n.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+                if f.attr in layers:
+                    evidence = True
+            else:
+                q = fa.qualname(f) or ""
+                if q.startswith("torch.") and is_tensor_returning_torch(q):
+                    evidence = True
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name:
+            if n.attr in _CONTAINER_METHODS:
+                return False
+            if n.attr in _TENSOR_EVIDENCE:
+                evidence = True
+        elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+            sl = n.slice
+            if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
+                return False
+            if isinstance(sl, ast.Tuple) and any(
+                isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value in (None, Ellipsis))
+                for e in sl.elts
+            ):
+                evidence = True  # x[:, None], x[..., 0]: only arrays index like this
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
+            if any(isinstance(side, ast.Name) and side.id == name for side in (n.left, n.right)):
+                evidence = True
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance":
+            if n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
+                return False
+    return evidence

@@ -1,0 +1,204 @@
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+from gpulint.analysis.placement import (
+    CPU,
+    DEVICE,
+    DTYPE,
+    device_arg_kind,
+    factory_device_arg,
+    factory_name,
+    values_depend_on_device,
+)
+from gpulint.edits import add_keyword, find_keyword, replace_node
+from gpulint.rule import SAFE, UNSAFE, Edit, Example, Rule
+
+# factories whose values are the same in every dtype: `.to(dev, dtype)` can
+# become `device=dev, dtype=dtype` on them
+_EXACT_IN_ANY_DTYPE = frozenset(("zeros", "ones", "empty", "eye"))
+
+
+class CpuTensorThenMoved(Rule):
+    """
+    ## What it does
+    Flags a tensor factory (`torch.zeros`, `ones`, `empty`, `full`, `arange`,
+    `linspace`, `eye`, `rand`, `randn`, `randint`, `randperm`, `tensor`,
+    `as_tensor`, ...) built on the CPU (no `device=`, or `device="cpu"`) and
+    moved at once with `.cuda()` or `.to(<device>)`, as in
+    `torch.zeros(n).cuda()`.
+
+    `.to(dtype)`, `.to("cpu")`, `.to(other_tensor)` and factories that are not
+    followed directly by the move are not flagged; `*_like` and `new_*`
+    already build on their input's device.
+
+    ## Why is this bad?
+    The tensor is allocated and filled on the CPU, then copied to the GPU
+    through a synchronous host-to-device transfer, and the CPU copy is thrown
+    away. Passing `device=` builds it on the GPU directly: one kernel (or an
+    allocation), no copy, no host synchronisation. For `torch.tensor(...)` /
+    `as_tensor(...)` of host data the bytes still have to cross once, but the
+    throw-away CPU tensor and the extra dispatch go, and the line says where
+    the tensor lives.
+
+    ## Fix safety
+    The fix moves the target into the factory: `.cuda()` becomes
+    `device="cuda"`, `.cuda(1)` becomes `device="cuda:1"`, `.to(dev)` and
+    `.to(dev, non_blocking=...)` become `device=dev`. `.to(dev, dtype)` is
+    merged into `device=dev, dtype=dtype` only for `zeros`/`ones`/`empty`/`eye`
+    without a `dtype=`, whose values are the same in every dtype; other
+    forms (a `dtype` change of computed values, `requires_grad=True`, which
+    would turn a non-leaf into a leaf, `pin_memory=`, `memory_format=`,
+    `.cuda(<variable>)`, which could be `None`) are reported without a fix.
+
+    The fix is safe when the values are the same wherever they are computed,
+    and unsafe for random factories (the CPU and CUDA generators give
+    different numbers for the same seed) and for computed floating-point
+    values (`linspace`, `logspace`, window functions, a float `arange`), which
+    the CUDA kernels may round differently in the last bit.
+
+    ## References
+    - [CUDA semantics: device-agnostic code](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
+    - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
+    - [PyTorch performance tuning guide: create tensors directly on the target device](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device)
+    - [Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
+    """
+
+    code = "GPU203"
+    name = "cpu-tensor-then-moved"
+    message = "`torch.{factory}()` builds the tensor on the CPU and then copies it to the GPU; pass `device=` instead"
+    fix_safety = SAFE
+    needles = (".cuda(", ".to(")
+    examples = (
+        Example(
+            bad="""
+            import torch
+
+            class_weights = torch.ones(num_classes).cuda()
+            positions = torch.arange(seq_len).to(device)
+            """,
+            good="""
+            import torch
+
+            class_weights = torch.ones(num_classes, device="cuda")
+            positions = torch.arange(seq_len, device=device)
+            """,
+        ),
+        Example(
+            title="random factories: unsafe fix",
+            bad="""
+            import torch
+
+            noise = torch.randn(batch_size, latent_dim).to(device)
+            """,
+            good="""
+            import torch
+
+            noise = torch.randn(batch_size, latent_dim, device=device)
+            """,
+        ),
+    )
+
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to")):
+            return
+        inner = func.value
+        fa = ctx.analysis
+        name = factory_name(fa, inner)
+        if name is None:
+            return
+        assert isinstance(inner, ast.Call)
+        if find_keyword(inner, "out") is not None or any(kw.arg is None for kw in inner.keywords):
+            return
+        if any(isinstance(a, ast.Starred) for a in inner.args) and name == "as_tensor":
+            return
+        built_on = factory_device_arg(name, inner)
+        if built_on is not None and device_arg_kind(fa, built_on) != CPU:
+            return
+        target = self._target(node, fa)
+        if target is None:
+            return
+        fix = self._fix(ctx, node, inner, name, built_on)
+        self.report(ctx, node, fix=fix, factory=name)
+
+    @staticmethod
+    def _target(node: ast.Call, fa) -> Optional[str]:
+        """DEVICE when the call moves to an accelerator, else None."""
+        if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        if node.func.attr == "cuda":  # type: ignore[attr-defined]
+            return DEVICE
+        dev = next((kw.value for kw in node.keywords if kw.arg == "device"), None)
+        if dev is None and node.args:
+            dev = node.args[0]
+        return DEVICE if device_arg_kind(fa, dev) == DEVICE else None
+
+    def _fix(self, ctx, node: ast.Call, inner: ast.Call, name: str, built_on) -> Optional[object]:
+        fa = ctx.analysis
+        src = ctx.source
+        for kw in inner.keywords:
+            if kw.arg in ("requires_grad", "pin_memory") and not (
+                isinstance(kw.value, ast.Constant) and kw.value.value is False
+            ):
+                return None
+        method = node.func.attr  # type: ignore[attr-defined]
+        device_text: Optional[str] = None
+        dtype_text: Optional[str] = None
+        if method == "cuda":
+            if any(kw.arg not in ("device", "non_blocking") for kw in node.keywords) or len(node.args) > 2:
+                return None
+            dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+            if dev is None:
+                device_text = '"cuda"'
+            elif isinstance(dev, ast.Constant) and isinstance(dev.value, int) and not isinstance(dev.value, bool):
+                device_text = f'"cuda:{dev.value}"'
+            elif isinstance(dev, ast.Constant) and isinstance(dev.value, str) and dev.value.startswith("cuda"):
+                device_text = src.node_text(dev)
+            else:
+                return None  # `.cuda(x)`: x may be None (the current device) or an index
+        else:
+            # Tensor.to(device=None, dtype=None, non_blocking=False, copy=False, *, memory_format=...)
+            if any(kw.arg not in ("device", "dtype", "non_blocking") for kw in node.keywords):
+                return None
+            positional = list(node.args)
+            dev_kw = find_keyword(node, "device")
+            dtype_kw = find_keyword(node, "dtype")
+            if dev_kw is not None:
+                if positional:
+                    return None
+                dev = dev_kw.value
+            else:
+                dev = positional.pop(0)
+            dtype = dtype_kw.value if dtype_kw is not None else None
+            if positional and dtype is None and device_arg_kind(fa, positional[0]) == DTYPE:
+                dtype = positional.pop(0)
+            # what is left may only be a literal non_blocking (harmless to drop)
+            if len(positional) > 1 or (
+                positional and not (isinstance(positional[0], ast.Constant) and isinstance(positional[0].value, bool))
+            ):
+                return None
+            device_text = src.node_text(dev)
+            if dtype is not None:
+                if name not in _EXACT_IN_ANY_DTYPE or find_keyword(inner, "dtype") is not None:
+                    return None
+                dtype_text = src.node_text(dtype)
+        inner_end = src.node_span(inner)[1]
+        node_end = src.node_span(node)[1]
+        if "#" in src.text[inner_end:node_end]:
+            return None  # a comment inside the removed `.to(...)` would be lost
+        edits: List[Edit] = []
+        if built_on is not None:
+            # device="cpu": point it at the target instead
+            if dtype_text is not None:
+                return None
+            edits.append(replace_node(src, built_on, device_text))
+        else:
+            text = f"device={device_text}" + (f", dtype={dtype_text}" if dtype_text else "")
+            edits.append(add_keyword(src, inner, text))
+        edits.append(Edit(inner_end, node_end, ""))
+        reason = values_depend_on_device(fa, name, inner)
+        applicability = UNSAFE if reason else SAFE
+        what = f"Build it on the device: `device={device_text}`"
+        return self.make_fix(what, edits, applicability)

@@ -1,0 +1,212 @@
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Set, Tuple
+
+from gpulint.analysis.names import last_name
+from gpulint.analysis.placement import (
+    file_cache,
+    gpu_fed_loaders,
+    has_star_args,
+    is_torch_dataloader_call,
+    keyword_value,
+    move_target,
+)
+from gpulint.edits import add_keyword, find_keyword, replace_node
+from gpulint.rule import UNSAFE, Edit, Example, Rule
+
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
+NUM_WORKERS_POSITION = 5
+DEFAULT_WORKERS = 4
+
+
+def _refs(expr: ast.AST) -> Set[str]:
+    out = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id not in ("self", "cls")}
+    out |= {"." + n.attr for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
+    return out
+
+
+def _has_tensor_dataset(expr: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and last_name(n.func) == "TensorDataset" for n in ast.walk(expr))
+
+
+def _is_in_memory_dataset(fa, dataset: Optional[ast.AST]) -> bool:
+    """A TensorDataset, or something built from one (`Subset`, `random_split`,
+    `ConcatDataset`), followed through the names it was assigned to."""
+    if dataset is None:
+        return False
+    if _has_tensor_dataset(dataset):
+        return True
+    bindings = [(_refs(t), v) for t, v in _bindings(fa)]
+    seen: Set[str] = set()
+    todo = _refs(dataset)
+    for _ in range(4):  # a few assignments deep
+        todo -= seen
+        if not todo:
+            return False
+        seen |= todo
+        nxt: Set[str] = set()
+        for bound, value in bindings:
+            if bound & todo:
+                if _has_tensor_dataset(value):
+                    return True
+                nxt |= _refs(value)
+        todo = nxt
+    return False
+
+
+def _moves_to_gpu(fa, node: ast.AST) -> bool:
+    return any(move_target(fa, n) is not None for n in ast.walk(node))
+
+
+def _local_def(fa, expr: Optional[ast.AST]) -> Optional[ast.AST]:
+    """The class or function defined in this file that `expr` calls or names
+    (through one assignment): `MyDataset(...)`, `collate`, `ds` with `ds = MyDataset(...)`."""
+    if expr is None:
+        return None
+    defs = {
+        n.name: n
+        for n in ast.walk(fa.tree)
+        if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    if isinstance(expr, ast.Lambda):
+        return expr
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    name = last_name(expr)
+    if name in defs:
+        return defs[name]
+    if isinstance(expr, ast.Name):
+        for target, value in _bindings(fa):
+            if isinstance(target, ast.Name) and target.id == expr.id and isinstance(value, ast.Call):
+                inner = last_name(value.func)
+                if inner in defs:
+                    return defs[inner]
+    return None
+
+
+def _bindings(fa) -> List[Tuple[ast.AST, ast.AST]]:
+    def build():
+        out = []
+        for node in ast.walk(fa.tree):
+            if isinstance(node, ast.Assign):
+                out.extend((t, node.value) for t in node.targets)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                out.append((node.target, node.value))
+        return out
+
+    return file_cache(fa, "gpu202_bindings", build)  # type: ignore[return-value]
+
+
+class DataloaderWithoutWorkers(Rule):
+    """
+    ## What it does
+    Flags a `torch.utils.data.DataLoader` built with no `num_workers` (or
+    `num_workers=0`) whose batches the same file moves to a GPU (`.cuda()`,
+    `.to(device)`).
+
+    Not flagged: a `TensorDataset` (or a split of one), whose samples are
+    already in memory; a dataset class or `collate_fn` of the same file that
+    moves samples to the GPU itself (workers could not run it); a
+    `DataLoader` given `**kwargs` or a non-literal `num_workers` (it is
+    configured elsewhere); a loader whose batches are not moved to a GPU in
+    the file; test files.
+
+    A loader's batches are linked to the loader as in GPU201: the loop over
+    the same name in the same function, the same name (or `self` attribute)
+    elsewhere in the file, or, for a loop over a parameter, the file's only
+    `DataLoader(...)`.
+
+    ## Why is this bad?
+    With `num_workers=0` the main process loads, decodes, augments and
+    collates every batch itself, between training steps, while the GPU sits
+    idle. Worker processes prepare the next batches in parallel with the
+    training step, so the GPU is fed as soon as it is ready. For image or
+    text pipelines the loading time is often longer than the step itself.
+
+    ## Fix safety
+    Unsafe: the fix sets `num_workers=4, persistent_workers=True`. Four
+    workers is a moderate start that hides most per-sample loading latency
+    without oversubscribing the CPUs of a shared node (tune it to the cores
+    you have per GPU); persistent workers are kept between epochs instead of
+    being re-forked each epoch. Worker processes change how the program runs:
+    the dataset (and `collate_fn`) must be picklable on platforms that spawn
+    workers (Windows, macOS), the script needs an `if __name__ == "__main__":`
+    guard there, each worker has its own copy of the dataset and its own
+    random state (seed NumPy/`random` in `worker_init_fn` for reproducible
+    augmentation), and an `IterableDataset` must shard its stream with
+    `get_worker_info()` or every worker yields the same samples.
+
+    ## References
+    - [torch.utils.data: single- and multi-process data loading](https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading)
+    - [torch.utils.data.DataLoader](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
+    - [PyTorch performance tuning guide: enable async data loading](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-async-data-loading-and-augmentation)
+    """
+
+    code = "GPU202"
+    name = "dataloader-without-workers"
+    message = "`DataLoader` loads every batch in the main process while the GPU waits; set `num_workers`"
+    fix_safety = UNSAFE
+    needles = ("DataLoader",)
+    examples = (
+        Example(
+            bad="""
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(train_set, batch_size=128, shuffle=True)
+            for images, labels in loader:
+                images, labels = images.cuda(), labels.cuda()
+                loss = criterion(model(images), labels)
+            """,
+            good="""
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(train_set, batch_size=128, shuffle=True, num_workers=4, persistent_workers=True)
+            for images, labels in loader:
+                images, labels = images.cuda(), labels.cuda()
+                loss = criterion(model(images), labels)
+            """,
+        ),
+    )
+
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        fa = ctx.analysis
+        if last_name(node.func) != "DataLoader" or not is_torch_dataloader_call(fa, node):
+            return
+        if has_star_args(node) or fa.is_test_file():
+            return
+        present, workers = keyword_value(node, "num_workers", NUM_WORKERS_POSITION)
+        if present and not (
+            isinstance(workers, ast.Constant) and workers.value == 0 and not isinstance(workers.value, bool)
+        ):
+            return
+        if node not in gpu_fed_loaders(fa):
+            return
+        _, dataset = keyword_value(node, "dataset", 0)
+        if _is_in_memory_dataset(fa, dataset):
+            return
+        # a dataset or collate_fn of this file that puts samples on the GPU itself:
+        # workers could not run it (CUDA cannot be used in forked workers)
+        _, collate = keyword_value(node, "collate_fn", 6)
+        for part in (dataset, collate):
+            local = _local_def(fa, part)
+            if local is not None and _moves_to_gpu(fa, local):
+                return
+        src = ctx.source
+        edits = []
+        if present:
+            edits.append(replace_node(src, workers, str(DEFAULT_WORKERS)))
+        else:
+            edits.append(add_keyword(src, node, f"num_workers={DEFAULT_WORKERS}"))
+        persistent = find_keyword(node, "persistent_workers")
+        if persistent is None:
+            extra = add_keyword(src, node, "persistent_workers=True")
+            if not present and edits[0].start == extra.start:
+                # both keywords go at the same place: one edit, in order
+                first = edits.pop()
+                extra = Edit(first.start, first.end, first.content + extra.content)
+            edits.append(extra)
+        elif not (isinstance(persistent.value, ast.Constant) and persistent.value.value is True):
+            edits.append(replace_node(src, persistent.value, "True"))
+        fix = self.make_fix(f"Set `num_workers={DEFAULT_WORKERS}, persistent_workers=True`", edits)
+        self.report(ctx, node, fix=fix)

@@ -1,0 +1,371 @@
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from gpulint.analysis.names import last_name
+from gpulint.analysis.placement import (
+    factory_device_arg,
+    factory_name,
+    file_cache,
+    param_used_as_tensor,
+    values_depend_on_device,
+)
+from gpulint.edits import add_keyword, find_keyword
+from gpulint.rule import SAFE, UNSAFE, Example, Rule
+
+# chained calls that take the tensor off the GPU path or move it themselves
+_CHAINED_SKIP = frozenset("to cuda cpu tolist numpy item".split())
+_HOST_METHODS = frozenset("cpu tolist numpy item".split())
+# builtins that need the value on the host
+_HOST_BUILTINS = frozenset("int float bool range list tuple".split())
+_PACK_FUNCS = frozenset(("pack_padded_sequence",))
+_TENSOR_ANNOTATIONS = frozenset(("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"))
+
+
+def _zero_dim_size(args) -> bool:
+    """`torch.zeros(())`, `torch.ones([])`, `torch.full((), v)`: a 0-dim tensor."""
+    return bool(args) and isinstance(args[0], (ast.Tuple, ast.List)) and not args[0].elts
+
+
+class FactoryWithoutDeviceInForward(Rule):
+    """
+    ## What it does
+    Flags a tensor factory (`torch.zeros`, `ones`, `arange`, `full`, `eye`,
+    `rand`, `tensor([...])`, ...) without `device=` inside the `forward` of an
+    `nn.Module` subclass, such as `torch.arange(seq_len)` for positions or
+    `torch.ones(n, n)` for a mask.
+
+    Not flagged:
+    - `*_like` and `x.new_*`, which use their input's device;
+    - code in `__init__` or other methods, and nested functions;
+    - `torch.tensor(3.0)`-style scalars and other 0-dim tensors, which
+      PyTorch combines with CUDA tensors without a copy (`torch.tensor` and
+      `as_tensor` are only flagged for a list/tuple literal or a
+      comprehension);
+    - a factory chained into `.to()`/`.cuda()` (GPU203's case) or into
+      `.cpu()`/`.tolist()`/`.numpy()`/`.item()`;
+    - a tensor the code needs on the host: `pack_padded_sequence` lengths,
+      `int()`, an `if` test, a Python `for` loop over it;
+    - any factory in a `forward` that moves data to the host itself
+      (`.cpu()`, `.numpy()`, SciPy), as matchers and post-processing modules
+      do on purpose;
+    - data transforms written as modules (a class named like `*Transform*`
+      but not `*Transformer*`, `*Augment*`, `Random*`, or used in a
+      `transforms.Compose`), which run on CPU samples in DataLoader workers.
+
+    ## Why is this bad?
+    Without `device=`, the tensor is built on the CPU on every forward pass.
+    When the module runs on a GPU, every use of it then needs a synchronous
+    host-to-device copy (explicit, or implicit when it indexes a CUDA tensor)
+    or fails with "Expected all tensors to be on the same device". Building it
+    on the device of the input keeps the module device-agnostic and avoids a
+    copy per step.
+
+    ## Fix safety
+    The fix adds `device=<input>.device`, where `<input>` is the first
+    parameter after `self` when it is known to be a tensor (annotated
+    `torch.Tensor`, or used like one: `x.shape`, `x.view(...)`, ...), or the
+    forward's own `device = ...` variable when it sets one first. There is no
+    fix when the first parameter may be `None` or is not clearly a tensor.
+
+    The fix is safe when the values are the same wherever they are computed.
+    It is unsafe for random factories (the CPU and CUDA generators give
+    different numbers for the same seed) and for computed floating-point
+    values (`linspace`, `logspace`, window functions, a float `arange`), which
+    the CUDA kernels may round differently in the last bit.
+
+    ## References
+    - [CUDA semantics: device-agnostic code](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
+    - [PyTorch performance tuning guide: create tensors directly on the target device](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device)
+    - [torch.nn.Module.forward](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.forward)
+    """
+
+    code = "GPU204"
+    name = "factory-without-device-in-forward"
+    message = "`torch.{factory}()` in `forward` builds the tensor on the CPU every call; pass `device=`"
+    fix_safety = SAFE
+    needles = ("forward",)
+    examples = (
+        Example(
+            bad="""
+            import torch
+            from torch import nn
+
+            class PositionalEmbedding(nn.Module):
+                def __init__(self, max_len, dim):
+                    super().__init__()
+                    self.embed = nn.Embedding(max_len, dim)
+
+                def forward(self, x):
+                    positions = torch.arange(x.size(1))
+                    return x + self.embed(positions)
+            """,
+            good="""
+            import torch
+            from torch import nn
+
+            class PositionalEmbedding(nn.Module):
+                def __init__(self, max_len, dim):
+                    super().__init__()
+                    self.embed = nn.Embedding(max_len, dim)
+
+                def forward(self, x):
+                    positions = torch.arange(x.size(1), device=x.device)
+                    return x + self.embed(positions)
+            """,
+        ),
+    )
+
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        fa = ctx.analysis
+        name = factory_name(fa, node)
+        if name is None:
+            return
+        if factory_device_arg(name, node) is not None or find_keyword(node, "out") is not None:
+            return
+        if any(kw.arg is None for kw in node.keywords):
+            return
+        forward = self._forward(ctx)
+        if forward is None:
+            return
+        if name in ("tensor", "as_tensor"):
+            data = node.args[0] if node.args else None
+            if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
+                return
+        elif name in ("zeros", "ones", "empty", "full", "rand", "randn") and _zero_dim_size(node.args):
+            return
+        if self._needed_on_host(ctx, node, forward):
+            return
+        device = self._device_expr(forward, node, ctx)
+        fix = None
+        if device is not None:
+            reason = values_depend_on_device(fa, name, node)
+            if self._escapes(ctx, node, forward):
+                reason = "the tensor is returned or stored, and callers may expect it on the CPU"
+            fix = self.make_fix(
+                f"Build it on the input's device: `device={device}`",
+                [add_keyword(ctx.source, node, f"device={device}")],
+                UNSAFE if reason else SAFE,
+            )
+        self.report(ctx, node, fix=fix, factory=name)
+
+    @staticmethod
+    def _forward(ctx) -> Optional[ast.FunctionDef]:
+        """The `forward` method of an nn.Module subclass that directly holds the call."""
+        ancestors = ctx.ancestors
+        for i in range(len(ancestors) - 1, -1, -1):
+            anc = ancestors[i]
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                if not (isinstance(anc, ast.FunctionDef) and anc.name == "forward" and i > 0):
+                    return None
+                cls = ancestors[i - 1]
+                if (
+                    isinstance(cls, ast.ClassDef)
+                    and ctx.analysis.is_module_class(cls)
+                    and not _is_data_transform(ctx.analysis, cls)
+                ):
+                    args = anc.args.posonlyargs + anc.args.args
+                    if args and args[0].arg == "self":
+                        return anc
+                return None
+        return None
+
+    @staticmethod
+    def _needed_on_host(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
+        """The forward works on the host on purpose, or this tensor is used
+        where it has to be on the host."""
+        fa = ctx.analysis
+        if _does_host_work(fa, forward):
+            return True
+        parents = fa.parents
+        uses = [node]
+        parent = parents.get(node)
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            name = parent.targets[0].id
+            after = (parent.end_lineno or parent.lineno, parent.end_col_offset or 0)
+            uses += [
+                n
+                for n in ast.walk(forward)
+                if isinstance(n, ast.Name)
+                and n.id == name
+                and isinstance(n.ctx, ast.Load)
+                and (n.lineno, n.col_offset) >= after
+            ]
+        for use in uses:
+            cur = use
+            # walk up the expression the value flows through
+            while True:
+                p = parents.get(cur)
+                if p is None:
+                    break
+                if isinstance(p, ast.Attribute):
+                    if p.attr in (_CHAINED_SKIP if cur is node else _HOST_METHODS) and isinstance(
+                        parents.get(p), ast.Call
+                    ):
+                        return True
+                    cur = p
+                    continue
+                if isinstance(p, ast.Call):
+                    if cur is p.func:
+                        cur = p
+                        continue
+                    fname = last_name(p.func) or ""
+                    if isinstance(p.func, ast.Name) and fname in _HOST_BUILTINS:
+                        return True
+                    if fname in _PACK_FUNCS:
+                        return True
+                    q = fa.qualname(p.func) or ""
+                    if q.startswith(("numpy.", "scipy.")):
+                        return True
+                    break  # a call's result is another value
+                if isinstance(p, ast.keyword):
+                    if p.arg == "lengths":
+                        return True
+                    break
+                if isinstance(p, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in p.ops):
+                    break  # `x is None` looks at the name, not the values
+                if isinstance(p, (ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
+                    cur = p
+                    continue
+                if isinstance(p, (ast.If, ast.While, ast.Assert)) and cur is p.test:
+                    return True  # control flow decided by its value
+                if isinstance(p, (ast.For, ast.comprehension)) and cur is p.iter:
+                    return True  # iterated element by element in Python
+                break
+        return False
+
+    @staticmethod
+    def _escapes(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
+        """The tensor itself leaves the forward (returned, or stored on an
+        object), so callers see its device."""
+        parents = ctx.analysis.parents
+        cur = node
+        p = parents.get(cur)
+        while isinstance(p, (ast.Tuple, ast.List)):
+            cur, p = p, parents.get(p)
+        if isinstance(p, ast.Return):
+            return True
+        if isinstance(p, (ast.Assign, ast.AnnAssign)):
+            targets = p.targets if isinstance(p, ast.Assign) else [p.target]
+            if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):
+                return True
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            for ret in ast.walk(forward):
+                if isinstance(ret, ast.Return) and ret.value is not None:
+                    vals = ret.value.elts if isinstance(ret.value, (ast.Tuple, ast.List)) else [ret.value]
+                    if any(isinstance(v, ast.Name) and v.id in names for v in vals):
+                        return True
+        return False
+
+    @staticmethod
+    def _device_expr(forward: ast.FunctionDef, node: ast.Call, ctx) -> Optional[str]:
+        # the forward's own `device = <...>.device` set before this statement
+        stmt_line = node.lineno
+        for stmt in forward.body:
+            if stmt.lineno >= stmt_line:
+                break
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == "device"
+                and any(isinstance(n, ast.Attribute) and n.attr == "device" for n in ast.walk(stmt.value))
+            ):
+                rebound = [
+                    n
+                    for n in ast.walk(forward)
+                    if isinstance(n, ast.Name) and n.id == "device" and isinstance(n.ctx, ast.Store)
+                ]
+                if len(rebound) == 1 and not any(a.arg == "device" for a in _all_args(forward)):
+                    return "device"
+        params = forward.args.posonlyargs + forward.args.args
+        if len(params) < 2:
+            return None
+        p = params[1]
+        # a default of None: the argument may be missing
+        defaults = forward.args.defaults
+        positional = params
+        n_defaults = len(defaults)
+        idx = 1
+        if idx >= len(positional) - n_defaults:
+            default = defaults[idx - (len(positional) - n_defaults)]
+            if isinstance(default, ast.Constant) and default.value is None:
+                return None
+        if p.annotation is not None:
+            q = ctx.analysis.qualname(p.annotation) or ""
+            ann = p.annotation
+            if q in _TENSOR_ANNOTATIONS or (isinstance(ann, ast.Constant) and ann.value == "torch.Tensor"):
+                return f"{p.arg}.device" if not _rebound(forward, p.arg) else None
+            return None
+        if not param_used_as_tensor(ctx.analysis, forward, p.arg) or _rebound(forward, p.arg):
+            return None
+        return f"{p.arg}.device"
+
+
+_TRANSFORM_NAME_RE = re.compile(r"transform(?!er)|augment|^Random[A-Z]", re.I)
+
+
+def _is_data_transform(fa, cls: ast.ClassDef) -> bool:
+    """A data transform written as an nn.Module (torchvision style): it runs
+    on CPU samples in DataLoader workers, where building on the CPU is right."""
+    if _TRANSFORM_NAME_RE.search(cls.name):
+        return True
+    def build():
+        names = set()
+        for n in ast.walk(fa.tree):
+            if isinstance(n, ast.Call) and last_name(n.func) in ("Compose", "RandomApply", "RandomChoice"):
+                names.update(r.id for r in ast.walk(n) if isinstance(r, ast.Name))
+        return names
+
+    cache = file_cache(fa, "gpu204_transform_names", build)
+    return cls.name in cache
+
+
+def _does_host_work(fa, fn: ast.FunctionDef) -> bool:
+    """The forward moves tensors to the host itself (`.cpu()`, `.numpy()`,
+    SciPy): it computes on the CPU on purpose, as a matcher or a
+    post-processing step does."""
+    def build():
+        out = {}
+        for f in ast.walk(fa.tree):
+            if isinstance(f, ast.FunctionDef) and f.name == "forward":
+                out[f] = any(_host_call(fa, n) for n in ast.walk(f))
+        return out
+
+    return file_cache(fa, "gpu204_host_work", build).get(fn, False)
+
+
+def _host_call(fa, n: ast.AST) -> bool:
+    if not isinstance(n, ast.Call):
+        return False
+    if isinstance(n.func, ast.Attribute) and n.func.attr in ("cpu", "numpy") and not n.args:
+        return True
+    return (fa.qualname(n.func) or "").startswith("scipy.")
+
+
+def _all_args(fn: ast.FunctionDef):
+    a = fn.args
+    out = list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs)
+    if a.vararg:
+        out.append(a.vararg)
+    if a.kwarg:
+        out.append(a.kwarg)
+    return out
+
+
+def _rebound(fn: ast.FunctionDef, name: str) -> bool:
+    """The parameter is assigned something that may not be a tensor of the same device."""
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, (ast.Tuple, ast.List)) and any(
+                    isinstance(e, ast.Name) and e.id == name for e in ast.walk(t)
+                ):
+                    return True
+        elif isinstance(n, (ast.For, ast.comprehension)):
+            if any(isinstance(e, ast.Name) and e.id == name for e in ast.walk(n.target)):
+                return True
+    return False

@@ -1,0 +1,226 @@
+"""GPU202 dataloader-without-workers: which DataLoaders feed a GPU, the
+in-memory and configured exceptions, and the exact (unsafe) fix."""
+
+from __future__ import annotations
+
+import textwrap
+
+from helpers import fix, lint
+
+CODE = "GPU202"
+
+
+def src(code: str) -> str:
+    return textwrap.dedent(code).lstrip("\n")
+
+
+def rows(code: str, path: str = "train.py"):
+    return [f.row for f in lint(src(code), codes=[CODE], path=path)]
+
+
+def fixed(code: str, unsafe: bool = True) -> str:
+    return fix(src(code), codes=[CODE], unsafe=unsafe)
+
+
+ONE_LINE = """
+from torch.utils.data import DataLoader
+
+loader = DataLoader(ds, batch_size=32, shuffle=True)
+for x, y in loader:
+    x, y = x.cuda(), y.cuda()
+"""
+
+
+def test_flags_the_dataloader_call():
+    assert rows(ONE_LINE) == [3]
+
+
+def test_fix_one_line():
+    assert fixed(ONE_LINE) == src(
+        """
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=4, persistent_workers=True)
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+        """
+    )
+
+
+def test_fix_is_unsafe_and_needs_opt_in():
+    [finding] = lint(src(ONE_LINE), codes=[CODE])
+    assert finding.fix.applicability == "unsafe"
+    assert fixed(ONE_LINE, unsafe=False) == src(ONE_LINE)
+
+
+def test_fix_multi_line_with_trailing_comma():
+    code = """
+    import torch
+
+    train_loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=64,
+        shuffle=True,
+    )
+    for data, target in train_loader:
+        data, target = data.to(device), target.to(device)
+    """
+    assert fixed(code) == src(
+        """
+        import torch
+
+        train_loader = torch.utils.data.DataLoader(
+            dataset,
+            batch_size=64,
+            shuffle=True,
+            num_workers=4,
+            persistent_workers=True,
+        )
+        for data, target in train_loader:
+            data, target = data.to(device), target.to(device)
+        """
+    )
+
+
+def test_num_workers_zero_is_replaced():
+    code = """
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(
+        ds,
+        batch_size=64,
+        num_workers=0,
+        persistent_workers=False,
+    )
+    for x in loader:
+        x = x.to(device)
+    """
+    assert rows(code) == [3]
+    assert fixed(code) == src(
+        """
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(
+            ds,
+            batch_size=64,
+            num_workers=4,
+            persistent_workers=True,
+        )
+        for x in loader:
+            x = x.to(device)
+        """
+    )
+
+
+def test_configured_workers_are_left_alone():
+    code = """
+    from torch.utils.data import DataLoader
+
+    def f(ds, args, kw):
+        a = DataLoader(ds, num_workers=args.workers)
+        b = DataLoader(ds, **kw)
+        c = DataLoader(ds, num_workers=2)
+        d = DataLoader(ds)
+        for x in d:
+            x.cuda()
+        for x in a:
+            x.cuda()
+        for x in b:
+            x.cuda()
+        for x in c:
+            x.cuda()
+    """
+    assert rows(code) == [7]  # only `d`
+
+
+def test_tensor_dataset_directly_or_through_a_split():
+    code = """
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset, random_split
+
+    full = TensorDataset(torch.randn(1000, 8), torch.randn(1000))
+    train_set, val_set = random_split(full, [900, 100])
+    a = DataLoader(train_set, batch_size=32)
+    b = DataLoader(TensorDataset(x, y), batch_size=32)
+    c = DataLoader(ImageFolder(root), batch_size=32)
+    for x, y in a:
+        x.cuda()
+    for x, y in b:
+        x.cuda()
+    for x, y in c:
+        x.cuda()
+    """
+    assert rows(code) == [8]  # only the ImageFolder loader
+
+
+def test_batches_not_moved_to_a_gpu():
+    code = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(ds, batch_size=8)
+    for x in loader:
+        a = x.to(torch.float16)
+        b = x.to("cpu")
+        c = x.to(dtype=torch.float32)
+        model(x)
+    for x in DataLoader(ds2, batch_size=8):
+        x = x.to(0)
+    """
+    assert rows(code) == [10]  # only the loader whose batches go to cuda:0
+
+
+def test_moved_with_a_device_variable_or_attribute():
+    code = """
+    from torch.utils.data import DataLoader
+
+    class Trainer:
+        def __init__(self, ds):
+            self.device = "cuda"
+            self.loader = DataLoader(ds, batch_size=8)
+
+        def fit(self):
+            for batch in self.loader:
+                batch = {k: v.to(self.device) for k, v in batch.items()}
+    """
+    assert rows(code) == [6]
+
+
+def test_test_files_are_skipped():
+    assert rows(ONE_LINE, path="tests/test_loader.py") == []
+
+
+def test_dataset_or_collate_that_use_cuda_themselves():
+    code = """
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class OnGpu(Dataset):
+        def __getitem__(self, i):
+            return self.data[i].cuda()
+
+    def collate(samples):
+        return torch.stack(samples).to("cuda")
+
+    a = DataLoader(OnGpu(), batch_size=8)
+    b = DataLoader(ds, batch_size=8, collate_fn=collate)
+    c = DataLoader(ds, batch_size=8, collate_fn=default_collate)
+    for x in a:
+        x.cuda()
+    for x in b:
+        x.cuda()
+    for x in c:
+        x.cuda()
+    """
+    assert rows(code) == [13]  # only `c`
+
+
+def test_non_torch_dataloader_is_not_flagged():
+    code = """
+    from mylib import DataLoader
+
+    loader = DataLoader(ds, batch_size=8)
+    for x in loader:
+        x.cuda()
+    """
+    assert rows(code) == []

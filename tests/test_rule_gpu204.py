@@ -1,0 +1,233 @@
+"""GPU204 factory-without-device-in-forward: where a factory in `forward`
+is flagged, which device expression the fix uses, and when it has none."""
+
+from __future__ import annotations
+
+import textwrap
+
+from helpers import fix, lint
+
+CODE = "GPU204"
+
+
+def src(code: str) -> str:
+    return textwrap.dedent(code).lstrip("\n")
+
+
+def module(forward_body: str, signature: str = "self, x", extra: str = "") -> str:
+    body = textwrap.indent(textwrap.dedent(forward_body).strip("\n"), " " * 8)
+    return (
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+        f"    def __init__(self):\n        super().__init__()\n        self.proj = nn.Linear(4, 4)\n{extra}\n"
+        f"    def forward({signature}):\n{body}\n"
+    )
+
+
+def findings(code: str):
+    return lint(code, codes=[CODE])
+
+
+def fixes(code: str):
+    return [f.fix.message if f.fix else None for f in findings(code)]
+
+
+def test_positions_in_forward():
+    code = module(
+        """
+        pos = torch.arange(x.size(1))
+        return self.proj(x) + pos[None, :, None]
+        """
+    )
+    [f] = findings(code)
+    assert f.row == 11 and f.fix.applicability == "safe"
+    assert "pos = torch.arange(x.size(1), device=x.device)" in fix(code, codes=[CODE])
+
+
+def test_annotated_tensor_parameter():
+    code = module("mask = torch.ones(4, 4)\nreturn self.proj(x) * mask", signature="self, hidden: torch.Tensor")
+    assert "torch.ones(4, 4, device=hidden.device)" in fix(code, codes=[CODE])
+
+
+def test_uses_the_forwards_own_device_variable():
+    code = module(
+        """
+        device = input_ids.device if input_ids is not None else inputs_embeds.device
+        position_ids = torch.arange(n, dtype=torch.long)
+        return position_ids
+        """,
+        signature="self, input_ids=None, inputs_embeds=None",
+    )
+    assert "torch.arange(n, dtype=torch.long, device=device)" in fix(code, codes=[CODE], unsafe=True)
+
+
+def test_no_fix_when_the_first_argument_may_be_none():
+    code = module(
+        "ids = torch.arange(n)\nreturn self.proj(inputs_embeds) + ids",
+        signature="self, input_ids=None, inputs_embeds=None",
+    )
+    assert fixes(code) == [None]
+
+
+def test_no_fix_when_the_first_argument_is_a_dict():
+    code = module(
+        'rel = torch.arange(n)\nreturn self.proj(batch["x"]) + rel',
+        signature="self, batch",
+    )
+    assert fixes(code) == [None]
+
+
+def test_no_fix_without_tensor_evidence():
+    code = module("steps = torch.arange(n_steps * 2)\nreturn steps", signature="self, n_steps")
+    assert fixes(code) == [None]
+
+
+def test_random_and_escaping_factories_get_an_unsafe_fix():
+    code = module(
+        """
+        eps = torch.randn(x.shape)
+        return self.proj(x) + eps
+        """
+    )
+    [f] = findings(code)
+    assert f.fix.applicability == "unsafe"
+    code = module(
+        """
+        weights = torch.tensor([0.2, 0.8])
+        return self.proj(x), weights
+        """
+    )
+    [f] = findings(code)
+    assert f.fix.applicability == "unsafe"  # callers see the returned tensor's device
+
+
+def test_multi_line_factory_with_trailing_comma():
+    code = module(
+        """
+        mask = torch.ones(
+            x.size(0),
+            x.size(1),
+        )
+        return self.proj(x) * mask[..., None]
+        """
+    )
+    assert fix(code, codes=[CODE]).endswith(
+        "        mask = torch.ones(\n"
+        "            x.size(0),\n"
+        "            x.size(1),\n"
+        "            device=x.device,\n"
+        "        )\n"
+        "        return self.proj(x) * mask[..., None]\n"
+    )
+
+
+def test_tensor_from_a_literal_list_only():
+    code = module(
+        """
+        a = torch.tensor(3.0)
+        b = torch.tensor(lengths)
+        c = torch.tensor([1.0, 2.0, 3.0])
+        d = torch.as_tensor([len(s) for s in seqs])
+        return self.proj(x) * a + b + c + d
+        """,
+        signature="self, x, lengths, seqs",
+    )
+    assert [f.row for f in findings(code)] == [13, 14]
+
+
+def test_not_flagged():
+    code = module(
+        """
+        def helper(n):
+            return torch.zeros(n)
+        a = torch.zeros(3, device=x.device)
+        b = torch.zeros_like(x)
+        c = x.new_zeros(3)
+        d = torch.zeros(())
+        e = torch.arange(3).to(x.device)
+        f = torch.arange(3).tolist()
+        if torch.rand(1) < 0.5:
+            x = x.flip(0)
+        for i in torch.arange(3):
+            pass
+        g = int(torch.randint(0, 10, (1,)))
+        lengths = torch.tensor([len(s) for s in seqs])
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+        return self.proj(x) + a + b + c + d + e + helper(1)
+        """,
+        signature="self, x, seqs",
+        extra="        self.table = torch.zeros(10)\n",
+    )
+    assert findings(code) == []
+
+
+def test_forward_that_works_on_the_host_on_purpose():
+    code = module(
+        """
+        C = self.proj(x).cpu()
+        idx = torch.arange(C.shape[0])
+        return idx
+        """
+    )
+    assert findings(code) == []
+
+
+def test_only_nn_module_forwards():
+    code = src(
+        """
+        import torch
+
+        class Sampler:
+            def forward(self, x):
+                return x + torch.arange(len(x))
+
+        class Model(torch.nn.Module):
+            def step(self, x):
+                return x + torch.arange(len(x))
+
+            @staticmethod
+            def forward(x):
+                return x + torch.arange(x.size(0))
+        """
+    )
+    assert findings(code) == []
+
+
+def test_subclass_of_a_local_module_class():
+    code = src(
+        """
+        import torch
+        from torch import nn
+
+        class Base(nn.Module):
+            pass
+
+        class Child(Base):
+            def forward(self, x):
+                return x * torch.ones(x.size(-1))
+        """
+    )
+    assert [f.row for f in findings(code)] == [9]
+
+
+def test_data_transform_modules_are_skipped_but_transformers_are_not():
+    code = src(
+        """
+        import torch
+        from torch import nn
+
+        class RandomNoiseTransform(nn.Module):
+            def forward(self, img):
+                return img + torch.randn(img.shape)
+
+        class Jitter(nn.Module):
+            def forward(self, img):
+                return img * torch.rand(img.shape[0])
+
+        class VisionTransformer(nn.Module):
+            def forward(self, x):
+                return x + torch.arange(x.size(1))
+
+        pipeline = T.Compose([T.ToTensor(), Jitter()])
+        """
+    )
+    assert [f.row for f in findings(code)] == [14]
