@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import ast
+
+from gpulint.analysis.amp import autocast_region
+from gpulint.analysis.names import dotted
+from gpulint.rule import NONE, Example, Rule
+
+
+class StepInsideAutocast(Rule):
+    """
+    ## What it does
+    Flags `.backward()` (including `scaler.scale(loss).backward()` and
+    `accelerator.backward(loss)`) and an optimizer's or GradScaler's `.step()`
+    that run inside an autocast region: a `with torch.autocast(...)` /
+    `torch.amp.autocast(...)` / `torch.cuda.amp.autocast(...)` block, or a
+    function decorated with one. A learning-rate scheduler's `.step()` is not
+    flagged, nor code under an autocast that is turned off with
+    `enabled=False`, nor code in a function that is merely defined inside the
+    block.
+
+    ## Why is this bad?
+    Autocast is meant to wrap the forward pass and the loss computation only;
+    the PyTorch AMP documentation says backward passes under autocast are not
+    recommended. The backward ops already run in the dtype autocast chose for
+    the matching forward ops, so running `backward()` inside the region gains
+    nothing. The optimizer step (and the scaler's unscale and inf checks) has
+    nothing to gain either: keeping it inside only widens the region beyond
+    what the AMP recipes describe, and any op in a custom optimizer,
+    preconditioner or gradient-clipping code that is on autocast's cast lists
+    (a matmul, say) silently runs in reduced precision.
+
+    ## Fix safety
+    No automatic fix: moving statements out of a `with` block changes the
+    indentation of the surrounding code, and what else belongs inside the
+    region (logging, metric computation) is a judgement call. Dedent the
+    backward pass and the optimizer step so they run after the block exits.
+
+    ## References
+    - [PyTorch: Automatic Mixed Precision examples](https://pytorch.org/docs/stable/notes/amp_examples.html)
+    - [torch.autocast: "Backward passes under autocast are not recommended"](https://pytorch.org/docs/stable/amp.html#torch.autocast)
+    - [PyTorch recipe: Automatic Mixed Precision](https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html)
+    """
+
+    code = "GPU402"
+    name = "step-inside-autocast"
+    message = "Backward pass or optimizer step inside an autocast region; run it after the `autocast` block exits"
+    _detail = "`{what}` runs inside an autocast region; run it after the `autocast` block exits"
+    fix_safety = NONE
+    needles = ("autocast",)
+    examples = (
+        Example(
+            bad="""
+            import torch
+
+            scaler = torch.amp.GradScaler("cuda")
+            for images, targets in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda", dtype=torch.float16):
+                    output = model(images)
+                    loss = criterion(output, targets)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+            """,
+            good="""
+            import torch
+
+            scaler = torch.amp.GradScaler("cuda")
+            for images, targets in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda", dtype=torch.float16):
+                    output = model(images)
+                    loss = criterion(output, targets)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+        ),
+    )
+
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        fa = ctx.analysis
+        if fa.is_backward_call(node):
+            what = ".backward()"
+        elif fa.is_optimizer_step(node, ctx.ancestors):
+            recv = node.func.value  # type: ignore[attr-defined]
+            what = (dotted(recv) or "optimizer") + ".step()"
+        else:
+            return
+        if autocast_region(fa, ctx.ancestors) is None:
+            return
+        self.report(ctx, node, message=self._detail.format(what=what))
