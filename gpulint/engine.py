@@ -13,10 +13,9 @@ import ast
 import codecs
 import os
 import re
-import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from gpulint.analysis import FileAnalysis
 from gpulint.rule import Edit, Finding, Fix, Rule, all_rules

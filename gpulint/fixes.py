@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import List, Optional, Tuple
 
 from gpulint.edits import apply_edits
-from gpulint.engine import LintError, LintOptions, lint_source
+from gpulint.engine import LintOptions, lint_source
 from gpulint.rule import SAFE, UNSAFE, Finding
 
 MAX_PASSES = 10

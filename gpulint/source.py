@@ -19,7 +19,7 @@ class Source:
         self.text = text
         starts = [0]
         # ast and tokenize count "\r\n", "\r" and "\n" as line ends.
-        i, n = 0, len(text)
+        i = 0
         find = text.find
         while True:
             j = find("\n", i)

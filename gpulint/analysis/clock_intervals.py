@@ -51,6 +51,7 @@ from gpulint.analysis.core import (
 from gpulint.analysis.source_order import (
     COMPREHENSIONS,
     Pos,
+    callers_closure,
     contains,
     end_of,
     loops_around,
@@ -313,15 +314,7 @@ def sync_functions(fa: "FileAnalysis") -> FrozenSet[str]:
                 fa, node, anc
             ):
                 direct.add(func.name)
-    result = set(direct)
-    changed = True
-    while changed:
-        changed = False
-        for name, called in callees.items():
-            if name not in result and called & result:
-                result.add(name)
-                changed = True
-    found = frozenset(result)
+    found = callers_closure(direct, callees)
     cache["sync_functions"] = found
     return found
 

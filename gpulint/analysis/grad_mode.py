@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set
 
 from gpulint.analysis.core import FUNCS, OPTIMIZER
 from gpulint.analysis.names import dotted, last_name
-from gpulint.analysis.source_order import end_of, scope_nodes, start_of
+from gpulint.analysis.source_order import callers_closure, end_of, scope_nodes, start_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.analysis.core import FileAnalysis
@@ -365,15 +365,7 @@ def gradient_functions(fa: "FileAnalysis") -> FrozenSet[str]:
                 name = callee_name(node)
                 if name is not None:
                     callees.setdefault(func.name, set()).add(name)
-    result = set(direct)
-    changed = True
-    while changed:
-        changed = False
-        for name, called in callees.items():
-            if name not in result and called & result:
-                result.add(name)
-                changed = True
-    found = frozenset(result)
+    found = callers_closure(direct, callees)
     cache["gradient_functions"] = found
     return found
 

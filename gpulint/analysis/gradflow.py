@@ -25,6 +25,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from gpulint.analysis.core import CRITERION, LOOPS, LOSS_NAME_RE, MODEL, SCOPES
+from gpulint.analysis.source_order import nodes_in_order
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.analysis.core import FileAnalysis
@@ -65,7 +66,7 @@ class _LoopDefs:
     def __init__(self, fa: "FileAnalysis", loop: ast.AST) -> None:
         self.defs: Dict[str, List[Tuple[Pos, Optional[ast.AST], ast.AST]]] = {}
         self.backward_calls: List[ast.Call] = []
-        for node in _walk_body(list(loop.body) + list(getattr(loop, "orelse", []))):
+        for node in nodes_in_order(list(loop.body) + list(getattr(loop, "orelse", []))):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     self._bind(t, node.value, node)
@@ -352,11 +353,3 @@ def _names(target: ast.AST) -> Iterator[str]:
             yield n.id
 
 
-def _walk_body(body: List[ast.AST]) -> Iterator[ast.AST]:
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, SCOPES):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))

@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.analysis.core import MODEL, SCOPES, FileAnalysis, _unwrap_iter, is_tensor_returning_torch
 from gpulint.analysis.names import last_name
+from gpulint.analysis.source_order import nodes_in_order
 
 # torch.<name>(...) that build a new tensor and take `device=`
 TENSOR_FACTORIES = frozenset(
@@ -229,13 +230,7 @@ def _end(node: ast.AST) -> Tuple[int, int]:
 
 def _scope_nodes(scope: ast.AST):
     body = scope.body if isinstance(getattr(scope, "body", None), list) else [scope.body]  # type: ignore[attr-defined]
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, SCOPES):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return nodes_in_order(body)
 
 
 def batch_source(

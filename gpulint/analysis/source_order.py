@@ -8,7 +8,7 @@ start of another tells which runs first in straight-line code.
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Sequence, Set, Tuple
 
 from gpulint.analysis.core import FUNCS, LOOPS, SCOPES
 
@@ -47,6 +47,34 @@ def scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
                 stack.extend(node.decorator_list)
             continue
         stack.extend(ast.iter_child_nodes(node))
+
+
+def nodes_in_order(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    """Every node under the statements `body`, pre-order and in source order,
+    not looking into nested defs, lambdas or classes (those nodes themselves are
+    yielded)."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, SCOPES):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def callers_closure(direct: Set[str], callees: Dict[str, Set[str]]) -> FrozenSet[str]:
+    """The functions in `direct`, plus every function that calls (through
+    same-file calls, transitively) one of them. `callees` maps a function's
+    name to the names it calls."""
+    result = set(direct)
+    changed = True
+    while changed:
+        changed = False
+        for name, called in callees.items():
+            if name not in result and called & result:
+                result.add(name)
+                changed = True
+    return frozenset(result)
 
 
 def loops_around(chain: Sequence[ast.AST]) -> List[ast.AST]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import List, Sequence, Tuple
+from typing import List, Sequence
 
 import click
 
