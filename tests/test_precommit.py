@@ -145,20 +145,20 @@ def test_manifest_is_valid_and_declares_both_hooks(setup):
     hooks = {h["id"]: h for h in yaml.safe_load(MANIFEST.read_text())}
     assert set(hooks) == {"gpulint", "gpulint-fix"}
     assert hooks["gpulint"]["entry"].split()[:2] == ["gpulint", "check"]
-    assert hooks["gpulint-fix"]["entry"] == "gpulint fix --apply"  # the planned `fix` command
+    assert hooks["gpulint-fix"]["entry"].split()[:3] == ["gpulint", "fix", "--apply"]
     for h in hooks.values():
         assert h["language"] == "python"
         assert h["types_or"] == ["python", "pyi"]
         assert h["require_serial"] is True
 
 
-def _config(setup) -> str:
+def _config(setup, hook: str = "gpulint") -> str:
     return (
         "repos:\n"
         f"  - repo: {setup['hook_repo']}\n"
         f"    rev: {setup['rev']}\n"
         "    hooks:\n"
-        "      - id: gpulint\n"
+        f"      - id: {hook}\n"
     )
 
 
@@ -229,6 +229,26 @@ def test_hook_respects_config_exclude(setup):
     )
     res = _run(setup, repo)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+AMP = """\
+import torch
+
+scaler = torch.cuda.amp.GradScaler()  # old spelling
+"""
+
+
+def test_fix_hook_rewrites_the_file_then_passes(setup):
+    repo = _work_repo(setup, "fixing", {".pre-commit-config.yaml": _config(setup, "gpulint-fix"), "train.py": AMP})
+    first = _run(setup, repo)
+    out = first.stdout + first.stderr
+    assert first.returncode == 1, out  # pre-commit fails a hook that modified files
+    assert "files were modified by this hook" in out
+    assert (repo / "train.py").read_text() == AMP.replace(
+        "torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")'
+    )
+    second = _run(setup, repo)
+    assert second.returncode == 0, second.stdout + second.stderr
 
 
 # last: by now the background try-repo runs have had the time they need
