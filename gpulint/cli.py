@@ -64,9 +64,18 @@ def _codes_option(name: str, help_: str):
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--force-exclude", is_flag=True,
               help="Apply the config's exclude / extend-exclude even to files named on the command line (for pre-commit).")
+@click.option("--diff", is_flag=True, help="Print the diff of the fixes instead of the findings (as `gpulint fix`).")
+@click.option("--unsafe-fixes", is_flag=True, help="With --diff: include unsafe fixes; otherwise count them as fixable.")
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
-          exit_zero, quiet, no_color, no_cache, jobs, force_exclude) -> None:
+          exit_zero, quiet, no_color, no_cache, jobs, force_exclude, diff=False, unsafe_fixes=False) -> None:
     """Lint PATHS (default: the current directory)."""
+    if diff:
+        click.get_current_context().invoke(
+            fix, paths=paths, apply_=False, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore,
+            extend_select=extend_select, config_path=config_path, no_color=no_color, no_cache=no_cache, jobs=jobs,
+            force_exclude=force_exclude,
+        )
+        return
     from gpulint.reporters import ReportContext, get_reporter
     from gpulint.runner import run
 
@@ -98,6 +107,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     errors = result.all_errors
     color = output_file is None and _use_color(no_color, sys.stdout)
     rctx = ReportContext(color=color, statistics=statistics, linted=result.linted_count, quiet=quiet,
+                         unsafe_fixes=unsafe_fixes,
                          errors_count=len(errors))
     report = get_reporter(fmt)(findings, [] if fmt in ("text", "concise") else errors, rctx)
     # file errors always go to stderr as one line each (machine formats stay valid on stdout)
@@ -138,7 +148,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
 def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path, no_color, no_cache, jobs,
         force_exclude) -> None:
     """Show the diff of every fix for PATHS, or write them with --apply."""
-    from gpulint.fix_cmd import run_fix, unified_diff, write_fixed
+    from gpulint.fix_cmd import run_fix, unified_diff
     from gpulint.reporters.text import error_line, finding_line
     from gpulint.rule import SAFE, UNSAFE
     from gpulint.runner import run
@@ -160,7 +170,7 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     allowed = (SAFE, UNSAFE) if unsafe_fixes else (SAFE,)
     fixable_paths = sorted({f.path for f in result.findings if f.fix is not None and f.fix.applicability in allowed})
     todo = [(p, result.options[p]) for p in fixable_paths if p in result.options]
-    fr = run_fix(todo, unsafe=unsafe_fixes)
+    fr = run_fix(todo, unsafe=unsafe_fixes, write_roots=list(paths) or ["."], apply=apply_)
     color_err = _use_color(no_color, sys.stderr)
     errors = list(result.all_errors) + fr.errors
     # findings in files that needed no fixing stay as they are
@@ -173,17 +183,11 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     if not apply_:
         for ff in changed:
             click.echo(unified_diff(ff), nl=False)
-    else:
-        for ff in changed:
-            why = write_fixed(ff)
-            if why is not None:
-                errors.append((ff.path, why))
-                n_fixed -= len(ff.fixed_findings)
     for path, why in errors:
         click.echo(error_line(path, why, color_err), err=True)
     color_out = _use_color(no_color, sys.stdout)
     if apply_:
-        written = [ff for ff in changed if not any(p == ff.path for p, _ in errors)]
+        written = [ff for ff in changed if ff.written]
         for f in remaining:
             click.echo(finding_line(f, color_out), color=color_out)
         click.echo(

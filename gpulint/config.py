@@ -42,6 +42,10 @@ KNOWN_KEYS = {
     "extend-exclude": list,
     "torch-version": str,
     "output-format": str,
+    "fixable": list,
+    "unfixable": list,
+    "extend-safe-fixes": list,
+    "extend-unsafe-fixes": list,
 }
 
 
@@ -65,6 +69,36 @@ class Settings:
     cli_select: Optional[Tuple[str, ...]] = None
     cli_ignore: Tuple[str, ...] = ()
     cli_extend_select: Tuple[str, ...] = ()
+    # which fixes may be applied, and changes to their safety (Ruff's keys)
+    fixable: Tuple[str, ...] = ("ALL",)
+    unfixable: Tuple[str, ...] = ()
+    extend_safe_fixes: Tuple[str, ...] = ()
+    extend_unsafe_fixes: Tuple[str, ...] = ()
+
+    def fix_policy(self) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
+        """(codes whose fixes are dropped, codes promoted to safe, codes demoted to unsafe).
+        For each rule the most specific selector wins, as for select/ignore; at
+        equal specificity `unfixable` beats `fixable` and unsafe beats safe."""
+        meta = _rule_meta()
+
+        def winner(code, on_list, off_list):
+            best = None
+            for sel, on in [(x, True) for x in on_list] + [(x, False) for x in off_list]:
+                if code in expand_selector(sel):
+                    spec = _specificity(sel)
+                    if best is None or spec > best[0] or (spec == best[0] and not on):
+                        best = (spec, on)
+            return best
+
+        dropped, safe, unsafe = [], [], []
+        for code in meta:
+            fx = winner(code, self.fixable, self.unfixable)
+            if fx is None or not fx[1]:
+                dropped.append(code)
+            sf = winner(code, self.extend_safe_fixes, self.extend_unsafe_fixes)
+            if sf is not None:
+                (safe if sf[1] else unsafe).append(code)
+        return tuple(dropped), tuple(safe), tuple(unsafe)
 
     def enabled_codes(self) -> Tuple[str, ...]:
         return resolve_selection(
@@ -271,6 +305,9 @@ def settings_from_table(table: dict, path: str) -> Settings:
         kw["ignore"] = codes("ignore")
     if "extend-select" in table:
         kw["extend_select"] = codes("extend-select")
+    for key in ("fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"):
+        if key in table:
+            kw[key.replace("-", "_")] = codes(key)
     if "per-file-ignores" in table:
         pfi = []
         for pattern, vals in table["per-file-ignores"].items():

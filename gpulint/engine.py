@@ -10,6 +10,7 @@ findings.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import codecs
 import os
 import re
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from gpulint.analysis import FileAnalysis
-from gpulint.rule import Edit, Finding, Fix, Rule, all_rules
+from gpulint.rule import SAFE, UNSAFE, Edit, Finding, Fix, Rule, all_rules
 from gpulint.source import Source
 from gpulint.suppress import Suppressions
 
@@ -42,6 +43,9 @@ class FileResult:
 class LintOptions:
     codes: Tuple[str, ...]  # the selected rules
     torch_version: Tuple[int, ...] = (2, 13)
+    unfixable: Tuple[str, ...] = ()  # rules whose fixes are dropped
+    safe_fixes: Tuple[str, ...] = ()  # rules whose unsafe fixes count as safe
+    unsafe_fixes: Tuple[str, ...] = ()  # rules whose safe fixes count as unsafe
 
 
 class FileContext:
@@ -227,7 +231,21 @@ def lint_source(text: str, path: str, options: LintOptions) -> List[Finding]:
                 seen.add(key)
                 unique.append(f)
         findings = unique
+        if options.unfixable or options.safe_fixes or options.unsafe_fixes:
+            findings = [_apply_fix_policy(f, options) for f in findings]
     return findings
+
+
+def _apply_fix_policy(f: Finding, options: LintOptions) -> Finding:
+    if f.fix is None:
+        return f
+    if f.code in options.unfixable:
+        return dataclasses.replace(f, fix=None)
+    if f.code in options.unsafe_fixes and f.fix.applicability == SAFE:
+        return dataclasses.replace(f, fix=dataclasses.replace(f.fix, applicability=UNSAFE))
+    if f.code in options.safe_fixes and f.fix.applicability == UNSAFE:
+        return dataclasses.replace(f, fix=dataclasses.replace(f.fix, applicability=SAFE))
+    return f
 
 
 def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:

@@ -29,6 +29,12 @@ class FileFix:
     encoding: str
     bom: bool
     stat: Tuple[int, int]
+    written: Optional[bool] = None  # None: not asked to write
+    why_not: Optional[str] = None
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
 
 
 @dataclass
@@ -40,11 +46,12 @@ class FixRun:
 
     @property
     def changed(self) -> List[FileFix]:
-        return [f for f in self.files if f.fixed != f.original]
+        return [f for f in self.files if f.changed]
 
     @property
     def fixed_count(self) -> int:
-        return sum(len(f.fixed_findings) for f in self.changed)
+        """Fixes in files that changed (and, when writing, were written)."""
+        return sum(len(f.fixed_findings) for f in self.changed if f.written is not False)
 
 
 def read_with_encoding(path: str) -> Tuple[str, str, bool, Tuple[int, int]]:
@@ -92,10 +99,32 @@ def unified_diff(ff: FileFix) -> str:
     return "".join(out)
 
 
-def write_fixed(ff: FileFix) -> Optional[str]:
+def _under(path: str, roots: Sequence[str]) -> bool:
+    for root in roots:
+        r = os.path.realpath(root)
+        if path == r or path.startswith(r.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def write_target(path: str, roots: Optional[Sequence[str]]) -> Tuple[Optional[str], Optional[str]]:
+    """(real file to write, None) or (None, why not). A symlink is written
+    through to its target only when the target lies under the given paths."""
+    real = os.path.realpath(path)
+    if real == os.path.abspath(path) or roots is None:
+        return real, None
+    if _under(real, roots):
+        return real, None
+    return None, f"not written: it links to {real}, outside the paths given"
+
+
+def write_fixed(ff: FileFix, roots: Optional[Sequence[str]] = None) -> Optional[str]:
     """Write one fixed file; return why not, or None."""
+    target, why = write_target(ff.path, roots)
+    if target is None:
+        return why
     try:
-        st = os.stat(ff.path)
+        st = os.stat(target)
     except OSError as exc:
         return f"not written: {exc.strerror or exc}"
     if (st.st_mtime_ns, st.st_size) != ff.stat:
@@ -107,26 +136,37 @@ def write_fixed(ff: FileFix) -> Optional[str]:
     if ff.bom:
         data = codecs.BOM_UTF8 + data
     try:
-        atomic_write_bytes(ff.path, data)
+        atomic_write_bytes(target, data)
     except OSError as exc:
         return f"not written: {exc.strerror or exc}"
     return None
 
 
-def run_fix(todo: Sequence[Tuple[str, LintOptions]], unsafe: bool) -> FixRun:
+def run_fix(
+    todo: Sequence[Tuple[str, LintOptions]],
+    unsafe: bool,
+    write_roots: Optional[Sequence[str]] = None,
+    apply: bool = False,
+) -> FixRun:
+    """Fix each file; with `apply`, write each one as soon as it is fixed (so a
+    run that is killed has written whole files only, never a batch half-way)."""
     run = FixRun()
     for path, options in todo:
         try:
             ff = fix_file(path, options, unsafe)
-        except LintError as exc:
-            run.errors.append((path, str(exc)))
-            continue
-        except FixError as exc:
+        except (LintError, FixError) as exc:
             run.errors.append((path, str(exc)))
             continue
         except Exception as exc:  # a bug in a fix must not stop the run
             run.errors.append((path, f"internal error while fixing: {type(exc).__name__}: {exc} (please report this)"))
             continue
+        if apply and ff.changed:
+            ff.why_not = write_fixed(ff, write_roots)
+            ff.written = ff.why_not is None
+            if ff.why_not is not None:
+                run.errors.append((path, ff.why_not))
+                # nothing was written: its findings all remain
+                ff.remaining = ff.fixed_findings + ff.remaining
         run.files.append(ff)
         run.remaining.extend(ff.remaining)
         run.held_back_unsafe += ff.held_back_unsafe

@@ -107,7 +107,7 @@ class Cache:
 
     @staticmethod
     def options_key(options: LintOptions) -> str:
-        raw = json.dumps([__version__, _code_fingerprint(), list(options.codes), list(options.torch_version)])
+        raw = json.dumps([__version__, _code_fingerprint(), asdict(options)], sort_keys=True)
         return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
     def get(self, path: str, options: LintOptions) -> Optional[List[Finding]]:
@@ -158,6 +158,20 @@ class Cache:
             pass  # a cache that cannot be written is not an error
 
 
+_POLICY: Dict[int, tuple] = {}
+
+
+def _options_for(s: Settings, path: str) -> LintOptions:
+    policy = _POLICY.get(id(s))
+    if policy is None:
+        policy = _POLICY[id(s)] = (s, s.fix_policy())
+    unfixable, safe, unsafe = policy[1]
+    return LintOptions(
+        codes=s.codes_for(path), torch_version=s.torch_version, unfixable=unfixable, safe_fixes=safe,
+        unsafe_fixes=unsafe,
+    )
+
+
 def _lint_job(args) -> FileResult:
     path, options, keep_source = args
     return lint_file(path, options, keep_source)
@@ -186,7 +200,7 @@ def run(
         if s is None:
             s = with_cli_overrides(settings, select, ignore, extend_select)
             overridden[id(settings)] = s
-        options = LintOptions(codes=s.codes_for(path), torch_version=s.torch_version)
+        options = _options_for(s, path)
         todo.append((path, options, s))
         out.options[path] = options
 

@@ -15,6 +15,7 @@ class ReportContext:
     linted: int = 0
     unsafe_hint: bool = True
     quiet: bool = False
+    unsafe_fixes: bool = False  # count unsafe fixes as applicable ([*], summary)
     errors_count: int = 0  # files that could not be checked (reported on stderr)
 
 

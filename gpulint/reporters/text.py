@@ -14,10 +14,11 @@ def _style(text: str, color: bool, **kw) -> str:
     return click.style(text, **kw) if color else text
 
 
-def finding_line(f: Finding, color: bool) -> str:
+def finding_line(f: Finding, color: bool, unsafe_fixes: bool = False) -> str:
     loc = _style(f.path, color, bold=True) + _style(":", color, fg="cyan") + f"{f.row}" + _style(":", color, fg="cyan") + f"{f.col}" + _style(":", color, fg="cyan")
     code = _style(f.code, color, fg="red", bold=True)
-    mark = " " + _style("[*]", color, fg="cyan") if f.fix is not None and f.fix.applicability == SAFE else ""
+    shown = f.fix is not None and (f.fix.applicability == SAFE or unsafe_fixes)
+    mark = " " + _style("[*]", color, fg="cyan") if shown else ""
     return f"{loc} {code}{mark} {f.message}"
 
 
@@ -30,9 +31,12 @@ def summary(findings: Sequence[Finding], errors, ctx) -> List[str]:
     n = len(findings)
     safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
     unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == UNSAFE)
+    if ctx.unsafe_fixes:
+        safe, unsafe = safe + unsafe, 0
     if n:
         word = "problem" if n == 1 else "problems"
-        tail = f" ({safe} fixable with `gpulint fix --apply`)." if safe else "."
+        how = "gpulint fix --apply --unsafe-fixes" if ctx.unsafe_fixes else "gpulint fix --apply"
+        tail = f" ({safe} fixable with `{how}`)." if safe else "."
         lines.append(f"Found {n} {word}{tail}")
         if unsafe and ctx.unsafe_hint:
             hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option"
@@ -65,7 +69,7 @@ def _render(findings, errors, ctx, snippets: bool) -> str:
         lines.extend(statistics(findings))
     else:
         for f in findings:
-            lines.append(finding_line(f, ctx.color))
+            lines.append(finding_line(f, ctx.color, ctx.unsafe_fixes))
     if not ctx.quiet:
         lines.extend(summary(findings, errors, ctx))
     return "\n".join(lines) + ("\n" if lines else "")
@@ -80,7 +84,7 @@ def render_concise(findings, errors, ctx) -> str:
     if ctx.statistics:
         lines.extend(statistics(findings))
     else:
-        lines.extend(finding_line(f, ctx.color) for f in findings)
+        lines.extend(finding_line(f, ctx.color, ctx.unsafe_fixes) for f in findings)
     n = len(findings)
     if n and not ctx.quiet:
         lines.append(f"Found {n} problem{'s' if n != 1 else ''}.")
