@@ -29,6 +29,7 @@ class FileFix:
     encoding: str
     bom: bool
     stat: Tuple[int, int]
+    fixed_count: int = 0
     written: Optional[bool] = None  # None: not asked to write
     why_not: Optional[str] = None
 
@@ -51,7 +52,7 @@ class FixRun:
     @property
     def fixed_count(self) -> int:
         """Fixes in files that changed (and, when writing, were written)."""
-        return sum(len(f.fixed_findings) for f in self.changed if f.written is not False)
+        return sum(f.fixed_count for f in self.changed if f.written is not False)
 
 
 def read_with_encoding(path: str) -> Tuple[str, str, bool, Tuple[int, int]]:
@@ -86,7 +87,8 @@ def fix_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
     text, encoding, bom, stat = read_with_encoding(path)
     result = fix_source(text, path, options, unsafe=unsafe, newline=_newline_of(text))
     return FileFix(
-        path, text, result.text, result.fixed, result.remaining, result.held_back_unsafe, encoding, bom, stat
+        path, text, result.text, result.fixed, result.remaining, result.held_back_unsafe, encoding, bom, stat,
+        fixed_count=result.fixed_count,
     )
 
 

@@ -21,9 +21,12 @@ class FixError(Exception):
 @dataclass
 class FixResult:
     text: str
-    fixed: List[Finding] = field(default_factory=list)
+    fixed: List[Finding] = field(default_factory=list)  # the findings whose fixes were applied
     remaining: List[Finding] = field(default_factory=list)
     held_back_unsafe: int = 0
+    # findings that went away: one fix may resolve several (GPU401 rewrites an
+    # import and all its calls as one edit), so this can exceed len(fixed)
+    fixed_count: int = 0
 
 
 def _validate(text: str, path: str) -> Optional[str]:
@@ -53,10 +56,15 @@ def fix_source(
     allowed = (SAFE, UNSAFE) if unsafe else (SAFE,)
     fixed: List[Finding] = []
     current = text
+    initial: Optional[int] = None
+    settled: Optional[List[Finding]] = None  # findings of `current` once nothing is left to fix
     for _ in range(MAX_PASSES):
         findings = lint_source(current, path, options)
+        if initial is None:
+            initial = len(findings)
         todo = [f for f in findings if f.fix is not None and f.fix.applicability in allowed]
         if not todo:
+            settled = findings
             break
         edits = []
         taken: List[Tuple[int, int]] = []
@@ -80,6 +88,7 @@ def fix_source(
             raise FixError(f"fix by {codes} would produce invalid code ({problem}); file left unchanged")
         current = new
         fixed.extend(applied)
-    remaining = lint_source(current, path, options) if current != text else lint_source(text, path, options)
+    remaining = settled if settled is not None else lint_source(current, path, options)
     held = sum(1 for f in remaining if f.fix is not None and f.fix.applicability == UNSAFE and not unsafe)
-    return FixResult(current, fixed, remaining, held)
+    count = max(len(fixed), (initial or 0) - len(remaining)) if fixed else 0
+    return FixResult(current, fixed, remaining, held, count)
