@@ -1,0 +1,292 @@
+"""Accuracy of gpulint on real code: a labelled corpus of pinned PyPI releases.
+
+    python bench/accuracy.py                 # download, lint, compare with bench/labels.csv, print the table
+    python bench/accuracy.py --todo todo.csv # also write the findings that still need a label (with context)
+    python bench/accuracy.py --write-doc     # regenerate the table in docs/accuracy.md
+    python bench/accuracy.py --check         # exit 1 when a target is missed
+
+The sources are downloaded with `pip download --no-deps` (nothing is installed
+and no code from them is run or copied into this repo) and unpacked under
+--corpus (default: $TMPDIR/gpulint-corpus). bench/labels/*.csv hold one row per
+labelled site: package, version, path, line, code, verdict, reason.
+
+Verdicts say what the site *is*, so the table is recomputed from the current
+rules on every run:
+  TP  a real problem that the rule is meant to flag, and did when labelled
+  FN  a real problem that the rule is meant to flag, and missed when labelled
+  FP  flagged by the rule when labelled, but not a problem
+  TN  a look-alike that must not be flagged
+A TP/FN row counts as a hit when gpulint flags it now and a miss otherwise; an
+FP/TN row counts as a false positive when gpulint flags it now.
+
+Precision is measured on every finding of a rule, or on a seeded uniform random
+sample of SAMPLE_SIZE of them where a rule has more (never a sample anyone chose).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = ROOT / "bench" / "labels"  # one CSV per area, all loaded
+DOC = ROOT / "docs" / "accuracy.md"
+SAMPLE_SIZE = 60
+SEED = 2026
+PRECISION_TARGET = 0.95
+RECALL_TARGET = 0.90
+MIN_FINDINGS_FOR_TARGET = 10
+
+PACKAGES = [
+    ("yolov5", "7.0.14"),
+    ("ultralytics", "8.4.190"),
+    ("litgpt", "0.5.13"),
+    ("torchtune", "0.6.1"),
+    ("fairseq", "0.12.2"),
+    ("mosaicml", "0.32.1"),
+    ("mmengine", "0.10.7"),
+    ("lightning", "2.6.6"),
+    ("accelerate", "1.15.0"),
+    ("timm", "1.0.31"),
+    ("transformers", "5.24.0"),
+    ("torchvision", "0.29.1"),
+]
+FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
+
+
+def fetch(corpus: Path) -> dict:
+    """{package: unpacked source dir}, downloading what is missing."""
+    wheels = corpus / "_downloads"
+    wheels.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, version in PACKAGES:
+        dest = corpus / f"{name}-{version}"
+        if not dest.exists():
+            have = [p for p in wheels.iterdir() if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}")]
+            if not have:
+                subprocess.run(
+                    [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), f"{name}=={version}"],
+                    check=True,
+                )
+                have = [p for p in wheels.iterdir() if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}")]
+            archive = sorted(have)[0]
+            tmp = corpus / f".{name}-{version}.partial"
+            if archive.suffix == ".whl":
+                with zipfile.ZipFile(archive) as z:
+                    z.extractall(tmp)
+            else:
+                with tarfile.open(archive) as t:
+                    t.extractall(tmp)
+                inner = [p for p in tmp.iterdir()]
+                if len(inner) == 1 and inner[0].is_dir():  # sdist: strip the top folder
+                    inner[0].rename(tmp.with_suffix(".x"))
+                    tmp.rmdir()
+                    tmp.with_suffix(".x").rename(tmp)
+            tmp.rename(dest)
+        out[name] = dest
+    return out
+
+
+def all_codes() -> list:
+    sys.path.insert(0, str(ROOT))
+    from gpulint.rule import all_rules
+
+    return list(all_rules())
+
+
+def lint(sources: dict) -> tuple:
+    """[(package, path, line, code, message)] for every finding, and seconds taken."""
+    codes = ",".join(all_codes())
+    findings = []
+    t0 = time.perf_counter()
+    for name, src in sources.items():
+        res = subprocess.run(
+            [sys.executable, "-m", "gpulint", "check", "--no-cache", "--select", codes, "--output-format", "json", "."],
+            cwd=src, capture_output=True, text=True, env=dict(os.environ, GPULINT_NO_CACHE="1"),
+        )
+        if res.returncode not in (0, 1):
+            raise SystemExit(f"gpulint failed on {name}: {res.stderr[-2000:]}")
+        for f in json.loads(res.stdout):
+            rel = os.path.relpath(f["filename"], src).replace(os.sep, "/")
+            findings.append((name, rel, f["location"]["row"], f["code"], f["message"]))
+    return sorted(findings), time.perf_counter() - t0
+
+
+def load_labels() -> list:
+    rows = []
+    seen = {}
+    for path in sorted(LABELS.glob("*.csv")) if LABELS.is_dir() else []:
+        with open(path, newline="", encoding="utf-8") as fh:
+            for r in csv.DictReader(fh):
+                r["line"] = int(r["line"])
+                if r["verdict"] not in ("TP", "FP", "FN", "TN"):
+                    raise SystemExit(f"{path}: bad verdict {r['verdict']!r} in {r}")
+                if (r["package"], r["version"]) not in set(PACKAGES):
+                    raise SystemExit(f"{path}: {r['package']}=={r['version']} is not a pinned package")
+                key = (r["package"], r["path"], r["line"], r["code"])
+                if key in seen:
+                    raise SystemExit(f"{path}: {key} is labelled twice (also in {seen[key]})")
+                seen[key] = path.name
+                rows.append(r)
+    return rows
+
+
+def precision_sample(findings: list) -> dict:
+    """{code: the findings whose labels measure precision}: all of them, or a seeded uniform sample."""
+    by_code = defaultdict(list)
+    for f in findings:
+        by_code[f[3]].append(f)
+    out = {}
+    for code, fs in by_code.items():
+        fs = sorted(fs)
+        out[code] = fs if len(fs) <= SAMPLE_SIZE else sorted(random.Random(f"{SEED}-{code}").sample(fs, SAMPLE_SIZE))
+    return out
+
+
+def evaluate(findings: list, labels: list) -> tuple:
+    flagged = {(f[0], f[1], f[2], f[3]) for f in findings}
+    labelled = {(r["package"], r["path"], r["line"], r["code"]): r for r in labels}
+    sample = precision_sample(findings)
+    table = {}
+    unlabelled = []
+    codes = sorted(set(all_codes()))
+    for code in codes:
+        n_findings = sum(1 for f in findings if f[3] == code)
+        tp = fp = fn = tn_ok = 0
+        for f in sample.get(code, []):
+            r = labelled.get((f[0], f[1], f[2], f[3]))
+            if r is None:
+                unlabelled.append(f)
+            elif r["verdict"] in ("TP", "FN"):
+                tp += 1
+            else:
+                fp += 1
+        sampled = {(f[0], f[1], f[2], f[3]) for f in sample.get(code, [])}
+        # recall: every labelled real problem of this rule, flagged now or not
+        hits = misses = 0
+        for key, r in labelled.items():
+            if key[3] != code:
+                continue
+            if r["verdict"] in ("TP", "FN"):
+                if key in flagged:
+                    hits += 1
+                else:
+                    misses += 1
+            elif key in flagged and key not in sampled:
+                fp += 1  # a labelled look-alike flagged now, outside the sample
+            elif key not in flagged:
+                tn_ok += 1
+        fn = misses
+        prec = tp / (tp + fp) if tp + fp else None
+        rec = hits / (hits + misses) if hits + misses else None
+        table[code] = dict(findings=n_findings, sampled=len(sample.get(code, [])), tp=tp, fp=fp, fn=fn,
+                           negatives_ok=tn_ok, positives=hits + misses, precision=prec, recall=rec)
+    return table, unlabelled
+
+
+def fmt(x):
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def render(table: dict, seconds: float, n_labels: int) -> str:
+    lines = [
+        "| rule | findings | labelled for precision | TP | FP | labelled positives | FN | look-alikes not flagged | precision | recall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    tot = defaultdict(int)
+    for code, t in table.items():
+        lines.append(
+            f"| {code} | {t['findings']} | {t['sampled']} | {t['tp']} | {t['fp']} | {t['positives']} | {t['fn']} |"
+            f" {t['negatives_ok']} | {fmt(t['precision'])} | {fmt(t['recall'])} |"
+        )
+        for k in ("findings", "sampled", "tp", "fp", "fn", "positives", "negatives_ok"):
+            tot[k] += t[k]
+    p = tot["tp"] / (tot["tp"] + tot["fp"]) if tot["tp"] + tot["fp"] else None
+    r = (tot["positives"] - tot["fn"]) / tot["positives"] if tot["positives"] else None
+    lines.append(
+        f"| **all** | {tot['findings']} | {tot['sampled']} | {tot['tp']} | {tot['fp']} | {tot['positives']} | {tot['fn']} |"
+        f" {tot['negatives_ok']} | {fmt(p)} | {fmt(r)} |"
+    )
+    lines.append("")
+    lines.append(f"{n_labels} labelled sites; linting the {len(PACKAGES)} packages took {seconds:.1f} s.")
+    return "\n".join(lines) + "\n"
+
+
+def targets_met(table: dict) -> list:
+    problems = []
+    tp = sum(t["tp"] for t in table.values())
+    fp = sum(t["fp"] for t in table.values())
+    for code, t in table.items():
+        if t["findings"] >= MIN_FINDINGS_FOR_TARGET and t["precision"] is not None and t["precision"] < PRECISION_TARGET:
+            problems.append(f"{code}: precision {fmt(t['precision'])} < {fmt(PRECISION_TARGET)}")
+    if tp + fp and tp / (tp + fp) < PRECISION_TARGET:
+        problems.append(f"overall precision {fmt(tp / (tp + fp))}")
+    pos = sum(t["positives"] for t in table.values())
+    fn = sum(t["fn"] for t in table.values())
+    if pos and (pos - fn) / pos < RECALL_TARGET:
+        problems.append(f"overall recall {fmt((pos - fn) / pos)} < {fmt(RECALL_TARGET)}")
+    return problems
+
+
+def write_todo(path: str, unlabelled: list, sources: dict) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(FIELDS + ["message", "context"])
+        versions = dict(PACKAGES)
+        for pkg, rel, line, code, msg in unlabelled:
+            try:
+                text = (sources[pkg] / rel).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                text = []
+            ctx = "\n".join(f"{i + 1}: {text[i]}" for i in range(max(0, line - 8), min(len(text), line + 3)))
+            w.writerow([pkg, versions[pkg], rel, line, code, "", "", msg, ctx])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "gpulint-corpus"))
+    ap.add_argument("--todo", default=None, help="write the findings that still need a label to this CSV")
+    ap.add_argument("--findings", default=None, help="write every finding (JSON) to this file")
+    ap.add_argument("--write-doc", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+
+    sources = fetch(Path(args.corpus))
+    findings, seconds = lint(sources)
+    labels = load_labels()
+    table, unlabelled = evaluate(findings, labels)
+    text = render(table, seconds, len(labels))
+    print(text)
+    if unlabelled:
+        print(f"{len(unlabelled)} findings in the precision sample have no label yet", file=sys.stderr)
+    if args.todo:
+        write_todo(args.todo, unlabelled, sources)
+    if args.findings:
+        Path(args.findings).write_text(json.dumps(findings, indent=1))
+    if args.write_doc and DOC.exists():
+        doc = DOC.read_text(encoding="utf-8")
+        start, end = "<!-- table:start -->\n", "<!-- table:end -->"
+        if start in doc and end in doc:
+            doc = doc[: doc.index(start) + len(start)] + text + doc[doc.index(end):]
+            DOC.write_text(doc, encoding="utf-8")
+    problems = targets_met(table) + ([f"{len(unlabelled)} sampled findings unlabelled"] if unlabelled else [])
+    for p in problems:
+        print("target missed:", p, file=sys.stderr)
+    if args.check and problems:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
