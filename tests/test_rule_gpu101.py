@@ -9,13 +9,18 @@ import pytest
 from helpers import lint
 
 
+# GPU101 covers training loops and GPU104 evaluation/inference loops with the
+# same sync detection: these tests are about the detection, so they count both.
+SYNC_RULES = ["GPU101", "GPU104"]
+
+
 def rows(code: str):
-    """Rows flagged by GPU101 in `code` (dedented)."""
-    return [f.row for f in lint(textwrap.dedent(code).lstrip("\n"), codes=["GPU101"])]
+    """Rows flagged by GPU101 or GPU104 in `code` (dedented)."""
+    return sorted({f.row for f in lint(textwrap.dedent(code).lstrip("\n"), codes=SYNC_RULES)})
 
 
 def messages(code: str):
-    return [f.message for f in lint(textwrap.dedent(code).lstrip("\n"), codes=["GPU101"])]
+    return [f.message for f in lint(textwrap.dedent(code).lstrip("\n"), codes=SYNC_RULES)]
 
 
 def marked(code: str):
@@ -169,17 +174,58 @@ def test_while_loop_driven_by_next_data_iter():
     )
 
 
-def test_while_tensor_test():
+def test_while_tensor_test_in_a_training_loop():
+    check(
+        """
+        import torch
+
+        def fit(model, x, y, opt, tol):
+            loss = torch.ones((), device="cuda")
+            while loss > tol:  # sync
+                loss = (model(x) - y).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """
+    )
+
+
+def test_decoding_and_refinement_loops_are_not_step_loops():
+    # the value decides whether to go on: the sync is the loop's purpose
     check(
         """
         import torch
 
         def refine(model, x, tol):
             err = torch.ones((), device="cuda")
-            while err > tol:  # sync
+            while err > tol:
                 out = model(x)
                 err = (out - x).abs().max()
             return out
+
+        def greedy(model, ids, eos, streamer):
+            for _ in range(64):
+                logits = model(ids)
+                nxt = logits[:, -1].argmax(-1, keepdim=True)
+                streamer.put(nxt.cpu())
+                ids = torch.cat([ids, nxt], dim=-1)
+                if (nxt == eos).all():
+                    break
+            return ids
+        """
+    )
+
+
+def test_inference_over_stored_batches_is_a_step_loop():
+    check(
+        """
+        import torch
+
+        def predict(model, batches, device):
+            outs = []
+            for b in batches:
+                outs.append(model(b.to(device)).argmax(-1).cpu())  # sync
+            return outs
         """
     )
 
@@ -350,8 +396,11 @@ def test_item_cpu_numpy_flag_unknown_receivers_but_tolist_needs_a_tensor():
                 out = model(x.cuda())
                 score = meter.compute()
                 score.item()  # sync
+                out = model(x.cuda())
                 meter.state().cpu()  # sync
+                out = model(x.cuda())
                 meter.values().numpy()  # sync
+                out = model(x.cuda())
                 meter.values().tolist()
                 float(score)
                 if score:
@@ -526,6 +575,26 @@ def test_a_file_that_never_uses_an_accelerator_is_not_flagged():
     assert rows(code.replace("model(x)", "model(x.to(dev))")) == [8]
 
 
+def test_a_read_right_after_a_read_is_not_flagged_again():
+    # the loop has just waited for the GPU: the second read waits for a kernel or two
+    check(
+        """
+        def train(model, loader, optimizer, n):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                a = loss.item()  # sync
+                b = (loss * 2).item()
+                shown = loss / n
+                text = f"{shown}"  # sync
+                value = loss.item() / n  # sync
+                print(f"{value}")
+                c = model(x.cuda()).sum().item()  # sync
+        """
+    )
+
+
 def test_message_names_the_call():
     msgs = messages(
         """
@@ -566,3 +635,23 @@ def test_calls_that_are_not_the_tensor_methods(line):
         """
     # only the control line (the real `.cpu()`) is flagged
     assert rows(code) == [8]
+
+
+@pytest.mark.parametrize("path", ["tests/test_loop.py", "scripts/test_data_loop.py", "pkg/loop_test.py"])
+def test_test_files_are_not_hot_paths(path):
+    code = textwrap.dedent(
+        """
+        import torch
+
+        def check_training(model, loader, optimizer, accelerator):
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for batch in loader:
+                loss = model(batch).mean()
+                accelerator.backward(loss)
+                optimizer.step()
+                print(f"loss {loss.item()}")
+        """
+    )
+    assert [f.code for f in lint(code, codes=["GPU101"], path=path)] == []
+    # the same loop in a training script is flagged
+    assert [f.code for f in lint(code, codes=["GPU101"], path="train.py")] == ["GPU101"]

@@ -879,6 +879,7 @@ class FileAnalysis:
         if k in (OPTIMIZER, SCALER):
             return True
         name = last_name(recv) or ""
+        name = name.lstrip("_")
         return bool(OPTIMIZER_NAME_RE.match(name) or SCALER_NAME_RE.match(name))
 
     # ------------------------------------------------------------- hot loops
@@ -933,6 +934,33 @@ class FileAnalysis:
             self._loop_hot[loop] = cached
         return cached
 
+    def _block_takes_step(self, body: List[ast.AST], ancestors: Sequence[ast.AST]) -> bool:
+        """The block calls an optimizer step: `if (i + 1) % accum == 0:` around
+        `optimizer.step()` marks the end of each training step, not a logging
+        interval, so what it does runs every step."""
+        stack = list(body)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, SCOPES):
+                continue
+            if isinstance(n, ast.Call) and self.is_optimizer_step(n, ancestors):
+                return True
+            stack.extend(ast.iter_child_nodes(n))
+        return False
+
+    def is_training_step_loop(self, loop: ast.AST) -> bool:
+        """The loop's own body calls `.backward()` (also `accelerator.backward`,
+        `fabric.backward`, `manual_backward`) or an optimizer step."""
+        inner = self.ancestors(loop) + [loop]
+        for n in self._own_nodes(loop):
+            if not isinstance(n, ast.Call):
+                continue
+            if self.is_backward_call(n) or self.is_optimizer_step(n, inner):
+                return True
+            if isinstance(n.func, ast.Attribute) and n.func.attr == "manual_backward":
+                return True
+        return False
+
     def is_step_loop(self, loop: ast.AST) -> bool:
         """A loop that runs once per training/evaluation step even when a hot
         loop is nested in it: it iterates a DataLoader, or its own body calls
@@ -967,7 +995,12 @@ class FileAnalysis:
             child = chain[i + 1]
             if isinstance(anc, SCOPES):
                 return None
-            if isinstance(anc, ast.If) and _is_periodic_test(anc.test) and _in_list(child, anc.body):
+            if (
+                isinstance(anc, ast.If)
+                and _is_periodic_test(anc.test)
+                and _in_list(child, anc.body)
+                and not self._block_takes_step(anc.body, chain[: i + 1])
+            ):
                 return None
             if isinstance(anc, ast.IfExp) and child is anc.body and _is_periodic_test(anc.test):
                 return None  # `loss.item() if step % 10 == 0 else None`
@@ -1114,6 +1147,9 @@ def is_tensor_returning_torch(q: str) -> bool:
 
 def _kind_from_name(name: str) -> Optional[str]:
     if name in ("self", "cls"):
+        return None
+    name = name.lstrip("_")  # `self._optimizer`, `self._model` name the same things
+    if not name:
         return None
     if NOT_MODEL_HINT_RE.search(name):
         return None

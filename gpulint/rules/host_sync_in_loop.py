@@ -4,6 +4,7 @@ import ast
 import re
 from typing import Iterator, List
 
+from gpulint.analysis.names import last_name
 from gpulint.analysis.core import LOOPS, SCOPES, TENSOR
 from gpulint.rule import NONE, Example, Rule
 
@@ -93,8 +94,8 @@ def _candidate(ctx, ancestors) -> bool:
     (a file that never mentions CUDA, a device, `.to(...)` or a library that
     moves tensors computes on the CPU), and a for/while encloses the node
     within its function."""
-    if not ctx.analysis.may_use_accelerator:
-        return False
+    if not ctx.analysis.may_use_accelerator or ctx.analysis.is_test_file():
+        return False  # a test's per-step reads cost nothing that matters
     for anc in reversed(ancestors):
         if isinstance(anc, SCOPES):
             return False
@@ -116,12 +117,111 @@ def _truth_operands(test: ast.AST) -> Iterator[ast.AST]:
         yield test
 
 
+_HOST_READS = ("item", "tolist", "cpu", "numpy")
+
+
+def _has_host_read(node: ast.AST) -> bool:
+    """`node` surely reads a tensor on the host when it runs: reads in the
+    branches of `x if c else y`, after the first operand of `and`/`or`, or in
+    lambdas and comprehensions may not run, and do not count."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_READS and not n.args:
+            return True
+        if isinstance(n, ast.IfExp):
+            stack.append(n.test)
+        elif isinstance(n, ast.BoolOp):
+            stack.append(n.values[0])
+        elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _statement_and_block(chain):
+    """(the innermost statement of `chain`, the statement list holding it)."""
+    for i in range(len(chain) - 1, 0, -1):
+        stmt = chain[i]
+        if isinstance(stmt, ast.stmt):
+            parent = chain[i - 1]
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(parent, field, None)
+                if isinstance(block, list) and any(b is stmt for b in block):
+                    return stmt, block
+            return stmt, None
+    return None, None
+
+
+def _follows_host_read(node, ancestors, analysis) -> bool:
+    """The statement right before this one already read a tensor on the host
+    (`a = x.item()` then `b = y.item()`): the loop has just waited for the GPU,
+    and this read only waits for what was queued since, a kernel or two."""
+    stmt, block = _statement_and_block(list(ancestors) + [node])
+    if block is None:
+        return False
+    k = next(i for i, b in enumerate(block) if b is stmt)
+    if k == 0:
+        return False
+    prev = block[k - 1]
+    # only a simple statement surely ran its read (not one under an `if`)
+    if not (isinstance(prev, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)) and _has_host_read(prev)):
+        return False
+    # and this statement must not queue real work of its own before reading
+    inner = list(ancestors)
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Call) and (
+            analysis.is_model_call(n, inner) or analysis.is_backward_call(n) or analysis.is_optimizer_step(n, inner)
+        ):
+            return False
+    return True
+
+
+def _derived_from_host_read(name: str, ancestors) -> bool:
+    """`loss_to_log = running_loss.item() / n` earlier in the same block (or
+    computed from names that were): the value comes from a host read this step,
+    so formatting it waits only for that arithmetic."""
+    stmt, block = _statement_and_block(list(ancestors))
+    if block is None:
+        return False
+    k = next(i for i, b in enumerate(block) if b is stmt)
+    return _derived_before(name, block, k, depth=0)
+
+
+def _derived_before(name: str, block, k: int, depth: int) -> bool:
+    if depth > 4:
+        return False
+    for i in range(k - 1, -1, -1):
+        b = block[i]
+        if isinstance(b, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in b.targets):
+            if _has_host_read(b.value):
+                return True
+            names = {n.id for n in ast.walk(b.value) if isinstance(n, ast.Name)}
+            return any(_derived_before(n, block, i, depth + 1) for n in names if n != name)
+    return False
+
+
+def _iterates_data(analysis, loop) -> bool:
+    """`for batch in batches:` / `for i, b in enumerate(tqdm(dataset)):`: a loop
+    over stored data, not over `range(...)` (decoding steps) or a tensor."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    base = analysis.loader_of_loop(loop)
+    while isinstance(base, ast.Call) and (last_name(base.func) or "") == "zip" and base.args:
+        base = base.args[0]
+    if not isinstance(base, (ast.Name, ast.Attribute, ast.Subscript)):
+        return False
+    return analysis.kind(base, analysis.ancestors(loop)) != TENSOR
+
+
 class HostSyncInLoop(Rule):
     """
     ## What it does
-    Flags code that copies a CUDA tensor's value to the host on every iteration
-    of a hot loop (the innermost loop that runs a model forward, `backward()`,
-    an optimizer step or iterates a DataLoader):
+    Flags code that copies a CUDA tensor's value to the host on every step of a
+    training loop: the hot loop (the innermost loop that runs a model forward,
+    `backward()`, an optimizer step or iterates a DataLoader) when it calls
+    `backward()` (also `accelerator.backward`, `manual_backward`) or an
+    optimizer step. Evaluation and inference loops are covered by GPU104
+    (host-sync-in-eval-loop), which is off by default:
 
     - `.item()`, `.cpu()`, `.numpy()` on a value not known to be a numpy array,
       a Python number or a model; `.tolist()` on a tensor;
@@ -148,6 +248,19 @@ class HostSyncInLoop(Rule):
       `.numpy()`, which hardly exist on anything but tensors;
     - files that never mention CUDA, a device, `.to(...)` or a library that
       places tensors (accelerate, Lightning): they compute on the CPU.
+    - test files (`test_*.py`, `*_test.py`, `conftest.py`, files under
+      `tests/`): their loops check results, they are not hot paths;
+    - a read right after another: when the statement before already read a
+      tensor on the host (`a = x.item()` then `b = y.item()`), or the value was
+      computed from such a read (`shown = loss.item() / n`, then
+      `f"{shown}"`), the loop has just waited for the GPU and this read only
+      waits for a kernel or two queued since;
+    - loops that run no backward and no optimizer step: evaluation and
+      inference loops (see GPU104), token-by-token decoding, iterative
+      refinement, a model's own loop over experts. There a per-step read often
+      *is* the point (collecting predictions, a stop token, a streamer), and
+      the labelled study in docs/accuracy.md found most such findings could
+      not be avoided.
 
     ## Why is this bad?
     CUDA runs asynchronously: the CPU queues kernels and races ahead while the
@@ -214,6 +327,21 @@ class HostSyncInLoop(Rule):
         ),
     )
 
+    # ----------------------------------------------------------- which loops
+    def _hot(self, analysis, node, ancestors):
+        """The hot loop around `node` if it is one this rule covers."""
+        loop = analysis.hot_loop(node, ancestors)
+        if loop is None or not self.covers_loop(analysis, loop):
+            return None
+        if _follows_host_read(node, ancestors, analysis):
+            return None
+        return loop
+
+    @staticmethod
+    def covers_loop(analysis, loop) -> bool:
+        """Training step loops: the loop calls `.backward()` or an optimizer step."""
+        return analysis.is_training_step_loop(loop)
+
     # ---------------------------------------------------------------- calls
     def visit_Call(self, node: ast.Call, ctx) -> None:
         func = node.func
@@ -237,7 +365,7 @@ class HostSyncInLoop(Rule):
                 return
         else:
             return
-        if ctx.analysis.hot_loop(node, ctx.ancestors) is not None:
+        if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
             self.report(ctx, node, expr=_call_snippet(ctx, node))
 
     def _host_method(self, node: ast.Call, ctx) -> None:
@@ -259,7 +387,7 @@ class HostSyncInLoop(Rule):
             return
         if ctx.analysis.is_host_tensor(recv, ctx.ancestors):
             return
-        if ctx.analysis.hot_loop(node, ctx.ancestors) is None:
+        if self._hot(ctx.analysis, node, ctx.ancestors) is None:
             return
         self.report(ctx, node, expr=_call_snippet(ctx, node))
 
@@ -280,7 +408,7 @@ class HostSyncInLoop(Rule):
         if not values or not _candidate(ctx, ctx.ancestors):
             return
         tensors = [v for v in values if self._is_device_tensor(v, ctx)]
-        if not tensors or ctx.analysis.hot_loop(node, ctx.ancestors) is None:
+        if not tensors or self._hot(ctx.analysis, node, ctx.ancestors) is None:
             return
         names = ", ".join(f"`{_snippet(ctx.node_text(t))}`" for t in tensors[:2])
         self.report(
@@ -302,7 +430,7 @@ class HostSyncInLoop(Rule):
             return
         analysis = ctx.analysis
         if not any(
-            self._is_device_tensor(t, ctx) and analysis.hot_loop(t, analysis.ancestors(t)) is not None
+            self._is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.ancestors(t)) is not None
             for t in _truth_operands(test)
         ):
             return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
@@ -327,5 +455,7 @@ class HostSyncInLoop(Rule):
     def _is_device_tensor(expr: ast.AST, ctx) -> bool:
         """Known to be a tensor, and not known to be in host memory."""
         if ctx.analysis.kind_at(expr, ctx.ancestors) != TENSOR:
+            return False
+        if isinstance(expr, ast.Name) and _derived_from_host_read(expr.id, ctx.ancestors):
             return False
         return not ctx.analysis.is_host_tensor(expr, ctx.ancestors)
