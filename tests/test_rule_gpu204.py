@@ -231,3 +231,27 @@ def test_data_transform_modules_are_skipped_but_transformers_are_not():
         """
     )
     assert [f.row for f in findings(code)] == [14]
+
+
+def test_host_only_branches_are_skipped():
+    def body(lines):
+        return (
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+            + "".join("        " + ln + "\n" for ln in lines)
+        )
+
+    cpu_else = body(["if x.is_cuda:", "    m = torch.rand(4, device=x.device)", "else:", "    m = torch.rand(4)", "return x * m"])
+    assert lint(cpu_else, codes=["GPU204"]) == []
+    not_cuda = body(["if not x.is_cuda:", "    m = torch.ones(4)", "    return x * m", "return x"])
+    assert lint(not_cuda, codes=["GPU204"]) == []
+    flag = body(["on_gpu = x.is_cuda", "if on_gpu:", "    return x", "else:", "    return x * torch.ones(4)"])
+    assert [f.code for f in lint(flag, codes=["GPU204"])] == ["GPU204"]  # an unrelated name: still checked
+    named = body(["is_cuda_tensor = x.is_cuda", "if is_cuda_tensor:", "    return x", "else:", "    return x * torch.ones(4)"])
+    assert lint(named, codes=["GPU204"]) == []
+    tracing = body(["if self.onnx_trace:", "    s = torch.tensor([-1, 4])", "    return x.reshape(s)", "return x"])
+    assert lint(tracing, codes=["GPU204"]) == []
+    # the CUDA branch and the non-export path are still checked
+    cuda_body = body(["if x.is_cuda:", "    m = torch.ones(4)", "    return x * m", "return x"])
+    assert [f.code for f in lint(cuda_body, codes=["GPU204"])] == ["GPU204"]
+    after = body(["if self.onnx_trace:", "    return x", "m = torch.ones(4)", "return x * m"])
+    assert [f.code for f in lint(after, codes=["GPU204"])] == ["GPU204"]

@@ -12,35 +12,55 @@ from gpulint.analysis.placement import (
     factory_name,
     values_depend_on_device,
 )
+from gpulint.analysis.repetition import runs_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import SAFE, UNSAFE, Edit, Example, Rule
 
 # factories whose values are the same in every dtype: `.to(dev, dtype)` can
 # become `device=dev, dtype=dtype` on them
 _EXACT_IN_ANY_DTYPE = frozenset(("zeros", "ones", "empty", "eye"))
+# factories of host data: `device=` still builds them on the CPU and copies
+# them synchronously (PyTorch's `tensor(data, device=...)` does exactly
+# that), so moving the target into them saves nothing
+_HOST_DATA_FACTORIES = frozenset(("tensor", "as_tensor"))
 
 
 class CpuTensorThenMoved(Rule):
     """
     ## What it does
     Flags a tensor factory (`torch.zeros`, `ones`, `empty`, `full`, `arange`,
-    `linspace`, `eye`, `rand`, `randn`, `randint`, `randperm`, `tensor`,
-    `as_tensor`, ...) built on the CPU (no `device=`, or `device="cpu"`) and
+    `linspace`, `eye`, `rand`, `randn`, `randint`, `randperm`, ...) built on
+    the CPU (no `device=`, or `device="cpu"`) and
     moved at once with `.cuda()` or `.to(<device>)`, as in
-    `torch.zeros(n).cuda()`.
+    `torch.zeros(n).cuda()`, in code that runs repeatedly: in the body of a
+    `for`/`while` loop or a comprehension, in a `forward`/`backward`, in a
+    function whose name says it runs per step (it contains `forward`,
+    `backward`, `step`, `batch`, `collate`, `mask`, `generate`, `sample`,
+    `loss` or `decode`), or in a function called from such a place in the
+    same file (one level, not into `main`/`run`).
+
+    Code that runs once is not flagged: module level outside a loop,
+    `__init__`, `_init_weights`, `reset_parameters`, `init*`, `setup*`,
+    `export*`, `fuse*`, `load_model*`-style loaders, `*dummy*` functions (even
+    with a loop inside), and values cached under `if not hasattr(...)`,
+    `if len(state) == 0` or `if self.x is None`. There a one-off CPU build
+    and copy costs microseconds, once; the advice would be noise.
 
     `.to(dtype)`, `.to("cpu")`, `.to(other_tensor)` and factories that are not
     followed directly by the move are not flagged; `*_like` and `new_*`
-    already build on their input's device.
+    already build on their input's device. `torch.tensor(data)` and
+    `torch.as_tensor(data)` are not flagged either: their data lives on the
+    host, and with `device=` PyTorch still builds the tensor on the CPU and
+    copies it over (as `torch.from_numpy(a).cuda()` does), so `device=`
+    would save nothing. Test files are skipped.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied to the GPU
     through a synchronous host-to-device transfer, and the CPU copy is thrown
-    away. Passing `device=` builds it on the GPU directly: one kernel (or an
-    allocation), no copy, no host synchronisation. For `torch.tensor(...)` /
-    `as_tensor(...)` of host data the bytes still have to cross once, but the
-    throw-away CPU tensor and the extra dispatch go, and the line says where
-    the tensor lives.
+    away. Paid on every step, that is a copy and a host synchronisation per
+    step that stalls the CPU while it should be queueing kernels. Passing
+    `device=` builds it on the GPU directly: one kernel (or an allocation),
+    no copy, no host synchronisation.
 
     ## Fix safety
     The fix moves the target into the factory: `.cuda()` becomes
@@ -75,14 +95,20 @@ class CpuTensorThenMoved(Rule):
             bad="""
             import torch
 
-            class_weights = torch.ones(num_classes).cuda()
-            positions = torch.arange(seq_len).to(device)
+            class PositionalEncoding(torch.nn.Module):
+                def forward(self, x):
+                    positions = torch.arange(x.size(1)).to(x.device)
+                    scale = torch.ones(x.size(-1)).cuda()
+                    return x * scale + self.table[positions]
             """,
             good="""
             import torch
 
-            class_weights = torch.ones(num_classes, device="cuda")
-            positions = torch.arange(seq_len, device=device)
+            class PositionalEncoding(torch.nn.Module):
+                def forward(self, x):
+                    positions = torch.arange(x.size(1), device=x.device)
+                    scale = torch.ones(x.size(-1), device="cuda")
+                    return x * scale + self.table[positions]
             """,
         ),
         Example(
@@ -90,12 +116,14 @@ class CpuTensorThenMoved(Rule):
             bad="""
             import torch
 
-            noise = torch.randn(batch_size, latent_dim).to(device)
+            for real in loader:
+                noise = torch.randn(batch_size, latent_dim).to(device)
             """,
             good="""
             import torch
 
-            noise = torch.randn(batch_size, latent_dim, device=device)
+            for real in loader:
+                noise = torch.randn(batch_size, latent_dim, device=device)
             """,
         ),
     )
@@ -107,7 +135,7 @@ class CpuTensorThenMoved(Rule):
         inner = func.value
         fa = ctx.analysis
         name = factory_name(fa, inner)
-        if name is None:
+        if name is None or name in _HOST_DATA_FACTORIES or fa.is_test_file():
             return
         assert isinstance(inner, ast.Call)
         if find_keyword(inner, "out") is not None or any(kw.arg is None for kw in inner.keywords):
@@ -120,6 +148,8 @@ class CpuTensorThenMoved(Rule):
         target = self._target(node, fa)
         if target is None:
             return
+        if not runs_repeatedly(fa, node, ctx.ancestors):
+            return  # built once: a one-off copy costs microseconds
         fix = self._fix(ctx, node, inner, name, built_on)
         self.report(ctx, node, fix=fix, factory=name)
 

@@ -4,6 +4,7 @@ import ast
 
 from gpulint.analysis.core import LOOPS, SCOPES
 from gpulint.edits import remove_statement
+from gpulint.analysis.repetition import is_one_shot_test
 from gpulint.rule import UNSAFE, Example, Rule
 
 
@@ -28,6 +29,33 @@ def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
     return None
 
 
+# reading these is measuring memory: emptying the cache between measurements
+# is what makes each reading the measured code's own
+_MEMORY_STATS = frozenset(
+    "memory_reserved memory_allocated max_memory_allocated max_memory_reserved memory_stats "
+    "memory_summary reset_peak_memory_stats reset_max_memory_allocated mem_get_info".split()
+)
+def _measures_memory(loop: ast.AST, ctx) -> bool:
+    """The loop reads the allocator's statistics (`torch.cuda.memory_reserved()`, ...)."""
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Call):
+            q = ctx.qualname(n.func) or ""
+            parts = q.split(".")
+            if len(parts) >= 3 and parts[0] == "torch" and parts[-1] in _MEMORY_STATS:
+                return True
+    return False
+
+
+def _under_one_shot_guard(node: ast.AST, ancestors, loop: ast.AST) -> bool:
+    chain = list(ancestors) + [node]
+    start = next(i for i, a in enumerate(chain) if a is loop)
+    for i in range(start + 1, len(chain) - 1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, ast.If) and any(child is s for s in anc.body) and is_one_shot_test(anc.test):
+            return True
+    return False
+
+
 class EmptyCacheInLoop(Rule):
     """
     ## What it does
@@ -38,7 +66,13 @@ class EmptyCacheInLoop(Rule):
     releasing the cache after an out-of-memory error before retrying with a
     smaller batch is what the function is for. Neither is one in the loop's
     `else` (it runs once, after the loop) or in a function defined in the
-    loop, nor `empty_cache()` of other objects or other devices.
+    loop, nor `empty_cache()` of other objects or other devices. Neither is a
+    call that runs on one iteration only (`if step == 0:`, `if
+    num_updates == 0:`: a counter compared for equality with a number), nor
+    one in a loop that reads the allocator's statistics
+    (`torch.cuda.memory_reserved()`, `max_memory_allocated()`, ...): that is
+    memory profiling, where emptying the cache between measurements is what
+    makes each reading the measured code's own.
 
     ## Why is this bad?
     PyTorch's caching allocator keeps freed GPU memory reserved so that the
@@ -103,7 +137,10 @@ class EmptyCacheInLoop(Rule):
         name = ctx.qualname(node.func)
         if name not in _EMPTY_CACHE:
             return
-        if _enclosing_loop(node, ctx.ancestors) is None:
+        loop = _enclosing_loop(node, ctx.ancestors)
+        if loop is None:
+            return
+        if _under_one_shot_guard(node, ctx.ancestors, loop) or _measures_memory(loop, ctx):
             return
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional
+from typing import Optional, Set
 
 from gpulint.analysis.names import last_name
 from gpulint.analysis.placement import (
@@ -29,6 +29,13 @@ def _zero_dim_size(args) -> bool:
     return bool(args) and isinstance(args[0], (ast.Tuple, ast.List)) and not args[0].elts
 
 
+def _no_elements(args) -> bool:
+    """`torch.empty(0)`, `torch.empty([0])`, `torch.zeros(0, d)`: a size with a
+    literal 0 dimension, a placeholder with nothing to copy."""
+    dims = args[0].elts if args and isinstance(args[0], (ast.Tuple, ast.List)) else args
+    return any(isinstance(d, ast.Constant) and d.value == 0 and type(d.value) is int for d in dims)
+
+
 class FactoryWithoutDeviceInForward(Rule):
     """
     ## What it does
@@ -41,7 +48,8 @@ class FactoryWithoutDeviceInForward(Rule):
     - `*_like` and `x.new_*`, which use their input's device;
     - code in `__init__` or other methods, and nested functions;
     - `torch.tensor(3.0)`-style scalars and other 0-dim tensors, which
-      PyTorch combines with CUDA tensors without a copy (`torch.tensor` and
+      PyTorch combines with CUDA tensors without a copy, and placeholders
+      with a literal 0 dimension (`torch.empty([0])`), which hold no data (`torch.tensor` and
       `as_tensor` are only flagged for a list/tuple literal or a
       comprehension);
     - a factory chained into `.to()`/`.cuda()` (GPU203's case) or into
@@ -51,6 +59,8 @@ class FactoryWithoutDeviceInForward(Rule):
     - any factory in a `forward` that moves data to the host itself
       (`.cpu()`, `.numpy()`, SciPy), as matchers and post-processing modules
       do on purpose;
+    - the CPU branch of `if x.is_cuda:` / `torch.cuda.is_available()`, and
+      branches that only run while exporting or tracing (`if self.onnx_trace:`);
     - data transforms written as modules (a class named like `*Transform*`
       but not `*Transformer*`, `*Augment*`, `Random*`, or used in a
       `transforms.Compose`), which run on CPU samples in DataLoader workers.
@@ -134,7 +144,11 @@ class FactoryWithoutDeviceInForward(Rule):
             data = node.args[0] if node.args else None
             if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
                 return
-        elif name in ("zeros", "ones", "empty", "full", "rand", "randn") and _zero_dim_size(node.args):
+        elif name in ("zeros", "ones", "empty", "full", "rand", "randn") and (
+            _zero_dim_size(node.args) or _no_elements(node.args[:1] if name == "full" else node.args)
+        ):
+            return
+        if _in_host_only_branch(ctx.ancestors, node):
             return
         if self._needed_on_host(ctx, node, forward):
             return
@@ -353,6 +367,44 @@ def _all_args(fn: ast.FunctionDef):
     if a.kwarg:
         out.append(a.kwarg)
     return out
+
+
+# names in an `if` test that mark a branch run only while exporting/tracing
+_EXPORT_FLAGS = frozenset(("onnx_trace", "is_in_onnx_export", "is_tracing", "is_scripting"))
+
+
+def _names_in(test: ast.AST) -> Set[str]:
+    out = set()
+    for n in ast.walk(test):
+        if isinstance(n, ast.Attribute):
+            out.add(n.attr)
+        elif isinstance(n, ast.Name):
+            out.add(n.id)
+    return out
+
+
+def _in_host_only_branch(ancestors, node: ast.AST) -> bool:
+    """The factory sits in the CPU branch of an `if x.is_cuda:` (or
+    `torch.cuda.is_available()`) test: its `else`, or the body of
+    `if not x.is_cuda:`; or in a branch that only runs
+    while exporting or tracing (`if self.onnx_trace:`), where building on the
+    CPU is what the code means."""
+    chain = list(ancestors) + [node]
+    for i, anc in enumerate(chain[:-1]):
+        if not isinstance(anc, ast.If):
+            continue
+        child = chain[i + 1]
+        in_body = child in anc.body
+        in_else = child in anc.orelse
+        test = anc.test
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        names = _names_in(test.operand if negated else test)
+        on_cuda = any("is_cuda" in n for n in names) or {"cuda", "is_available"} <= names
+        if on_cuda and ((in_else and not negated) or (in_body and negated)):
+            return True
+        if names & _EXPORT_FLAGS and in_body and not negated:
+            return True
+    return False
 
 
 def _rebound(fn: ast.FunctionDef, name: str) -> bool:

@@ -1,0 +1,209 @@
+"""Does a piece of code run repeatedly (per step, batch or call of a model),
+or once (construction, set-up, export)?
+
+Read from the file alone, without following imports:
+
+* **Once-only functions**: a node inside a function (or a function nested in
+  one) named `__init__`, `__post_init__`, `_init_weights`,
+  `reset_parameters`, `init*` / `_init*`, `setup*` / `_setup*`, `export*`,
+  `fuse*`, `load_model*` / `load_weights*` / `load_state_dict*` /
+  `load_checkpoint*` / `load_pretrained*` or `*dummy*` never runs repeatedly.
+* **Once-only guards**: a lazily cached value, built under
+  `if not hasattr(...)`, `if len(...) == 0` (optimizer state) or
+  `if self.<attr> is None`, is built once.
+* **Repeated**: otherwise, a node in the body of a `for` / `while` loop or of
+  a comprehension of the same function (not in the expression iterated),
+  a node in a function named like per-step code (`PER_STEP_WORDS`), or in a
+  function called (by `name(...)` or `self.name(...)`) from such a place in
+  the same file. One level of calls is followed, not more, and not into
+  `main` / `run` (script entry points: a loop around them goes over
+  command-line items, not steps).
+
+Module-level code outside a loop runs once.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import List, Optional, Sequence, Set
+
+from gpulint.analysis.core import FileAnalysis
+
+# substrings of a function name that say it runs per step / batch / call
+PER_STEP_WORDS = (
+    "forward",
+    "backward",
+    "step",
+    "batch",
+    "collate",
+    "mask",
+    "generate",
+    "sample",
+    "loss",
+    "decode",
+)
+_ONCE_RE = re.compile(
+    r"^(?:__init__|__post_init__|_init_weights|reset_parameters|_?init.*|_?setup.*|_?export.*|_?fuse.*|_?load_(?:model|weights|state_dict|checkpoint|pretrained).*)$"
+    r"|dummy",
+    re.IGNORECASE,
+)
+# entry points: being called from a loop does not make them per-step code
+_ENTRY_POINTS = frozenset(("main", "run"))
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def is_once_only_name(name: str) -> bool:
+    """A function name that says it runs once (construction, set-up, export)."""
+    return bool(_ONCE_RE.search(name))
+
+
+def is_per_step_name(name: str) -> bool:
+    """A function name that says it runs per step / batch / model call."""
+    low = name.lower()
+    return any(word in low for word in PER_STEP_WORDS)
+
+
+def _in_loop_body(loop: ast.AST, child: ast.AST) -> bool:
+    """`child` (a direct child of `loop`) is repeated by it (not the iterated expression)."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return child is not loop.iter
+    if isinstance(loop, _COMPS):
+        # the first generator's iterable is evaluated once
+        return child is not loop.generators[0]
+    return True
+
+
+_COUNTER_HINTS = ("step", "iter", "update", "idx", "count")
+
+
+
+
+def is_one_shot_test(test: ast.AST) -> bool:
+    """`if step == 0:` / `if iters == 1000:` / `if cuda and num_updates() == 0:`:
+    a counter compared for equality with a number, true on one iteration only
+    (a remainder, `step % n == 0`, is periodic and does not count)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(is_one_shot_test(v) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    left, right = test.left, test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    if not (isinstance(right, ast.Constant) and type(right.value) is int):
+        return False
+    if isinstance(left, ast.BinOp):
+        return False
+    target = left.func if isinstance(left, ast.Call) else left
+    text = ast.unparse(target).lower()
+    name = text.rsplit(".", 1)[-1]
+    return name in ("i", "it", "n") or any(h in name for h in _COUNTER_HINTS)
+
+
+def _is_once_guard(test: ast.AST) -> bool:
+    if is_one_shot_test(test):
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = test.operand
+        return isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "hasattr"
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if (
+            isinstance(op, ast.Eq)
+            and isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Name)
+            and left.func.id == "len"
+            and isinstance(right, ast.Constant)
+            and right.value == 0
+        ):
+            return True
+        if (
+            isinstance(op, ast.Is)
+            and isinstance(right, ast.Constant)
+            and right.value is None
+            and isinstance(left, ast.Attribute)
+            and isinstance(left.value, ast.Name)
+            and left.value.id == "self"
+        ):
+            return True
+    return False
+
+
+def _callee_name(call: ast.Call) -> Optional[str]:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
+        return f.attr
+    return None
+
+
+def _function_names(ancestors: Sequence[ast.AST]) -> List[str]:
+    return [a.name for a in ancestors if isinstance(a, _FUNCS)]
+
+
+def _directly_repeated(fa: FileAnalysis, node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """Repeated by its own function: a loop or a per-step name, without following callers."""
+    names = _function_names(ancestors)
+    if any(is_once_only_name(n) for n in names):
+        return False
+    func, in_loop = _guarded_context(node, ancestors)
+    if func is _ONCE:
+        return False
+    if in_loop:
+        return True
+    return func is not None and is_per_step_name(func.name)
+
+
+_ONCE = object()
+
+
+def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
+    child = node
+    in_loop = False
+    for anc in reversed(ancestors):
+        if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and _is_once_guard(anc.test):
+            return _ONCE, False
+        if isinstance(anc, _FUNCS):
+            return anc, in_loop
+        if isinstance(anc, (_LOOPS + _COMPS)) and _in_loop_body(anc, child):
+            in_loop = True
+        child = anc
+    return None, in_loop
+
+
+def _hot_callees(fa: FileAnalysis) -> Set[str]:
+    """Names of functions called from repeated code of this file."""
+    cache = fa.__dict__.setdefault("_repetition_cache", {})
+    if "hot_callees" in cache:
+        return cache["hot_callees"]
+    out: Set[str] = set()
+    for call in ast.walk(fa.tree):
+        if not isinstance(call, ast.Call):
+            continue
+        name = _callee_name(call)
+        if name is None or name in out:
+            continue
+        if _directly_repeated(fa, call, fa.ancestors(call)):
+            out.add(name)
+    cache["hot_callees"] = out
+    return out
+
+
+def runs_repeatedly(fa: FileAnalysis, node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """Whether `node` runs repeatedly (see the module docstring)."""
+    names = _function_names(ancestors)
+    if any(is_once_only_name(n) for n in names):
+        return False
+    func, in_loop = _guarded_context(node, ancestors)
+    if func is _ONCE:
+        return False
+    if in_loop:
+        return True
+    if func is None:
+        return False
+    if is_per_step_name(func.name):
+        return True
+    return func.name not in _ENTRY_POINTS and func.name in _hot_callees(fa)
