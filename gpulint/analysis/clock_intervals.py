@@ -188,7 +188,11 @@ def _call_kind(fa: "FileAnalysis", call: ast.Call, anc: Sequence[ast.AST], local
     if attr is not None:
         recv = func.value  # type: ignore[union-attr]
         recv_kind = fa.kind(recv, anc)
-        if attr in HOST_READ_METHODS and recv_kind not in (NUMPY, NUMBER):
+        if attr in HOST_READ_METHODS and (
+            recv_kind not in (NUMPY, NUMBER) or fa.kind_at(recv, anc) == TENSOR
+        ):
+            # `running_loss.item()` where `running_loss = 0` is re-bound later in
+            # the loop but holds a tensor here (after `running_loss += loss`)
             return SYNC
         if attr in ("to", "cuda") and recv_kind not in (NUMPY, NUMBER):
             where = _transfer(fa, call)

@@ -216,7 +216,7 @@ class _Planner:
             elif isinstance(node, ast.Name):
                 if isinstance(node.ctx, ast.Load):
                     self.refs.setdefault(node.id, []).append(node)
-                else:
+                elif not self._class_attribute(node):
                     self.rebound.add(node.id)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.rebound.add(node.name)
@@ -224,6 +224,18 @@ class _Planner:
                 self.rebound.add(node.arg)
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
                 self.rebound.update(node.names)
+
+    def _class_attribute(self, node: ast.Name) -> bool:
+        """A name stored in a class body (`amp = False` as a class attribute):
+        it does not shadow the module's name inside the class's methods."""
+        for anc in reversed(self.fa.ancestors(node)):
+            if isinstance(anc, ast.ClassDef):
+                return True
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or isinstance(
+                anc, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+            ):
+                return False
+        return False
 
     def _single_binding(self, name: str) -> Optional[ast.stmt]:
         stmts = self.bindings.get(name, [])

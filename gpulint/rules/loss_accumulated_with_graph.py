@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import List, Set
 
-from gpulint.analysis.core import SCOPES
+from gpulint.analysis.core import OPTIMIZER_NAME_RE, SCOPES
 from gpulint.analysis.gradflow import (
     grad_flow,
     mentions,
@@ -35,7 +35,11 @@ class LossAccumulatedWithGraph(Rule):
     unconditionally in every iteration (so nothing outlives an iteration);
     loops that never call `.backward()` (validation loops). A reset under a
     condition (`if step % 100 == 0: running_loss = 0`) still lets graphs pile
-    up between resets, so that is flagged.
+    up between resets, so that is flagged; the exception is the gradient
+    accumulation window: when a loss is backwarded on every iteration and
+    the accumulator is reset in the same `if` block that steps the
+    optimizer, it only links the already freed graphs of one optimizer
+    step's micro-batches, which costs nothing worth reporting.
 
     ## Why is this bad?
     A tensor that requires grad holds a reference to the graph that produced
@@ -171,6 +175,8 @@ class LossAccumulatedWithGraph(Rule):
             return
         if self._reset_each_iteration(loop, acc, stmt):
             return
+        if _reset_at_optimizer_step(fa, loop, acc, stmt):
+            return
         scope = fa.enclosing_scope(ancestors)
         if _differentiated_later(fa, scope if scope is not None else ctx.tree, acc):
             return
@@ -223,6 +229,56 @@ class LossAccumulatedWithGraph(Rule):
                     if isinstance(t, ast.Subscript) and _key(t.value) in keys:
                         return True  # `del buf[:]`
         return False
+
+
+def _reset_at_optimizer_step(fa, loop: ast.AST, acc: ast.AST, stmt: ast.stmt) -> bool:
+    """Gradient-accumulation logging: the loop backwards a loss on every
+    iteration (which frees the saved activations of that iteration's graph)
+    and the accumulator is reset in the same `if` block that steps the
+    optimizer. Then the accumulator only ever links the few already
+    backwarded micro-batch graphs of one optimizer step, which costs nothing
+    worth reporting."""
+    if not any(
+        isinstance(s, ast.Expr) and fa.is_backward_call(s.value) for s in unconditional_statements(loop.body)
+    ):
+        return False
+    acc_key = _key(acc)
+
+    def own(node: ast.AST):
+        stack = list(ast.iter_child_nodes(node))
+        while stack:
+            n = stack.pop()
+            if isinstance(n, SCOPES) or isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+                continue
+            yield n
+            stack.extend(ast.iter_child_nodes(n))
+
+    for branch in own(loop):
+        if not isinstance(branch, ast.If) or any(n is stmt for n in ast.walk(branch)):
+            continue
+        resets = any(
+            isinstance(s, ast.Assign)
+            and any(_key(t) == acc_key for t in s.targets)
+            and not any(_key(n) == acc_key for n in ast.walk(s.value) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)))
+            for s in unconditional_statements(branch.body)
+        )
+        if not resets:
+            continue
+        if any(_steps_optimizer(fa, n) for n in own(branch)):
+            return True
+    return False
+
+
+def _steps_optimizer(fa, node: ast.AST) -> bool:
+    """An optimizer step, also on a private attribute (`self._optimizer.step()`)."""
+    if not isinstance(node, ast.Call):
+        return False
+    if fa.is_optimizer_step(node, fa.ancestors(node)):
+        return True
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr == "step" and isinstance(f.value, ast.Attribute):
+        return bool(OPTIMIZER_NAME_RE.match(f.value.attr.lstrip("_")))
+    return False
 
 
 def _key(node: ast.AST) -> str:
