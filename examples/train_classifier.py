@@ -43,7 +43,6 @@ def main():
         model = nn.DataParallel(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     scaler = GradScaler()
-    class_weights = torch.ones(10).cuda()
 
     for epoch in range(args.epochs):
         model.train()
@@ -55,7 +54,7 @@ def main():
             optimizer.zero_grad(set_to_none=False)
             with autocast():
                 logits = model(images)
-                loss = F.cross_entropy(logits, labels, weight=class_weights)
+                loss = F.cross_entropy(logits, labels, weight=torch.ones(10).cuda())
                 scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
