@@ -27,6 +27,16 @@ def _validate_codes(option: str, codes: List[str]) -> None:
             raise click.UsageError(f"{option}: unknown rule code or prefix '{c}' (see `gpulint rules`)")
 
 
+def _parse_selection(select, ignore, extend_select) -> Tuple[List[str], List[str], List[str]]:
+    """The three selection options, split on commas and checked."""
+    out = []
+    for option, values in (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select)):
+        codes = _split_codes(values)
+        _validate_codes(option, codes)
+        out.append(codes)
+    return out[0], out[1], out[2]
+
+
 def _use_color(no_color: bool, stream) -> bool:
     if no_color or os.environ.get("NO_COLOR"):
         return False
@@ -79,10 +89,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     from gpulint.reporters import ReportContext, get_reporter
     from gpulint.runner import run
 
-    select_l, ignore_l, extend_l = _split_codes(select), _split_codes(ignore), _split_codes(extend_select)
-    _validate_codes("--select", select_l)
-    _validate_codes("--ignore", ignore_l)
-    _validate_codes("--extend-select", extend_l)
+    select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
     try:
         resolver = ConfigResolver(config_path)
         result = run(
@@ -153,10 +160,7 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     from gpulint.rule import SAFE, UNSAFE
     from gpulint.runner import run
 
-    select_l, ignore_l, extend_l = _split_codes(select), _split_codes(ignore), _split_codes(extend_select)
-    _validate_codes("--select", select_l)
-    _validate_codes("--ignore", ignore_l)
-    _validate_codes("--extend-select", extend_l)
+    select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
     try:
         resolver = ConfigResolver(config_path)
         result = run(

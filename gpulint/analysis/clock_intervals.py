@@ -51,14 +51,13 @@ from gpulint.analysis.core import (
 from gpulint.analysis.source_order import (
     COMPREHENSIONS,
     Pos,
-    callers_closure,
     contains,
     end_of,
     loops_around,
     scope_nodes,
     start_of,
 )
-from gpulint.analysis.grad_mode import callee_name
+from gpulint.analysis.source_order import callee_name, functions_reaching
 from gpulint.analysis.names import dotted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -298,27 +297,17 @@ def sync_functions(fa: "FileAnalysis") -> FrozenSet[str]:
     if found is not None:
         return found  # type: ignore[return-value]
     cache["sync_functions"] = frozenset()  # no recursion while computing
-    direct: Set[str] = set()
-    callees: Dict[str, Set[str]] = {}
-    for func in ast.walk(fa.tree):
-        if not isinstance(func, FUNCS):
-            continue
-        anc = [func]
-        for node in scope_nodes(func):
-            if isinstance(node, ast.Call):
-                q = fa.call_qualname(node) or ""
-                name = callee_name(node)
-                if _call_kind(fa, node, anc, local=False) == SYNC or _opaque_call_with_tensor(
-                    fa, node, q, name, anc
-                ):
-                    direct.add(func.name)
-                if name:
-                    callees.setdefault(func.name, set()).add(name)
-            elif (isinstance(node, ast.FormattedValue) and fa.is_tensor(node.value, anc) is True) or truth_value_syncs(
-                fa, node, anc
-            ):
-                direct.add(func.name)
-    found = callers_closure(direct, callees)
+
+    def syncs(node: ast.AST, anc: List[ast.AST]) -> bool:
+        if isinstance(node, ast.Call):
+            return _call_kind(fa, node, anc, local=False) == SYNC or _opaque_call_with_tensor(
+                fa, node, fa.call_qualname(node) or "", callee_name(node), anc
+            )
+        if isinstance(node, ast.FormattedValue):
+            return fa.is_tensor(node.value, anc) is True
+        return truth_value_syncs(fa, node, anc)
+
+    found = functions_reaching(fa.tree, syncs)
     cache["sync_functions"] = found
     return found
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set
 
 from gpulint.analysis.core import FUNCS, OPTIMIZER
 from gpulint.analysis.names import dotted, last_name
-from gpulint.analysis.source_order import callers_closure, end_of, scope_nodes, start_of
+from gpulint.analysis.source_order import callee_name, end_of, functions_reaching, scope_nodes, start_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.analysis.core import FileAnalysis
@@ -63,15 +63,6 @@ def _cache(fa: "FileAnalysis") -> Dict[object, object]:
         c = {}
         fa._grad_mode_cache = c  # type: ignore[attr-defined]
     return c
-
-
-def callee_name(call: ast.Call) -> Optional[str]:
-    """`f` for `f(...)`, `m` for `obj.m(...)`."""
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    if isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return None
 
 
 def _is_grad_on_ctx(fa: "FileAnalysis", expr: ast.AST) -> bool:
@@ -352,20 +343,9 @@ def gradient_functions(fa: "FileAnalysis") -> FrozenSet[str]:
     found = cache.get("gradient_functions")
     if found is not None:
         return found  # type: ignore[return-value]
-    direct: Set[str] = set()
-    callees: Dict[str, Set[str]] = {}
-    for func in ast.walk(fa.tree):
-        if not isinstance(func, FUNCS):
-            continue
-        anc = [func]
-        for node in scope_nodes(func):
-            if isinstance(node, ast.Call):
-                if is_gradient_call(fa, node, anc):
-                    direct.add(func.name)
-                name = callee_name(node)
-                if name is not None:
-                    callees.setdefault(func.name, set()).add(name)
-    found = callers_closure(direct, callees)
+    found = functions_reaching(
+        fa.tree, lambda node, anc: isinstance(node, ast.Call) and is_gradient_call(fa, node, anc)
+    )
     cache["gradient_functions"] = found
     return found
 

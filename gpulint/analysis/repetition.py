@@ -194,16 +194,11 @@ def _hot_callees(fa: FileAnalysis) -> Set[str]:
 
 def runs_repeatedly(fa: FileAnalysis, node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """Whether `node` runs repeatedly (see the module docstring)."""
-    names = _function_names(ancestors)
-    if any(is_once_only_name(n) for n in names):
+    if _directly_repeated(fa, node, ancestors):
+        return True
+    if any(is_once_only_name(n) for n in _function_names(ancestors)):
         return False
     func, in_loop = _guarded_context(node, ancestors)
-    if func is _ONCE:
+    if func is _ONCE or func is None:
         return False
-    if in_loop:
-        return True
-    if func is None:
-        return False
-    if is_per_step_name(func.name):
-        return True
     return func.name not in _ENTRY_POINTS and func.name in _hot_callees(fa)

@@ -8,7 +8,7 @@ start of another tells which runs first in straight-line code.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterator, List, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from gpulint.analysis.core import FUNCS, LOOPS, SCOPES
 
@@ -60,6 +60,35 @@ def nodes_in_order(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
         if isinstance(node, SCOPES):
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def callee_name(call: ast.Call) -> Optional[str]:
+    """`f` for `f(...)`, `m` for `obj.m(...)`."""
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+def functions_reaching(tree: ast.AST, is_direct: Callable[[ast.AST, List[ast.AST]], bool]) -> FrozenSet[str]:
+    """Names of the functions of `tree` whose own code has a node for which
+    `is_direct(node, [function])` holds, plus every function that calls one of
+    them (by name, or as a method by attribute name), transitively."""
+    direct: Set[str] = set()
+    callees: Dict[str, Set[str]] = {}
+    for func in ast.walk(tree):
+        if not isinstance(func, FUNCS):
+            continue
+        anc: List[ast.AST] = [func]
+        for node in scope_nodes(func):
+            if func.name not in direct and is_direct(node, anc):
+                direct.add(func.name)
+            if isinstance(node, ast.Call):
+                name = callee_name(node)
+                if name is not None:
+                    callees.setdefault(func.name, set()).add(name)
+    return callers_closure(direct, callees)
 
 
 def callers_closure(direct: Set[str], callees: Dict[str, Set[str]]) -> FrozenSet[str]:
