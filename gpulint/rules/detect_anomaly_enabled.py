@@ -25,7 +25,7 @@ DEBUG_WORD_RE = re.compile(r"debug|anomal", re.I)
 
 NO_NAN_MESSAGE = (
     "`{call}` turns on autograd anomaly mode: every autograd node records a Python stack trace "
-    "(even with `check_nan=False`), slowing each training step a lot; enable it only while debugging"
+    "(even with `check_nan=False`) on every step; enable it only while debugging"
 )
 
 
@@ -103,9 +103,11 @@ class DetectAnomalyEnabled(Rule):
     by autograd captures the Python stack trace of the forward code that
     created it, and (with `check_nan=True`, the default) every output of every
     backward function is checked for NaN, which is an extra kernel plus a
-    device-to-host synchronization per autograd node. Training typically runs
-    several times slower. Left on in a training script, it silently costs that
-    on every step of every run.
+    device-to-host synchronization per autograd node. How much slower a step
+    gets depends on the model (more autograd nodes, more cost); the harness
+    (`gpulint bench`) is where gpulint measures such costs, not this page.
+    Left on in a training script, it silently costs that on every step of
+    every run.
 
     ## Fix safety
     No automatic fix: whether the check is still wanted is the author's call.
@@ -123,7 +125,7 @@ class DetectAnomalyEnabled(Rule):
     name = "detect-anomaly-enabled"
     message = (
         "`{call}` turns on autograd anomaly mode: every autograd node records a Python stack trace and every "
-        "backward output is checked for NaN, slowing each training step several times; enable it only while debugging"
+        "backward output is checked for NaN (a sync per node) on every step; enable it only while debugging"
     )
     fix_safety = NONE
     needles = ("anomaly",)
