@@ -91,3 +91,20 @@ def run_subprocess(args: Iterable[str], cwd: Path, env: Optional[Dict[str, str]]
         [sys.executable, "-m", "gpulint", *[str(a) for a in args]],
         cwd=cwd, env=e, capture_output=True, text=True, timeout=120, **kw
     )
+
+
+def _syntax_error_of(source: str) -> str:
+    """What gpulint says of `source`'s syntax error on this Python (the parser's
+    wording and column changed between 3.9 and 3.10)."""
+    from gpulint.engine import LintError, parse
+
+    try:
+        parse(source, "x.py")
+    except LintError as exc:
+        return str(exc)
+    raise AssertionError("source parsed")
+
+
+# "x = (\n": the unclosed parenthesis the CLI tests use
+UNCLOSED = "x = (\n"
+UNCLOSED_ERROR = _syntax_error_of(UNCLOSED)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cli_helpers import CLEAN, DP, TWO, ZG, codes, findings, invoke, run_subprocess, write
+from cli_helpers import CLEAN, DP, TWO, UNCLOSED_ERROR, ZG, codes, findings, invoke, run_subprocess, write
 from gpulint import engine
 from gpulint.rule import all_rules
 
@@ -91,7 +91,7 @@ def test_unparseable_file_without_any_rule_needle_is_still_reported(tmp_path):
     write(tmp_path, "good.py", CLEAN)
     res = invoke(["check"], tmp_path)
     assert res.exit_code == 1  # something was linted, something failed
-    assert res.stderr.splitlines() == ["error: bad.py: syntax error at 1:5: '(' was never closed"]
+    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]
     assert "All checks passed!" not in res.stdout
 
 
@@ -116,7 +116,7 @@ def test_only_unlintable_files_exit_2(tmp_path):
     write(tmp_path, "bad.py", "x = (\n")
     res = invoke(["check"], tmp_path)
     assert res.exit_code == 2
-    assert res.stderr.splitlines() == ["error: bad.py: syntax error at 1:5: '(' was never closed"]
+    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]
 
 
 def test_missing_path(tmp_path):
@@ -373,7 +373,7 @@ def test_json_when_clean_and_when_a_file_fails(tmp_path):
     res = invoke(["check", "--output-format", "json"], tmp_path)
     assert res.exit_code == 1
     assert json.loads(res.stdout) == []  # stdout stays valid JSON
-    assert res.stderr.splitlines() == ["error: bad.py: syntax error at 1:5: '(' was never closed"]
+    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]
 
 
 def test_github_annotations(tmp_path):
@@ -383,7 +383,7 @@ def test_github_annotations(tmp_path):
     assert res.exit_code == 1
     lines = res.stdout.splitlines()
     assert f"::error title=gpulint (GPU001),file=a.py,line=4,col=9,endLine=4,endColumn=41::a.py:4:9: GPU001 {DP_MSG}" in lines
-    assert "::error title=gpulint,file=bad.py::bad.py: syntax error at 1:5: '(' was never closed" in lines
+    assert f"::error title=gpulint,file=bad.py::bad.py: {UNCLOSED_ERROR}" in lines
 
 
 def test_concise(tmp_path):

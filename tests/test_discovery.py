@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from cli_helpers import CLEAN, DP, TWO, findings, invoke, write
+from cli_helpers import CLEAN, DP, TWO, UNCLOSED_ERROR, findings, invoke, write
 from gpulint import runner
 from gpulint.config import ConfigResolver
 from gpulint.discovery import discover
@@ -202,5 +202,5 @@ def test_parallel_workers_give_the_same_result(tmp_path):
     parallel = invoke(["check", TWO, "-j", "4"], tmp_path)
     assert serial.exit_code == parallel.exit_code == 1
     assert serial.stdout == parallel.stdout
-    assert serial.stderr == parallel.stderr == "error: zz_bad.py: syntax error at 1:5: '(' was never closed\n"
+    assert serial.stderr == parallel.stderr == f"error: zz_bad.py: {UNCLOSED_ERROR}\n"
     assert len(findings(serial.stdout)) == 10

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 import jsonschema
 import pytest
 
-from cli_helpers import CLEAN, DP, TWO, ZG, invoke, write
+from cli_helpers import CLEAN, DP, TWO, UNCLOSED_ERROR, ZG, invoke, write
 from gpulint import __version__
 from gpulint.reporters import ReportContext, get_reporter
 from gpulint.reporters import sarif
@@ -70,7 +70,7 @@ def test_sarif_from_the_cli_is_valid_and_complete(tmp_path, validator):
     write(tmp_path, "bad.py", "x = (\n")
     res = invoke(["check", TWO, "--output-format", "sarif"], tmp_path)
     assert res.exit_code == 1
-    assert res.stderr.splitlines() == ["error: bad.py: syntax error at 1:5: '(' was never closed"]
+    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]
     doc = json.loads(res.stdout)
     assert_valid(validator, doc)
     assert doc["version"] == "2.1.0"
@@ -127,7 +127,7 @@ def test_sarif_from_the_cli_is_valid_and_complete(tmp_path, validator):
     assert invocation["executionSuccessful"] is False
     [note] = invocation["toolExecutionNotifications"]
     assert note["level"] == "error"
-    assert note["message"]["text"] == "bad.py: syntax error at 1:5: '(' was never closed"
+    assert note["message"]["text"] == f"bad.py: {UNCLOSED_ERROR}"
     assert note["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "bad.py", "uriBaseId": "%SRCROOT%"}
 
 
