@@ -224,3 +224,116 @@ def test_non_torch_dataloader_is_not_flagged():
         x.cuda()
     """
     assert rows(code) == []
+
+
+# ------------------------------------------- loaders built by a setup method
+RECIPE = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from torchtune import utils
+
+
+class Recipe:
+    def setup(self, cfg):
+        self._device = torch.device("cuda")
+        self._sampler, self._dataloader = self._setup_data(cfg)
+
+    def _setup_data(self, cfg):
+        sampler = DistributedSampler(cfg.ds)
+        dataloader = DataLoader(cfg.ds, batch_size=4, sampler=sampler)
+        return sampler, dataloader
+
+    def train(self):
+        for idx, batch in enumerate(self._dataloader):
+            utils.batch_to_device(batch, self._device)
+"""
+
+
+def test_loader_returned_in_a_tuple_and_moved_by_a_helper():
+    assert rows(RECIPE) == [13]
+
+
+def test_tuple_positions_must_match():
+    # the attribute iterated is bound to the sampler, not to the loader
+    code = RECIPE.replace("return sampler, dataloader", "return dataloader, sampler")
+    assert rows(code) == []
+
+
+def test_helper_to_cpu_or_dtype_is_not_a_gpu_move():
+    assert rows(RECIPE.replace("batch_to_device(batch, self._device)", 'batch_to_device(batch, "cpu")')) == []
+    assert rows(RECIPE.replace("batch_to_device(batch, self._device)", "to_device(batch, torch.float16)")) == []
+
+
+def test_helper_names_that_move_a_batch():
+    for helper in ("move_to_device", "to_device", "send_to_device"):
+        assert rows(RECIPE.replace("utils.batch_to_device", helper)) == [13], helper
+    # a helper whose name does not say it moves the batch
+    assert rows(RECIPE.replace("utils.batch_to_device", "utils.log_batch")) == []
+
+
+def test_method_that_does_not_always_return_a_loader():
+    code = RECIPE.replace(
+        "        return sampler, dataloader",
+        "        if cfg.cached:\n            return sampler, cfg.batches\n        return sampler, dataloader",
+    )
+    assert rows(code) == []
+
+
+def test_generator_method_is_not_a_loader_factory():
+    code = RECIPE.replace("return sampler, dataloader", "yield sampler, dataloader")
+    assert rows(code) == []
+
+
+STATEFUL = """
+import torch
+from torchdata.stateful_dataloader import StatefulDataLoader
+
+
+class Recipe:
+    def setup(self, cfg):
+        self._device = torch.device("cuda")
+        self._dataloader = self._setup_data(cfg)
+
+    def _setup_data(self, cfg):
+        loader = StatefulDataLoader(cfg.ds, batch_size=4, shuffle=True)
+        return loader
+
+    def train(self, model):
+        for batch in self._dataloader:
+            tokens = batch["tokens"].to(self._device)
+            model(tokens)
+"""
+
+
+def test_stateful_dataloader_returned_by_a_method():
+    assert rows(STATEFUL) == [11]
+
+
+def test_stateful_dataloader_fix():
+    assert "StatefulDataLoader(cfg.ds, batch_size=4, shuffle=True, num_workers=4, persistent_workers=True)" in fixed(
+        STATEFUL
+    )
+
+
+def test_stateful_dataloader_with_workers_or_from_elsewhere():
+    assert rows(STATEFUL.replace("shuffle=True)", "shuffle=True, num_workers=cfg.workers)")) == []
+    # a class of the same name that is not torchdata's
+    code = STATEFUL.replace("from torchdata.stateful_dataloader import", "from mylib.loaders import")
+    assert rows(code) == []
+
+
+def test_self_attributes_of_two_classes_are_not_mixed():
+    code = STATEFUL + """
+
+class Evaluator:
+    def setup(self, cfg):
+        self._dataloader = self._setup_data(cfg)
+
+    def _setup_data(self, cfg):
+        return StatefulDataLoader(cfg.ds, batch_size=4)
+
+    def run(self, model):
+        for batch in self._dataloader:
+            model(batch["tokens"])
+"""
+    assert rows(code) == [11]

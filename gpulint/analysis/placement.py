@@ -193,6 +193,31 @@ def move_target(fa: FileAnalysis, call: ast.AST) -> Optional[Tuple[ast.AST, Opti
     return None
 
 
+# helpers whose name says they move a (nested) batch to a device:
+# `batch_to_device(batch, device)`, `move_to_device(batch, device)`,
+# accelerate's `send_to_device(batch, device)`, `to_device(batch, device)`
+MOVE_HELPER_RE = re.compile(r"^(batch_to_device|(move|send)_(batch_)?to_device|to_device)$")
+
+
+def helper_move_target(fa: FileAnalysis, call: ast.AST) -> Optional[Tuple[ast.AST, ast.AST]]:
+    """For `batch_to_device(batch, device)` (a function named for moving a
+    batch to a device, see `MOVE_HELPER_RE`) whose device argument (second
+    positional, or `device=`) is a device expression: (batch, the device
+    expression); else None. `x.to_device(dev)`, with the value as the
+    receiver, is not such a call."""
+    if not isinstance(call, ast.Call) or not call.args or isinstance(call.args[0], ast.Starred):
+        return None
+    name = last_name(call.func)
+    if name is None or not MOVE_HELPER_RE.match(name):
+        return None
+    dev = next((k.value for k in call.keywords if k.arg == "device"), None)
+    if dev is None and len(call.args) >= 2:
+        dev = call.args[1]
+    if dev is None or isinstance(dev, ast.Starred) or device_arg_kind(fa, dev) != DEVICE:
+        return None
+    return call.args[0], dev
+
+
 # ------------------------------------------------------------- batch sources
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
@@ -344,14 +369,20 @@ def _next_source(fa: FileAnalysis, call: ast.Call, ancestors) -> Optional[Tuple[
 
 
 # ------------------------------------------------------ loader constructions
+# class names of DataLoaders: torch's, and torchdata's resumable drop-in
+# replacement (same arguments, same worker processes)
+DATALOADER_NAMES = frozenset(("DataLoader", "StatefulDataLoader"))
+
+
 def is_dataloader_call(fa: FileAnalysis, node: ast.AST) -> bool:
-    """Any call of a class named DataLoader (torch's or another library's)."""
-    return isinstance(node, ast.Call) and last_name(node.func) == "DataLoader"
+    """Any call of a class named DataLoader (torch's or another library's),
+    or torchdata's `StatefulDataLoader`."""
+    return isinstance(node, ast.Call) and last_name(node.func) in DATALOADER_NAMES
 
 
 def is_torch_dataloader_call(fa: FileAnalysis, node: ast.AST) -> bool:
     """`torch.utils.data.DataLoader(...)` (any import form) or a subclass that
-    takes its keyword arguments (PyG, MONAI)."""
+    takes its arguments (PyG, MONAI, torchdata's `StatefulDataLoader`)."""
     if not isinstance(node, ast.Call):
         return False
     q = fa.qualname(node.func) or ""
@@ -360,6 +391,8 @@ def is_torch_dataloader_call(fa: FileAnalysis, node: ast.AST) -> bool:
         "torch_geometric.loader.DataLoader",
         "torch_geometric.data.DataLoader",
         "monai.data.DataLoader",
+        "torchdata.stateful_dataloader.StatefulDataLoader",
+        "torchdata.stateful_dataloader.stateful_dataloader.StatefulDataLoader",
     )
 
 
@@ -416,23 +449,113 @@ def _binds_ref(target: ast.AST, ref: ast.AST) -> bool:
     return False
 
 
-def _resolve(fa: FileAnalysis, bindings) -> Optional[List[ast.Call]]:
-    """All bindings must assign a DataLoader(...) (or None)."""
+def _resolve(fa: FileAnalysis, bindings, ref: ast.AST, depth: int = 0) -> Optional[List[ast.Call]]:
+    """All bindings must assign a DataLoader(...) (or None): directly, or
+    through a method of the same class that returns one (`self.loader =
+    self._setup_data(...)`, `self.sampler, self.loader = self._setup_data(...)`
+    with `return sampler, loader`)."""
     calls: List[ast.Call] = []
-    for target, value, _ in bindings:
-        if value is None or not _same_target_any(target):
+    for target, value, stmt in bindings:
+        if value is None:
             return None
-        if isinstance(value, ast.Constant) and value.value is None:
-            continue
-        if not is_dataloader_call(fa, value):
+        values = _bound_values(fa, target, value, ref, stmt, depth)
+        if values is None:
             return None
-        calls.append(value)
+        for v, v_ancestors in values:
+            if isinstance(v, ast.Constant) and v.value is None:
+                continue
+            if is_dataloader_call(fa, v):
+                calls.append(v)  # type: ignore[arg-type]
+                continue
+            if v_ancestors is None or not isinstance(v, ast.Name) or depth >= 3:
+                return None
+            # a name returned by the method: only its bindings in that method
+            scope = fa.enclosing_scope(v_ancestors)
+            local = [
+                b
+                for b in _assignments(fa)
+                if _binds_ref(b[0], v) and fa.enclosing_scope(fa.ancestors(b[2])) is scope
+            ]
+            inner = _resolve(fa, local, v, depth + 1) if local else None
+            if inner is None:
+                return None
+            calls.extend(inner)
     return calls or None
 
 
-def _same_target_any(target: ast.AST) -> bool:
-    # only plain `name = ...` / `self.name = ...` bindings are understood
-    return isinstance(target, (ast.Name, ast.Attribute))
+def _bound_values(
+    fa: FileAnalysis, target: ast.AST, value: ast.AST, ref: ast.AST, stmt: ast.AST, depth: int
+) -> Optional[List[Tuple[ast.AST, Optional[List[ast.AST]]]]]:
+    """The expression(s) that `target = value` binds `ref` to, each with its
+    ancestors when it comes from a `return` of a method (None otherwise);
+    None when that cannot be told."""
+    index: Optional[int] = None
+    size = 0
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if any(isinstance(e, ast.Starred) for e in target.elts):
+            return None
+        hits = [i for i, e in enumerate(target.elts) if _same_target(e, ref)]
+        if len(hits) != 1:
+            return None
+        index, size = hits[0], len(target.elts)
+    elif not _same_target(target, ref):
+        return None
+
+    def pick(v: ast.AST) -> Optional[ast.AST]:
+        if index is None:
+            return v
+        if isinstance(v, (ast.Tuple, ast.List)) and len(v.elts) == size:
+            return v.elts[index]
+        return None
+
+    returns = _method_returns(fa, value, stmt) if depth < 3 else None
+    if not returns:
+        direct = pick(value)
+        return None if direct is None else [(direct, None)]
+    out: List[Tuple[ast.AST, Optional[List[ast.AST]]]] = []
+    for ret in returns:
+        if ret.value is None:
+            continue  # a bare `return`: no loader
+        v = pick(ret.value)
+        if v is None:
+            return None
+        out.append((v, fa.ancestors(v)))
+    return out or None
+
+
+def _method_returns(fa: FileAnalysis, value: ast.AST, stmt: ast.AST) -> Optional[List[ast.Return]]:
+    """The `return` statements of the method of the enclosing class that
+    `value` calls (`self.<method>(...)`); None when `value` is no such call,
+    or the method is a generator or returns nothing."""
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == "self"
+    ):
+        return None
+    cls = fa.enclosing_class(fa.ancestors(stmt))
+    if cls is None:
+        return None
+    methods = [
+        item
+        for item in cls.body
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == value.func.attr
+    ]
+    if len(methods) != 1:
+        return None
+    returns: List[ast.Return] = []
+    todo: List[ast.AST] = list(methods[0].body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # their returns are not the method's
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return None
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return returns or None
 
 
 def loader_constructions(
@@ -450,9 +573,16 @@ def loader_constructions(
         if isinstance(loader, ast.Name):
             local = [b for b in all_bindings if (fa.enclosing_scope(fa.ancestors(b[2])) is scope)]
             if local:
-                return _resolve(fa, local)
+                return _resolve(fa, local, loader)
+        else:
+            # `self.x`: the bindings of the same class, when it has any (two
+            # classes of one file may each have their own `self.loader`)
+            cls = fa.enclosing_class(ancestors)
+            own = [b for b in all_bindings if cls is not None and fa.enclosing_class(fa.ancestors(b[2])) is cls]
+            if own:
+                return _resolve(fa, own, loader)
         if all_bindings:
-            return _resolve(fa, all_bindings)
+            return _resolve(fa, all_bindings, loader)
     elif not isinstance(loader, ast.Attribute):
         return None
     return _only_construction(fa)
@@ -503,8 +633,9 @@ def _consumed_in_file(fa: FileAnalysis, ref: ast.AST) -> bool:
 
 
 def gpu_fed_loaders(fa: FileAnalysis) -> Dict[ast.Call, ast.AST]:
-    """DataLoader(...) calls whose batches this file moves to an accelerator,
-    each with the first such move."""
+    """DataLoader(...) calls whose batches this file moves to an accelerator
+    (`.cuda()`, `.to(device)`, or a helper such as `batch_to_device(batch,
+    device)`), each with the first such move."""
 
     def build():
         out: Dict[ast.Call, ast.AST] = {}
@@ -512,13 +643,19 @@ def gpu_fed_loaders(fa: FileAnalysis) -> Dict[ast.Call, ast.AST]:
             return out
         for node in ast.walk(fa.tree):
             mv = move_target(fa, node)
-            if mv is None:
-                continue
-            recv = mv[0]
+            if mv is not None:
+                recv = mv[0]
+                path = [node, node.func]  # type: ignore[attr-defined]
+            else:
+                mv = helper_move_target(fa, node)
+                if mv is None:
+                    continue
+                recv = mv[0]
+                path = [node]
             ancestors = fa.ancestors(node)
             if not fa.is_batch(recv, ancestors):
                 continue
-            src = batch_source(fa, recv, ancestors + [node, node.func])  # type: ignore[attr-defined]
+            src = batch_source(fa, recv, ancestors + path)
             if src is None:
                 continue
             producer, loader = src

@@ -5,9 +5,11 @@ from typing import List, Optional, Set, Tuple
 
 from gpulint.analysis.names import last_name
 from gpulint.analysis.placement import (
+    DATALOADER_NAMES,
     file_cache,
     gpu_fed_loaders,
     has_star_args,
+    helper_move_target,
     is_torch_dataloader_call,
     keyword_value,
     move_target,
@@ -56,7 +58,7 @@ def _is_in_memory_dataset(fa, dataset: Optional[ast.AST]) -> bool:
 
 
 def _moves_to_gpu(fa, node: ast.AST) -> bool:
-    return any(move_target(fa, n) is not None for n in ast.walk(node))
+    return any(move_target(fa, n) is not None or helper_move_target(fa, n) is not None for n in ast.walk(node))
 
 
 def _local_def(fa, expr: Optional[ast.AST]) -> Optional[ast.AST]:
@@ -171,7 +173,7 @@ class DataloaderWithoutWorkers(Rule):
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
         fa = ctx.analysis
-        if last_name(node.func) != "DataLoader" or not is_torch_dataloader_call(fa, node):
+        if last_name(node.func) not in DATALOADER_NAMES or not is_torch_dataloader_call(fa, node):
             return
         if has_star_args(node) or fa.is_test_file():
             return
