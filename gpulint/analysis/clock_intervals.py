@@ -86,14 +86,6 @@ VIEW_METHODS = frozenset(
 WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "progress_bar", "track", "islice", "zip"})
 
 
-def _cache(fa: "FileAnalysis") -> Dict[object, object]:
-    c = getattr(fa, "_clock_intervals_cache", None)
-    if c is None:
-        c = {}
-        fa._clock_intervals_cache = c  # type: ignore[attr-defined]
-    return c
-
-
 def _scope_anc(scope: ast.AST) -> List[ast.AST]:
     return [] if isinstance(scope, ast.Module) else [scope]
 
@@ -281,7 +273,7 @@ def _opaque_call_with_tensor(
 
 def local_functions(fa: "FileAnalysis") -> FrozenSet[str]:
     """Names of every def in this file (methods included)."""
-    cache = _cache(fa)
+    cache = fa.memo("clock_intervals")
     found = cache.get("local_functions")
     if found is None:
         found = frozenset(n.name for n in ast.walk(fa.tree) if isinstance(n, FUNCS))
@@ -292,7 +284,7 @@ def local_functions(fa: "FileAnalysis") -> FrozenSet[str]:
 def sync_functions(fa: "FileAnalysis") -> FrozenSet[str]:
     """Names of the functions of this file that make the host wait for the GPU
     (a SYNC in their own code, or a call of another such function)."""
-    cache = _cache(fa)
+    cache = fa.memo("clock_intervals")
     found = cache.get("sync_functions")
     if found is not None:
         return found  # type: ignore[return-value]
@@ -437,7 +429,7 @@ def _in_comparison(node: ast.AST, parents: Dict[ast.AST, ast.AST]) -> bool:
 def scope_events(fa: "FileAnalysis", scope: ast.AST) -> Tuple[List[Tuple[Pos, str]], List[ast.AST]]:
     """(end position, SYNC/WORK) of every event in `scope`, sorted, and the
     scope's loops (comprehensions included)."""
-    cache = _cache(fa)
+    cache = fa.memo("clock_intervals")
     key = ("events", id(scope))
     found = cache.get(key)
     if found is not None:

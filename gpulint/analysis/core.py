@@ -212,9 +212,14 @@ class FileAnalysis:
         self._class_attr_kinds: Dict[ast.AST, Dict[str, str]] = {}
         self._host_bindings_cache: Dict[ast.AST, Dict[str, List[Optional[ast.AST]]]] = {}
         self.uses_cuda = "cuda" in text
+        self._memo: Dict[str, Dict[object, object]] = {}
         # anything that can put tensors on an accelerator: CUDA, a `.to(device)`,
         # accelerate / Fabric / Lightning, a `device` variable, MPS/XPU/NPU
         self.may_use_accelerator = bool(ACCELERATOR_HINT_RE.search(text))
+
+    def memo(self, namespace: str) -> Dict[object, object]:
+        """A per-file dict for an analysis module's cached results."""
+        return self._memo.setdefault(namespace, {})
 
     # ------------------------------------------------------------------ names
     def qualname(self, node: ast.AST) -> Optional[str]:

@@ -57,14 +57,6 @@ GRADIENT_QUALNAMES = frozenset(
 )
 
 
-def _cache(fa: "FileAnalysis") -> Dict[object, object]:
-    c = getattr(fa, "_grad_mode_cache", None)
-    if c is None:
-        c = {}
-        fa._grad_mode_cache = c  # type: ignore[attr-defined]
-    return c
-
-
 def _is_grad_on_ctx(fa: "FileAnalysis", expr: ast.AST) -> bool:
     """`torch.enable_grad()` / `set_grad_enabled(True)`: grad explicitly on."""
     target = expr.func if isinstance(expr, ast.Call) else expr
@@ -99,7 +91,7 @@ def _decorated_grad_off(fa: "FileAnalysis", func: ast.AST) -> bool:
 
 def grad_off_functions(fa: "FileAnalysis") -> FrozenSet[str]:
     """Names of functions of this file that run with autograd off (see module doc)."""
-    cache = _cache(fa)
+    cache = fa.memo("grad_mode")
     found = cache.get("grad_off_functions")
     if found is not None:
         return found  # type: ignore[return-value]
@@ -187,7 +179,7 @@ def _grad_off_statement(fa: "FileAnalysis", nodes: Sequence[ast.AST]) -> bool:
 
 
 def _module_grad_off(fa: "FileAnalysis") -> bool:
-    cache = _cache(fa)
+    cache = fa.memo("grad_mode")
     v = cache.get("module_grad_off")
     if v is None:
         v = _grad_off_statement(fa, list(scope_nodes(fa.tree)))
@@ -273,7 +265,7 @@ def mode_switches(fa: "FileAnalysis", scope: ast.AST) -> List[Tuple[Tuple[int, i
     """(position, model key, EVAL/TRAIN) of every train/eval switch in `scope`,
     in source order. `model = Net().to(dev).eval()` switches `model` at the
     assignment."""
-    cache = _cache(fa)
+    cache = fa.memo("grad_mode")
     key = ("mode_switches", id(scope))
     found = cache.get(key)
     if found is not None:
@@ -339,7 +331,7 @@ def gradient_functions(fa: "FileAnalysis") -> FrozenSet[str]:
     """Names of the functions of this file whose code needs the autograd graph
     (`is_gradient_call`), directly or through calls to other such functions
     (by name, or as a method by attribute name)."""
-    cache = _cache(fa)
+    cache = fa.memo("grad_mode")
     found = cache.get("gradient_functions")
     if found is not None:
         return found  # type: ignore[return-value]

@@ -72,7 +72,7 @@ DEVICE = "device"
 
 def file_cache(fa: FileAnalysis, key: str, build: Callable[[], object]) -> object:
     """`build()`, computed once per file and key."""
-    cache = fa.__dict__.setdefault("_placement_cache", {})
+    cache = fa.memo("placement")
     if key not in cache:
         cache[key] = build()
     return cache[key]

@@ -176,7 +176,7 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
 
 def _hot_callees(fa: FileAnalysis) -> Set[str]:
     """Names of functions called from repeated code of this file."""
-    cache = fa.__dict__.setdefault("_repetition_cache", {})
+    cache = fa.memo("repetition")
     if "hot_callees" in cache:
         return cache["hot_callees"]
     out: Set[str] = set()

@@ -117,9 +117,6 @@ def _truth_operands(test: ast.AST) -> Iterator[ast.AST]:
         yield test
 
 
-_HOST_READS = ("item", "tolist", "cpu", "numpy")
-
-
 def _has_host_read(node: ast.AST) -> bool:
     """`node` surely reads a tensor on the host when it runs: reads in the
     branches of `x if c else y`, after the first operand of `and`/`or`, or in
@@ -127,7 +124,7 @@ def _has_host_read(node: ast.AST) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_READS and not n.args:
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_METHODS and not n.args:
             return True
         if isinstance(n, ast.IfExp):
             stack.append(n.test)
