@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import List, Set
 
-from gpulint.analysis.core import OPTIMIZER_NAME_RE, SCOPES
+from gpulint.analysis.core import SCOPES
 from gpulint.analysis.gradflow import (
     grad_flow,
     mentions,
@@ -270,15 +270,8 @@ def _reset_at_optimizer_step(fa, loop: ast.AST, acc: ast.AST, stmt: ast.stmt) ->
 
 
 def _steps_optimizer(fa, node: ast.AST) -> bool:
-    """An optimizer step, also on a private attribute (`self._optimizer.step()`)."""
-    if not isinstance(node, ast.Call):
-        return False
-    if fa.is_optimizer_step(node, fa.ancestors(node)):
-        return True
-    f = node.func
-    if isinstance(f, ast.Attribute) and f.attr == "step" and isinstance(f.value, ast.Attribute):
-        return bool(OPTIMIZER_NAME_RE.match(f.value.attr.lstrip("_")))
-    return False
+    """An optimizer step (the shared check also knows `self._optimizer.step()`)."""
+    return isinstance(node, ast.Call) and fa.is_optimizer_step(node, fa.ancestors(node))
 
 
 def _key(node: ast.AST) -> str:
