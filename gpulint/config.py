@@ -12,6 +12,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
@@ -101,11 +102,9 @@ class Settings:
         return tuple(dropped), tuple(safe), tuple(unsafe)
 
     def enabled_codes(self) -> Tuple[str, ...]:
-        return resolve_selection(
-            self.select,
-            self.extend_select,
-            self.ignore,
-            cli=(self.cli_select, self.cli_extend_select, self.cli_ignore),
+        # asked once per linted file: the resolution itself is cached
+        return _resolve_selection_cached(
+            self.select, self.extend_select, self.ignore, (self.cli_select, self.cli_extend_select, self.cli_ignore)
         )
 
     def codes_for(self, path: str) -> Tuple[str, ...]:
@@ -131,10 +130,16 @@ def _relpath(path: str, root: str) -> str:
         return Path(os.path.abspath(path)).as_posix()
 
 
-def _glob_match(pattern: str, rel: str) -> bool:
+@lru_cache(maxsize=None)
+def compiled_patterns(patterns: Tuple[str, ...]):
+    """gitignore-style patterns compiled once (per-file-ignores, exclude)."""
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines([pattern]).match_file(rel)
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def _glob_match(pattern: str, rel: str) -> bool:
+    return compiled_patterns((pattern,)).match_file(rel)
 
 
 # ------------------------------------------------------------------ selection
@@ -202,6 +207,11 @@ def _apply_layer(current, select, extend_select, ignore, meta) -> set:
         else:
             out.discard(c)
     return out
+
+
+@lru_cache(maxsize=None)
+def _resolve_selection_cached(select, extend_select, ignore, cli) -> Tuple[str, ...]:
+    return resolve_selection(select, extend_select, ignore, cli=cli)
 
 
 def resolve_selection(select, extend_select, ignore, cli=None) -> Tuple[str, ...]:

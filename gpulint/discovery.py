@@ -6,19 +6,15 @@ always linted."""
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pathspec
 
-from gpulint.config import ConfigResolver, Settings
+from gpulint.config import ConfigResolver, Settings, compiled_patterns
 
 EXTENSIONS = (".py", ".pyi")
 
 
-@lru_cache(maxsize=None)
-def _exclude_spec(patterns: Tuple[str, ...]) -> pathspec.PathSpec:
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 class GitIgnore:
@@ -98,7 +94,7 @@ def _excluded(path: str, settings: Settings) -> bool:
     patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
     if not patterns:
         return False
-    spec = _exclude_spec(patterns)
+    spec = compiled_patterns(patterns)
     name = os.path.basename(path)
     rel = os.path.relpath(os.path.abspath(path), settings.root).replace(os.sep, "/")
     is_dir = os.path.isdir(path)
