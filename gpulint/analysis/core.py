@@ -843,6 +843,18 @@ class FileAnalysis:
         info = self.info_for(ancestors)
         return self._is_loader(base, info.kinds)
 
+    def loop_iterates_data(self, loop: ast.AST) -> bool:
+        """`for batch in batches:` / `for i, b in enumerate(tqdm(dataset)):`: a
+        loop over stored data, not over `range(...)` (decoding steps) or a tensor."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        base = self.loader_of_loop(loop)
+        while isinstance(base, ast.Call) and (last_name(base.func) or "") == "zip" and base.args:
+            base = base.args[0]
+        if not isinstance(base, (ast.Name, ast.Attribute, ast.Subscript)):
+            return False
+        return self.kind(base, self.ancestors(loop)) != TENSOR
+
     def loader_of_loop(self, loop: ast.AST) -> Optional[ast.AST]:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return None

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gpulint.rule import NONE, Example
-from gpulint.rules.host_sync_in_loop import HostSyncInLoop, _iterates_data
+from gpulint.rules.host_sync_in_loop import HostSyncInLoop
 
 
 class HostSyncInEvalLoop(HostSyncInLoop):
@@ -77,4 +77,4 @@ class HostSyncInEvalLoop(HostSyncInLoop):
         """Evaluation / inference loops: they iterate data and take no training step."""
         if analysis.is_training_step_loop(loop):
             return False
-        return analysis.is_step_loop(loop) or _iterates_data(analysis, loop)
+        return analysis.is_step_loop(loop) or analysis.loop_iterates_data(loop)

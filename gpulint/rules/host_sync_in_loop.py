@@ -4,7 +4,6 @@ import ast
 import re
 from typing import Iterator, List
 
-from gpulint.analysis.names import last_name
 from gpulint.analysis.core import LOOPS, SCOPES, TENSOR
 from gpulint.rule import NONE, Example, Rule
 
@@ -195,19 +194,6 @@ def _derived_before(name: str, block, k: int, depth: int) -> bool:
             names = {n.id for n in ast.walk(b.value) if isinstance(n, ast.Name)}
             return any(_derived_before(n, block, i, depth + 1) for n in names if n != name)
     return False
-
-
-def _iterates_data(analysis, loop) -> bool:
-    """`for batch in batches:` / `for i, b in enumerate(tqdm(dataset)):`: a loop
-    over stored data, not over `range(...)` (decoding steps) or a tensor."""
-    if not isinstance(loop, (ast.For, ast.AsyncFor)):
-        return False
-    base = analysis.loader_of_loop(loop)
-    while isinstance(base, ast.Call) and (last_name(base.func) or "") == "zip" and base.args:
-        base = base.args[0]
-    if not isinstance(base, (ast.Name, ast.Attribute, ast.Subscript)):
-        return False
-    return analysis.kind(base, analysis.ancestors(loop)) != TENSOR
 
 
 class HostSyncInLoop(Rule):
