@@ -120,9 +120,12 @@ def lint(sources: dict) -> tuple:
     for name, src in sources.items():
         res = subprocess.run(
             [sys.executable, "-m", "gpulint", "check", "--no-cache", "--select", codes, "--output-format", "json", "."],
-            cwd=src, capture_output=True, text=True, env=dict(os.environ, GPULINT_NO_CACHE="1"),
+            cwd=src, capture_output=True, text=True,
+            # this checkout's gpulint, whether or not it is installed
+            env=dict(os.environ, GPULINT_NO_CACHE="1",
+                     PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))),
         )
-        if res.returncode not in (0, 1):
+        if res.returncode not in (0, 1) or not res.stdout.strip():
             raise SystemExit(f"gpulint failed on {name}: {res.stderr[-2000:]}")
         for f in json.loads(res.stdout):
             rel = os.path.relpath(f["filename"], src).replace(os.sep, "/")
@@ -256,6 +259,16 @@ def targets_met(table: dict) -> list:
     return problems
 
 
+def print_errors(findings: list, labels: list) -> None:
+    flagged = {(f[0], f[1], f[2], f[3]) for f in findings}
+    for r in sorted(labels, key=lambda r: (r["code"], r["package"], r["path"], r["line"])):
+        key = (r["package"], r["path"], r["line"], r["code"])
+        real = r["verdict"] in ("TP", "FN")
+        if real != (key in flagged):
+            kind = "missed" if real else "flagged look-alike"
+            print(f"{kind}: {r['code']} {r['package']}/{r['path']}:{r['line']}: {r['reason']}")
+
+
 def write_todo(path: str, unlabelled: list, sources: dict) -> None:
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -275,6 +288,8 @@ def main() -> None:
     ap.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "gpulint-corpus"))
     ap.add_argument("--todo", default=None, help="write the findings that still need a label to this CSV")
     ap.add_argument("--findings", default=None, help="write every finding (JSON) to this file")
+    ap.add_argument("--errors", action="store_true",
+                    help="list the labelled positives missed now and the labelled look-alikes flagged now")
     ap.add_argument("--write-doc", action="store_true")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
@@ -289,6 +304,8 @@ def main() -> None:
         print(f"{len(unlabelled)} findings in the precision sample have no label yet", file=sys.stderr)
     if args.todo:
         write_todo(args.todo, unlabelled, sources)
+    if args.errors:
+        print_errors(findings, labels)
     if args.findings:
         Path(args.findings).write_text(json.dumps(findings, indent=1))
     if args.write_doc and DOC.exists():
