@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import List, Optional, Tuple
@@ -247,6 +248,92 @@ def explain(rule: str) -> None:
     if cls is None:
         raise click.UsageError(f"unknown rule '{rule}' (see `gpulint rules`)")
     click.echo(render_markdown(cls), nl=False)
+
+
+@cli.command()
+@click.argument("codes", nargs=-1, metavar="[CODES]...")
+@click.option("--device", default="cuda", show_default=True,
+              help="Where to measure: cuda (or cuda:N), or cpu (every figure is then labelled CPU).")
+@click.option("--reps", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Timed repetitions of each side, interleaved bad, good, bad, good, ...")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Whole steps per repetition (default: each workload's own).")
+@click.option("--small", is_flag=True, help="Tiny sizes: a smoke test of the workloads; the figures mean nothing.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Write every figure to FILE.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Draw the ratios to FILE.png (needs matplotlib, part of the harness extra).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=900, show_default=True,
+              help="Seconds one workload may take before it is stopped.")
+def bench(codes, device, reps, steps, small, json_path, plot_path, timeout) -> None:
+    """Time each rule's bad and good workload on the GPU and report what the fix buys.
+
+    CODES select rules as --select does (codes, prefixes, names, ALL); by
+    default every rule with a workload. Exit 0 when every workload ran and
+    agreed, 1 when one failed or the good side computed something else, 2
+    when the harness cannot run (no torch, no CUDA).
+    """
+    from gpulint.config import expand_selector
+    from gpulint.harness import bench as bench_mod
+    from gpulint.harness.probe import HarnessUnavailable, describe, probe, require_device
+    from gpulint.rule import all_rules
+
+    wanted = _split_codes(codes) or ["ALL"]
+    _validate_codes("CODES", wanted)
+    selected = sorted({c for sel in wanted for c in expand_selector(sel)})
+    rules = [all_rules()[c] for c in selected if all_rules()[c].bench is not None]
+    missing = [c for c in selected if all_rules()[c].bench is None]
+    if not rules:
+        raise click.UsageError(f"no workload for {', '.join(selected)}")
+    try:
+        info = probe()
+        require_device(info, device)
+    except HarnessUnavailable as e:
+        click.echo(f"gpulint bench: {e}", err=True)
+        sys.exit(EXIT_ERROR)
+    where = describe(info, device)
+    report = {"where": where, "device": device, "small": small, "repetitions": reps, "env": info, "rules": []}
+    click.echo(f"gpulint bench on {where}" + ("  [--small: smoke test, figures mean nothing]" if small else ""), err=True)
+    for code in missing:
+        click.echo(f"{code}: no workload yet, skipped", err=True)
+    tty = _use_color(False, sys.stderr)
+    failed = False
+    for i, rule in enumerate(rules, 1):
+        prefix = f"[{i}/{len(rules)}] {rule.code} {rule.name}"
+
+        def progress(msg, prefix=prefix):
+            if tty:
+                click.echo(f"\r\033[K{prefix}: {msg}", err=True, nl=False)
+
+        if not tty:
+            click.echo(f"{prefix} ...", err=True)
+        try:
+            rec = bench_mod.measure(rule, device, small, reps, steps, timeout=timeout, progress=progress)
+        except bench_mod.WorkloadError as e:
+            rec = {"code": rule.code, "name": rule.name, "error": str(e)}
+        if tty:
+            click.echo("\r\033[K", err=True, nl=False)
+        if "error" in rec:
+            failed = True
+            click.echo(f"{prefix}: workload failed: {rec['error']}", err=True)
+        elif not rec["check"].get("ok", True):
+            failed = True
+        report["rules"].append(rec)
+    click.echo(f"gpulint bench · {where}" + (" · --small (figures mean nothing)" if small else ""))
+    click.echo(bench_mod.render_table(report))
+    if json_path:
+        from gpulint.fsutil import atomic_write_text
+
+        atomic_write_text(json_path, json.dumps(report, indent=1) + "\n")
+    if plot_path:
+        try:
+            bench_mod.plot(report, plot_path)
+        except ImportError:
+            click.echo("gpulint bench: --plot needs matplotlib: pip install 'gpulint[harness]'", err=True)
+            sys.exit(EXIT_ERROR)
+        except bench_mod.WorkloadError as e:
+            click.echo(f"gpulint bench: {e}", err=True)
+            failed = True
+    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

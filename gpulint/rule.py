@@ -100,6 +100,56 @@ class Example:
         return textwrap.dedent(self.good).lstrip("\n")
 
 
+TIME = "time"
+MEMORY = "memory"
+BENCH_METRICS = (TIME, MEMORY)
+CHECKS = ("allclose", "stats", "none")
+
+
+@dataclass(frozen=True)
+class Bench:
+    """The rule's runtime workload for `gpulint bench`.
+
+    The program `setup + bad` (and `setup + good`) is run in a fresh
+    subprocess with two globals set: `DEVICE` (a string such as "cuda") and
+    `SMALL` (True for a smoke test: tiny sizes). It must define
+    `run(steps)`, which does `steps` whole steps (the loop is inside `run`, so
+    the linter sees it) and returns the value of the last step (a tensor, a
+    number, or a tuple/list/dict of them) for the correctness check. `good`
+    is exactly what `gpulint fix --unsafe-fixes` makes of `bad` for a fixable
+    rule (tested), otherwise the documented "use instead".
+    """
+
+    setup: str
+    bad: str
+    good: str
+    # what decides the verdict: step time, or peak device memory
+    metric: str = TIME
+    # steps per timed repetition, and warm-up steps, at full size
+    steps: int = 20
+    warmup: int = 5
+    # correctness: "allclose" (rtol/atol), "stats" (same shape and dtype, mean
+    # and std within rtol: for fixes that change random streams or precision
+    # by design), or "none" (the results are not comparable; `note` says why)
+    check: str = "allclose"
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    # one line: what the workload is, and why the check is what it is
+    note: str = ""
+
+    @staticmethod
+    def _code(text: str) -> str:
+        return textwrap.dedent(text).strip("\n") + "\n"
+
+    @property
+    def bad_program(self) -> str:
+        return self._code(self.setup) + "\n" + self._code(self.bad)
+
+    @property
+    def good_program(self) -> str:
+        return self._code(self.setup) + "\n" + self._code(self.good)
+
+
 class Rule:
     code: ClassVar[str] = ""
     name: ClassVar[str] = ""
@@ -110,6 +160,8 @@ class Rule:
     # it (a cheap pre-filter); an empty tuple means "always".
     needles: ClassVar[Tuple[str, ...]] = ()
     examples: ClassVar[Tuple[Example, ...]] = ()
+    # the workload `gpulint bench` times (None: not benchmarked yet)
+    bench: ClassVar[Optional[Bench]] = None
 
     # Subclasses implement visit_<AstNodeType>(self, node, ctx) and/or
     # begin_file(self, ctx) / end_file(self, ctx).

@@ -1,0 +1,248 @@
+"""`gpulint bench`: time each rule's bad and good workload on the device.
+
+Each side runs in a fresh subprocess (`worker.py`); both stay alive and are
+asked in turn (A B A B ...) to time `steps` whole steps, each repetition
+wrapped in a device synchronize, so host stalls count. Each side is
+summarised by its median time per step and its min-max spread; a ratio whose
+two spreads overlap is reported as "no measurable gain", never as a speedup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+from gpulint.harness import stats
+from gpulint.rule import MEMORY, Bench
+
+
+class WorkloadError(Exception):
+    pass
+
+
+class _Worker:
+    def __init__(self, program: str, filename: str, device: str, small: bool, bench: Bench, result_path: str,
+                 python: str, timeout: float):
+        self.timeout = timeout
+        self.proc = subprocess.Popen(
+            [python, "-m", "gpulint.harness.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=_child_env(),
+        )
+        self._send({
+            "program": program, "filename": filename, "device": device, "small": small,
+            "check_steps": 2, "warmup": 1 if small else bench.warmup, "result_path": result_path,
+        })
+
+    def _send(self, obj) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(obj) + "\n")
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise WorkloadError(f"the worker died: {err.strip()[-800:] or 'no message'}")
+        msg = json.loads(line)
+        if "error" in msg:
+            raise WorkloadError(f"{msg['error']}\n{msg.get('traceback', '')}".strip())
+        return msg
+
+    def ask(self, obj) -> dict:
+        self._send(obj)
+        return self.receive()
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                self._send({"cmd": "exit"})
+                self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    # the worker imports gpulint.harness.worker from this very gpulint
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env.setdefault("PYTHONHASHSEED", "0")
+    return env
+
+
+@dataclass
+class SideResult:
+    seconds_per_step: List[float] = field(default_factory=list)
+    peak_bytes: List[int] = field(default_factory=list)
+    retained_bytes: List[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        s = stats.Summary.of(self.seconds_per_step)
+        return {
+            "seconds_per_step": s.as_dict(),
+            "samples": self.seconds_per_step,
+            "peak_bytes": max(self.peak_bytes) if self.peak_bytes else None,
+            "retained_bytes_per_step": (
+                stats.statistics.median(self.retained_bytes) if self.retained_bytes else None
+            ),
+        }
+
+
+def measure(rule, device: str, small: bool, reps: int, steps: Optional[int] = None,
+            python: Optional[str] = None, timeout: float = 600.0,
+            progress: Callable[[str], None] = lambda s: None) -> dict:
+    """Run one rule's workload, bad and good, and return its record."""
+    bench: Bench = rule.bench
+    n = steps or (2 if small else bench.steps)
+    with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as tmp:
+        paths = {side: os.path.join(tmp, f"{side}.pt") for side in ("bad", "good")}
+        workers: Dict[str, _Worker] = {}
+        try:
+            progress("setting up")
+            for side, program in (("bad", bench.bad_program), ("good", bench.good_program)):
+                workers[side] = _Worker(program, f"<{rule.code} {side}>", device, small, bench, paths[side],
+                                        python or sys.executable, timeout)
+            for side in ("bad", "good"):
+                try:
+                    workers[side].receive()
+                except WorkloadError as e:
+                    raise WorkloadError(f"{side} side: {e}") from None
+            check = workers["good"].ask({"cmd": "compare", "other": paths["bad"], "check": bench.check,
+                                         "rtol": bench.rtol, "atol": bench.atol})
+            results = {"bad": SideResult(), "good": SideResult()}
+            for i in range(reps):
+                for side in ("bad", "good"):
+                    progress(f"repetition {i + 1}/{reps} ({side})")
+                    try:
+                        out = workers[side].ask({"cmd": "time", "steps": n})
+                    except WorkloadError as e:
+                        raise WorkloadError(f"{side} side: {e}") from None
+                    r = results[side]
+                    r.seconds_per_step.append(out["seconds"] / n)
+                    if out["peak_bytes"] is not None:
+                        r.peak_bytes.append(out["peak_bytes"])
+                        r.retained_bytes.append(out["retained_bytes"] / n)
+        finally:
+            for w in workers.values():
+                w.close()
+    return record(rule, results["bad"], results["good"], check, n, reps)
+
+
+def record(rule, bad: SideResult, good: SideResult, check: dict, steps: int, reps: int) -> dict:
+    bench: Bench = rule.bench
+    b, g = stats.Summary.of(bad.seconds_per_step), stats.Summary.of(good.seconds_per_step)
+    out = {
+        "code": rule.code, "name": rule.name, "metric": bench.metric, "steps_per_repetition": steps,
+        "repetitions": reps, "note": bench.note, "fix_safety": rule.fix_safety,
+        "bad": bad.as_dict(), "good": good.as_dict(),
+        "time_ratio": stats.ratio(b.median, g.median),
+        "time_verdict": stats.time_verdict(b, g),
+        "check": {"kind": bench.check, "rtol": bench.rtol, "atol": bench.atol, **check},
+    }
+    bp, gp = out["bad"]["peak_bytes"], out["good"]["peak_bytes"]
+    out["memory_ratio"] = stats.ratio(bp, gp) if bp and gp else None
+    out["memory_verdict"] = stats.memory_verdict(bp, gp) if bp is not None and gp is not None else None
+    out["verdict"] = verdict_text(out)
+    return out
+
+
+def verdict_text(rec: dict) -> str:
+    if not rec["check"].get("ok", True):
+        return f"WRONG RESULT: {rec['check'].get('detail')}"
+    if rec["metric"] == MEMORY:
+        v = rec.get("memory_verdict")
+        if v is None:
+            return "memory not measured (no CUDA)"
+        if v == stats.LESS_MEMORY:
+            return f"{rec['memory_ratio']:.2f}x less peak memory"
+        if v == stats.MORE_MEMORY:
+            return f"{1 / rec['memory_ratio']:.2f}x more peak memory"
+        return "no measurable gain (same peak memory)"
+    v = rec["time_verdict"]
+    if v == stats.FASTER:
+        return f"{rec['time_ratio']:.2f}x faster"
+    if v == stats.SLOWER:
+        return f"{1 / rec['time_ratio']:.2f}x slower"
+    return "no measurable gain"
+
+
+def _ms(x: float) -> str:
+    v = x * 1e3
+    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
+
+
+def _mib(b) -> str:
+    return "n/a" if b is None else f"{b / 2**20:,.0f} MiB"
+
+
+def render_table(report: dict) -> str:
+    rows = [("rule", "bad ms/step [min-max]", "good ms/step [min-max]", "ratio", "peak memory bad -> good", "verdict")]
+    for rec in report["rules"]:
+        if "error" in rec:
+            rows.append((rec["code"], "-", "-", "-", "-", f"ERROR: {rec['error'].splitlines()[0][:120]}"))
+            continue
+        b, g = rec["bad"]["seconds_per_step"], rec["good"]["seconds_per_step"]
+        rows.append((
+            f"{rec['code']} {rec['name']}",
+            f"{_ms(b['median'])} [{_ms(b['min'])}-{_ms(b['max'])}]",
+            f"{_ms(g['median'])} [{_ms(g['min'])}-{_ms(g['max'])}]",
+            f"{rec['time_ratio']:.2f}x",
+            f"{_mib(rec['bad']['peak_bytes'])} -> {_mib(rec['good']['peak_bytes'])}",
+            rec["verdict"],
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def plot(report: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recs = [r for r in report["rules"] if "error" not in r]
+    if not recs:
+        raise WorkloadError("nothing to plot: no workload ran")
+    labels, ratios, lo, hi, colours = [], [], [], [], []
+    for r in recs:
+        memory = r["metric"] == MEMORY and r.get("memory_ratio")
+        if memory:
+            value = low = high = r["memory_ratio"]
+        else:
+            b, g = r["bad"]["seconds_per_step"], r["good"]["seconds_per_step"]
+            value = r["time_ratio"]
+            low, high = b["min"] / g["max"], b["max"] / g["min"]
+        labels.append(f"{r['code']} {r['name']}" + (" (peak memory)" if memory else ""))
+        ratios.append(value)
+        lo.append(max(value - low, 0))
+        hi.append(max(high - value, 0))
+        v = r["verdict"]
+        colours.append("tab:red" if v.startswith("WRONG") or "slower" in v or "more" in v
+                       else "tab:green" if ("faster" in v or "less" in v) else "tab:gray")
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(recs) + 1.6))
+    y = list(range(len(recs)))[::-1]
+    ax.barh(y, ratios, xerr=[lo, hi], color=colours, capsize=3)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("bad / good (time per step, or peak memory); bars show the spread; grey = no measurable gain")
+    ax.set_title(f"gpulint bench: {report['where']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

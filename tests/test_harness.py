@@ -1,0 +1,207 @@
+"""The bench harness on the CPU: statistics, verdicts, the worker protocol,
+the correctness check, and the command line. The CUDA runs are recorded in
+docs/speedups.md, not run here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from gpulint.cli import cli
+from gpulint.harness import bench as B
+from gpulint.harness import stats
+from gpulint.harness.probe import HarnessUnavailable, probe, require_device
+from gpulint.harness.worker import compare
+from gpulint.rule import MEMORY, Bench
+
+SETUP = """
+import torch
+w = torch.randn(16, 16, device=DEVICE)
+"""
+PLAIN = """
+def run(steps):
+    x = w
+    for _ in range(steps):
+        x = torch.tanh(x @ w)
+    return x
+"""
+
+
+def dummy(bad=PLAIN, good=PLAIN, **kw):
+    class Dummy:
+        code = "GPU999"
+        name = "dummy"
+        fix_safety = "none"
+        bench = Bench(setup=SETUP, bad=bad, good=good, **kw)
+
+    return Dummy
+
+
+# statistics and verdicts
+
+
+def test_summary_median_and_spread():
+    s = stats.Summary.of([3.0, 1.0, 2.0, 10.0])
+    assert (s.median, s.low, s.high, s.n) == (2.5, 1.0, 10.0, 4)
+    with pytest.raises(ValueError):
+        stats.Summary.of([])
+
+
+@pytest.mark.parametrize(
+    "bad,good,verdict",
+    [
+        ([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], stats.FASTER),
+        ([1.0, 1.1, 1.2], [2.0, 2.1, 2.2], stats.SLOWER),
+        # overlapping spreads: the medians differ by 1.5x but one good
+        # repetition was as slow as a bad one, so this is noise
+        ([1.5, 1.5, 1.6], [1.0, 1.0, 1.55], stats.NO_GAIN),
+        ([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], stats.NO_GAIN),
+    ],
+)
+def test_time_verdict_needs_separated_spreads(bad, good, verdict):
+    assert stats.time_verdict(stats.Summary.of(bad), stats.Summary.of(good)) == verdict
+
+
+def test_memory_verdict_ignores_tiny_differences():
+    assert stats.memory_verdict(1000, 995) == stats.SAME_MEMORY
+    assert stats.memory_verdict(2000, 1000) == stats.LESS_MEMORY
+    assert stats.memory_verdict(1000, 2000) == stats.MORE_MEMORY
+    assert stats.ratio(4.0, 2.0) == 2.0
+
+
+def test_verdict_text_never_calls_noise_a_speedup():
+    rec = {"check": {"ok": True}, "metric": "time", "time_verdict": stats.NO_GAIN, "time_ratio": 1.4}
+    assert B.verdict_text(rec) == "no measurable gain"
+    rec.update(time_verdict=stats.FASTER)
+    assert B.verdict_text(rec) == "1.40x faster"
+    rec.update(time_verdict=stats.SLOWER, time_ratio=0.5)
+    assert B.verdict_text(rec) == "2.00x slower"
+    rec = {"check": {"ok": True}, "metric": MEMORY, "memory_verdict": stats.LESS_MEMORY, "memory_ratio": 3.0}
+    assert B.verdict_text(rec) == "3.00x less peak memory"
+    rec = {"check": {"ok": False, "detail": "x: max abs difference 1"}, "metric": "time"}
+    assert B.verdict_text(rec).startswith("WRONG RESULT")
+
+
+# the correctness check
+
+
+def test_compare_allclose():
+    a = {"loss": torch.tensor(1.0), "out": [torch.ones(3)]}
+    assert compare(a, {"loss": torch.tensor(1.0), "out": [torch.ones(3)]}, "allclose", 1e-5, 1e-6)["ok"]
+    bad = compare(a, {"loss": torch.tensor(1.1), "out": [torch.ones(3)]}, "allclose", 1e-5, 1e-6)
+    assert not bad["ok"] and "['loss']" in bad["detail"]
+    assert not compare([torch.ones(3)], [torch.ones(4)], "allclose", 1e-5, 1e-6)["ok"]
+    assert not compare([torch.ones(3)], [torch.ones(3), torch.ones(1)], "allclose", 1e-5, 1e-6)["ok"]
+    assert not compare([torch.tensor(float("nan"))], [torch.tensor(float("nan"))], "allclose", 1, 1)["ok"]
+
+
+def test_compare_stats_accepts_other_random_draws_of_the_same_distribution():
+    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
+    x, y = torch.randn(256, 256, generator=g1), torch.randn(256, 256, generator=g2)
+    assert not compare(x, y, "allclose", 1e-5, 1e-6)["ok"]
+    assert compare(x, y, "stats", 0.05, 1e-6)["ok"]
+    assert not compare(x, y * 2, "stats", 0.05, 1e-6)["ok"]
+    assert not compare(x, y.double(), "stats", 0.05, 1e-6)["ok"]
+    assert compare(x, y * 2, "none", 0, 0)["ok"]
+
+
+# measuring, through real worker processes
+
+
+def test_measure_runs_both_sides_interleaved_and_checks_results():
+    rec = B.measure(dummy(), "cpu", small=True, reps=3)
+    assert rec["check"]["ok"] and rec["check"]["max_abs"] == 0.0
+    assert rec["bad"]["seconds_per_step"]["n"] == 3 and len(rec["good"]["samples"]) == 3
+    assert all(s > 0 for s in rec["bad"]["samples"] + rec["good"]["samples"])
+    assert rec["bad"]["peak_bytes"] is None  # no CUDA: no memory figures, never zeros
+    assert rec["verdict"] in ("no measurable gain", f"{rec['time_ratio']:.2f}x faster",
+                              f"{1 / rec['time_ratio']:.2f}x slower")
+
+
+def test_measure_reports_a_good_side_that_computes_something_else():
+    other = PLAIN.replace("torch.tanh(x @ w)", "torch.tanh(x @ w) + 1e-3")
+    rec = B.measure(dummy(good=other), "cpu", small=True, reps=2)
+    assert not rec["check"]["ok"]
+    assert rec["verdict"].startswith("WRONG RESULT")
+
+
+def test_measure_reports_a_failing_workload_with_its_error():
+    broken = "def run(steps):\n    raise RuntimeError('out of cheese')\n"
+    with pytest.raises(B.WorkloadError, match="bad side: RuntimeError: out of cheese"):
+        B.measure(dummy(bad=broken), "cpu", small=True, reps=2)
+    with pytest.raises(B.WorkloadError, match="defines no run"):
+        B.measure(dummy(good="x = 1\n"), "cpu", small=True, reps=2)
+
+
+def test_worker_keeps_the_protocol_clean_of_program_prints():
+    noisy = PLAIN.replace("    return x", "    print('step done')\n    return x")
+    rec = B.measure(dummy(bad=noisy), "cpu", small=True, reps=2)
+    assert rec["check"]["ok"]
+
+
+def test_sides_do_not_share_global_switches():
+    # the bad side flips a process-wide switch; the good side must not see it
+    bad = PLAIN + "torch.set_default_dtype(torch.float64)\n"
+    good = PLAIN.replace("return x", "assert torch.get_default_dtype() == torch.float32\n    return x")
+    rec = B.measure(dummy(bad=bad, good=good), "cpu", small=True, reps=2)
+    assert rec["check"]["ok"]
+
+
+# the command line
+
+
+def test_probe_and_device_requirement():
+    info = probe()
+    assert info["torch"] == torch.__version__
+    require_device(info, "cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(HarnessUnavailable, match="--device cpu"):
+            require_device(info, "cuda")
+
+
+def test_probe_without_torch(tmp_path, monkeypatch):
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('no torch here')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with pytest.raises(HarnessUnavailable, match=r"gpulint\[harness\]"):
+        probe()
+
+
+def test_bench_without_cuda_says_so_and_exits_2(monkeypatch):
+    monkeypatch.setattr("gpulint.rule.all_rules", lambda: {"GPU999": dummy()})
+    monkeypatch.setattr("gpulint.config._rule_meta", lambda: {"GPU999": ("dummy", True)})
+    info = dict(probe(), cuda_available=False)
+    monkeypatch.setattr("gpulint.harness.probe.probe", lambda python=None: info)
+    res = CliRunner().invoke(cli, ["bench", "GPU999"])
+    assert res.exit_code == 2
+    assert "no CUDA device" in res.output and "--device cpu" in res.output
+
+
+def test_bench_rejects_unknown_codes():
+    res = CliRunner().invoke(cli, ["bench", "GPU998"])
+    assert res.exit_code == 2 and "GPU998" in res.output
+
+
+def test_bench_cli_on_cpu_writes_json_and_plot(tmp_path, monkeypatch):
+    monkeypatch.setattr("gpulint.rule.all_rules", lambda: {"GPU999": dummy()})
+    monkeypatch.setattr("gpulint.config._rule_meta", lambda: {"GPU999": ("dummy", True)})
+    out, png = tmp_path / "b.json", tmp_path / "b.png"
+    res = CliRunner().invoke(cli, ["bench", "--device", "cpu", "--small", "--reps", "2",
+                                   "--json", str(out), "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert "CPU (" in res.output and "GPU999 dummy" in res.output
+    data = json.loads(out.read_text())
+    assert data["device"] == "cpu" and data["env"]["torch"] == torch.__version__ and data["env"]["date"]
+    assert [r["code"] for r in data["rules"]] == ["GPU999"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_linting_still_never_imports_torch():
+    code = "import sys, gpulint.cli, gpulint.harness.bench; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
