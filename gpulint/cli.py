@@ -241,13 +241,13 @@ def rules_cmd(output_format: str) -> None:
 @click.argument("rule")
 def explain(rule: str) -> None:
     """Print the documentation of RULE (a code such as GPU101, or a name)."""
-    from gpulint.docs import render_markdown
+    from gpulint.docs import load_speedups, render_markdown
     from gpulint.rule import rule_by_code_or_name
 
     cls = rule_by_code_or_name(rule)
     if cls is None:
         raise click.UsageError(f"unknown rule '{rule}' (see `gpulint rules`)")
-    click.echo(render_markdown(cls), nl=False)
+    click.echo(render_markdown(cls, load_speedups()), nl=False)
 
 
 @cli.command()

@@ -14,7 +14,7 @@ from gpulint.analysis.placement import (
 )
 from gpulint.analysis.repetition import runs_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
-from gpulint.rule import SAFE, UNSAFE, Edit, Example, Rule
+from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Edit, Example, Rule
 
 # factories whose values are the same in every dtype: `.to(dev, dtype)` can
 # become `device=dev, dtype=dtype` on them
@@ -125,6 +125,85 @@ class CpuTensorThenMoved(Rule):
             for real in loader:
                 noise = torch.randn(batch_size, latent_dim, device=device)
             """,
+        ),
+    )
+    bench = Bench(
+        setup='''
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            # denoising-diffusion training (DDPM) on batches of 128 64x64 RGB images: every step
+            # draws fresh Gaussian noise the size of the batch and a timestep per image
+            batch_size, size, width, T = (4, 16, 8, 100) if SMALL else (128, 64, 128, 1000)
+            n_batches = 4
+            data = torch.rand(n_batches, batch_size, 3, size, size, device=DEVICE) * 2 - 1
+            betas = torch.linspace(1e-4, 0.02, T, device=DEVICE)
+            alpha_bar = torch.cumprod(1 - betas, dim=0)
+
+
+            class Denoiser(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.time_embed = nn.Embedding(T, width)
+                    self.inp = nn.Conv2d(3, width, 3, padding=1)
+                    self.body = nn.Sequential(
+                        *[nn.Sequential(nn.GroupNorm(8, width), nn.SiLU(), nn.Conv2d(width, width, 3, padding=1)) for _ in range(6)]
+                    )
+                    self.out = nn.Conv2d(width, 3, 3, padding=1)
+
+                def forward(self, x, t):
+                    h = self.inp(x) + self.time_embed(t)[:, :, None, None]
+                    return self.out(self.body(h))
+
+
+            model = Denoiser().to(DEVICE)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4)
+            step = 0
+        ''',
+        bad='''
+            def run(steps):
+                global step
+                for _ in range(steps):
+                    x0 = data[step % n_batches]
+                    noise = torch.randn(x0.shape).to(DEVICE)
+                    t = torch.randint(0, T, (batch_size,)).to(DEVICE)
+                    ab = alpha_bar[t].view(-1, 1, 1, 1)
+                    x_t = ab.sqrt() * x0 + (1 - ab).sqrt() * noise
+                    loss = F.mse_loss(model(x_t, t), noise)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                return noise
+        ''',
+        good='''
+            def run(steps):
+                global step
+                for _ in range(steps):
+                    x0 = data[step % n_batches]
+                    noise = torch.randn(x0.shape, device=DEVICE)
+                    t = torch.randint(0, T, (batch_size,), device=DEVICE)
+                    ab = alpha_bar[t].view(-1, 1, 1, 1)
+                    x_t = ab.sqrt() * x0 + (1 - ab).sqrt() * noise
+                    loss = F.mse_loss(model(x_t, t), noise)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                return noise
+        ''',
+        metric=TIME,
+        steps=20,
+        warmup=5,
+        check="stats",
+        rtol=0.1,
+        atol=0.1,
+        note=(
+            "DDPM training step on 128 64x64 images: bad draws the batch-sized noise and the timesteps on the CPU and "
+            "copies them, good draws them on the GPU. The CUDA generator gives other numbers than the CPU one by design, "
+            "so the check compares the noise's statistics (mean 0, std 1; tolerance 0.1 covers the sampling error of "
+            "the smoke-test size)"
         ),
     )
 

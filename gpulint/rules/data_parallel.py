@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 
-from gpulint.rule import NONE, Example, Rule
+from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 
 class DataParallel(Rule):
@@ -62,6 +62,94 @@ class DataParallel(Rule):
             model = nn.Linear(1024, 1024).cuda()
             model = DDP(model, device_ids=[local_rank])
             """,
+        ),
+    )
+    bench = Bench(
+        setup='''
+            import os
+            import socket
+
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            # ResNet-style classifier trained on batches of 128 64x64 images (synthetic, already
+            # on the GPU) on one GPU: the wrapper's per-step overhead is all that differs
+            batch_size, size, width, classes, n_batches = (8, 16, 8, 10, 2) if SMALL else (128, 64, 64, 1000, 8)
+            inputs = torch.randn(n_batches, batch_size, 3, size, size, device=DEVICE)
+            targets = torch.randint(0, classes, (n_batches, batch_size), device=DEVICE)
+
+
+            def block(cin, cout, stride=1):
+                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+            net = nn.Sequential(
+                block(3, width), block(width, width),
+                block(width, 2 * width, 2), block(2 * width, 2 * width),
+                block(2 * width, 4 * width, 2), block(4 * width, 4 * width),
+                block(4 * width, 8 * width, 2), block(8 * width, 8 * width),
+                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
+            ).to(DEVICE)
+            step = 0
+        ''',
+        bad='''
+            model = nn.DataParallel(net)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+
+            def run(steps):
+                global step
+                for _ in range(steps):
+                    images, labels = inputs[step % n_batches], targets[step % n_batches]
+                    loss = F.cross_entropy(model(images), labels)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                return loss.detach()
+        ''',
+        good='''
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            # launched with: torchrun --nproc_per_node=NUM_GPUS train.py (run alone, it is one process of one)
+            for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
+                os.environ.setdefault(key, value)
+            if "MASTER_PORT" not in os.environ:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", 0))
+                    os.environ["MASTER_PORT"] = str(s.getsockname()[1])
+            dist.init_process_group("nccl" if DEVICE == "cuda" else "gloo")
+            local_rank = int(os.environ["LOCAL_RANK"])
+            if DEVICE == "cuda":
+                torch.cuda.set_device(local_rank)
+            model = DDP(net, device_ids=[local_rank] if DEVICE == "cuda" else None)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+
+            def run(steps):
+                global step
+                for _ in range(steps):
+                    images, labels = inputs[step % n_batches], targets[step % n_batches]
+                    loss = F.cross_entropy(model(images), labels)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                return loss.detach()
+        ''',
+        metric=TIME,
+        steps=20,
+        warmup=5,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-5,
+        note=(
+            "ResNet-style training step on a batch of 128 64x64 images on one GPU, wrapped in DataParallel (bad) or in "
+            "DistributedDataParallel as one process of one (good, what torchrun starts per GPU). On one GPU both run the "
+            "module's own kernels and DDP averages gradients over one rank: the loss agrees up to cuDNN's run-to-run "
+            "rounding (rtol 1e-4)"
         ),
     )
 

@@ -15,7 +15,7 @@ from gpulint.analysis.placement import (
     move_target,
 )
 from gpulint.edits import add_keyword, find_keyword, replace_node
-from gpulint.rule import UNSAFE, Edit, Example, Rule
+from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Rule
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
 NUM_WORKERS_POSITION = 5
@@ -168,6 +168,107 @@ class DataloaderWithoutWorkers(Rule):
                 images, labels = images.cuda(), labels.cuda()
                 loss = criterion(model(images), labels)
             """,
+        ),
+    )
+    bench = Bench(
+        setup='''
+            import numpy as np
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+            from torch.utils.data import DataLoader, Dataset
+
+
+            class CroppedImages(Dataset):
+                """Decoded 256x256 uint8 images in memory; each sample is center-cropped to 224,
+                flipped (every other index) and normalised on the CPU, as torchvision transforms do."""
+
+                def __init__(self, n, size, classes):
+                    g = np.random.default_rng(0)
+                    pad = size // 7
+                    self.images = g.integers(0, 256, size=(n, size + pad, size + pad, 3), dtype=np.uint8)
+                    self.labels = g.integers(0, classes, size=n)
+                    self.size, self.offset = size, pad // 2
+                    self.mean = np.array([123.7, 116.3, 103.5], dtype=np.float32)
+                    self.std = np.array([58.4, 57.1, 57.4], dtype=np.float32)
+
+                def __len__(self):
+                    return len(self.images)
+
+                def __getitem__(self, i):
+                    o, s = self.offset, self.size
+                    img = self.images[i, o : o + s, o : o + s]
+                    if i % 2:
+                        img = img[:, ::-1]
+                    x = np.ascontiguousarray(((img - self.mean) / self.std).transpose(2, 0, 1), dtype=np.float32)
+                    return torch.from_numpy(x), int(self.labels[i])
+
+
+            batch_size, size, width, classes, n_images = (4, 32, 8, 10, 12) if SMALL else (128, 224, 64, 1000, 1024)
+            train_set = CroppedImages(n_images, size, classes)
+
+
+            def block(cin, cout, stride=1):
+                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+            model = nn.Sequential(
+                nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
+                block(width, width), block(width, width),
+                block(width, 2 * width, 2), block(2 * width, 2 * width),
+                block(2 * width, 4 * width, 2), block(4 * width, 4 * width),
+                block(4 * width, 8 * width, 2), block(8 * width, 8 * width),
+                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
+            ).to(DEVICE)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        ''',
+        bad='''
+            loader = DataLoader(train_set, batch_size=batch_size, shuffle=True)
+
+
+            def run(steps):
+                step = 0
+                while step < steps:
+                    for images, labels in loader:
+                        images, labels = images.to(DEVICE), labels.to(DEVICE)
+                        loss = F.cross_entropy(model(images), labels)
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+                        step += 1
+                        if step == steps:
+                            break
+                return loss.detach()
+        ''',
+        good='''
+            loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=4, persistent_workers=True)
+
+
+            def run(steps):
+                step = 0
+                while step < steps:
+                    for images, labels in loader:
+                        images, labels = images.to(DEVICE), labels.to(DEVICE)
+                        loss = F.cross_entropy(model(images), labels)
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+                        step += 1
+                        if step == steps:
+                            break
+                return loss.detach()
+        ''',
+        metric=TIME,
+        steps=20,
+        warmup=5,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-5,
+        note=(
+            "ResNet-style training step on batches of 128 224x224 images that a map-style Dataset crops and normalises "
+            "with numpy, loaded in the main process (bad) or by 4 persistent workers (good). The transforms are "
+            "deterministic and the sampler draws from the main process either way: the same batches, so the last loss "
+            "agrees up to cuDNN's run-to-run rounding (rtol 1e-4)"
         ),
     )
 

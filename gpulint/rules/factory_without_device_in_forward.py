@@ -13,7 +13,7 @@ from gpulint.analysis.placement import (
     values_depend_on_device,
 )
 from gpulint.edits import add_keyword, find_keyword
-from gpulint.rule import SAFE, UNSAFE, Example, Rule
+from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Example, Rule
 
 # chained calls that take the tensor off the GPU path or move it themselves
 _CHAINED_SKIP = frozenset("to cuda cpu tolist numpy item".split())
@@ -125,6 +125,100 @@ class FactoryWithoutDeviceInForward(Rule):
                     positions = torch.arange(x.size(1), device=x.device)
                     return x + self.embed(positions)
             """,
+        ),
+    )
+    bench = Bench(
+        setup='''
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            # GPT-style causal language model (8 layers, d_model 768, about 90M parameters)
+            # trained on 16 sequences of 512 tokens; synthetic tokens already on the GPU
+            vocab, dim, heads, layers, batch_size, seq_len = (100, 32, 4, 2, 2, 16) if SMALL else (32000, 768, 12, 8, 16, 512)
+            n_batches = 4
+            tokens = torch.randint(0, vocab, (n_batches, batch_size, seq_len + 1), device=DEVICE)
+        ''',
+        bad='''
+            class GPT(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.tok = nn.Embedding(vocab, dim)
+                    self.pos = nn.Embedding(seq_len, dim)
+                    layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
+                    self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+                    self.head = nn.Linear(dim, vocab, bias=False)
+
+                def forward(self, idx):
+                    n = idx.size(1)
+                    positions = torch.arange(n)
+                    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+                    x = self.tok(idx) + self.pos(positions.to(idx.device))
+                    return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
+
+
+            model = GPT().to(DEVICE)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+            step = 0
+
+
+            def run(steps):
+                global step
+                for _ in range(steps):
+                    batch = tokens[step % n_batches]
+                    logits = model(batch[:, :-1])
+                    loss = F.cross_entropy(logits.reshape(-1, vocab), batch[:, 1:].reshape(-1))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                return loss.detach()
+        ''',
+        good='''
+            class GPT(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.tok = nn.Embedding(vocab, dim)
+                    self.pos = nn.Embedding(seq_len, dim)
+                    layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
+                    self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+                    self.head = nn.Linear(dim, vocab, bias=False)
+
+                def forward(self, idx):
+                    n = idx.size(1)
+                    positions = torch.arange(n, device=idx.device)
+                    mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=idx.device), diagonal=1)
+                    x = self.tok(idx) + self.pos(positions.to(idx.device))
+                    return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
+
+
+            model = GPT().to(DEVICE)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+            step = 0
+
+
+            def run(steps):
+                global step
+                for _ in range(steps):
+                    batch = tokens[step % n_batches]
+                    logits = model(batch[:, :-1])
+                    loss = F.cross_entropy(logits.reshape(-1, vocab), batch[:, 1:].reshape(-1))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                return loss.detach()
+        ''',
+        metric=TIME,
+        steps=20,
+        warmup=5,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-5,
+        note=(
+            "GPT-style training step (8 layers, d_model 768, 16x512 tokens) whose forward builds the position ids and "
+            "the causal mask on the CPU and copies them (bad) or builds them on the input's device (good). Integer and "
+            "boolean values are the same on either device: the last loss agrees up to run-to-run rounding (rtol 1e-4)"
         ),
     )
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from gpulint.rule import NONE, Example
+from gpulint.rule import NONE, TIME, Bench, Example
 from gpulint.rules.host_sync_in_loop import HostSyncInLoop
 
 
@@ -69,6 +69,101 @@ class HostSyncInEvalLoop(HostSyncInLoop):
                     correct += (preds == labels).sum()
             accuracy = correct.item() / len(val_loader.dataset)
             """,
+        ),
+    )
+    bench = Bench(
+        setup='''
+            import numpy as np
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            # evaluation of a ResNet-style classifier on 64x64 center crops, batch 256; the input
+            # pipeline (crop, normalise) runs on the host with numpy, between the batches
+            batch_size, size, width, classes, n_images = (8, 16, 8, 4, 32) if SMALL else (256, 64, 160, 1000, 4096)
+            rng = np.random.default_rng(0)
+
+
+            class ValLoader:
+                """Center-crops and normalises validation batches with numpy, one batch at a time."""
+
+                def __init__(self, images, targets):
+                    self.images, self.targets = images, targets
+                    self.mean = np.array([123.7, 116.3, 103.5], dtype=np.float32)
+                    self.std = np.array([58.4, 57.1, 57.4], dtype=np.float32)
+
+                def __iter__(self):
+                    for start in range(0, len(self.images) - batch_size + 1, batch_size):
+                        crops = self.images[start : start + batch_size, 4 : 4 + size, 4 : 4 + size]
+                        x = np.ascontiguousarray(((crops - self.mean) / self.std).transpose(0, 3, 1, 2), dtype=np.float32)
+                        x, y = torch.from_numpy(x), torch.from_numpy(self.targets[start : start + batch_size])
+                        if torch.cuda.is_available():
+                            x, y = x.pin_memory(), y.pin_memory()
+                        yield x, y
+
+
+            val_loader = ValLoader(
+                rng.integers(0, 256, size=(n_images, size + 8, size + 8, 3), dtype=np.uint8),
+                rng.integers(0, classes, size=n_images),
+            )
+
+
+            def block(cin, cout, stride=1):
+                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+            model = nn.Sequential(
+                block(3, width), block(width, width),
+                block(width, 2 * width, 2), block(2 * width, 2 * width),
+                block(2 * width, 4 * width, 2), block(4 * width, 4 * width),
+                block(4 * width, 8 * width, 2), block(8 * width, 8 * width),
+                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
+            ).to(DEVICE)
+            model.eval()
+        ''',
+        bad='''
+            def run(steps):
+                total_loss, correct, seen = 0.0, 0, 0
+                with torch.inference_mode():
+                    while seen < steps * batch_size:
+                        for images, labels in val_loader:
+                            images, labels = images.to(DEVICE, non_blocking=True), labels.to(DEVICE, non_blocking=True)
+                            logits = model(images)
+                            total_loss += F.cross_entropy(logits, labels, reduction="sum").item()
+                            correct += (logits.argmax(dim=1) == labels).sum().item()
+                            seen += labels.size(0)
+                            if seen == steps * batch_size:
+                                break
+                return total_loss / seen, correct / seen
+        ''',
+        good='''
+            def run(steps):
+                total_loss = torch.zeros((), device=DEVICE)
+                correct = torch.zeros((), dtype=torch.long, device=DEVICE)
+                seen = 0
+                with torch.inference_mode():
+                    while seen < steps * batch_size:
+                        for images, labels in val_loader:
+                            images, labels = images.to(DEVICE, non_blocking=True), labels.to(DEVICE, non_blocking=True)
+                            logits = model(images)
+                            total_loss += F.cross_entropy(logits, labels, reduction="sum")
+                            correct += (logits.argmax(dim=1) == labels).sum()
+                            seen += labels.size(0)
+                            if seen == steps * batch_size:
+                                break
+                return total_loss.item() / seen, correct.item() / seen
+        ''',
+        metric=TIME,
+        steps=20,
+        warmup=5,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-6,
+        note=(
+            "Evaluation of a ResNet-style classifier on batches of 256 64x64 crops that the host prepares with numpy, "
+            "copied from pinned memory; bad reads the summed loss and the correct count with .item() per batch, good "
+            "keeps both on the GPU and reads them once. Same kernels: the accuracy is equal, the mean loss agrees up to "
+            "float32 vs float64 summation (rtol 1e-4)"
         ),
     )
 

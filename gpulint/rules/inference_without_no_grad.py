@@ -13,7 +13,7 @@ from gpulint.analysis.grad_mode import (
     runs_with_grad_off,
 )
 from gpulint.analysis.source_order import end_of, loops_around, scope_nodes, start_of
-from gpulint.rule import NONE, Example, Rule
+from gpulint.rule import MEMORY, NONE, Bench, Example, Rule
 
 
 class InferenceWithoutNoGrad(Rule):
@@ -132,6 +132,67 @@ class InferenceWithoutNoGrad(Rule):
                     losses.append(accelerator.gather_for_metrics(outputs.loss.repeat(len(batch["input_ids"]))))
                 return losses
             """,
+        ),
+    )
+
+    bench = Bench(
+        setup="""
+        import torch
+        from torch import nn
+
+        # a ResNet-18-sized convolutional network (VGG-style stages) on ImageNet-sized batches
+        batch, size, width, classes = (2, 32, 8, 10) if SMALL else (256, 224, 64, 1000)
+
+
+        def stage(cin, cout, stride):
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+            )
+
+
+        model = nn.Sequential(
+            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
+            stage(width, width, 1), stage(width, 2 * width, 2), stage(2 * width, 4 * width, 2), stage(4 * width, 8 * width, 2),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
+        ).to(DEVICE, memory_format=torch.channels_last)
+        val_batches = [
+            (
+                torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last),
+                torch.randint(0, classes, (batch,), device=DEVICE),
+            )
+            for _ in range(4)
+        ]
+        """,
+        bad="""
+        def run(steps):
+            model.eval()
+            correct = 0
+            for step in range(steps):
+                images, labels = val_batches[step % len(val_batches)]
+                logits = model(images)
+                correct += (logits.argmax(1) == labels).sum().item()
+            return {"correct": correct, "logits": logits}
+        """,
+        good="""
+        def run(steps):
+            model.eval()
+            correct = 0
+            with torch.inference_mode():
+                for step in range(steps):
+                    images, labels = val_batches[step % len(val_batches)]
+                    logits = model(images)
+                    correct += (logits.argmax(1) == labels).sum().item()
+            return {"correct": correct, "logits": logits}
+        """,
+        metric=MEMORY,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-4,
+        note=(
+            "evaluation loop of a ResNet-18-sized conv net over 256x3x224x224 batches: with autograd on, each forward"
+            " keeps its activations for a graph nothing uses (two batches' worth at the peak, while the next forward runs);"
+            " inference mode runs the same kernels, so logits agree up to cuDNN algorithm choice"
         ),
     )
 

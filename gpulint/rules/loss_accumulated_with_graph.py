@@ -11,7 +11,7 @@ from gpulint.analysis.gradflow import (
     unconditional_statements,
 )
 from gpulint.edits import insert_at
-from gpulint.rule import SAFE, Example, Rule
+from gpulint.rule import MEMORY, SAFE, Bench, Example, Rule
 
 SIMPLE_VALUES = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -129,6 +129,74 @@ class LossAccumulatedWithGraph(Rule):
     )
 
     # ------------------------------------------------------------ visitors
+    bench = Bench(
+        setup="""
+        import torch
+        from torch import nn
+        import torch.nn.functional as F
+
+        # an MLP classifier (25M parameters) trained on 4096-sample batches with 1000 classes
+        batch, features, hidden, classes = (16, 32, 64, 10) if SMALL else (4096, 1024, 4096, 1000)
+
+        model = nn.Sequential(
+            nn.Linear(features, hidden), nn.GELU(),
+            nn.Linear(hidden, hidden), nn.GELU(),
+            nn.Linear(hidden, classes),
+        ).to(DEVICE)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        train_batches = [
+            (torch.randn(batch, features, device=DEVICE), torch.randint(0, classes, (batch,), device=DEVICE))
+            for _ in range(8)
+        ]
+        """,
+        bad="""
+        def run(steps):
+            # one epoch of `steps` steps that logs the mean loss and the mean entropy of the predictions
+            total_loss = 0.0
+            total_entropy = 0.0
+            for step in range(steps):
+                inputs, targets = train_batches[step % len(train_batches)]
+                optimizer.zero_grad()
+                logits = model(inputs)
+                loss = F.cross_entropy(logits, targets)
+                loss.backward()
+                optimizer.step()
+                probs = logits.softmax(dim=1)
+                entropy = -(probs * probs.clamp_min(1e-12).log()).sum(dim=1).mean()
+                total_loss += loss
+                total_entropy += entropy
+            return {"loss": total_loss / steps, "entropy": total_entropy / steps}
+        """,
+        good="""
+        def run(steps):
+            # one epoch of `steps` steps that logs the mean loss and the mean entropy of the predictions
+            total_loss = 0.0
+            total_entropy = 0.0
+            for step in range(steps):
+                inputs, targets = train_batches[step % len(train_batches)]
+                optimizer.zero_grad()
+                logits = model(inputs)
+                loss = F.cross_entropy(logits, targets)
+                loss.backward()
+                optimizer.step()
+                probs = logits.softmax(dim=1)
+                entropy = -(probs * probs.clamp_min(1e-12).log()).sum(dim=1).mean()
+                total_loss += loss.detach()
+                total_entropy += entropy.detach()
+            return {"loss": total_loss / steps, "entropy": total_entropy / steps}
+        """,
+        metric=MEMORY,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-5,
+        note=(
+            "MLP training epoch (4096x1024 batches, 1000 classes) logging mean loss and prediction entropy with their"
+            " graphs: the entropy's softmax/log/mul nodes were never backwarded, so each step keeps ~3 batch x classes"
+            " tensors alive until the epoch ends; .detach() keeps the numbers (allclose, tolerance only for GPU"
+            " nondeterminism)"
+        ),
+    )
+
     def visit_Call(self, node: ast.Call, ctx) -> None:
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "append"):

@@ -4,7 +4,7 @@ import ast
 
 from gpulint.analysis.core import FUNCS
 from gpulint.analysis.clock_intervals import clock_intervals, unsynchronized_work
-from gpulint.rule import NONE, Example, Rule
+from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 
 class UnsynchronizedTiming(Rule):
@@ -143,6 +143,73 @@ class UnsynchronizedTiming(Rule):
                 end.synchronize()
                 return start.elapsed_time(end) / 1000
             """,
+        ),
+    )
+
+    bench = Bench(
+        setup="""
+        import time
+
+        import torch
+        from torch import nn
+
+        if DEVICE == "cuda":
+            torch.backends.cudnn.benchmark = True
+
+        # a ResNet-18-sized convolutional network (VGG-style stages) on ImageNet-sized batches
+        batch, size, width, classes = (2, 32, 8, 10) if SMALL else (256, 224, 64, 1000)
+
+
+        def stage(cin, cout, stride):
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+            )
+
+
+        model = nn.Sequential(
+            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
+            stage(width, width, 1), stage(width, 2 * width, 2), stage(2 * width, 4 * width, 2), stage(4 * width, 8 * width, 2),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
+        ).to(DEVICE, memory_format=torch.channels_last)
+        images = torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last)
+        model.eval()
+        timings = []
+        """,
+        bad="""
+        def run(steps):
+            # measure the inference latency per batch
+            with torch.inference_mode():
+                start = time.perf_counter()
+                for _ in range(steps):
+                    output = model(images)
+                elapsed = time.perf_counter() - start
+            timings.append(elapsed / steps)
+            return output
+        """,
+        good="""
+        def run(steps):
+            # measure the inference latency per batch
+            with torch.inference_mode():
+                if DEVICE == "cuda":
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(steps):
+                    output = model(images)
+                if DEVICE == "cuda":
+                    torch.cuda.synchronize()
+                elapsed = time.perf_counter() - start
+            timings.append(elapsed / steps)
+            return output
+        """,
+        metric=TIME,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-4,
+        note=(
+            "inference latency benchmark of a ResNet-18-sized conv net on 256x3x224x224 (channels_last): the fix buys a"
+            " correct latency figure (the bad side records launch time), not speed; two syncs per timed run cost"
+            " nothing measurable, so expect no measurable gain; same kernels, outputs agree up to cuDNN nondeterminism"
         ),
     )
 

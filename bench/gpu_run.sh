@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# What the lent GPU machine runs to record docs/speedups.{json,md}: the device
+# has torch with CUDA but not libcst, which travels as a wheel in .whl/.
+# Usage there: bash bench/gpu_run.sh [bench|verify|smoke] [extra args...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-/tmp/gpulint-out}"
+mkdir -p "$OUT"
+if ! python3 -c "import libcst" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+what="${1:-bench}"; shift || true
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,temperature.gpu --format=csv | tee "$OUT/nvidia-smi.txt"
+case "$what" in
+  smoke)  python3 -m gpulint bench --small --reps 2 "$@" 2>&1 | tee "$OUT/smoke.txt" ;;
+  bench)  python3 -m gpulint bench --json "$OUT/speedups.json" --plot "$OUT/speedups.png" "$@" 2>&1 | tee "$OUT/bench.txt" ;;
+  verify)
+    for s in fixtures/verify/*.py; do
+      n=$(basename "$s" .py)
+      python3 -m gpulint verify "$s" --json "$OUT/verify-$n.json" "$@" 2>&1 | tee "$OUT/verify-$n.txt"
+    done ;;
+  *) echo "unknown: $what" >&2; exit 2 ;;
+esac
