@@ -655,3 +655,111 @@ def test_test_files_are_not_hot_paths(path):
     assert [f.code for f in lint(code, codes=["GPU101"], path=path)] == []
     # the same loop in a training script is flagged
     assert [f.code for f in lint(code, codes=["GPU101"], path="train.py")] == ["GPU101"]
+
+
+# ------------------------------------------- reading each element of a tensor
+ELEMENT_HEADER = """
+import torch
+import torch.nn as nn
+
+
+class Router(nn.Module):
+    def forward(self, x, routing):
+        hit = torch.bincount(routing.flatten().cuda()).nonzero().flatten()
+"""
+
+
+def element_lint(body: str):
+    code = ELEMENT_HEADER + textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8) + "\n        return x\n"
+    return lint(code.lstrip("\n"), codes=SYNC_RULES)
+
+
+def element_findings(body: str):
+    """(code, row within `body`) of each finding."""
+    return [(f.code, f.row - ELEMENT_HEADER.lstrip("\n").count("\n")) for f in element_lint(body)]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "for e in hit:\n    x = x + e.item()",
+        "for e in hit:\n    x = x + int(e)",
+        "for e in hit:\n    x = x + float(e)",
+        "for e in hit:\n    x = x[: e.tolist()]",
+        "for i, e in enumerate(hit):\n    x = x + e.item()",
+        "for e in hit:\n    e = e.item()\n    x = x + e",
+        "for e in hit:\n    for k in range(3):\n        x = x + e.item()",
+    ],
+)
+def test_each_element_read_in_a_loop_over_a_gpu_tensor(body):
+    [finding] = element_lint(body)
+    assert finding.code == "GPU101"
+    assert "reads each element of the tensor `hit` on the host" in finding.message
+    assert "`.tolist()`" in finding.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "for e in hit.tolist():\n    x = x + e",  # one read before the loop
+        "for e in torch.arange(4):\n    x = x + e.item()",  # built on the CPU
+        "for e in hit:\n    x = x + e.cpu()",  # a copy of an element, not a value read for the host
+        "for e in hit:\n    e = hit[0]\n    x = x + e.item()",  # rebound before the read
+        "for e in hit:\n    for k in range(3):\n        x = x + e.item()\n        e = hit[k]",  # rebound in the inner loop
+        "for i, e in enumerate(hit):\n    x = x + i",  # the index of enumerate is a Python int
+        "for e in hit:\n    pass\nelse:\n    x = x + e.item()",  # after the loop, once
+        "for e in hit:\n    x = x + sum(e.item() for e in x)",  # the comprehension's own name
+        "for e in routing:\n    x = x + e.item()",  # not known to be a tensor
+        "for e in hit:\n    a = x.sum().item()\n    x = x + e.item()",  # right after another read
+    ],
+)
+def test_element_reads_left_alone(body):
+    assert element_findings(body) == []
+
+
+def test_element_reads_in_one_statement_are_reported_once():
+    assert element_findings("for e in hit:\n    x = x + (e.item() if x.dim() else e.item() + 1)") == [("GPU101", 2)]
+
+
+def test_element_reads_outside_model_code_or_in_one_off_code():
+    prep = """
+    import torch
+
+    def to_masks(seg):
+        present = torch.unique(seg.cuda())
+        return [seg == label.item() for label in present], [int(v) for v in present if v]
+
+    def labels_of(seg):
+        for label in torch.unique(seg.cuda()):
+            yield label.item()
+    """
+    assert rows(prep) == []
+    once = """
+    import torch
+    import torch.nn as nn
+
+    class M(nn.Module):
+        def __init__(self, sizes):
+            super().__init__()
+            for s in torch.tensor(sizes).cuda():
+                self.add_module(f"m{s.item()}", nn.Linear(2, 2))
+
+        def forward(self, x, sizes):
+            for s in torch.tensor(sizes).cuda():
+                x = x[: s.item()]  # sync
+            return x
+    """
+    check(once)
+
+
+def test_element_reads_are_not_gpu104s():
+    code = """
+    import torch
+
+    def evaluate(model, loader):
+        for images, labels in loader:
+            preds = model(images.cuda()).argmax(1)
+            for p in preds:
+                print(p.item())
+    """
+    assert [f.code for f in lint(textwrap.dedent(code), codes=SYNC_RULES)] == ["GPU104"]

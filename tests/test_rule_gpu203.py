@@ -223,7 +223,12 @@ def test_test_files_are_skipped():
 FLAGGED_CONTEXTS = {
     "loop": "for b in loader:\n    w = torch.zeros(3).cuda()\n",
     "while": "while True:\n    w = torch.zeros(3).cuda()\n",
-    "comprehension": "ws = [torch.zeros(3).cuda() for _ in range(4)]\n",
+    "comprehension in a loop": "for b in loader:\n    ws = [torch.zeros(3).cuda() for _ in b]\n",
+    "comprehension in forward": "class M:\n    def forward(self, xs):\n        return [torch.zeros(3).cuda() for x in xs]\n",
+    "trace under a guard in a per-step function": (
+        "def on_batch_end(model, step):\n    x = torch.zeros(3).cuda()\n"
+        "    if step == 0:\n        torch.jit.trace(model, x)\n"
+    ),
     "forward": "class M:\n    def forward(self, x):\n        return torch.zeros(3).cuda()\n",
     "backward": "class F:\n    @staticmethod\n    def backward(ctx, g):\n        return torch.eye(3).cuda()\n",
     "per-step name": "def training_step(batch):\n    return torch.zeros(3).cuda()\n",
@@ -236,6 +241,20 @@ FLAGGED_CONTEXTS = {
 }
 
 ONE_OFF_CONTEXTS = {
+    "module-level comprehension": "ws = [torch.zeros(3).cuda() for _ in range(4)]\n",
+    "comprehension in a plain function": (
+        "def profile(model, shapes):\n    xs = [torch.randn(1, *s).cuda() for s in shapes]\n    return model(*xs)\n"
+    ),
+    "trace function called from a step loop": (
+        "def graph(tb, model):\n    x = torch.zeros(1, 3).cuda()\n    with quiet():\n"
+        "        tb.add_graph(torch.jit.trace(model, x))\n\n"
+        "for step, b in enumerate(loader):\n    if want_graph:\n        graph(tb, model)\n"
+    ),
+    "trace function called from a per-step callback": (
+        "def graph(model):\n    try:\n        x = torch.zeros(1, 3).to(device)\n"
+        "        torch.onnx.export(model, x, 'm.onnx')\n    except Exception:\n        pass\n\n"
+        "def on_train_batch_end(model, nb):\n    if nb == 0:\n        graph(model)\n"
+    ),
     "module level": "w = torch.zeros(3).cuda()\n",
     "plain function": "def build_weights():\n    return torch.zeros(3).cuda()\n",
     "__init__ loop": "class M:\n    def __init__(self):\n        for i in range(3):\n            self.w = torch.zeros(3).cuda()\n",

@@ -803,6 +803,54 @@ class FileAnalysis:
         self._host_bindings_cache[scope] = out
         return out
 
+    def tensor_loop_element(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+        """`expr` is the element a `for` loop takes from a tensor, as that loop
+        bound it: in `for idx in hits: idx.item()` (also `enumerate(hits)`),
+        the name `idx` read in the loop's body, with `hits` known to be a tensor
+        and not known to be in host memory. Returns the iterated expression, or
+        None. The name must not be rebound in the loop before the read (a
+        rebinding later in the same statement, `idx = idx.item()`, is fine), nor
+        anywhere in an inner loop around the read, nor by a comprehension."""
+        if not isinstance(expr, ast.Name):
+            return None
+        name = expr.id
+        chain = list(ancestors)
+        child: ast.AST = expr
+        for i in range(len(chain) - 1, -1, -1):
+            anc = chain[i]
+            if isinstance(anc, SCOPES):
+                return None
+            if isinstance(anc, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                if any(name in _target_names(g.target) for g in anc.generators):
+                    return None
+            elif isinstance(anc, (ast.For, ast.AsyncFor)) and name in _target_names(anc.target):
+                if not _in_list(child, anc.body):
+                    return None  # the iterable, or the `else` after the last element
+                base, n_skip = _unwrap_iter(anc.iter)
+                target = anc.target
+                if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+                    target = target.elts[1]
+                if not (isinstance(target, ast.Name) and target.id == name):
+                    return None  # the index of `enumerate`, or a part of an unpacked row
+                loop_anc = chain[:i]
+                if self.kind_at(base, loop_anc) != TENSOR or self.is_host_tensor(base, loop_anc):
+                    return None
+                # rebinding inside the loop: before the read, or in an inner loop around it
+                for n in _walk_scope(anc.body):
+                    if n is expr:
+                        break
+                    if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+                        return None
+                for inner in chain[i + 1 :]:
+                    if isinstance(inner, LOOPS) and any(
+                        isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                        for n in _walk_scope([inner])
+                    ):
+                        return None
+                return base
+            child = anc
+        return None
+
     def is_batch(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
         info = self.info_for(ancestors)
         return self._is_batch_expr(expr, info.kinds, info.batch_names)

@@ -8,25 +8,33 @@ Read from the file alone, without following imports:
   `reset_parameters`, `init*` / `_init*`, `setup*` / `_setup*`, `export*`,
   `fuse*`, `load_model*` / `load_weights*` / `load_state_dict*` /
   `load_checkpoint*` / `load_pretrained*` or `*dummy*` never runs repeatedly.
+* **Trace and export functions**: a function that traces or exports a model
+  whenever it runs (`torch.jit.trace`, `torch.onnx.export`,
+  `torch.export.export`, not under an `if` or a loop of its own) is a one-off
+  like `export*`: even if a callback calls it from a step loop, it does so
+  under a guard, and a trace costs far more than anything it builds.
 * **Once-only guards**: a lazily cached value, built under
   `if not hasattr(...)`, `if len(...) == 0` (optimizer state) or
   `if self.<attr> is None`, is built once.
-* **Repeated**: otherwise, a node in the body of a `for` / `while` loop or of
-  a comprehension of the same function (not in the expression iterated),
-  a node in a function named like per-step code (`PER_STEP_WORDS`), or in a
+* **Repeated**: otherwise, a node in the body of a `for` / `while` loop of
+  the same function (not in the expression iterated), a node in a function
+  named like per-step code (`PER_STEP_WORDS`), or in a
   function called (by `name(...)` or `self.name(...)`) from such a place in
   the same file. One level of calls is followed, not more, and not into
   `main` / `run` (script entry points: a loop around them goes over
   command-line items, not steps).
 
-Module-level code outside a loop runs once.
+Module-level code outside a loop runs once. A comprehension builds one
+collection: its element runs as often as the code around it does, so a
+comprehension alone does not make code repeated (step loops are `for` and
+`while` loops; a list of dummy inputs built once per shape is set-up).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional, Sequence, Set
+from typing import Optional, Sequence, Set
 
 from gpulint.analysis.core import FileAnalysis
 
@@ -64,6 +72,49 @@ def is_per_step_name(name: str) -> bool:
     """A function name that says it runs per step / batch / model call."""
     low = name.lower()
     return any(word in low for word in PER_STEP_WORDS)
+
+
+# calls that trace or export a model: a function making one is a one-off
+_TRACE_CALLS = frozenset(
+    (
+        "torch.jit.trace",
+        "torch.jit.trace_module",
+        "torch.onnx.export",
+        "torch.onnx.dynamo_export",
+        "torch.export.export",
+    )
+)
+
+
+def _traces_model(fa: FileAnalysis, func: ast.AST) -> bool:
+    """`func` traces or exports a model every time it runs: a trace/export
+    call in its own body that no `if`, loop, conditional expression or nested
+    function of its own encloses (`try` and `with` are fine)."""
+    cache = fa.memo("repetition.traces")
+    if func in cache:
+        return cache[func]  # type: ignore[return-value]
+    found = False
+    stack = list(func.body)  # type: ignore[attr-defined]
+    while stack and not found:
+        n = stack.pop()
+        if isinstance(n, (ast.If, ast.IfExp, ast.BoolOp, ast.Lambda, ast.ClassDef) + _FUNCS + _LOOPS + _COMPS):
+            continue
+        if isinstance(n, ast.Try):
+            stack.extend(n.body)  # handlers and `else` run only sometimes
+            stack.extend(n.finalbody)
+            continue
+        if isinstance(n, ast.Call) and fa.call_qualname(n) in _TRACE_CALLS:
+            found = True
+        stack.extend(ast.iter_child_nodes(n))
+    cache[func] = found
+    return found
+
+
+def _once_only_function(fa: FileAnalysis, ancestors: Sequence[ast.AST]) -> bool:
+    """Some function around the node runs once: by its name, or because it traces a model."""
+    return any(
+        isinstance(a, _FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a)) for a in ancestors
+    )
 
 
 def _in_loop_body(loop: ast.AST, child: ast.AST) -> bool:
@@ -140,14 +191,9 @@ def _callee_name(call: ast.Call) -> Optional[str]:
     return None
 
 
-def _function_names(ancestors: Sequence[ast.AST]) -> List[str]:
-    return [a.name for a in ancestors if isinstance(a, _FUNCS)]
-
-
 def _directly_repeated(fa: FileAnalysis, node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """Repeated by its own function: a loop or a per-step name, without following callers."""
-    names = _function_names(ancestors)
-    if any(is_once_only_name(n) for n in names):
+    if _once_only_function(fa, ancestors):
         return False
     func, in_loop = _guarded_context(node, ancestors)
     if func is _ONCE:
@@ -168,7 +214,7 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
             return _ONCE, False
         if isinstance(anc, _FUNCS):
             return anc, in_loop
-        if isinstance(anc, (_LOOPS + _COMPS)) and _in_loop_body(anc, child):
+        if isinstance(anc, _LOOPS) and _in_loop_body(anc, child):
             in_loop = True
         child = anc
     return None, in_loop
@@ -196,7 +242,7 @@ def runs_repeatedly(fa: FileAnalysis, node: ast.AST, ancestors: Sequence[ast.AST
     """Whether `node` runs repeatedly (see the module docstring)."""
     if _directly_repeated(fa, node, ancestors):
         return True
-    if any(is_once_only_name(n) for n in _function_names(ancestors)):
+    if _once_only_function(fa, ancestors):
         return False
     func, in_loop = _guarded_context(node, ancestors)
     if func is _ONCE or func is None:

@@ -33,7 +33,7 @@ class CpuTensorThenMoved(Rule):
     the CPU (no `device=`, or `device="cpu"`) and
     moved at once with `.cuda()` or `.to(<device>)`, as in
     `torch.zeros(n).cuda()`, in code that runs repeatedly: in the body of a
-    `for`/`while` loop or a comprehension, in a `forward`/`backward`, in a
+    `for`/`while` loop, in a `forward`/`backward`, in a
     function whose name says it runs per step (it contains `forward`,
     `backward`, `step`, `batch`, `collate`, `mask`, `generate`, `sample`,
     `loss` or `decode`), or in a function called from such a place in the
@@ -42,9 +42,15 @@ class CpuTensorThenMoved(Rule):
     Code that runs once is not flagged: module level outside a loop,
     `__init__`, `_init_weights`, `reset_parameters`, `init*`, `setup*`,
     `export*`, `fuse*`, `load_model*`-style loaders, `*dummy*` functions (even
-    with a loop inside), and values cached under `if not hasattr(...)`,
-    `if len(state) == 0` or `if self.x is None`. There a one-off CPU build
-    and copy costs microseconds, once; the advice would be noise.
+    with a loop inside), functions that trace or export a model each time
+    they run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export`
+    outside any `if` or loop of theirs: a dummy input for a graph trace), and
+    values cached under `if not hasattr(...)`, `if len(state) == 0` or
+    `if self.x is None`. A comprehension builds one collection and repeats
+    only as often as the code around it: a list of dummy inputs built once
+    in a plain function is not flagged, one inside a loop or `forward` is.
+    There a one-off CPU build and copy costs microseconds, once; the advice
+    would be noise.
 
     `.to(dtype)`, `.to("cpu")`, `.to(other_tensor)` and factories that are not
     followed directly by the move are not flagged; `*_like` and `new_*`

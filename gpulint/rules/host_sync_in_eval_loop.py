@@ -43,6 +43,7 @@ class HostSyncInEvalLoop(HostSyncInLoop):
     message = "`{expr}` in an evaluation loop waits for the GPU every batch (host-device sync)"
     fix_safety = NONE
     default = False
+    element_reads = False  # loops over a tensor's elements are GPU101's, in any loop
     examples = (
         Example(
             bad="""

@@ -5,6 +5,7 @@ import re
 from typing import Iterator, List
 
 from gpulint.analysis.core import LOOPS, SCOPES, TENSOR
+from gpulint.analysis.repetition import runs_repeatedly
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 # Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
@@ -15,6 +16,10 @@ _TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
 _HOST_METHODS = _TENSOR_ONLY_METHODS | {"tolist"}
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 _MAX_SNIPPET = 56
+# reads of a loop element that pull its value to the host
+_ELEMENT_READ_METHODS = frozenset({"item", "tolist"})
+# names of functions that compute with a model (and so on its device)
+_MODEL_CODE_WORDS = ("forward", "backward", "step", "generate", "sample", "decode", "loss")
 
 
 def _snippet(text: str) -> str:
@@ -196,6 +201,25 @@ def _derived_before(name: str, block, k: int, depth: int) -> bool:
     return False
 
 
+def _in_model_code(analysis, ancestors) -> bool:
+    """Code that computes with a model, so its tensors live on the model's
+    device: a method of an `nn.Module` subclass of this file, or a function
+    named like model computation (`forward`, `generate`, `_sample`,
+    `training_step`, `compute_loss`, ...). Data preparation (image
+    processors, feature extractors, collate functions) usually runs on the CPU."""
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            low = anc.name.lower()
+            if any(w in low for w in _MODEL_CODE_WORDS):
+                return True
+            parent = ancestors[i - 1] if i > 0 else None
+            return isinstance(parent, ast.ClassDef) and analysis.is_module_class(parent)
+        if isinstance(anc, (ast.Lambda, ast.ClassDef)):
+            return False
+    return False
+
+
 class HostSyncInLoop(Rule):
     """
     ## What it does
@@ -212,6 +236,20 @@ class HostSyncInLoop(Rule):
     - `print()` of a tensor, and formatting a tensor in an f-string (or with
       `str.format` / `%`);
     - `if t:` / `while t:` on a tensor (including `if torch.isnan(loss).any():`).
+
+    It also flags, in any loop and not only a training loop, a `for` loop over
+    a tensor that reads each element it takes on the host:
+    `for idx in expert_hit: e = int(idx.item())`, `int(idx)`, `float(idx)`,
+    `idx.tolist()` (also through `enumerate`). Each iteration is a sync, where
+    `for e in expert_hit.tolist():` reads them all with one. Only the loop's
+    own name counts (not other tensors, not the name once rebound, not an
+    alias), the tensor must be known to be one and not known to be in host
+    memory (`for i in torch.randperm(n)` is on the CPU), and the loop must be
+    in model code (a method of an `nn.Module` subclass, or a function named
+    like `forward`, `generate`, `sample`, `step`, `decode`, `loss`) or in a
+    training loop: data preparation such as image processors usually runs on
+    the CPU. Code that runs once (`__init__`, set-up, loading) is not flagged,
+    and a statement reading the element twice is reported once.
 
     Not flagged, because it does not run every step or does not wait for the
     GPU:
@@ -243,7 +281,9 @@ class HostSyncInLoop(Rule):
       refinement, a model's own loop over experts. There a per-step read often
       *is* the point (collecting predictions, a stop token, a streamer), and
       the labelled study in docs/accuracy.md found most such findings could
-      not be avoided.
+      not be avoided. The one exception is the loop over a tensor's own
+      elements described above, where one `.tolist()` before the loop
+      replaces every per-element read.
 
     ## Why is this bad?
     CUDA runs asynchronously: the CPU queues kernels and races ahead while the
@@ -260,7 +300,10 @@ class HostSyncInLoop(Rule):
 
     ## Fix safety
     No automatic fix: moving the read out of the loop changes where values are
-    available and how they are logged.
+    available and how they are logged. For a loop over a tensor's elements,
+    `for x in t.tolist():` is not a drop-in either: the loop then takes Python
+    numbers (or nested lists, for rows of a 2-D `nonzero()`), and every other
+    use of `x` in the body (indexing, arithmetic with tensors) would change.
 
     ## References
     - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
@@ -409,6 +452,12 @@ class HostSyncInLoop(Rule):
         ),
     )
 
+    # reads of the elements of a tensor that a `for` loop iterates (GPU101's own)
+    element_reads = True
+
+    def begin_file(self, ctx) -> None:
+        self._element_statements = set()
+
     # ----------------------------------------------------------- which loops
     def _hot(self, analysis, node, ancestors):
         """The hot loop around `node` if it is one this rule covers."""
@@ -439,6 +488,8 @@ class HostSyncInLoop(Rule):
         if not _candidate(ctx, ctx.ancestors):
             return
         q = ctx.analysis.qualname(func)
+        if q in _CONVERSIONS and len(node.args) == 1 and not node.keywords and self._element_read(node, node.args[0], ctx):
+            return  # int(idx) of a tensor's element, in a loop over that tensor
         if q in _CONVERSIONS:
             if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
                 return
@@ -459,6 +510,8 @@ class HostSyncInLoop(Rule):
         if not _candidate(ctx, ctx.ancestors):
             return
         recv = func.value
+        if func.attr in _ELEMENT_READ_METHODS and self._element_read(node, recv, ctx):
+            return
         if _on_host_already(recv):
             return
         kind = ctx.analysis.kind_at(recv, ctx.ancestors)
@@ -472,6 +525,36 @@ class HostSyncInLoop(Rule):
         if self._hot(ctx.analysis, node, ctx.ancestors) is None:
             return
         self.report(ctx, node, expr=_call_snippet(ctx, node))
+
+    def _element_read(self, node: ast.Call, value: ast.AST, ctx) -> bool:
+        """`for idx in hits: e = idx.item()`: the loop reads each element of a
+        GPU tensor on the host, one sync per element, in any loop that runs
+        repeatedly (not only a training loop). Reports it and returns True."""
+        if not self.element_reads:
+            return False
+        analysis = ctx.analysis
+        iterated = analysis.tensor_loop_element(value, ctx.ancestors)
+        if iterated is None or not runs_repeatedly(analysis, node, ctx.ancestors):
+            return False
+        if not (_in_model_code(analysis, ctx.ancestors) or self._hot(analysis, node, ctx.ancestors) is not None):
+            return False
+        if _follows_host_read(node, ctx.ancestors, analysis):
+            return False
+        stmt, _ = _statement_and_block(list(ctx.ancestors) + [node])
+        key = (id(stmt), value.id)  # type: ignore[attr-defined]
+        if key in self._element_statements:
+            return True  # `e.item() + 1 if c else e.item()`: one read per statement and iteration
+        self._element_statements.add(key)
+        it = _snippet(ctx.node_text(iterated))
+        self.report(
+            ctx,
+            node,
+            message=(
+                f"`{_call_snippet(ctx, node)}` reads each element of the tensor `{it}` on the host as the loop "
+                "iterates it, one GPU sync per element; read them all at once (`.tolist()`) before the loop"
+            ),
+        )
+        return True
 
     # ------------------------------------------------------------ formatting
     def visit_JoinedStr(self, node: ast.JoinedStr, ctx) -> None:
