@@ -318,12 +318,12 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout) -> N
         elif not rec["check"].get("ok", True):
             failed = True
         report["rules"].append(rec)
+        if json_path:  # after every rule: a run stopped part-way keeps what it measured
+            from gpulint.fsutil import atomic_write_text
+
+            atomic_write_text(json_path, json.dumps(report, indent=1) + "\n")
     click.echo(f"gpulint bench · {where}" + (" · --small (figures mean nothing)" if small else ""))
     click.echo(bench_mod.render_table(report))
-    if json_path:
-        from gpulint.fsutil import atomic_write_text
-
-        atomic_write_text(json_path, json.dumps(report, indent=1) + "\n")
     if plot_path:
         try:
             bench_mod.plot(report, plot_path)
@@ -334,6 +334,15 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout) -> N
             click.echo(f"gpulint bench: {e}", err=True)
             failed = True
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _register_verify() -> None:
+    from gpulint.harness.verify import verify
+
+    cli.add_command(verify)
+
+
+_register_verify()
 
 
 def main(argv: Optional[List[str]] = None) -> None:
