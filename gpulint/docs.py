@@ -74,6 +74,93 @@ def render_markdown(cls, speedups: Optional[dict] = None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def render_bench_table(report: dict) -> str:
+    """The recorded `gpulint bench` run as a markdown table."""
+    lines = [
+        f"Measured on {report['where']}, {report['repetitions']} interleaved repetitions per side.",
+        "",
+        "| rule | bad ms/step [min-max] | good ms/step [min-max] | bad/good | peak memory bad -> good | verdict | check |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in report["rules"]:
+        if "error" in r:
+            lines.append(f"| {r['code']} {r['name']} | | | | | failed: {r['error'].splitlines()[0]} | |")
+            continue
+        b, g = r["bad"]["seconds_per_step"], r["good"]["seconds_per_step"]
+        bp, gp = r["bad"].get("peak_bytes"), r["good"].get("peak_bytes")
+        mem = f"{bp / 2**20:,.0f} -> {gp / 2**20:,.0f} MiB" if bp and gp else "n/a"
+        chk = r["check"]
+        check = "not compared" if chk["kind"] == "none" else f"{chk['kind']} rtol={chk['rtol']:g}: {'ok' if chk.get('ok') else 'FAILED'}"
+        lines.append(
+            f"| [{r['code']}](rules/{r['code']}.md) {r['name']} | {_ms(b['median'])} [{_ms(b['min'])}-{_ms(b['max'])}] "
+            f"| {_ms(g['median'])} [{_ms(g['min'])}-{_ms(g['max'])}] | {r['time_ratio']:.2f}x | {mem} "
+            f"| **{r['verdict']}** | {check} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_verify_table(reports: dict) -> str:
+    """{name: recorded `gpulint verify --json` report} as a markdown table."""
+    lines = [
+        "| script | fixes | ms/step before -> after | speedup | syncs/step before -> after | peak memory before -> after | first losses |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def mib(x):
+        return "n/a" if x is None else f"{x / 2**20:,.0f} MiB"
+
+    for name, rep in sorted(reports.items()):
+        b, a, c = rep["before"], rep["after"], rep["comparison"]
+        # the script's own fixes: the others in its folder are fixed too, but not run
+        own = [f for f in rep["fixes"]["fixed"] if f["path"] == rep["script"]]
+        kinds = "safe and unsafe" if rep.get("unsafe_fixes") else "safe"
+        codes = ", ".join(sorted({f["code"] for f in own}))
+        verdict = c["time_verdict"]
+        speed = f"{c['speedup']:.2f}x" + ("" if verdict == "faster" else f" ({verdict})")
+        losses = c["losses"]
+        agree = losses["verdict"] + (f" (max rel diff {losses['max_rel_diff']:.1e})" if losses.get("max_rel_diff") is not None else "")
+        lines.append(
+            f"| `{rep['script']}` {' '.join(rep.get('args') or [])} | {len(own)} {kinds} ({codes}) "
+            f"| {b['ms_per_step']:.1f} -> {a['ms_per_step']:.1f} | {speed} "
+            f"| {b['syncs_per_step']:g} -> {a['syncs_per_step']:g} | {mib(b['peak_memory_bytes'])} -> {mib(a['peak_memory_bytes'])} "
+            f"| {agree} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+SPEEDUPS_PAGE = os.path.join(ROOT, "docs", "speedups.md")
+VERIFY_DIR = os.path.join(ROOT, "docs", "verify")
+
+
+def _between(doc: str, name: str, text: str) -> str:
+    start, end = f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
+    if start not in doc or end not in doc:
+        return doc
+    return doc[: doc.index(start) + len(start)] + text + doc[doc.index(end):]
+
+
+def speedups_page() -> Optional[str]:
+    """docs/speedups.md with its generated tables brought up to date, or None."""
+    try:
+        with open(SPEEDUPS_PAGE, encoding="utf-8") as fh:
+            doc = fh.read()
+    except OSError:
+        return None
+    report = load_speedups()
+    if report is not None:
+        doc = _between(doc, "bench", render_bench_table(report))
+    verify = {}
+    if os.path.isdir(VERIFY_DIR):
+        for name in sorted(os.listdir(VERIFY_DIR)):
+            if name.endswith(".json"):
+                rep = load_speedups(os.path.join(VERIFY_DIR, name))
+                if rep is not None:
+                    verify[name[:-5]] = rep
+    if verify:
+        doc = _between(doc, "verify", render_verify_table(verify))
+    return doc
+
+
 def render_index(rules) -> str:
     out = [
         "# gpulint rules",
@@ -111,6 +198,11 @@ def main() -> None:  # pragma: no cover - exercised by tests through generated_p
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
             fh.write(text)
     print(f"wrote {len(generated_pages())} pages to {out_dir}")
+    page = speedups_page()
+    if page is not None:
+        with open(SPEEDUPS_PAGE, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        print(f"updated {SPEEDUPS_PAGE}")
 
 
 if __name__ == "__main__":
