@@ -9,14 +9,26 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Tuple
 
-_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind"})
+# fields that never hold a child node: the shared singletons (`ctx`, operators)
+# and plain identifiers, numbers and flags
+_SKIP_FIELDS = frozenset({
+    "ctx", "op", "ops", "type_comment", "kind", "id", "attr", "arg", "name", "asname", "module", "level",
+    "conversion", "is_async", "simple",
+})
+# nodes with no child nodes at all (`Constant.value` is a Python value, never a node)
+_LEAVES = (ast.Constant, ast.Global, ast.Nonlocal)
+# per class: the fields that can hold child nodes, last first (the walk pushes
+# them on a stack, so they come off in source order)
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 
 
 def _fields(cls: type) -> Tuple[str, ...]:
     f = _CHILD_FIELDS.get(cls)
     if f is None:
-        f = tuple(n for n in cls._fields if n not in _SKIP_FIELDS)
+        if issubclass(cls, _LEAVES) or cls.__name__ == "MatchSingleton":
+            f = ()
+        else:
+            f = tuple(reversed([n for n in cls._fields if n not in _SKIP_FIELDS]))
         _CHILD_FIELDS[cls] = f
     return f
 
@@ -28,23 +40,27 @@ def index_tree(tree: ast.AST) -> Tuple[List[Tuple[ast.AST, int]], Dict[ast.AST, 
     parents: Dict[ast.AST, ast.AST] = {}
     stack: List[Tuple[ast.AST, int]] = [(tree, 0)]
     pop, push, emit = stack.pop, stack.append, order.append
+    known = _CHILD_FIELDS
     while stack:
         node, depth = pop()
         emit((node, depth))
-        kids = []
-        for name in _fields(type(node)):
+        cls = node.__class__
+        fields = known.get(cls)
+        if fields is None:
+            fields = _fields(cls)
+        if not fields:
+            continue
+        d = depth + 1
+        for name in fields:
             v = getattr(node, name, None)
             if v is None:
                 continue
-            if isinstance(v, list):
-                for item in v:
-                    if isinstance(item, AST):
-                        kids.append(item)
+            if v.__class__ is list:
+                for item in reversed(v):
+                    if isinstance(item, AST):  # a list may hold None (`Dict.keys`) or strings
+                        parents[item] = node
+                        push((item, d))
             elif isinstance(v, AST):
-                kids.append(v)
-        if kids:
-            d = depth + 1
-            for k in reversed(kids):
-                parents[k] = node
-                push((k, d))
+                parents[v] = node
+                push((v, d))
     return order, parents

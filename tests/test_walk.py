@@ -1,0 +1,107 @@
+"""The fast pre-order walk must visit exactly what a plain recursive walk over
+every node-holding field visits, in the same order, with the same parents."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import textwrap
+
+import pytest
+
+from gpulint.analysis.walk import index_tree
+
+SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
+
+
+def reference(tree):
+    order, parents = [], {}
+
+    def rec(node, depth):
+        order.append((node, depth))
+        for name in node._fields:
+            value = getattr(node, name, None)
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST) and not isinstance(child, SINGLETONS):
+                    parents[child] = node
+                    rec(child, depth + 1)
+
+    rec(tree, 0)
+    return order, parents
+
+
+SNIPPETS = [
+    """
+    import torch as t, os.path
+    from . import x as y
+    global_var: int = 1
+
+    @decorator(arg=1)
+    async def f(a, /, b: int = 2, *args, c, d=3, **kw) -> "T":
+        global g
+        nonlocal_ = lambda q, *r: q
+        async with ctx() as (m, n):
+            async for i in aiter():
+                yield i
+        x = {**kw, "k": [v for v in range(3) if v], 1: {s for s in "ab"}}
+        y = {k: v for k, v in kw.items()}
+        z = a if b else (c := d)
+        w = f"{a!r:>{b}} {c}" + b"bytes".decode()
+        del x[1:2:3], y
+        assert a, "msg"
+        try:
+            raise ValueError from None
+        except (TypeError, ValueError) as e:
+            pass
+        else:
+            pass
+        finally:
+            return not a and -b or ~c
+    """,
+    """
+    class C(Base, metaclass=M):
+        attr: list[int] = []
+
+        def m(self):
+            while self.attr:
+                self.attr.pop()
+            else:
+                print(*self.attr, sep="")
+            x = 1 < 2 <= 3 != 4 is not None
+            return x
+    """,
+    """
+    match command:
+        case ["go", direction] | ["move", direction]:
+            pass
+        case {"x": 1, **rest}:
+            pass
+        case Point(x=0, y=None) if flag:
+            pass
+        case [1, *others]:
+            pass
+        case None | True:
+            pass
+        case str() as s:
+            pass
+    """,
+]
+if sys.version_info >= (3, 12):
+    SNIPPETS.append(
+        """
+        type Alias[T] = list[T]
+
+        def g[T: int, *Ts, **P](x: T) -> T:
+            return x
+        """
+    )
+
+
+@pytest.mark.parametrize("code", SNIPPETS)
+def test_index_tree_matches_a_plain_recursive_walk(code):
+    tree = ast.parse(textwrap.dedent(code))
+    order, parents = index_tree(tree)
+    ref_order, ref_parents = reference(tree)
+    assert order == ref_order
+    assert parents == ref_parents
+    assert len(order) > 20
