@@ -49,7 +49,21 @@ def _use_color(no_color: bool, stream) -> bool:
         return False
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """`verify` is imported when it is asked for: `check` starts no faster than its imports."""
+
+    def get_command(self, ctx, name):
+        if name == "verify" and name not in self.commands:
+            from gpulint.harness.verify import verify
+
+            self.add_command(verify)
+        return super().get_command(ctx, name)
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | {"verify"})
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpulint")
 def cli() -> None:
     """Find and fix the code patterns that waste GPU time and memory in PyTorch programs."""
@@ -334,15 +348,6 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout) -> N
             click.echo(f"gpulint bench: {e}", err=True)
             failed = True
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
-
-
-def _register_verify() -> None:
-    from gpulint.harness.verify import verify
-
-    cli.add_command(verify)
-
-
-_register_verify()
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -138,6 +138,28 @@ def compiled_patterns(patterns: Tuple[str, ...]):
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
+@lru_cache(maxsize=None)
+def pattern_matcher(patterns: Tuple[str, ...]):
+    """A function path -> bool, the same as `compiled_patterns(patterns).match_file`.
+
+    When no pattern negates (`!keep`), any match means a match: the patterns
+    are joined into one regular expression, which is several times faster
+    than trying them one by one (discovery asks this for every file)."""
+    spec = compiled_patterns(patterns)
+    regexes = []
+    for p in spec.patterns:
+        if p.include is None:
+            continue  # a comment or blank line
+        rx = getattr(p, "regex", None)
+        if p.include is False or rx is None:
+            return spec.match_file
+        regexes.append(re.sub(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>", "(?:", rx.pattern))
+    if not regexes:
+        return lambda path: False
+    combined = re.compile("|".join(f"(?:{r})" for r in regexes))
+    return lambda path: combined.match(path) is not None
+
+
 def _glob_match(pattern: str, rel: str) -> bool:
     return compiled_patterns((pattern,)).match_file(rel)
 

@@ -10,7 +10,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pathspec
 
-from gpulint.config import ConfigResolver, Settings, compiled_patterns
+from gpulint.config import ConfigResolver, Settings, pattern_matcher
 
 EXTENSIONS = (".py", ".pyi")
 
@@ -90,20 +90,31 @@ class GitIgnore:
         return verdict
 
 
-def _excluded(path: str, settings: Settings) -> bool:
+_ABS_ROOTS: Dict[str, str] = {}
+
+
+def _excluded(path: str, settings: Settings, is_dir: Optional[bool] = None, abs_path: Optional[str] = None) -> bool:
+    """Whether the config's exclude / extend-exclude patterns match `path`,
+    by its name or by its path relative to the config's root. The walk passes
+    what it already knows (whether it is a directory, its absolute path)."""
     patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
     if not patterns:
         return False
-    spec = compiled_patterns(patterns)
-    name = os.path.basename(path)
-    rel = os.path.relpath(os.path.abspath(path), settings.root).replace(os.sep, "/")
-    is_dir = os.path.isdir(path)
-    suffix = "/" if is_dir else ""
-    if spec.match_file(name + suffix):
+    match = pattern_matcher(patterns)
+    suffix = "/" if (os.path.isdir(path) if is_dir is None else is_dir) else ""
+    if match(os.path.basename(path) + suffix):
         return True
-    if not rel.startswith("../") and spec.match_file(rel + suffix):
-        return True
-    return False
+    root = _ABS_ROOTS.get(settings.root)
+    if root is None:
+        root = _ABS_ROOTS[settings.root] = os.path.abspath(settings.root)
+    ap = abs_path or os.path.abspath(path)
+    if ap.startswith(root) and ap[len(root): len(root) + 1] == os.sep:
+        rel = ap[len(root) + 1:]
+    else:
+        rel = os.path.relpath(ap, root)
+        if rel.startswith(".." + os.sep) or rel == "..":
+            return False
+    return match(rel.replace(os.sep, "/") + suffix)
 
 
 def _force_excluded(path: str, settings: Settings) -> bool:
@@ -168,9 +179,10 @@ def discover(
 
 def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
     visited_dirs = set()
-    stack = [root]
+    # (the directory as the user named it, the same directory as an absolute path)
+    stack = [(root, os.path.abspath(root))]
     while stack:
-        d = stack.pop()
+        d, abs_d = stack.pop()
         try:
             real = os.path.realpath(d)
         except OSError:
@@ -191,23 +203,25 @@ def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
+            abs_path = os.path.join(abs_d, entry.name)
             if is_dir:
-                if _excluded(path, resolver.for_path(path)):
+                if _excluded(path, resolver.for_path(path), True, abs_path):
                     continue
                 if respect_gitignore and gitignore.ignored(path, True):
                     continue
-                subdirs.append(path)
+                subdirs.append((path, abs_path))
                 continue
             if not entry.name.endswith(EXTENSIONS):
                 continue
             if entry.is_symlink() and not os.path.exists(path):
                 on_error(path, "broken symbolic link")
                 continue
-            if _excluded(path, settings):
+            if _excluded(path, settings, False, abs_path):
                 continue
             if respect_gitignore and gitignore.ignored(path, False):
                 continue
-            key = os.path.realpath(path)
+            # the directory's real path is known: only a link needs resolving
+            key = os.path.realpath(path) if entry.is_symlink() else os.path.join(real, entry.name)
             if key in seen:
                 continue
             seen.add(key)

@@ -105,10 +105,15 @@ class Cache:
         except (OSError, ValueError):
             pass
 
-    @staticmethod
-    def options_key(options: LintOptions) -> str:
-        raw = json.dumps([__version__, _code_fingerprint(), asdict(options)], sort_keys=True)
-        return hashlib.sha1(raw.encode()).hexdigest()[:16]
+    _keys: Dict[LintOptions, str] = {}
+
+    @classmethod
+    def options_key(cls, options: LintOptions) -> str:
+        key = cls._keys.get(options)
+        if key is None:  # asked for every file; most runs have one or two distinct options
+            raw = json.dumps([__version__, _code_fingerprint(), asdict(options)], sort_keys=True)
+            key = cls._keys[options] = hashlib.sha1(raw.encode()).hexdigest()[:16]
+        return key
 
     def get(self, path: str, options: LintOptions) -> Optional[List[Finding]]:
         e = self.entries.get(os.path.abspath(path))
@@ -161,15 +166,22 @@ class Cache:
 _POLICY: Dict[int, tuple] = {}
 
 
+_OPTIONS: Dict[tuple, LintOptions] = {}
+
+
 def _options_for(s: Settings, path: str) -> LintOptions:
     policy = _POLICY.get(id(s))
     if policy is None:
         policy = _POLICY[id(s)] = (s, s.fix_policy())
-    unfixable, safe, unsafe = policy[1]
-    return LintOptions(
-        codes=s.codes_for(path), torch_version=s.torch_version, unfixable=unfixable, safe_fixes=safe,
-        unsafe_fixes=unsafe,
-    )
+    codes = s.codes_for(path)
+    key = (id(s), codes)
+    options = _OPTIONS.get(key)
+    if options is None:  # one object per distinct set of options, not one per file
+        unfixable, safe, unsafe = policy[1]
+        options = _OPTIONS[key] = LintOptions(
+            codes=codes, torch_version=s.torch_version, unfixable=unfixable, safe_fixes=safe, unsafe_fixes=unsafe,
+        )
+    return options
 
 
 def _lint_job(args) -> FileResult:

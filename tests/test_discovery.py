@@ -204,3 +204,19 @@ def test_parallel_workers_give_the_same_result(tmp_path):
     assert serial.stdout == parallel.stdout
     assert serial.stderr == parallel.stderr == f"error: zz_bad.py: {UNCLOSED_ERROR}\n"
     assert len(findings(serial.stdout)) == 10
+
+
+def test_pattern_matcher_agrees_with_pathspec():
+    """Discovery matches every path against the exclude patterns with one joined
+    regular expression; it must say what pathspec says, negations included."""
+    from gpulint.config import DEFAULT_EXCLUDE, compiled_patterns, pattern_matcher
+
+    paths = [
+        ".git/", "venv/", "build/", "src/build/", "pkg/__pycache__/", "dist/x.py", "node_modules/",
+        "a/x/y/b", "top.py", "sub/top.py", "xzy", "ac", "bc", "keep", "keep/", "src/gen/m.py", "m_pb2.py",
+        "docs/", "docs/conf.py", "train.py", "models/resnet.py", ".venv/", "site-packages/torch/",
+    ]
+    for patterns in (DEFAULT_EXCLUDE, ("src/gen/*.py", "*_pb2.py", "docs/"),
+                     ("a/**/b", "/top.py", "x?y", "[ab]c", "# a comment", ""), ("*.py", "!keep*", "keep/")):
+        spec, match = compiled_patterns(tuple(patterns)), pattern_matcher(tuple(patterns))
+        assert [p for p in paths if spec.match_file(p) != match(p)] == [], patterns
