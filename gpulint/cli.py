@@ -86,19 +86,21 @@ def _codes_option(name: str, help_: str):
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also NO_COLOR=1).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="GPULINT_CACHE_DIR", default=None,
+              help="Keep the cache here (default: .gpulint_cache in the project root; also GPULINT_CACHE_DIR).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--force-exclude", is_flag=True,
               help="Apply the config's exclude / extend-exclude even to files named on the command line (for pre-commit).")
 @click.option("--diff", is_flag=True, help="Print the diff of the fixes instead of the findings (as `gpulint fix`).")
 @click.option("--unsafe-fixes", is_flag=True, help="With --diff: include unsafe fixes; otherwise count them as fixable.")
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
-          exit_zero, quiet, no_color, no_cache, jobs, force_exclude, diff=False, unsafe_fixes=False) -> None:
+          exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False) -> None:
     """Lint PATHS (default: the current directory)."""
     if diff:
         click.get_current_context().invoke(
             fix, paths=paths, apply_=False, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore,
-            extend_select=extend_select, config_path=config_path, no_color=no_color, no_cache=no_cache, jobs=jobs,
-            force_exclude=force_exclude,
+            extend_select=extend_select, config_path=config_path, no_color=no_color, no_cache=no_cache,
+            cache_dir=cache_dir, jobs=jobs, force_exclude=force_exclude,
         )
         return
     from gpulint.reporters import ReportContext, get_reporter
@@ -115,6 +117,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
             extend_select=extend_l,
             jobs=jobs,
             use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"),
+            cache_dir=cache_dir,
             force_exclude=force_exclude,
         )
         fmt = output_format
@@ -165,9 +168,11 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
 @click.option("--config", "config_path", type=click.Path(), default=None, help="Use this config file for every file.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also NO_COLOR=1).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="GPULINT_CACHE_DIR", default=None,
+              help="Keep the cache here (default: .gpulint_cache in the project root; also GPULINT_CACHE_DIR).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
-def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path, no_color, no_cache, jobs,
+def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path, no_color, no_cache, cache_dir, jobs,
         force_exclude) -> None:
     """Show the diff of every fix for PATHS, or write them with --apply."""
     from gpulint.fix_cmd import run_fix, unified_diff
@@ -180,7 +185,7 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
         resolver = ConfigResolver(config_path)
         result = run(
             list(paths) or ["."], resolver, select=select_l or None, ignore=ignore_l, extend_select=extend_l,
-            jobs=jobs, use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"),
+            jobs=jobs, use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"), cache_dir=cache_dir,
             force_exclude=force_exclude,
         )
     except ConfigError as exc:
@@ -262,6 +267,39 @@ def explain(rule: str) -> None:
     if cls is None:
         raise click.UsageError(f"unknown rule '{rule}' (see `gpulint rules`)")
     click.echo(render_markdown(cls, load_speedups()), nl=False)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="GPULINT_CACHE_DIR", default=None,
+              help="Also remove this cache folder (also GPULINT_CACHE_DIR).")
+@click.option("--config", "config_path", type=click.Path(), default=None, help="The config that sets the project root.")
+def clean(paths, cache_dir, config_path) -> None:
+    """Remove the cache of the projects PATHS belong to (default: the current directory)."""
+    import shutil
+
+    from gpulint.runner import CACHE_DIR
+
+    try:
+        resolver = ConfigResolver(config_path)
+        roots = {(resolver.override or resolver.for_path(p)).root for p in (list(paths) or ["."])}
+    except ConfigError as exc:
+        click.echo(f"gpulint: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    folders = sorted({os.path.join(r, CACHE_DIR) for r in roots} | ({cache_dir} if cache_dir else set()))
+    removed = 0
+    for folder in folders:
+        if not os.path.isdir(folder):
+            continue
+        try:
+            shutil.rmtree(folder)
+            removed += 1
+            click.echo(f"Removed {folder}")
+        except OSError as exc:
+            click.echo(f"gpulint: error: cannot remove {folder}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_ERROR)
+    if not removed:
+        click.echo("No cache to remove.")
 
 
 @cli.command()

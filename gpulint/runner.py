@@ -91,10 +91,24 @@ def _code_fingerprint() -> str:
     return _FINGERPRINT
 
 
+def cache_dir_for(root: str, cache_dir: Optional[str] = None) -> str:
+    return cache_dir if cache_dir else os.path.join(root, CACHE_DIR)
+
+
 class Cache:
-    def __init__(self, root: str) -> None:
-        self.dir = os.path.join(root, CACHE_DIR)
-        self.path = os.path.join(self.dir, f"v{__version__}.json")
+    """One JSON file per project root and gpulint version: for each file its
+    mtime, size, the key of the options it was linted with (gpulint version,
+    a fingerprint of gpulint's code, the effective rules and fix policy) and
+    its findings. Written atomically: concurrent runs never see a torn file,
+    and the last writer wins."""
+
+    def __init__(self, root: str, cache_dir: Optional[str] = None) -> None:
+        self.dir = cache_dir_for(root, cache_dir)
+        # a shared --cache-dir keeps projects apart by their root
+        name = f"v{__version__}.json" if not cache_dir else (
+            f"v{__version__}-{hashlib.sha1(os.path.abspath(root).encode()).hexdigest()[:12]}.json"
+        )
+        self.path = os.path.join(self.dir, name)
         self.entries: Dict[str, dict] = {}
         self.dirty = False
         try:
@@ -198,6 +212,7 @@ def run(
     jobs: Optional[int] = None,
     use_cache: bool = True,
     keep_source: bool = False,
+    cache_dir: Optional[str] = None,
     force_exclude: bool = False,
 ) -> RunResult:
     out = RunResult()
@@ -222,7 +237,7 @@ def run(
         if use_cache and not keep_source:
             cache = caches.get(s.root)
             if cache is None:
-                cache = caches[s.root] = Cache(s.root)
+                cache = caches[s.root] = Cache(s.root, cache_dir)
             hit = cache.get(path, options)
             if hit is not None:
                 out.results.append(FileResult(path, hit))

@@ -220,3 +220,54 @@ def test_pattern_matcher_agrees_with_pathspec():
                      ("a/**/b", "/top.py", "x?y", "[ab]c", "# a comment", ""), ("*.py", "!keep*", "keep/")):
         spec, match = compiled_patterns(tuple(patterns)), pattern_matcher(tuple(patterns))
         assert [p for p in paths if spec.match_file(p) != match(p)] == [], patterns
+
+
+def test_cache_dir_option_and_environment(tmp_path, counting):
+    write(tmp_path, "proj/pyproject.toml", "[tool.gpulint]\n")
+    write(tmp_path, "proj/a.py", DP)
+    shared = tmp_path / "shared-cache"
+    first = invoke(["check", TWO, "--cache-dir", shared], tmp_path / "proj", cache=True)
+    assert not (tmp_path / "proj" / ".gpulint_cache").exists()
+    [entry] = [p for p in shared.iterdir() if p.suffix == ".json"]
+    assert entry.name.startswith("v")  # named for the project root, so projects can share the folder
+    counting.clear()
+    second = invoke(["check", TWO], tmp_path / "proj", env={"GPULINT_CACHE_DIR": str(shared)}, cache=True)
+    assert counting == [] and second.stdout == first.stdout
+
+
+def test_clean_removes_the_cache(tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.gpulint]\n")
+    write(tmp_path, "a.py", DP)
+    invoke(["check", TWO], tmp_path, cache=True)
+    invoke(["check", TWO, "--cache-dir", tmp_path / "elsewhere"], tmp_path, cache=True)
+    assert (tmp_path / ".gpulint_cache").is_dir() and (tmp_path / "elsewhere").is_dir()
+    res = invoke(["clean", "--cache-dir", tmp_path / "elsewhere"], tmp_path)
+    assert res.exit_code == 0 and res.stdout.count("Removed") == 2
+    assert not (tmp_path / ".gpulint_cache").exists() and not (tmp_path / "elsewhere").exists()
+    res = invoke(["clean"], tmp_path)
+    assert res.exit_code == 0 and "No cache" in res.stdout
+
+
+def test_findings_are_the_same_cold_warm_parallel_and_without_prefilter(tmp_path, monkeypatch):
+    """The speed levers never change a result: the fixtures (hundreds of
+    findings, every rule) linted cold, from a warm cache, with 1 or 2 workers,
+    and with the text pre-filter switched off give identical reports."""
+    import shutil
+
+    from helpers import FIXTURES
+
+    shutil.copytree(FIXTURES, tmp_path / "fixtures")
+    args = ["check", "--select", "ALL", "--output-format", "json", "fixtures"]
+    cold = invoke(args + ["-j", "2", "--no-cache"], tmp_path)
+    assert len(json.loads(cold.stdout)) > 100
+    cold1 = invoke(args + ["-j", "1", "--no-cache"], tmp_path)
+    fill = invoke(args + ["-j", "2"], tmp_path, cache=True)
+    warm = invoke(args + ["-j", "2"], tmp_path, cache=True)
+    assert (tmp_path / ".gpulint_cache").is_dir()
+    from gpulint import engine
+
+    monkeypatch.setattr(engine, "_wanted", lambda rule, text: True)
+    unfiltered = invoke(args + ["-j", "1", "--no-cache"], tmp_path)
+    for res in (cold1, fill, warm, unfiltered):
+        assert res.exit_code == cold.exit_code == 1
+        assert res.stdout == cold.stdout
