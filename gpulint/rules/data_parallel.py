@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import ast
+from textwrap import dedent
 
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
+from gpulint.rules._workloads import IN_MEMORY_TRAIN_LOOP
 
 
 class DataParallel(Rule):
@@ -93,23 +95,8 @@ class DataParallel(Rule):
             ).to(DEVICE)
             step = 0
         ''',
-        bad='''
-            model = nn.DataParallel(net)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-
-            def run(steps):
-                global step
-                for _ in range(steps):
-                    images, labels = inputs[step % n_batches], targets[step % n_batches]
-                    loss = F.cross_entropy(model(images), labels)
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                    step += 1
-                return loss.detach()
-        ''',
-        good='''
+        bad="model = nn.DataParallel(net)\n" + IN_MEMORY_TRAIN_LOOP,
+        good=dedent('''
             import torch.distributed as dist
             from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -125,20 +112,8 @@ class DataParallel(Rule):
             if DEVICE == "cuda":
                 torch.cuda.set_device(local_rank)
             model = DDP(net, device_ids=[local_rank] if DEVICE == "cuda" else None)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-
-            def run(steps):
-                global step
-                for _ in range(steps):
-                    images, labels = inputs[step % n_batches], targets[step % n_batches]
-                    loss = F.cross_entropy(model(images), labels)
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                    step += 1
-                return loss.detach()
-        ''',
+            ''')
+        + IN_MEMORY_TRAIN_LOOP,
         metric=TIME,
         steps=20,
         warmup=5,

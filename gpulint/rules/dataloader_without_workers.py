@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from textwrap import dedent
 from typing import List, Optional, Set, Tuple
 
 from gpulint.analysis.names import last_name
@@ -16,6 +17,7 @@ from gpulint.analysis.placement import (
 )
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Rule
+from gpulint.rules._workloads import LOADER_TRAIN_LOOP, RESNET_CLASSIFIER_WITH_STEM
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
 NUM_WORKERS_POSITION = 5
@@ -171,7 +173,7 @@ class DataloaderWithoutWorkers(Rule):
         ),
     )
     bench = Bench(
-        setup='''
+        setup=dedent('''
             import numpy as np
             import torch
             import torch.nn.functional as F
@@ -208,56 +210,14 @@ class DataloaderWithoutWorkers(Rule):
             train_set = CroppedImages(n_images, size, classes)
 
 
-            def block(cin, cout, stride=1):
-                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-
-            model = nn.Sequential(
-                nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
-                block(width, width), block(width, width),
-                block(width, 2 * width, 2), block(2 * width, 2 * width),
-                block(2 * width, 4 * width, 2), block(4 * width, 4 * width),
-                block(4 * width, 8 * width, 2), block(8 * width, 8 * width),
-                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
-            ).to(DEVICE)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-        ''',
-        bad='''
-            loader = DataLoader(train_set, batch_size=batch_size, shuffle=True)
-
-
-            def run(steps):
-                step = 0
-                while step < steps:
-                    for images, labels in loader:
-                        images, labels = images.to(DEVICE), labels.to(DEVICE)
-                        loss = F.cross_entropy(model(images), labels)
-                        optimizer.zero_grad()
-                        loss.backward()
-                        optimizer.step()
-                        step += 1
-                        if step == steps:
-                            break
-                return loss.detach()
-        ''',
-        good='''
-            loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=4, persistent_workers=True)
-
-
-            def run(steps):
-                step = 0
-                while step < steps:
-                    for images, labels in loader:
-                        images, labels = images.to(DEVICE), labels.to(DEVICE)
-                        loss = F.cross_entropy(model(images), labels)
-                        optimizer.zero_grad()
-                        loss.backward()
-                        optimizer.step()
-                        step += 1
-                        if step == steps:
-                            break
-                return loss.detach()
-        ''',
+            ''')
+        + RESNET_CLASSIFIER_WITH_STEM
+        + "optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\n",
+        bad="loader = DataLoader(train_set, batch_size=batch_size, shuffle=True)\n\n\n" + LOADER_TRAIN_LOOP,
+        good=(
+            "loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=4, persistent_workers=True)\n\n\n"
+            + LOADER_TRAIN_LOOP
+        ),
         metric=TIME,
         steps=20,
         warmup=5,

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import ast
 import re
+from textwrap import dedent
 from typing import Dict, List, Optional, Set, Tuple
 
 from gpulint.analysis.amp import torch_module_alias
 from gpulint.edits import statement_indent
 from gpulint.rule import SAFE, TIME, Bench, Edit, Example, Fix, Rule
+from gpulint.rules._workloads import RESNET18
 
 # the deprecated callables -> their name in torch.amp
 DEPRECATED = {"torch.cuda.amp.autocast": "autocast", "torch.cuda.amp.GradScaler": "GradScaler"}
@@ -162,36 +164,23 @@ class DeprecatedCudaAmp(Rule):
     )
 
     bench = Bench(
-        setup="""
-        import torch
-        from torch import nn
+        setup=dedent("""
+            import torch
+            from torch import nn
 
-        # a ResNet-18-sized convolutional network (VGG-style stages) on ImageNet-sized batches
-        batch, size, width, classes = (2, 32, 8, 10) if SMALL else (256, 224, 64, 1000)
-
-
-        def stage(cin, cout, stride):
-            return nn.Sequential(
-                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-            )
-
-
-        model = nn.Sequential(
-            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
-            stage(width, width, 1), stage(width, 2 * width, 2), stage(2 * width, 4 * width, 2), stage(4 * width, 8 * width, 2),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
-        ).to(DEVICE, memory_format=torch.channels_last)
-        criterion = nn.CrossEntropyLoss()
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-        train_batches = [
-            (
-                torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last),
-                torch.randint(0, classes, (batch,), device=DEVICE),
-            )
-            for _ in range(4)
-        ]
-        """,
+            """)
+        + RESNET18
+        + dedent("""\
+            criterion = nn.CrossEntropyLoss()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+            train_batches = [
+                (
+                    torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last),
+                    torch.randint(0, classes, (batch,), device=DEVICE),
+                )
+                for _ in range(4)
+            ]
+            """),
         bad="""
         scaler = torch.cuda.amp.GradScaler()
 

@@ -6,6 +6,7 @@ from typing import Optional, Sequence
 
 from gpulint.analysis.core import SCOPES
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
+from gpulint.rules._workloads import LANGUAGE_MODEL, LM_TRAIN_LOOP
 
 SET_ANOMALY = frozenset({"torch.autograd.set_detect_anomaly", "torch.set_anomaly_enabled"})
 DETECT_ANOMALY = "torch.autograd.detect_anomaly"
@@ -178,68 +179,9 @@ class DetectAnomalyEnabled(Rule):
     )
 
     bench = Bench(
-        setup="""
-        import torch
-        from torch import nn
-        import torch.nn.functional as F
-
-        # a GPT-2-small-sized causal language model (124M parameters), 8 sequences of 512 tokens per step
-        vocab, width, depth, heads, batch, seq = (128, 32, 2, 2, 2, 16) if SMALL else (50304, 768, 12, 12, 8, 512)
-
-
-        class LanguageModel(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.embed = nn.Embedding(vocab, width)
-                self.pos = nn.Parameter(torch.zeros(seq, width))
-                layer = nn.TransformerEncoderLayer(
-                    width, heads, 4 * width, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
-                )
-                self.blocks = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
-                self.norm = nn.LayerNorm(width)
-                self.head = nn.Linear(width, vocab, bias=False)
-                self.head.weight = self.embed.weight  # tied, GPT-2 style
-                nn.init.normal_(self.embed.weight, std=0.02)
-
-            def forward(self, tokens):
-                mask = nn.Transformer.generate_square_subsequent_mask(tokens.size(1), device=tokens.device)
-                x = self.embed(tokens) + self.pos[: tokens.size(1)]
-                return self.head(self.norm(self.blocks(x, mask=mask, is_causal=True)))
-
-
-        model = LanguageModel().to(DEVICE)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
-        train_batches = [torch.randint(0, vocab, (batch, seq + 1), device=DEVICE) for _ in range(8)]
-        """,
-        bad="""
-        torch.autograd.set_detect_anomaly(True)
-
-
-        def run(steps):
-            model.train()
-            for step in range(steps):
-                tokens = train_batches[step % len(train_batches)]
-                optimizer.zero_grad()
-                with torch.autocast(DEVICE, dtype=torch.bfloat16):
-                    logits = model(tokens[:, :-1])
-                    loss = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
-                loss.backward()
-                optimizer.step()
-            return loss.detach()
-        """,
-        good="""
-        def run(steps):
-            model.train()
-            for step in range(steps):
-                tokens = train_batches[step % len(train_batches)]
-                optimizer.zero_grad()
-                with torch.autocast(DEVICE, dtype=torch.bfloat16):
-                    logits = model(tokens[:, :-1])
-                    loss = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
-                loss.backward()
-                optimizer.step()
-            return loss.detach()
-        """,
+        setup=LANGUAGE_MODEL,
+        bad="torch.autograd.set_detect_anomaly(True)\n\n\n" + LM_TRAIN_LOOP,
+        good=LM_TRAIN_LOOP,
         metric=TIME,
         check="allclose",
         rtol=1e-3,

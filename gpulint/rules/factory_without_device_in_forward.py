@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
+from textwrap import dedent
 from typing import Optional, Set
 
 from gpulint.analysis.names import last_name
@@ -14,6 +15,7 @@ from gpulint.analysis.placement import (
 )
 from gpulint.edits import add_keyword, find_keyword
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Example, Rule
+from gpulint.rules._workloads import GPT_TRAIN_LOOP
 
 # chained calls that take the tensor off the GPU path or move it themselves
 _CHAINED_SKIP = frozenset("to cuda cpu tolist numpy item".split())
@@ -139,7 +141,7 @@ class FactoryWithoutDeviceInForward(Rule):
             n_batches = 4
             tokens = torch.randint(0, vocab, (n_batches, batch_size, seq_len + 1), device=DEVICE)
         ''',
-        bad='''
+        bad=dedent('''
             class GPT(nn.Module):
                 def __init__(self):
                     super().__init__()
@@ -157,24 +159,9 @@ class FactoryWithoutDeviceInForward(Rule):
                     return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
 
 
-            model = GPT().to(DEVICE)
-            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
-            step = 0
-
-
-            def run(steps):
-                global step
-                for _ in range(steps):
-                    batch = tokens[step % n_batches]
-                    logits = model(batch[:, :-1])
-                    loss = F.cross_entropy(logits.reshape(-1, vocab), batch[:, 1:].reshape(-1))
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                    step += 1
-                return loss.detach()
-        ''',
-        good='''
+            ''')
+        + GPT_TRAIN_LOOP,
+        good=dedent('''
             class GPT(nn.Module):
                 def __init__(self):
                     super().__init__()
@@ -192,23 +179,8 @@ class FactoryWithoutDeviceInForward(Rule):
                     return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
 
 
-            model = GPT().to(DEVICE)
-            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
-            step = 0
-
-
-            def run(steps):
-                global step
-                for _ in range(steps):
-                    batch = tokens[step % n_batches]
-                    logits = model(batch[:, :-1])
-                    loss = F.cross_entropy(logits.reshape(-1, vocab), batch[:, 1:].reshape(-1))
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                    step += 1
-                return loss.detach()
-        ''',
+            ''')
+        + GPT_TRAIN_LOOP,
         metric=TIME,
         steps=20,
         warmup=5,

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import ast
 import re
+from textwrap import dedent
 from typing import Optional, Set
 
 from gpulint.analysis.amp import autocast_uses, dtype_of, torch_module_alias
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Fix, Rule
+from gpulint.rules._workloads import WIDE_MLP_TRAINING
 
 # packages that manage precision (or drive the loop) themselves
 PRECISION_FRAMEWORKS = (
@@ -173,70 +175,22 @@ class Fp32WithoutTf32OrAmp(Rule):
         # a wide MLP (4 hidden layers of 4096) trained on batches of 8192 samples
         batch, features, hidden, depth, classes = (16, 32, 64, 2, 10) if SMALL else (8192, 1024, 4096, 4, 1000)
         """,
-        bad="""
-        import torch
-        from torch import nn
-        import torch.nn.functional as F
+        bad=dedent("""
+            import torch
+            from torch import nn
+            import torch.nn.functional as F
 
-        device = torch.device(DEVICE)
-        if device.type == "cuda":
-            torch.backends.cudnn.benchmark = True
+            """)
+        + WIDE_MLP_TRAINING,
+        good=dedent("""
+            import torch
+            from torch import nn
+            import torch.nn.functional as F
 
-        layers = [nn.Linear(features, hidden), nn.ReLU()]
-        for _ in range(depth - 1):
-            layers += [nn.Linear(hidden, hidden), nn.ReLU()]
-        model = nn.Sequential(*layers, nn.Linear(hidden, classes)).to(device)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        train_batches = [
-            (torch.randn(batch, features), torch.randint(0, classes, (batch,)))
-            for _ in range(4)
-        ]
+            torch.set_float32_matmul_precision("high")
 
-
-        def run(steps):
-            model.train()
-            for step in range(steps):
-                data, target = train_batches[step % len(train_batches)]
-                data, target = data.to(device), target.to(device)
-                optimizer.zero_grad()
-                loss = F.cross_entropy(model(data), target)
-                loss.backward()
-                optimizer.step()
-            return loss.detach()
-        """,
-        good="""
-        import torch
-        from torch import nn
-        import torch.nn.functional as F
-
-        torch.set_float32_matmul_precision("high")
-
-        device = torch.device(DEVICE)
-        if device.type == "cuda":
-            torch.backends.cudnn.benchmark = True
-
-        layers = [nn.Linear(features, hidden), nn.ReLU()]
-        for _ in range(depth - 1):
-            layers += [nn.Linear(hidden, hidden), nn.ReLU()]
-        model = nn.Sequential(*layers, nn.Linear(hidden, classes)).to(device)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        train_batches = [
-            (torch.randn(batch, features), torch.randint(0, classes, (batch,)))
-            for _ in range(4)
-        ]
-
-
-        def run(steps):
-            model.train()
-            for step in range(steps):
-                data, target = train_batches[step % len(train_batches)]
-                data, target = data.to(device), target.to(device)
-                optimizer.zero_grad()
-                loss = F.cross_entropy(model(data), target)
-                loss.backward()
-                optimizer.step()
-            return loss.detach()
-        """,
+            """)
+        + WIDE_MLP_TRAINING,
         metric=TIME,
         steps=10,
         warmup=3,

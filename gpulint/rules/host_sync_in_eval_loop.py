@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from textwrap import dedent
+
 from gpulint.rule import NONE, TIME, Bench, Example
+from gpulint.rules._workloads import RESNET_CLASSIFIER
 from gpulint.rules.host_sync_in_loop import HostSyncInLoop
 
 
@@ -73,7 +76,7 @@ class HostSyncInEvalLoop(HostSyncInLoop):
         ),
     )
     bench = Bench(
-        setup='''
+        setup=dedent('''
             import numpy as np
             import torch
             import torch.nn.functional as F
@@ -109,19 +112,9 @@ class HostSyncInEvalLoop(HostSyncInLoop):
             )
 
 
-            def block(cin, cout, stride=1):
-                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-
-            model = nn.Sequential(
-                block(3, width), block(width, width),
-                block(width, 2 * width, 2), block(2 * width, 2 * width),
-                block(2 * width, 4 * width, 2), block(4 * width, 4 * width),
-                block(4 * width, 8 * width, 2), block(8 * width, 8 * width),
-                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
-            ).to(DEVICE)
-            model.eval()
-        ''',
+            ''')
+        + RESNET_CLASSIFIER
+        + "model.eval()\n",
         bad='''
             def run(steps):
                 total_loss, correct, seen = 0.0, 0, 0

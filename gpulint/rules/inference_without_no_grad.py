@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from textwrap import dedent
 from typing import List
 
 from gpulint.analysis.grad_mode import (
@@ -14,6 +15,7 @@ from gpulint.analysis.grad_mode import (
 )
 from gpulint.analysis.source_order import end_of, loops_around, scope_nodes, start_of
 from gpulint.rule import MEMORY, NONE, Bench, Example, Rule
+from gpulint.rules._workloads import RESNET18
 
 
 class InferenceWithoutNoGrad(Rule):
@@ -136,34 +138,21 @@ class InferenceWithoutNoGrad(Rule):
     )
 
     bench = Bench(
-        setup="""
-        import torch
-        from torch import nn
+        setup=dedent("""
+            import torch
+            from torch import nn
 
-        # a ResNet-18-sized convolutional network (VGG-style stages) on ImageNet-sized batches
-        batch, size, width, classes = (2, 32, 8, 10) if SMALL else (256, 224, 64, 1000)
-
-
-        def stage(cin, cout, stride):
-            return nn.Sequential(
-                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-            )
-
-
-        model = nn.Sequential(
-            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
-            stage(width, width, 1), stage(width, 2 * width, 2), stage(2 * width, 4 * width, 2), stage(4 * width, 8 * width, 2),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
-        ).to(DEVICE, memory_format=torch.channels_last)
-        val_batches = [
-            (
-                torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last),
-                torch.randint(0, classes, (batch,), device=DEVICE),
-            )
-            for _ in range(4)
-        ]
-        """,
+            """)
+        + RESNET18
+        + dedent("""\
+            val_batches = [
+                (
+                    torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last),
+                    torch.randint(0, classes, (batch,), device=DEVICE),
+                )
+                for _ in range(4)
+            ]
+            """),
         bad="""
         def run(steps):
             model.eval()

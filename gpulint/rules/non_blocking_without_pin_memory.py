@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from textwrap import dedent
 from typing import List, Optional
 
 from gpulint.analysis.placement import (
@@ -15,6 +16,7 @@ from gpulint.analysis.placement import (
 )
 from gpulint.edits import find_keyword, replace_node, set_keyword
 from gpulint.rule import SAFE, TIME, Bench, Example, Rule
+from gpulint.rules._workloads import LOADER_TRAIN_LOOP_NON_BLOCKING, RESNET_CLASSIFIER_WITH_STEM
 
 # taken from a batch without copying it: the result shares its pinned memory
 VIEW_METHODS = frozenset(
@@ -125,7 +127,7 @@ class NonBlockingWithoutPinMemory(Rule):
         ),
     )
     bench = Bench(
-        setup='''
+        setup=dedent('''
             import torch
             import torch.nn.functional as F
             from torch import nn
@@ -139,58 +141,18 @@ class NonBlockingWithoutPinMemory(Rule):
             )
 
 
-            def block(cin, cout, stride=1):
-                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-
-            model = nn.Sequential(
-                nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
-                block(width, width), block(width, width),
-                block(width, 2 * width, 2), block(2 * width, 2 * width),
-                block(2 * width, 4 * width, 2), block(4 * width, 4 * width),
-                block(4 * width, 8 * width, 2), block(8 * width, 8 * width),
-                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
-            ).to(DEVICE)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-        ''',
-        bad='''
-            loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=4, persistent_workers=True)
-
-
-            def run(steps):
-                step = 0
-                while step < steps:
-                    for images, labels in loader:
-                        images = images.to(DEVICE, non_blocking=True)
-                        labels = labels.to(DEVICE, non_blocking=True)
-                        loss = F.cross_entropy(model(images), labels)
-                        optimizer.zero_grad()
-                        loss.backward()
-                        optimizer.step()
-                        step += 1
-                        if step == steps:
-                            break
-                return loss.detach()
-        ''',
-        good='''
-            loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=4, persistent_workers=True, pin_memory=True)
-
-
-            def run(steps):
-                step = 0
-                while step < steps:
-                    for images, labels in loader:
-                        images = images.to(DEVICE, non_blocking=True)
-                        labels = labels.to(DEVICE, non_blocking=True)
-                        loss = F.cross_entropy(model(images), labels)
-                        optimizer.zero_grad()
-                        loss.backward()
-                        optimizer.step()
-                        step += 1
-                        if step == steps:
-                            break
-                return loss.detach()
-        ''',
+            ''')
+        + RESNET_CLASSIFIER_WITH_STEM
+        + "optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\n",
+        bad=(
+            "loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=4, persistent_workers=True)\n\n\n"
+            + LOADER_TRAIN_LOOP_NON_BLOCKING
+        ),
+        good=(
+            "loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=4, persistent_workers=True,"
+            " pin_memory=True)\n\n\n"
+            + LOADER_TRAIN_LOOP_NON_BLOCKING
+        ),
         metric=TIME,
         steps=20,
         warmup=5,

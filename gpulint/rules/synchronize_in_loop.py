@@ -4,6 +4,7 @@ import ast
 
 from gpulint.edits import remove_statement
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
+from gpulint.rules._workloads import HOST_PIPELINE_TRAINING
 
 
 _SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
@@ -74,49 +75,7 @@ class SynchronizeInLoop(Rule):
         ),
     )
     bench = Bench(
-        setup='''
-            import numpy as np
-            import torch
-            import torch.nn.functional as F
-            from torch import nn
-
-            # ResNet-style classifier trained on 64x64 crops, batch 256; the input pipeline
-            # (random crop, flip, normalise) runs on the host with numpy, in the training loop
-            batch_size, size, width, classes, n_images = (8, 16, 8, 10, 32) if SMALL else (256, 64, 128, 1000, 4096)
-            rng = np.random.default_rng(0)
-            train_images = rng.integers(0, 256, size=(n_images, size + 8, size + 8, 3), dtype=np.uint8)
-            train_targets = rng.integers(0, classes, size=n_images)
-            mean = np.array([123.7, 116.3, 103.5], dtype=np.float32)
-            std = np.array([58.4, 57.1, 57.4], dtype=np.float32)
-
-
-            def next_batch():
-                idx = rng.integers(0, n_images, size=batch_size)
-                top, left = rng.integers(0, 9, size=2)
-                crops = train_images[idx, top : top + size, left : left + size]
-                if rng.random() < 0.5:
-                    crops = crops[:, :, ::-1]
-                x = np.ascontiguousarray(((crops - mean) / std).transpose(0, 3, 1, 2), dtype=np.float32)
-                x, y = torch.from_numpy(x), torch.from_numpy(train_targets[idx])
-                if torch.cuda.is_available():
-                    x, y = x.pin_memory(), y.pin_memory()
-                return x, y
-
-
-            def block(cin, cout, stride=1):
-                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-
-            model = nn.Sequential(
-                block(3, width), block(width, width),
-                block(width, 2 * width, 2), block(2 * width, 2 * width),
-                block(2 * width, 4 * width, 2), block(4 * width, 4 * width),
-                block(4 * width, 8 * width, 2), block(8 * width, 8 * width),
-                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
-            ).to(DEVICE)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-            peak_memory = []
-        ''',
+        setup=HOST_PIPELINE_TRAINING + "peak_memory = []\n",
         bad='''
             def run(steps):
                 for _ in range(steps):

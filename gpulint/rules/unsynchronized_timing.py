@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import ast
+from textwrap import dedent
 
 from gpulint.analysis.core import FUNCS
 from gpulint.analysis.clock_intervals import clock_intervals, unsynchronized_work
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
+from gpulint.rules._workloads import RESNET18
 
 
 class UnsynchronizedTiming(Rule):
@@ -147,35 +149,22 @@ class UnsynchronizedTiming(Rule):
     )
 
     bench = Bench(
-        setup="""
-        import time
+        setup=dedent("""
+            import time
 
-        import torch
-        from torch import nn
+            import torch
+            from torch import nn
 
-        if DEVICE == "cuda":
-            torch.backends.cudnn.benchmark = True
+            if DEVICE == "cuda":
+                torch.backends.cudnn.benchmark = True
 
-        # a ResNet-18-sized convolutional network (VGG-style stages) on ImageNet-sized batches
-        batch, size, width, classes = (2, 32, 8, 10) if SMALL else (256, 224, 64, 1000)
-
-
-        def stage(cin, cout, stride):
-            return nn.Sequential(
-                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-            )
-
-
-        model = nn.Sequential(
-            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
-            stage(width, width, 1), stage(width, 2 * width, 2), stage(2 * width, 4 * width, 2), stage(4 * width, 8 * width, 2),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
-        ).to(DEVICE, memory_format=torch.channels_last)
-        images = torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last)
-        model.eval()
-        timings = []
-        """,
+            """)
+        + RESNET18
+        + dedent("""\
+            images = torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last)
+            model.eval()
+            timings = []
+            """),
         bad="""
         def run(steps):
             # measure the inference latency per batch
