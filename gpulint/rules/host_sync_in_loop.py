@@ -430,6 +430,23 @@ class HostSyncInLoop(Rule):
         """Training step loops: the loop calls `.backward()` or an optimizer step."""
         return analysis.is_training_step_loop(loop)
 
+    def _in_covered_loop(self, analysis, ancestors) -> bool:
+        """Some loop around the node (within its function) is one this rule
+        covers. `_hot` can only answer for such a loop, and this costs no type
+        inference: model code, full of loops but with no training step in
+        them, stops here (asked before whether a value is a tensor)."""
+        seen = analysis.memo(f"{self.code}.covers")
+        for anc in reversed(ancestors):
+            if isinstance(anc, SCOPES):
+                return False
+            if isinstance(anc, LOOPS):
+                covered = seen.get(anc)
+                if covered is None:
+                    covered = seen[anc] = self.covers_loop(analysis, anc)
+                if covered:
+                    return True
+        return False
+
     # ---------------------------------------------------------------- calls
     def visit_Call(self, node: ast.Call, ctx) -> None:
         func = node.func
@@ -447,6 +464,8 @@ class HostSyncInLoop(Rule):
         q = ctx.analysis.qualname(func)
         if q in _CONVERSIONS and len(node.args) == 1 and not node.keywords and self._element_read(node, node.args[0], ctx):
             return  # int(idx) of a tensor's element, in a loop over that tensor
+        if not self._in_covered_loop(ctx.analysis, ctx.ancestors):
+            return
         if q in _CONVERSIONS:
             if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
                 return
@@ -469,7 +488,7 @@ class HostSyncInLoop(Rule):
         recv = func.value
         if func.attr in _ELEMENT_READ_METHODS and self._element_read(node, recv, ctx):
             return
-        if _on_host_already(recv):
+        if _on_host_already(recv) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
         kind = ctx.analysis.kind_at(recv, ctx.ancestors)
         if func.attr in _TENSOR_ONLY_METHODS:
@@ -527,7 +546,7 @@ class HostSyncInLoop(Rule):
         self._formatted(node, [v.value if isinstance(v, ast.Starred) else v for v in values], ctx)
 
     def _formatted(self, node: ast.AST, values, ctx) -> None:
-        if not values or not _candidate(ctx, ctx.ancestors):
+        if not values or not _candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
         tensors = [v for v in values if self._is_device_tensor(v, ctx)]
         if not tensors or self._hot(ctx.analysis, node, ctx.ancestors) is None:
@@ -548,7 +567,7 @@ class HostSyncInLoop(Rule):
         self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "while")
 
     def _truth_test(self, stmt, test, ancestors, ctx, keyword: str) -> None:
-        if not _candidate(ctx, ancestors):
+        if not _candidate(ctx, ancestors) or not self._in_covered_loop(ctx.analysis, ancestors):
             return
         analysis = ctx.analysis
         if not any(
