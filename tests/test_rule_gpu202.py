@@ -337,3 +337,100 @@ class Evaluator:
             model(batch["tokens"])
 """
     assert rows(code) == [11]
+
+
+# ------------------------------------------- the move one call away from the loop
+HANDED_TO_METHOD = """
+import torch
+from torch.utils.data import DataLoader
+
+
+class PairTrainer:
+    def __init__(self, cfg):
+        self._device = torch.device("cuda")
+        self._loader = self._build(cfg)
+
+    def _build(self, cfg):
+        return DataLoader(cfg.pairs, batch_size=8, shuffle=True)
+
+    def step(self, model, batch):
+        ids, labels = batch
+        ids = ids.to(self._device)
+        return model(ids), labels
+
+    def train(self, model):
+        for batch in self._loader:
+            self.step(model, batch)
+"""
+
+
+def test_batch_moved_inside_a_method_it_is_passed_to():
+    assert rows(HANDED_TO_METHOD) == [11]
+
+
+def test_batch_passed_by_keyword_to_a_method():
+    assert rows(HANDED_TO_METHOD.replace("self.step(model, batch)", "self.step(model=model, batch=batch)")) == [11]
+
+
+def test_method_that_moves_something_else_is_not_a_move_of_the_batch():
+    code = HANDED_TO_METHOD.replace("ids = ids.to(self._device)", "ids = ids.float()\n        model.to(self._device)")
+    assert rows(code) == []
+
+
+def test_method_called_with_something_other_than_the_batch():
+    assert rows(HANDED_TO_METHOD.replace("self.step(model, batch)", "self.step(model, self._prompt)")) == []
+
+
+def test_method_of_another_object_with_the_same_name_is_not_followed():
+    assert rows(HANDED_TO_METHOD.replace("self.step(model, batch)", "model.step(model, batch)")) == []
+
+
+def test_parameter_rebound_in_the_method_is_not_followed():
+    code = HANDED_TO_METHOD.replace(
+        "        return model(ids), labels",
+        "        batch = self._pending.pop()\n        return model(ids), labels",
+    )
+    assert rows(code) == []
+
+
+def test_star_args_over_the_parameter_are_not_followed():
+    assert rows(HANDED_TO_METHOD.replace("self.step(model, batch)", "self.step(*extra, batch)")) == []
+
+
+HANDED_TO_FUNCTION = """
+from torch.utils.data import DataLoader
+
+
+def forward_on(model, batch, device):
+    return model(**{k: v.to(device) for k, v in batch.items()})
+
+
+def main(model, data, device):
+    loader = DataLoader(data, batch_size=32)
+    for batch in loader:
+        forward_on(model, batch, device)
+"""
+
+
+def test_batch_moved_inside_a_module_function_it_is_passed_to():
+    assert rows(HANDED_TO_FUNCTION) == [9]
+
+
+def test_module_function_shadowed_by_an_import_is_not_followed():
+    code = HANDED_TO_FUNCTION.replace(
+        "from torch.utils.data import DataLoader",
+        "from torch.utils.data import DataLoader\nfrom mylib.steps import forward_on",
+    )
+    assert rows(code) == []
+
+
+def test_only_one_call_deep():
+    code = HANDED_TO_FUNCTION.replace(
+        "        forward_on(model, batch, device)",
+        "        relay(model, batch, device)",
+    ) + """
+
+def relay(model, batch, device):
+    return forward_on(model, batch, device)
+"""
+    assert rows(code) == []

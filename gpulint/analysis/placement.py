@@ -264,12 +264,16 @@ def batch_source(
     ancestors: Sequence[ast.AST],
     methods: Optional[Set[str]] = None,
     _depth: int = 0,
+    params: Optional[List[Tuple[ast.AST, str]]] = None,
 ) -> Optional[Tuple[ast.AST, ast.AST]]:
     """(producer, loader expression) for a batch expression: the `for` loop
     (or `next(...)` call) over a loader that the value comes from, and the
     loader it iterates. None when the value cannot be traced to a loader.
     The names of the methods applied to the value on its way from the loader
-    (`pin_memory`, `float`, `items`, ...) are added to `methods`."""
+    (`pin_memory`, `float`, `items`, ...) are added to `methods`. When the
+    value comes, unchanged or unpacked, from a parameter of the enclosing
+    function (bound nowhere before the use in it), (function, parameter
+    name) is appended to `params`."""
     if _depth > 12:
         return None
     root = _root(expr, methods)
@@ -311,8 +315,11 @@ def batch_source(
                 if best is None or _pos(node) > _pos(best):
                     best = node
     if loop is not None and (best is None or not _encloses(loop[0], best)):
-        return _from_iterable(fa, loop[0], loop[1], loop[2], methods, _depth)
+        return _from_iterable(fa, loop[0], loop[1], loop[2], methods, _depth, params)
     if best is None:
+        if params is not None and loop is None and name not in ("self", "cls"):
+            if _is_param(scope, name) and not _rebound(scope, name):
+                params.append((scope, name))
         return None
     targets = best.targets if isinstance(best, ast.Assign) else [best.target]  # type: ignore[attr-defined]
     value = best.value  # type: ignore[attr-defined]
@@ -324,15 +331,114 @@ def batch_source(
                         value = ve
                         break
     if isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Call)):
-        return batch_source(fa, value, fa.ancestors(value), methods, _depth + 1)
+        return batch_source(fa, value, fa.ancestors(value), methods, _depth + 1, params)
     return None
+
+
+def _is_param(scope: ast.AST, name: str) -> bool:
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    a = scope.args
+    return any(p.arg == name for p in a.posonlyargs + a.args + a.kwonlyargs)
+
+
+def _rebound(scope: ast.AST, name: str) -> bool:
+    """The parameter is assigned somewhere in the function (other than in
+    nested functions): its value at a use may not be the argument's."""
+    todo: List[ast.AST] = list(scope.body)  # type: ignore[attr-defined]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        targets: List[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        if any(_binds(t, name) for t in targets):
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _call_sites(fa: FileAnalysis, fn: ast.AST, param: str) -> List[ast.AST]:
+    """The arguments given for parameter `param` of `fn` at its call sites in
+    the file: `self.<fn>(...)` in the class that defines the method, or
+    `<fn>(...)` for a function defined once at module level. Empty when `fn`
+    is neither, or a call site passes `*args` / `**kwargs` over the
+    parameter's position."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    owner = fa.parents.get(fn)
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args]
+    decorators = {last_name(d) for d in fn.decorator_list}
+    if isinstance(owner, ast.ClassDef):
+        if decorators & {"staticmethod", "classmethod", "property"} or not positional or positional[0] != "self":
+            return []
+        if sum(
+            isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)) and i.name == fn.name for i in owner.body
+        ) != 1:
+            return []
+        positional = positional[1:]
+        search: ast.AST = owner
+
+        def is_call(c: ast.Call) -> bool:
+            f = c.func
+            return (
+                isinstance(f, ast.Attribute)
+                and f.attr == fn.name
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "self"
+                and fa.enclosing_class(fa.ancestors(c)) is owner
+            )
+
+    elif isinstance(owner, ast.Module):
+        defined = sum(
+            isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and i.name == fn.name
+            for i in ast.walk(fa.tree)
+        )
+        imported = any(
+            (a.asname or a.name.split(".")[0]) == fn.name
+            for n in ast.walk(fa.tree)
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for a in n.names
+        )
+        if defined != 1 or imported or any(_binds(t, fn.name) for t, _, _ in _assignments(fa)):
+            return []  # the name may call something else
+        search = fa.tree
+
+        def is_call(c: ast.Call) -> bool:
+            return isinstance(c.func, ast.Name) and c.func.id == fn.name
+
+    else:
+        return []
+    index = positional.index(param) if param in positional else None
+    out: List[ast.AST] = []
+    for node in ast.walk(search):
+        if not (isinstance(node, ast.Call) and is_call(node)):
+            continue
+        arg = next((k.value for k in node.keywords if k.arg == param), None)
+        if arg is None and index is not None:
+            before = node.args[: index + 1]
+            if any(isinstance(x, ast.Starred) for x in before):
+                continue
+            if len(node.args) > index:
+                arg = node.args[index]
+        if arg is not None:
+            out.append(arg)
+    return out
 
 
 def _encloses(outer: ast.AST, inner: ast.AST) -> bool:
     return _pos(outer) <= _pos(inner) and _end(inner) <= _end(outer)
 
 
-def _from_iterable(fa, producer, it, ancestors, methods, depth) -> Optional[Tuple[ast.AST, ast.AST]]:
+def _from_iterable(fa, producer, it, ancestors, methods, depth, params=None) -> Optional[Tuple[ast.AST, ast.AST]]:
     base, _ = _unwrap_iter(it)
     info = fa.info_for(ancestors)
     if fa._is_loader(base, info.kinds):
@@ -340,7 +446,7 @@ def _from_iterable(fa, producer, it, ancestors, methods, depth) -> Optional[Tupl
     if isinstance(base, ast.Call) and last_name(base.func) == "zip":
         return None
     # iterating something taken from a batch (`batch.items()`, `batch`): follow it
-    return batch_source(fa, base, fa.ancestors(base), methods, depth + 1)
+    return batch_source(fa, base, fa.ancestors(base), methods, depth + 1, params)
 
 
 def _next_source(fa: FileAnalysis, call: ast.Call, ancestors) -> Optional[Tuple[ast.AST, ast.AST]]:
@@ -635,7 +741,10 @@ def _consumed_in_file(fa: FileAnalysis, ref: ast.AST) -> bool:
 def gpu_fed_loaders(fa: FileAnalysis) -> Dict[ast.Call, ast.AST]:
     """DataLoader(...) calls whose batches this file moves to an accelerator
     (`.cuda()`, `.to(device)`, or a helper such as `batch_to_device(batch,
-    device)`), each with the first such move."""
+    device)`), each with the first such move. The move may be in a method
+    of the same class, or a module-level function of the file, that the
+    loop passes the batch to (one call deep): `self.forward_step(batch)`
+    whose parameter (or a part of it) is moved."""
 
     def build():
         out: Dict[ast.Call, ast.AST] = {}
@@ -653,17 +762,28 @@ def gpu_fed_loaders(fa: FileAnalysis) -> Dict[ast.Call, ast.AST]:
                 recv = mv[0]
                 path = [node]
             ancestors = fa.ancestors(node)
-            if not fa.is_batch(recv, ancestors):
-                continue
-            src = batch_source(fa, recv, ancestors + path)
-            if src is None:
-                continue
-            producer, loader = src
-            calls = loader_constructions(fa, loader, fa.ancestors(loader))
-            for c in calls or ():
-                prev = out.get(c)
-                if prev is None or _pos(node) < _pos(prev):
-                    out[c] = node
+            params: List[Tuple[ast.AST, str]] = []
+            src = batch_source(fa, recv, ancestors + path, params=params)
+            sources: List[Tuple[ast.AST, ast.AST]] = []
+            if src is not None:
+                if fa.is_batch(recv, ancestors):
+                    sources.append(src)
+            else:
+                # the value is a parameter of this function (or part of one):
+                # a batch when a call site of the same class / file passes one
+                for fn, name in params:
+                    for arg in _call_sites(fa, fn, name):
+                        arg_ancestors = fa.ancestors(arg)
+                        if fa.is_batch(arg, arg_ancestors):
+                            outer = batch_source(fa, arg, arg_ancestors)
+                            if outer is not None:
+                                sources.append(outer)
+            for producer, loader in sources:
+                calls = loader_constructions(fa, loader, fa.ancestors(loader))
+                for c in calls or ():
+                    prev = out.get(c)
+                    if prev is None or _pos(node) < _pos(prev):
+                        out[c] = node
         return out
 
     return file_cache(fa, "gpu_fed_loaders", build)  # type: ignore[return-value]

@@ -119,7 +119,10 @@ class DataloaderWithoutWorkers(Rule):
     A loader's batches are linked to the loader as in GPU201: the loop over
     the same name in the same function, the same name (or `self` attribute)
     elsewhere in the file, or, for a loop over a parameter, the file's only
-    `DataLoader(...)`.
+    `DataLoader(...)`. The move may also be one call away: a method of the
+    same class (`self.forward_step(model, batch)`) or a function of the same
+    file that the loop hands the batch to, and that moves that parameter (or
+    a part of it: `ids, labels = batch` then `ids.to(device)`) to the GPU.
 
     ## Why is this bad?
     With `num_workers=0` the main process loads, decodes, augments and
