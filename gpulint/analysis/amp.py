@@ -119,7 +119,7 @@ def autocast_uses(fa: "FileAnalysis") -> List[ast.AST]:
     bare references as the Name/Attribute node."""
     out: List[ast.AST] = []
     parents = fa.parents
-    for node in ast.walk(fa.tree):
+    for node in fa.nodes(ast.Name, ast.Attribute):
         if isinstance(node, (ast.Name, ast.Attribute)) and (fa.qualname(node) or "") in AUTOCAST_QUALNAMES:
             parent = parents.get(node)
             if isinstance(node, ast.Attribute) and isinstance(parent, ast.Attribute):

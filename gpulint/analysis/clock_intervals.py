@@ -276,7 +276,7 @@ def local_functions(fa: "FileAnalysis") -> FrozenSet[str]:
     cache = fa.memo("clock_intervals")
     found = cache.get("local_functions")
     if found is None:
-        found = frozenset(n.name for n in ast.walk(fa.tree) if isinstance(n, FUNCS))
+        found = frozenset(n.name for n in fa.nodes(*FUNCS))
         cache["local_functions"] = found
     return found  # type: ignore[return-value]
 

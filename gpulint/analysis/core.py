@@ -204,7 +204,7 @@ class FileAnalysis:
         self.path = path
         # one fast walk gives every node in pre-order with its depth, and parents
         self.order, self._parents = index_tree(tree)
-        self.imports = ImportTable(tree, (n for n, _ in self.order))
+        self.imports = ImportTable(tree)
         self._func_info: Dict[ast.AST, FunctionInfo] = {}
         self._loop_hot: Dict[ast.AST, bool] = {}
         self._loop_triggers: Dict[ast.AST, bool] = {}
@@ -213,9 +213,38 @@ class FileAnalysis:
         self._host_bindings_cache: Dict[ast.AST, Dict[str, List[Optional[ast.AST]]]] = {}
         self.uses_cuda = "cuda" in text
         self._memo: Dict[str, Dict[object, object]] = {}
+        self._by_type: Optional[Dict[type, List[ast.AST]]] = None
         # anything that can put tensors on an accelerator: CUDA, a `.to(device)`,
         # accelerate / Fabric / Lightning, a `device` variable, MPS/XPU/NPU
         self.may_use_accelerator = bool(ACCELERATOR_HINT_RE.search(text))
+
+    def nodes(self, *types: type) -> List[ast.AST]:
+        """Every node of the file of these types (every node, with none), in
+        source order. Rules and analyses ask this instead of `ast.walk`-ing the
+        tree again: the file is indexed once, and each list is built once."""
+        by_type = self._by_type
+        if by_type is None:
+            by_type = self._by_type = {}
+            for n, _ in self.order:
+                bucket = by_type.get(n.__class__)
+                if bucket is None:
+                    by_type[n.__class__] = [n]
+                else:
+                    bucket.append(n)
+        if not types:
+            every = self._memo.get("nodes.all")
+            if every is None:
+                every = self._memo["nodes.all"] = [n for n, _ in self.order]
+            return every  # type: ignore[return-value]
+        if len(types) == 1:
+            return by_type.get(types[0], [])
+        key = ("nodes",) + types
+        out = self._memo.get(key)  # type: ignore[call-overload]
+        if out is None:
+            wanted = set(types)
+            out = [n for n, _ in self.order if n.__class__ in wanted]
+            self._memo[key] = out  # type: ignore[index]
+        return out  # type: ignore[return-value]
 
     def memo(self, namespace: str) -> Dict[object, object]:
         """A per-file dict for an analysis module's cached results."""

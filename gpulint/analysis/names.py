@@ -48,13 +48,32 @@ CANONICAL: Dict[str, str] = {
 _BUILTINS = frozenset(dir(builtins))
 
 
+_STATEMENT_LISTS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+def _statements(body):
+    """Every statement under `body`, nested ones too, in source order: imports
+    are statements, so the expressions (nine nodes in ten) need no visit."""
+    stack = [iter(body)]
+    while stack:
+        for node in stack[-1]:
+            yield node
+            lists = [getattr(node, f, None) for f in _STATEMENT_LISTS]
+            lists = [x for x in lists if x]
+            if lists:
+                stack.append(iter([n for x in lists for n in x]))
+                break
+        else:
+            stack.pop()
+
+
 class ImportTable:
     """Maps each name bound by an import (or a module-level def) to what it is."""
 
     def __init__(self, tree: ast.Module, nodes=None) -> None:
         self.names: Dict[str, str] = {}
         self.modules_imported: set = set()
-        for node in nodes if nodes is not None else ast.walk(tree):
+        for node in nodes if nodes is not None else _statements(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.modules_imported.add(alias.name)

@@ -400,12 +400,11 @@ def _call_sites(fa: FileAnalysis, fn: ast.AST, param: str) -> List[ast.AST]:
     elif isinstance(owner, ast.Module):
         defined = sum(
             isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and i.name == fn.name
-            for i in ast.walk(fa.tree)
+            for i in fa.nodes(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
         )
         imported = any(
             (a.asname or a.name.split(".")[0]) == fn.name
-            for n in ast.walk(fa.tree)
-            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for n in fa.nodes(ast.Import, ast.ImportFrom)
             for a in n.names
         )
         if defined != 1 or imported or any(_binds(t, fn.name) for t, _, _ in _assignments(fa)):
@@ -504,7 +503,7 @@ def is_torch_dataloader_call(fa: FileAnalysis, node: ast.AST) -> bool:
 
 def dataloader_calls(fa: FileAnalysis) -> List[ast.Call]:
     return file_cache(  # type: ignore[return-value]
-        fa, "dataloader_calls", lambda: [n for n in ast.walk(fa.tree) if is_dataloader_call(fa, n)]
+        fa, "dataloader_calls", lambda: [n for n in fa.nodes(ast.Call) if is_dataloader_call(fa, n)]
     )
 
 
@@ -513,7 +512,9 @@ def _assignments(fa: FileAnalysis) -> List[Tuple[ast.AST, ast.AST, ast.AST]]:
 
     def build():
         out = []
-        for node in ast.walk(fa.tree):
+        kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.With,
+                 ast.AsyncWith, ast.NamedExpr)
+        for node in fa.nodes(*kinds):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     out.append((t, node.value, node))
@@ -722,7 +723,7 @@ def _only_construction(fa: FileAnalysis) -> Optional[List[ast.Call]]:
 def _consumed_in_file(fa: FileAnalysis, ref: ast.AST) -> bool:
     """The loader is iterated directly in the file and never handed to other code."""
     iterated = passed = False
-    for node in ast.walk(fa.tree):
+    for node in fa.nodes(ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.Return):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             base, _ = _unwrap_iter(node.iter)
             if _same_target(base, ref):
@@ -750,7 +751,7 @@ def gpu_fed_loaders(fa: FileAnalysis) -> Dict[ast.Call, ast.AST]:
         out: Dict[ast.Call, ast.AST] = {}
         if not dataloader_calls(fa):
             return out
-        for node in ast.walk(fa.tree):
+        for node in fa.nodes(ast.Call):
             mv = move_target(fa, node)
             if mv is not None:
                 recv = mv[0]

@@ -226,9 +226,7 @@ def _hot_callees(fa: FileAnalysis) -> Set[str]:
     if "hot_callees" in cache:
         return cache["hot_callees"]
     out: Set[str] = set()
-    for call in ast.walk(fa.tree):
-        if not isinstance(call, ast.Call):
-            continue
+    for call in fa.nodes(ast.Call):
         name = _callee_name(call)
         if name is None or name in out:
             continue

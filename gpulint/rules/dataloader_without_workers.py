@@ -68,11 +68,7 @@ def _local_def(fa, expr: Optional[ast.AST]) -> Optional[ast.AST]:
     (through one assignment): `MyDataset(...)`, `collate`, `ds` with `ds = MyDataset(...)`."""
     if expr is None:
         return None
-    defs = {
-        n.name: n
-        for n in ast.walk(fa.tree)
-        if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+    defs = {n.name: n for n in fa.nodes(ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)}
     if isinstance(expr, ast.Lambda):
         return expr
     if isinstance(expr, ast.Call):
@@ -92,7 +88,7 @@ def _local_def(fa, expr: Optional[ast.AST]) -> Optional[ast.AST]:
 def _bindings(fa) -> List[Tuple[ast.AST, ast.AST]]:
     def build():
         out = []
-        for node in ast.walk(fa.tree):
+        for node in fa.nodes(ast.Assign, ast.AnnAssign):
             if isinstance(node, ast.Assign):
                 out.extend((t, node.value) for t in node.targets)
             elif isinstance(node, ast.AnnAssign) and node.value is not None:

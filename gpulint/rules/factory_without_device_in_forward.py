@@ -394,8 +394,8 @@ def _is_data_transform(fa, cls: ast.ClassDef) -> bool:
         return True
     def build():
         names = set()
-        for n in ast.walk(fa.tree):
-            if isinstance(n, ast.Call) and last_name(n.func) in ("Compose", "RandomApply", "RandomChoice"):
+        for n in fa.nodes(ast.Call):
+            if last_name(n.func) in ("Compose", "RandomApply", "RandomChoice"):
                 names.update(r.id for r in ast.walk(n) if isinstance(r, ast.Name))
         return names
 
@@ -409,8 +409,8 @@ def _does_host_work(fa, fn: ast.FunctionDef) -> bool:
     post-processing step does."""
     def build():
         out = {}
-        for f in ast.walk(fa.tree):
-            if isinstance(f, ast.FunctionDef) and f.name == "forward":
+        for f in fa.nodes(ast.FunctionDef):
+            if f.name == "forward":
                 out[f] = any(_host_call(fa, n) for n in ast.walk(f))
         return out
 

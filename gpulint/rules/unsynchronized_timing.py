@@ -206,7 +206,7 @@ class UnsynchronizedTiming(Rule):
         fa = ctx.analysis
         if not fa.uses_cuda:
             return
-        scopes = [fa.tree] + [n for n in ast.walk(fa.tree) if isinstance(n, FUNCS)]
+        scopes = [fa.tree] + list(fa.nodes(*FUNCS))
         for scope in scopes:
             flagged = set()
             for interval in clock_intervals(fa, scope):
