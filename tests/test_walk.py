@@ -105,3 +105,17 @@ def test_index_tree_matches_a_plain_recursive_walk(code):
     assert order == ref_order
     assert parents == ref_parents
     assert len(order) > 20
+
+
+@pytest.mark.parametrize("code", SNIPPETS)
+def test_nodes_by_type_are_every_node_of_that_type_in_source_order(code):
+    from gpulint.analysis.core import FileAnalysis
+
+    text = textwrap.dedent(code)
+    tree = ast.parse(text)
+    fa = FileAnalysis(tree, text)
+    order = [n for n, _ in reference(tree)[0]]
+    assert fa.nodes() == order
+    for types in ((ast.Call,), (ast.Name, ast.Attribute), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        assert fa.nodes(*types) == [n for n in order if isinstance(n, types)]
+        assert fa.nodes(*types) is fa.nodes(*types)  # built once
