@@ -221,7 +221,8 @@ class FileAnalysis:
     def nodes(self, *types: type) -> List[ast.AST]:
         """Every node of the file of these types (every node, with none), in
         source order. Rules and analyses ask this instead of `ast.walk`-ing the
-        tree again: the file is indexed once, and each list is built once."""
+        tree again: the file is indexed once, and each list is built once
+        (shared: read it, never change it)."""
         by_type = self._by_type
         if by_type is None:
             by_type = self._by_type = {}
