@@ -58,6 +58,7 @@ class FileContext:
         self.options = options
         self.torch_version = options.torch_version
         self.ancestors: List[ast.AST] = []
+        self.current: Optional[ast.AST] = None  # the node the engine is visiting
         self.analysis = FileAnalysis(tree, source.text, path)
         self.findings: List[Finding] = []
 
@@ -90,8 +91,8 @@ class FileContext:
         )
 
     def _is_current(self, node: ast.AST) -> bool:
-        # rules usually report the node being visited (or one of its children)
-        return getattr(node, "_gpl_visiting", False)
+        # rules usually report the node being visited, whose ancestors are at hand
+        return node is self.current
 
     def node_text(self, node: ast.AST) -> str:
         return self.source.node_text(node)
@@ -250,17 +251,19 @@ def _apply_fix_policy(f: Finding, options: LintOptions) -> Finding:
 
 def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
     ancestors = ctx.ancestors
-    for cur, depth in ctx.analysis.order:
-        del ancestors[depth:]
-        handlers = dispatch.get(type(cur))
-        if handlers:
-            cur._gpl_visiting = True  # type: ignore[attr-defined]
-            try:
+    get, push = dispatch.get, ancestors.append
+    try:
+        for cur, depth in ctx.analysis.order:
+            if len(ancestors) > depth:
+                del ancestors[depth:]
+            handlers = get(cur.__class__)
+            if handlers:
+                ctx.current = cur
                 for h in handlers:
                     h(cur, ctx)
-            finally:
-                cur._gpl_visiting = False  # type: ignore[attr-defined]
-        ancestors.append(cur)
+            push(cur)
+    finally:
+        ctx.current = None
 
 
 def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:

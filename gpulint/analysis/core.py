@@ -137,6 +137,14 @@ CLOCK_FUNCS = frozenset(
 ACCELERATOR_HINT_RE = re.compile(
     r"cuda|\.to\(|device|gpu|accelerat|[Ff]abric|lightning|Trainer|\b(mps|xpu|npu|hpu)\b"
 )
+# the same test, plain substrings first (`in` is several times faster than the alternation)
+_ACCELERATOR_WORDS = ("cuda", ".to(", "device", "gpu", "accelerat", "Fabric", "fabric", "lightning", "Trainer")
+_ACCELERATOR_DEVICES_RE = re.compile(r"\b(mps|xpu|npu|hpu)\b")
+
+
+def may_use_accelerator(text: str) -> bool:
+    """Same answer as `ACCELERATOR_HINT_RE.search(text)`."""
+    return any(w in text for w in _ACCELERATOR_WORDS) or _ACCELERATOR_DEVICES_RE.search(text) is not None
 # torch factories that build a tensor on the default (CPU) device unless given `device=`
 HOST_FACTORIES = frozenset(
     """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
@@ -216,7 +224,7 @@ class FileAnalysis:
         self._by_type: Optional[Dict[type, List[ast.AST]]] = None
         # anything that can put tensors on an accelerator: CUDA, a `.to(device)`,
         # accelerate / Fabric / Lightning, a `device` variable, MPS/XPU/NPU
-        self.may_use_accelerator = bool(ACCELERATOR_HINT_RE.search(text))
+        self.may_use_accelerator = may_use_accelerator(text)
 
     def nodes(self, *types: type) -> List[ast.AST]:
         """Every node of the file of these types (every node, with none), in

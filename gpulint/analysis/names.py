@@ -48,23 +48,37 @@ CANONICAL: Dict[str, str] = {
 _BUILTINS = frozenset(dir(builtins))
 
 
-_STATEMENT_LISTS = ("body", "handlers", "orelse", "finalbody", "cases")
+# compound statements and the fields that hold their nested statements
+_NESTED = {
+    ast.FunctionDef: ("body",), ast.AsyncFunctionDef: ("body",), ast.ClassDef: ("body",),
+    ast.If: ("body", "orelse"), ast.For: ("body", "orelse"), ast.AsyncFor: ("body", "orelse"),
+    ast.While: ("body", "orelse"), ast.With: ("body",), ast.AsyncWith: ("body",),
+    ast.Try: ("body", "handlers", "orelse", "finalbody"),
+}
+if hasattr(ast, "TryStar"):
+    _NESTED[ast.TryStar] = ("body", "handlers", "orelse", "finalbody")
+if hasattr(ast, "Match"):
+    _NESTED[ast.Match] = ("cases",)
+_IMPORTS = (ast.Import, ast.ImportFrom)
 
 
-def _statements(body):
-    """Every statement under `body`, nested ones too, in source order: imports
-    are statements, so the expressions (nine nodes in ten) need no visit."""
-    stack = [iter(body)]
-    while stack:
-        for node in stack[-1]:
-            yield node
-            lists = [getattr(node, f, None) for f in _STATEMENT_LISTS]
-            lists = [x for x in lists if x]
-            if lists:
-                stack.append(iter([n for x in lists for n in x]))
-                break
-        else:
-            stack.pop()
+def _imports(body, out: list) -> list:
+    """The import statements under `body`, nested ones too, in source order:
+    only compound statements are entered, never an expression."""
+    for node in body:
+        cls = node.__class__
+        if cls in _IMPORTS:
+            out.append(node)
+            continue
+        fields = _NESTED.get(cls)
+        if fields:
+            for f in fields:
+                if f == "handlers" or f == "cases":  # except clauses, match cases: each has a body
+                    for clause in getattr(node, f):
+                        _imports(clause.body, out)
+                else:
+                    _imports(getattr(node, f), out)
+    return out
 
 
 class ImportTable:
@@ -73,7 +87,7 @@ class ImportTable:
     def __init__(self, tree: ast.Module, nodes=None) -> None:
         self.names: Dict[str, str] = {}
         self.modules_imported: set = set()
-        for node in nodes if nodes is not None else _statements(tree.body):
+        for node in nodes if nodes is not None else _imports(tree.body, []):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.modules_imported.add(alias.name)
