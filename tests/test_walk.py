@@ -1,5 +1,6 @@
 """The fast pre-order walk must visit exactly what a plain recursive walk over
-every node-holding field visits, in the same order, with the same parents."""
+every node-holding field visits (type annotations left out on purpose), in
+the same order, with the same parents."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def reference(tree):
     def rec(node, depth):
         order.append((node, depth))
         for name in node._fields:
+            if name in ("annotation", "returns"):
+                continue  # annotations are not indexed: no rule looks into them
             value = getattr(node, name, None)
             for child in value if isinstance(value, list) else [value]:
                 if isinstance(child, ast.AST) and not isinstance(child, SINGLETONS):
