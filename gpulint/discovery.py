@@ -59,8 +59,8 @@ class GitIgnore:
             self._specs[d] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
         return self._specs[d]
 
-    def ignored(self, path: str, is_dir: bool) -> bool:
-        path = os.path.abspath(path)
+    def ignored(self, path: str, is_dir: bool, abs_path: Optional[str] = None) -> bool:
+        path = abs_path or os.path.abspath(path)
         parent = os.path.dirname(path)
         root = self._repo_root(parent)
         if root is None:
@@ -203,22 +203,23 @@ def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
-            abs_path = os.path.join(abs_d, entry.name)
             if is_dir:
+                abs_path = os.path.join(abs_d, entry.name)
                 if _excluded(path, resolver.for_path(path), True, abs_path):
                     continue
-                if respect_gitignore and gitignore.ignored(path, True):
+                if respect_gitignore and gitignore.ignored(path, True, abs_path):
                     continue
                 subdirs.append((path, abs_path))
                 continue
             if not entry.name.endswith(EXTENSIONS):
                 continue
+            abs_path = os.path.join(abs_d, entry.name)
             if entry.is_symlink() and not os.path.exists(path):
                 on_error(path, "broken symbolic link")
                 continue
             if _excluded(path, settings, False, abs_path):
                 continue
-            if respect_gitignore and gitignore.ignored(path, False):
+            if respect_gitignore and gitignore.ignored(path, False, abs_path):
                 continue
             # the directory's real path is known: only a link needs resolving
             key = os.path.realpath(path) if entry.is_symlink() else os.path.join(real, entry.name)
