@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -247,6 +246,8 @@ def run(
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     args = [(p, o, keep_source) for p, o, _ in pending]
     if jobs > 1 and len(args) >= PARALLEL_MIN_FILES:
+        from concurrent.futures import ProcessPoolExecutor
+
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = list(pool.map(_lint_job, args, chunksize=max(1, len(args) // (jobs * 8))))
     else:

@@ -5,6 +5,7 @@ errors that name the file and the key (exit 2)."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -153,17 +154,18 @@ def test_torch_version_default_reads_installed_metadata_without_importing(tmp_pa
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_torch_version_default_without_torch_is_the_newest(monkeypatch):
-    import importlib.metadata as md
-
-    def missing(name):
-        raise md.PackageNotFoundError(name)
-
-    monkeypatch.setattr(md, "version", missing)
+def test_torch_version_default_without_torch_is_the_newest(monkeypatch, tmp_path):
+    empty, site, broken = tmp_path / "empty", tmp_path / "site", tmp_path / "broken"
+    for d in (empty, site, broken):
+        d.mkdir()
+    (site / "torch-2.5.1+cu121.dist-info").mkdir()
+    (site / "torchvision-0.20.1.dist-info").mkdir()  # another package's metadata is not torch's
+    (broken / "torch-garbage.dist-info").mkdir()
+    monkeypatch.setattr(sys, "path", [str(empty), str(tmp_path / "missing")])
     assert cfg.installed_torch_version() == cfg.LATEST_TORCH
-    monkeypatch.setattr(md, "version", lambda name: "2.5.1+cu121")
+    monkeypatch.setattr(sys, "path", [str(empty), str(site)])
     assert cfg.installed_torch_version() == (2, 5, 1)
-    monkeypatch.setattr(md, "version", lambda name: "garbage")
+    monkeypatch.setattr(sys, "path", [str(broken)])
     assert cfg.installed_torch_version() == cfg.LATEST_TORCH
 
 
