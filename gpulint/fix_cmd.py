@@ -131,6 +131,10 @@ def write_fixed(ff: FileFix, roots: Optional[Sequence[str]] = None) -> Optional[
         return f"not written: {exc.strerror or exc}"
     if (st.st_mtime_ns, st.st_size) != ff.stat:
         return "not written: the file changed on disk while gpulint was fixing it"
+    # the write replaces the file, which a read-only file in a writable folder would
+    # not stop: refuse as an in-place write would (root may write any file, as always)
+    if not os.access(target, os.W_OK):
+        return "not written: the file is read-only"
     try:
         data = ff.fixed.encode(ff.encoding)
     except (UnicodeEncodeError, LookupError) as exc:

@@ -13,7 +13,10 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         mode = os.stat(path).st_mode & 0o7777
     except OSError:
         pass
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpulint-", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpulint-", suffix=".tmp")
+    except OSError as exc:  # e.g. a read-only directory: say which directory
+        raise OSError(exc.errno, f"cannot create a temporary file in {directory}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
