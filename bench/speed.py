@@ -261,7 +261,8 @@ def _find_archive(dirs: Sequence[Path], name: str, version: str) -> Optional[Pat
     for d in dirs:
         for p in sorted(d.iterdir()):
             low = p.name.lower()
-            if low.startswith(prefix) and low.endswith(".whl"):
+            # a local version (torch-2.13.0+cpu-...) is the same release
+            if (low.startswith(prefix) or low.startswith(prefix[:-1] + "+")) and low.endswith(".whl"):
                 wheels.append(p)
             elif low in (sdist, sdist.replace(name, name.replace("-", "_"))):
                 sdists.append(p)
