@@ -6,11 +6,27 @@ import os
 import tempfile
 
 
+def _keep_owner(tmp: str, st: os.stat_result) -> None:
+    """Give the new file the old one's owner and group (root fixing a user's
+    files must not leave them owned by root). A file that would change owner is
+    not written; a group that cannot be kept is let go, as an editor would."""
+    if not hasattr(os, "chown"):
+        return
+    new = os.stat(tmp)
+    if (new.st_uid, new.st_gid) == (st.st_uid, st.st_gid):
+        return
+    try:
+        os.chown(tmp, st.st_uid, st.st_gid)
+    except OSError as exc:
+        if new.st_uid != st.st_uid:
+            raise OSError(exc.errno, f"cannot keep the file's owner (uid {st.st_uid}): {exc.strerror or exc}") from exc
+
+
 def atomic_write_bytes(path: str, data: bytes) -> None:
     directory = os.path.dirname(os.path.abspath(path))
-    mode = None
+    st = None
     try:
-        mode = os.stat(path).st_mode & 0o7777
+        st = os.stat(path)
     except OSError:
         pass
     try:
@@ -22,8 +38,9 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if st is not None:
+            _keep_owner(tmp, st)
+            os.chmod(tmp, st.st_mode & 0o7777)  # after chown, which may clear set-id bits
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -491,3 +491,33 @@ def test_a_write_that_fails_half_way_leaves_the_file_whole_and_no_temp_file(tmp_
     assert line == f"error: a.py: not written: {err.strerror}"
     assert res.exit_code == 1
     assert "Traceback" not in res.output
+
+
+def test_owner_and_group_are_kept_or_the_file_is_not_written(tmp_path):
+    """Root fixing a user's file must not leave it owned by root. As root, a
+    file owned by uid/gid 65534 keeps them through a real `fix --apply`. As
+    any other user (who cannot give a file to someone else: tried first), the
+    refusal is checked directly: a file whose owner cannot be kept is not
+    replaced, with a message that says why."""
+    import gpulint.fsutil as fsutil
+
+    p = tmp_path / "a.py"
+    p.write_text(SRC)
+    try:
+        os.chown(p, 65534, 65534)  # root (CAP_CHOWN) only
+        can_chown = True
+    except (PermissionError, AttributeError):
+        can_chown = False
+    if can_chown:
+        res = _invoke(["fix", "--apply", "--no-cache", "a.py"], tmp_path)
+        assert res.exit_code == 0, res.output
+        assert p.read_text() == FIXED_SRC
+        st = os.stat(p)
+        assert (st.st_uid, st.st_gid) == (65534, 65534)
+    else:
+        tmp = tmp_path / ".gpulint-x.tmp"
+        tmp.write_text(FIXED_SRC)
+        fake = os.stat_result(tuple(os.stat(p))[:4] + (os.getuid() + 1,) + tuple(os.stat(p))[5:])
+        with pytest.raises(OSError, match=r"cannot keep the file's owner \(uid \d+\)"):
+            fsutil._keep_owner(str(tmp), fake)
+    assert _leftovers(tmp_path) in ([], [".gpulint-x.tmp"])
