@@ -34,7 +34,8 @@ def _artifact_location(path: str, root: str) -> dict:
     absolute = os.path.abspath(path)
     rel = os.path.relpath(absolute, root) if _under(absolute, root) else None
     if rel is not None:
-        return {"uri": quote(Path(rel).as_posix(), safe="/"), "uriBaseId": SRCROOT}
+        # percent-encode the name's bytes: a name that is not valid UTF-8 still makes a valid URI
+        return {"uri": quote(os.fsencode(Path(rel).as_posix()), safe="/"), "uriBaseId": SRCROOT}
     return {"uri": Path(absolute).as_uri()}
 
 
