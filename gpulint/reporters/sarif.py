@@ -22,6 +22,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from gpulint import __version__
+from gpulint.reporters.text import printable
 from gpulint.rule import DOCS_URL, Finding, all_rules
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -117,7 +118,7 @@ def _result(f: Finding, rule_index: Dict[str, int], root: str) -> dict:
 def _notification(path: str, why: str, root: str) -> dict:
     return {
         "level": "error",
-        "message": {"text": f"{path}: {why}"},
+        "message": {"text": f"{printable(path)}: {printable(why)}"},  # as on stderr: valid Unicode, no controls
         "locations": [{"physicalLocation": {"artifactLocation": _artifact_location(path, root)}}],
     }
 
