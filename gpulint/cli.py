@@ -38,6 +38,13 @@ def _parse_selection(select, ignore, extend_select) -> Tuple[List[str], List[str
     return out[0], out[1], out[2]
 
 
+def _config_error(exc: ConfigError) -> None:
+    """One line on stderr. The config's path and contents come from the linted tree: escaped."""
+    from gpulint.reporters.text import printable
+
+    click.echo(f"gpulint: error: {printable(str(exc))}", err=True)
+
+
 def _use_color(no_color: bool, stream) -> bool:
     if no_color or os.environ.get("NO_COLOR"):
         return False
@@ -125,7 +132,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
             s = resolver.override or resolver.for_path(paths[0] if paths else ".")
             fmt = s.output_format or "text"
     except ConfigError as exc:
-        click.echo(f"gpulint: error: {exc}", err=True)
+        _config_error(exc)
         sys.exit(EXIT_ERROR)
 
     findings = result.findings
@@ -189,7 +196,7 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
             force_exclude=force_exclude,
         )
     except ConfigError as exc:
-        click.echo(f"gpulint: error: {exc}", err=True)
+        _config_error(exc)
         sys.exit(EXIT_ERROR)
     allowed = (SAFE, UNSAFE) if unsafe_fixes else (SAFE,)
     fixable_paths = sorted({f.path for f in result.findings if f.fix is not None and f.fix.applicability in allowed})
@@ -284,7 +291,7 @@ def clean(paths, cache_dir, config_path) -> None:
         resolver = ConfigResolver(config_path)
         roots = {(resolver.override or resolver.for_path(p)).root for p in (list(paths) or ["."])}
     except ConfigError as exc:
-        click.echo(f"gpulint: error: {exc}", err=True)
+        _config_error(exc)
         sys.exit(EXIT_ERROR)
     folders = sorted({os.path.join(r, CACHE_DIR) for r in roots} | ({cache_dir} if cache_dir else set()))
     removed = 0

@@ -306,16 +306,19 @@ def load_table(path: str) -> Optional[dict]:
         raise ConfigError(f"{path}: invalid TOML: {exc}")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}")
+    tool = data.get("tool")
     if os.path.basename(path) == "pyproject.toml":
-        table = data.get("tool", {}).get("gpulint")
+        table = tool.get("gpulint") if isinstance(tool, dict) else None
         if table is None:
             return None
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [tool.gpulint] must be a table")
         return table
     # gpulint.toml: either top-level keys or a [tool.gpulint] table
-    if "tool" in data and isinstance(data["tool"], dict) and "gpulint" in data["tool"]:
-        return data["tool"]["gpulint"]
+    if isinstance(tool, dict) and "gpulint" in tool:
+        if not isinstance(tool["gpulint"], dict):
+            raise ConfigError(f"{path}: [tool.gpulint] must be a table")
+        return tool["gpulint"]
     return data
 
 

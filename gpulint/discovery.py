@@ -5,6 +5,7 @@ always linted."""
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
@@ -141,6 +142,16 @@ def _is_under(path: str, root: str) -> bool:
         return False
 
 
+def _dangling(path: str) -> str:
+    """Why a symbolic link that does not resolve cannot be linted."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+    return "broken symbolic link"
+
+
 def discover(
     paths: List[str],
     resolver: ConfigResolver,
@@ -160,7 +171,7 @@ def discover(
             on_error(root, "no such file or directory")
             continue
         if os.path.islink(root) and not os.path.exists(root):
-            on_error(root, "broken symbolic link")
+            on_error(root, _dangling(root))
             continue
         if not os.path.isdir(root):
             # explicit files are always linted
@@ -193,7 +204,7 @@ def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as exc:
-            on_error(d, f"cannot list directory: {exc.strerror or exc}")
+            on_error(os.path.normpath(d), f"cannot list directory: {exc.strerror or exc}")
             continue
         settings = resolver.for_path(d)
         subdirs = []
@@ -215,7 +226,7 @@ def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
                 continue
             abs_path = os.path.join(abs_d, entry.name)
             if entry.is_symlink() and not os.path.exists(path):
-                on_error(path, "broken symbolic link")
+                on_error(os.path.normpath(path), _dangling(path))
                 continue
             if _excluded(path, settings, False, abs_path):
                 continue

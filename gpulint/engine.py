@@ -14,6 +14,8 @@ import dataclasses
 import codecs
 import os
 import re
+import stat
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -127,9 +129,10 @@ def decode_source(data: bytes, path: str) -> str:
     if b"\x00" in data:
         raise LintError("source contains NUL bytes")
     encoding = "utf-8"
+    skipped = 0
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-        encoding = "utf-8"
+        skipped = len(codecs.BOM_UTF8)
+        data = data[skipped:]
     else:
         for line in data.split(b"\n", 2)[:2]:
             m = CODING_RE.match(line)
@@ -139,33 +142,42 @@ def decode_source(data: bytes, path: str) -> str:
             if line.strip() and not line.lstrip().startswith(b"#"):
                 break
     try:
-        codecs.lookup(encoding)
+        info = codecs.lookup(encoding)
     except LookupError:
         raise LintError(f"unknown encoding in coding line: {encoding!r}")
+    if not getattr(info, "_is_text_encoding", True):  # base64, rot13, zlib...: Python refuses them too
+        raise LintError(f"coding line names {encoding!r}, which is not a text encoding")
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise LintError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}")
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise LintError(f"cannot decode as {encoding}: {exc.reason} at line {line} (byte {exc.start + skipped})")
+    except (UnicodeError, LookupError, ValueError) as exc:
+        raise LintError(f"cannot decode as {encoding}: {exc}")
+
+
+def _read_error(exc: OSError) -> LintError:
+    if isinstance(exc, FileNotFoundError):  # found by discovery, gone by now
+        return LintError("no such file (removed during the run?)")
+    return LintError(f"cannot read: {exc.strerror or exc}")
 
 
 def read_source(path: str) -> str:
     try:
         st = os.stat(path)
-    except FileNotFoundError:
-        raise LintError("no such file")
     except OSError as exc:
-        raise LintError(exc.strerror or str(exc))
-    if os.path.isdir(path):
+        raise _read_error(exc)
+    if stat.S_ISDIR(st.st_mode):
         raise LintError("is a directory")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+        raise LintError("not a regular file")
     if st.st_size > MAX_FILE_BYTES:
         raise LintError(f"file is too large to lint ({st.st_size // (1024 * 1024)} MB)")
     try:
         with open(path, "rb") as fh:
             data = fh.read()
-    except FileNotFoundError:
-        raise LintError("no such file")
     except OSError as exc:
-        raise LintError(exc.strerror or str(exc))
+        raise _read_error(exc)
     return decode_source(data, path)
 
 
@@ -175,7 +187,8 @@ def parse(text: str, path: str) -> ast.Module:
             warnings.simplefilter("ignore")
             return ast.parse(text, filename=path, type_comments=False)
     except SyntaxError as exc:
-        msg = exc.msg or "invalid syntax"
+        # the grammar is the running Python's: say which, for code written for a newer one
+        msg = f"{exc.msg or 'invalid syntax'} (Python {sys.version_info[0]}.{sys.version_info[1]} grammar)"
         if exc.lineno:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset or 0}: {msg}")
         raise LintError(f"syntax error: {msg}")

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Sequence, Tuple
 
+from gpulint.reporters.text import printable
 from gpulint.rule import Finding
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _esc_data(s: str) -> str:
+    # GitHub's escaping; a byte of a file name that is not UTF-8 is written `\xNN`, as in text output
+    s = _SURROGATE.sub(lambda m: printable(m.group()), s)
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

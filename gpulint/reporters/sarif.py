@@ -22,6 +22,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from gpulint import __version__
+from gpulint.reporters.text import printable
 from gpulint.rule import DOCS_URL, Finding, all_rules
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -34,7 +35,8 @@ def _artifact_location(path: str, root: str) -> dict:
     absolute = os.path.abspath(path)
     rel = os.path.relpath(absolute, root) if _under(absolute, root) else None
     if rel is not None:
-        return {"uri": quote(Path(rel).as_posix(), safe="/"), "uriBaseId": SRCROOT}
+        # percent-encode the name's bytes: a name that is not valid UTF-8 still makes a valid URI
+        return {"uri": quote(os.fsencode(Path(rel).as_posix()), safe="/"), "uriBaseId": SRCROOT}
     return {"uri": Path(absolute).as_uri()}
 
 
@@ -116,7 +118,7 @@ def _result(f: Finding, rule_index: Dict[str, int], root: str) -> dict:
 def _notification(path: str, why: str, root: str) -> dict:
     return {
         "level": "error",
-        "message": {"text": f"{path}: {why}"},
+        "message": {"text": f"{printable(path)}: {printable(why)}"},  # as on stderr: valid Unicode, no controls
         "locations": [{"physicalLocation": {"artifactLocation": _artifact_location(path, root)}}],
     }
 

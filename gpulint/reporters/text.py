@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import List, Sequence
 
@@ -10,20 +11,37 @@ import click
 from gpulint.rule import SAFE, UNSAFE, Finding, all_rules
 
 
+# C0 and C1 controls, DEL, and lone surrogates (undecodable bytes of a file name)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape_char(m: "re.Match[str]") -> str:
+    o = ord(m.group())
+    if 0xDC80 <= o <= 0xDCFF:  # os.fsdecode's stand-in for the byte o - 0xDC00
+        o -= 0xDC00
+    return f"\\x{o:02x}" if o <= 0xFF else f"\\u{o:04x}"
+
+
+def printable(s: str) -> str:
+    """`s` with every control character escaped (ESC as `\\x1b`, CR as `\\x0d`): a file's
+    name or contents must not drive the terminal nor break the one-line format."""
+    return s if s.isprintable() else _UNPRINTABLE.sub(_escape_char, s)
+
+
 def _style(text: str, color: bool, **kw) -> str:
     return click.style(text, **kw) if color else text
 
 
 def finding_line(f: Finding, color: bool, unsafe_fixes: bool = False) -> str:
-    loc = _style(f.path, color, bold=True) + _style(":", color, fg="cyan") + f"{f.row}" + _style(":", color, fg="cyan") + f"{f.col}" + _style(":", color, fg="cyan")
+    loc = _style(printable(f.path), color, bold=True) + _style(":", color, fg="cyan") + f"{f.row}" + _style(":", color, fg="cyan") + f"{f.col}" + _style(":", color, fg="cyan")
     code = _style(f.code, color, fg="red", bold=True)
     shown = f.fix is not None and (f.fix.applicability == SAFE or unsafe_fixes)
     mark = " " + _style("[*]", color, fg="cyan") if shown else ""
-    return f"{loc} {code}{mark} {f.message}"
+    return f"{loc} {code}{mark} {printable(f.message)}"
 
 
 def error_line(path: str, why: str, color: bool) -> str:
-    return _style("error", color, fg="red", bold=True) + f": {path}: {why}"
+    return _style("error", color, fg="red", bold=True) + f": {printable(path)}: {printable(why)}"
 
 
 def summary(findings: Sequence[Finding], errors, ctx) -> List[str]:
