@@ -266,7 +266,8 @@ class DataloaderWithoutWorkers(Rule):
             if not present and edits[0].start == extra.start:
                 # both keywords go at the same place: one edit, in order
                 first = edits.pop()
-                extra = Edit(first.start, first.end, first.content + extra.content)
+                sep = "" if extra.content.startswith(",") else ", "  # `DataLoader()`: no comma of its own
+                extra = Edit(first.start, first.end, first.content + sep + extra.content)
             edits.append(extra)
         elif not (isinstance(persistent.value, ast.Constant) and persistent.value.value is True):
             edits.append(replace_node(src, persistent.value, "True"))
