@@ -161,7 +161,7 @@ def pattern_matcher(patterns: Tuple[str, ...]):
 
 
 def _glob_match(pattern: str, rel: str) -> bool:
-    return compiled_patterns((pattern,)).match_file(rel)
+    return pattern_matcher((pattern,))(rel)
 
 
 # ------------------------------------------------------------------ selection

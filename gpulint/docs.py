@@ -8,6 +8,7 @@ import json
 import os
 from typing import Optional
 
+from gpulint.harness.stats import fmt_mib, fmt_ms as _ms
 from gpulint.rule import NONE, SAFE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,9 +25,6 @@ def load_speedups(path: str = SPEEDUPS_JSON) -> Optional[dict]:
         return None
 
 
-def _ms(x: float) -> str:
-    v = x * 1e3
-    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
 
 
 def measured_text(rec: dict, where: str) -> str:
@@ -106,9 +104,6 @@ def render_verify_table(reports: dict) -> str:
         "|---|---|---|---|---|---|---|",
     ]
 
-    def mib(x):
-        return "n/a" if x is None else f"{x / 2**20:,.0f} MiB"
-
     for name, rep in sorted(reports.items()):
         b, a, c = rep["before"], rep["after"], rep["comparison"]
         # the script's own fixes: the others in its folder are fixed too, but not run
@@ -122,7 +117,7 @@ def render_verify_table(reports: dict) -> str:
         lines.append(
             f"| `{rep['script']}` {' '.join(rep.get('args') or [])} | {len(own)} {kinds} ({codes}) "
             f"| {b['ms_per_step']:.1f} -> {a['ms_per_step']:.1f} | {speed} "
-            f"| {b['syncs_per_step']:g} -> {a['syncs_per_step']:g} | {mib(b['peak_memory_bytes'])} -> {mib(a['peak_memory_bytes'])} "
+            f"| {b['syncs_per_step']:g} -> {a['syncs_per_step']:g} | {fmt_mib(b['peak_memory_bytes'])} -> {fmt_mib(a['peak_memory_bytes'])} "
             f"| {agree} |"
         )
     return "\n".join(lines) + "\n"

@@ -179,13 +179,7 @@ def verdict_text(rec: dict) -> str:
     return "no measurable gain"
 
 
-def _ms(x: float) -> str:
-    v = x * 1e3
-    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
-
-
-def _mib(b) -> str:
-    return "n/a" if b is None else f"{b / 2**20:,.0f} MiB"
+_ms, _mib = stats.fmt_ms, stats.fmt_mib
 
 
 def render_table(report: dict) -> str:

@@ -53,6 +53,16 @@ def memory_verdict(bad_peak: float, good_peak: float) -> str:
     return LESS_MEMORY if good_peak < bad_peak else MORE_MEMORY
 
 
+def fmt_ms(seconds: float) -> str:
+    """Seconds as milliseconds, three significant digits (whole ms from 100 up)."""
+    v = seconds * 1e3
+    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
+
+
+def fmt_mib(n) -> str:
+    return "n/a" if n is None else f"{n / 2**20:,.0f} MiB"
+
+
 def ratio(bad: float, good: float) -> float:
     """How many times faster (or smaller) good is: bad / good."""
     return bad / good if good > 0 else float("inf")

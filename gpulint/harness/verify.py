@@ -428,13 +428,6 @@ def _fail(msg: str) -> None:
     sys.exit(EXIT_ERROR)
 
 
-def _split(values: Sequence[str]) -> List[str]:
-    out: List[str] = []
-    for v in values:
-        out.extend(p.strip() for p in v.split(",") if p.strip())
-    return out
-
-
 @click.command("verify", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -472,13 +465,11 @@ def verify(script, args, steps, warmup, device, unsafe_fixes, select, ignore, co
     A step is one `optimizer.step()` call: a script that steps several
     optimizers per iteration (a GAN) counts each.
     """
-    from gpulint.config import is_valid_selector
+    from gpulint.cli import _split_codes, _validate_codes
 
-    select_l, ignore_l = _split(select), _split(ignore)
-    for opt, codes in (("--select", select_l), ("--ignore", ignore_l)):
-        for c in codes:
-            if not is_valid_selector(c):
-                raise click.UsageError(f"{opt}: unknown rule code or prefix '{c}' (see `gpulint rules`)")
+    select_l, ignore_l = _split_codes(select), _split_codes(ignore)
+    _validate_codes("--select", select_l)
+    _validate_codes("--ignore", ignore_l)
     python = python or sys.executable
     try:
         info = _probe(python)
