@@ -160,6 +160,25 @@ def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
 
 
+# prints the time to lint one file (argv[1]) with the settings the CLI would use, in seconds
+FILE_TIME_SCRIPT = """
+import statistics, sys, time
+from gpulint.config import ConfigResolver
+from gpulint.engine import lint_file
+from gpulint.runner import _options_for
+path = sys.argv[1]
+options = _options_for(ConfigResolver().for_path(path), path)
+result = lint_file(path, options)
+assert result.error is None, result.error
+times = []
+for _ in range(7):
+    t = time.perf_counter()
+    lint_file(path, options)
+    times.append(time.perf_counter() - t)
+print(statistics.median(times))
+"""
+
+
 def pick_changed_file(files: Sequence[Tuple[str, int, bool]]) -> str:
     """The file for the one-file-changed run: of the files that mention torch
     (else all), the one at the median line count (ties by path). files holds
@@ -568,23 +587,15 @@ class Bench:
 
         runs = self.repeat(self.gpulint_cmd(allp, cache=True), "gpulint", self.args.reps, before=change,
                            after=restore)
-        # that file's own time: a cold run on it alone, less a cold run on an empty file
-        empty_dir = Path(tempfile.mkdtemp(prefix="gpulint-speed-empty-"))
-        try:
-            (empty_dir / "empty.py").write_text("")
-            reps = max(5, self.args.reps)  # cheap runs, and the difference of two is noisy
-            one = self.repeat(self.gpulint_cmd((), cache=False, jobs=1, paths=[str(path)]), "gpulint", reps)
-            base = self.repeat(self.gpulint_cmd((), cache=False, jobs=1, paths=[str(empty_dir / "empty.py")]),
-                               "gpulint", reps)
-        finally:
-            shutil.rmtree(empty_dir, ignore_errors=True)
-        file_time = max(0.0, median([r["wall"] for r in one]) - median([r["wall"] for r in base]))
+        # that file's own time: linting it in a process that has gpulint loaded (the median of 7 runs
+        # after one untimed run): what the changed run spends on it beyond the warm run's bookkeeping
+        out = subprocess.run([sys.executable, "-c", FILE_TIME_SCRIPT, str(path)], capture_output=True, text=True,
+                             env=self.gpulint_env, cwd=self.corpus, check=True).stdout
+        file_time = float(out.strip().splitlines()[-1])
         rel = str(path.relative_to(self.corpus))
         lines = count_lines(original)
         self.add_row("gpulint", "one file changed", allp, runs, jobs="default", changed_file=rel,
-                     changed_file_lines=lines, file_time=file_time,
-                     file_alone_wall=median([r["wall"] for r in one]),
-                     empty_file_wall=median([r["wall"] for r in base]))
+                     changed_file_lines=lines, file_time=file_time)
         print(f"  changed file {rel} ({lines} lines): its own time {file_time:.3f} s", file=sys.stderr)
 
 
@@ -673,8 +684,8 @@ def render(res: dict) -> str:
     for r in res["rows"]:
         if r["scenario"] == "one file changed":
             notes.append(f"One file changed: `{r['changed_file']}` ({r['changed_file_lines']:,} lines) had a comment"
-                         f" appended; linting it alone takes {r['file_time']:.3f} s beyond an empty file's run"
-                         f" ({r['file_alone_wall']:.2f} s against {r['empty_file_wall']:.2f} s, cold, `-j 1`).")
+                         f" appended; linting that file takes {r['file_time']:.3f} s (in a process with gpulint"
+                         f" loaded, median of 7).")
     if res.get("jobs_speedup") is not None:
         notes.append(f"`-j 2` is {res['jobs_speedup']:.2f}x as fast as `-j 1` (cold, median of each).")
     if res.get("cache_fill"):

@@ -138,13 +138,24 @@ def compiled_patterns(patterns: Tuple[str, ...]):
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
+# a gitignore pattern that is just a file or folder name: no slash, glob, negation, escape or comment
+_PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$|^\.[A-Za-z0-9_.\-]+$")
+
+
 @lru_cache(maxsize=None)
 def pattern_matcher(patterns: Tuple[str, ...]):
     """A function path -> bool, the same as `compiled_patterns(patterns).match_file`.
 
     When no pattern negates (`!keep`), any match means a match: the patterns
     are joined into one regular expression, which is several times faster
-    than trying them one by one (discovery asks this for every file)."""
+    than trying them one by one (discovery asks this for every file).
+    Patterns that are plain names (`build`, `.venv`: the defaults) match a
+    path component anywhere, as in git; their expression is built here
+    without importing pathspec (~50 ms of every run's start-up)."""
+    if patterns and all(_PLAIN_NAME_RE.match(p) for p in patterns):
+        alt = "|".join(re.escape(p) for p in patterns)
+        plain = re.compile(f"^(?:.+/)?(?:{alt})(?:/|$)")
+        return lambda path: plain.match(path) is not None
     spec = compiled_patterns(patterns)
     regexes = []
     for p in spec.patterns:

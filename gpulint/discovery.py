@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
-
-import pathspec
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Tuple
 
 from gpulint.config import ConfigResolver, Settings, pattern_matcher
+
+if TYPE_CHECKING:
+    import pathspec
 
 EXTENSIONS = (".py", ".pyi")
 
@@ -57,7 +58,12 @@ class GitIgnore:
                         lines.extend(fh.read().splitlines())
                 except OSError:
                     pass
-            self._specs[d] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            if lines:
+                import pathspec  # only where a .gitignore has lines: the import costs ~50 ms
+
+                self._specs[d] = pathspec.GitIgnoreSpec.from_lines(lines)
+            else:
+                self._specs[d] = None
         return self._specs[d]
 
     def ignored(self, path: str, is_dir: bool, abs_path: Optional[str] = None) -> bool:
@@ -92,16 +98,21 @@ class GitIgnore:
 
 
 _ABS_ROOTS: Dict[str, str] = {}
+# id(settings) -> (settings, its exclude matcher or None): asked for every file and folder
+_MATCHERS: Dict[int, tuple] = {}
 
 
 def _excluded(path: str, settings: Settings, is_dir: Optional[bool] = None, abs_path: Optional[str] = None) -> bool:
     """Whether the config's exclude / extend-exclude patterns match `path`,
     by its name or by its path relative to the config's root. The walk passes
     what it already knows (whether it is a directory, its absolute path)."""
-    patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
-    if not patterns:
+    cached = _MATCHERS.get(id(settings))
+    if cached is None or cached[0] is not settings:
+        patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
+        cached = _MATCHERS[id(settings)] = (settings, pattern_matcher(patterns) if patterns else None)
+    match = cached[1]
+    if match is None:
         return False
-    match = pattern_matcher(patterns)
     suffix = "/" if (os.path.isdir(path) if is_dir is None else is_dir) else ""
     if match(os.path.basename(path) + suffix):
         return True
@@ -111,10 +122,10 @@ def _excluded(path: str, settings: Settings, is_dir: Optional[bool] = None, abs_
     ap = abs_path or os.path.abspath(path)
     if ap.startswith(root) and ap[len(root): len(root) + 1] == os.sep:
         rel = ap[len(root) + 1:]
-    else:
+    elif ap == root or root == os.path.dirname(root):  # the root itself, or a root of "/"
         rel = os.path.relpath(ap, root)
-        if rel.startswith(".." + os.sep) or rel == "..":
-            return False
+    else:
+        return False  # outside the config's root: only the name counts
     return match(rel.replace(os.sep, "/") + suffix)
 
 

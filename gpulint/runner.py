@@ -170,7 +170,8 @@ class Cache:
                     fh.write("# Automatically created by gpulint.\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.entries, fh)
+                # dumps, not dump: json.dump streams through the pure-Python encoder (10x slower here)
+                fh.write(json.dumps(self.entries, separators=(",", ":")))
             os.replace(tmp, self.path)
         except OSError:
             pass  # a cache that cannot be written is not an error

@@ -215,8 +215,10 @@ def test_pattern_matcher_agrees_with_pathspec():
         ".git/", "venv/", "build/", "src/build/", "pkg/__pycache__/", "dist/x.py", "node_modules/",
         "a/x/y/b", "top.py", "sub/top.py", "xzy", "ac", "bc", "keep", "keep/", "src/gen/m.py", "m_pb2.py",
         "docs/", "docs/conf.py", "train.py", "models/resnet.py", ".venv/", "site-packages/torch/",
+        "build", "rebuild/", "build2/", "a/build", "a/build/b.py", "a.b/", "axb/", "a-b", ".git",
+        ".gitx/", "x.git/", "venv.py", "sub/venv/x.py",
     ]
-    for patterns in (DEFAULT_EXCLUDE, ("src/gen/*.py", "*_pb2.py", "docs/"),
+    for patterns in (DEFAULT_EXCLUDE, ("a.b", "a-b", ".git"), ("build",), ("src/gen/*.py", "*_pb2.py", "docs/"),
                      ("a/**/b", "/top.py", "x?y", "[ab]c", "# a comment", ""), ("*.py", "!keep*", "keep/")):
         spec, match = compiled_patterns(tuple(patterns)), pattern_matcher(tuple(patterns))
         assert [p for p in paths if spec.match_file(p) != match(p)] == [], patterns
