@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the lent GPU machine runs to record docs/speedups.{json,md}: the device
 # has torch with CUDA but not libcst, which travels as a wheel in .whl/.
-# Usage there: bash bench/gpu_run.sh [bench|verify|smoke] [extra args...]
+# Usage there: bash bench/gpu_run.sh [bench|verify|smoke|multigpu] [extra args...]
+#   multigpu [COUNTS] [extra args]: GPU001's multi-GPU study, COUNTS default 2,4,8
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/gpulint-out}"
@@ -21,5 +22,9 @@ case "$what" in
       n=$(basename "$s" .py)
       python3 -m gpulint verify "$s" --json "$OUT/verify-$n.json" "$@" 2>&1 | tee "$OUT/verify-$n.txt"
     done ;;
+  multigpu)
+    # GPU001's study: DataParallel against DDP under torchrun (NCCL; NVLink multicast stays off)
+    export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+    python3 -m gpulint bench --gpus "${1:-2,4,8}" --json "$OUT/multigpu.json" "${@:2}" 2>&1 | tee "$OUT/multigpu.txt" ;;
   *) echo "unknown: $what" >&2; exit 2 ;;
 esac

@@ -323,7 +323,12 @@ def clean(paths, cache_dir, config_path) -> None:
               help="Draw the ratios to FILE.png (needs matplotlib, part of the harness extra).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900, show_default=True,
               help="Seconds one workload may take before it is stopped.")
-def bench(codes, device, reps, steps, small, json_path, plot_path, timeout) -> None:
+@click.option("--gpus", "gpu_counts", default=None, metavar="N[,N...]",
+              help="Instead of the rules' workloads, run GPU001's multi-GPU study: nn.DataParallel against "
+                   "DistributedDataParallel under torchrun on N GPUs (e.g. 2,4,8).")
+@click.option("--global-batch", type=click.IntRange(min=1), default=None,
+              help="Global batch of the --gpus study (default 512).")
+def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_counts, global_batch) -> None:
     """Time each rule's bad and good workload on the GPU and report what the fix buys.
 
     CODES select rules as --select does (codes, prefixes, names, ALL); by
@@ -336,6 +341,13 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout) -> N
     from gpulint.harness.probe import HarnessUnavailable, describe, probe, require_device
     from gpulint.rule import all_rules
 
+    if gpu_counts is not None:
+        if codes or plot_path:
+            raise click.UsageError("--gpus runs GPU001's multi-GPU study: it takes no CODES and no --plot")
+        _bench_gpus(gpu_counts, device, reps, steps, small, json_path, timeout, global_batch)
+        return
+    if global_batch is not None:
+        raise click.UsageError("--global-batch is for the --gpus study")
     wanted = _split_codes(codes) or ["ALL"]
     _validate_codes("CODES", wanted)
     selected = sorted({c for sel in wanted for c in expand_selector(sel)})
@@ -393,6 +405,41 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout) -> N
             click.echo(f"gpulint bench: {e}", err=True)
             failed = True
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _bench_gpus(counts_text, device, reps, steps, small, json_path, timeout, global_batch) -> None:
+    from gpulint.fsutil import atomic_write_text
+    from gpulint.harness import multigpu
+    from gpulint.harness.probe import HarnessUnavailable, describe, probe, require_device
+
+    try:
+        counts = multigpu.parse_counts(counts_text)
+    except multigpu.StudyError as e:
+        raise click.UsageError(str(e))
+    try:
+        info = probe()
+        require_device(info, device)
+    except HarnessUnavailable as e:
+        click.echo(f"gpulint bench: {e}", err=True)
+        sys.exit(EXIT_ERROR)
+    where = describe(info, device)
+    visible = int(info.get("gpu_count") or 0)
+    click.echo(f"gpulint bench --gpus {counts_text} on {where} ({visible} GPUs visible)", err=True)
+    try:
+        report = multigpu.study(
+            counts, device, visible, global_batch=global_batch or multigpu.DEFAULT_GLOBAL_BATCH,
+            steps=steps or 20, warmup=5, reps=reps, small=small, timeout=timeout,
+            progress=lambda msg: click.echo(f"  {msg} ...", err=True),
+        )
+    except multigpu.StudyError as e:
+        click.echo(f"gpulint bench: {e}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    report = {"where": where, "env": info, **report}
+    if json_path:
+        atomic_write_text(json_path, json.dumps(report, indent=1) + "\n")
+    click.echo(f"gpulint bench --gpus · GPU001 data-parallel · {where}" + (" · --small (figures mean nothing)" if small else ""))
+    click.echo(multigpu.render_table(report))
+    sys.exit(EXIT_OK)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -68,6 +68,9 @@ def render_markdown(cls, speedups: Optional[dict] = None) -> str:
     rec = next((r for r in (speedups or {}).get("rules", []) if r.get("code") == cls.code), None)
     if rec is not None:
         out += ["## Measured", measured_text(rec, speedups["where"]), ""]
+        multi = load_speedups(MULTIGPU_JSON) if cls.code == "GPU001" else None
+        if multi is not None and multigpu_summary(multi):
+            out += [multigpu_summary(multi), ""]
     out += ["## References", sec.get("References", ""), ""]
     return "\n".join(out).rstrip() + "\n"
 
@@ -124,6 +127,32 @@ def render_verify_table(reports: dict) -> str:
 
 
 SPEEDUPS_PAGE = os.path.join(ROOT, "docs", "speedups.md")
+# what `gpulint bench --gpus ... --json` recorded (GPU001's multi-GPU study)
+MULTIGPU_JSON = os.path.join(ROOT, "docs", "multigpu.json")
+
+
+def render_multigpu(report: dict) -> str:
+    from gpulint.harness.multigpu import render_table
+
+    return f"Measured on {report['where']}, {report.get('visible_gpus', '?')} GPUs visible.\n\n" + render_table(report)
+
+
+def multigpu_summary(report: dict) -> str:
+    """One paragraph for GPU001's page: the measured DDP gain and scaling efficiency."""
+    ran = [r for r in report["rows"] if "skipped" not in r]
+    if not ran:
+        return ""
+    parts = [
+        f"{r['gpus']} GPUs: DDP {r['ddp_over_dp']:.2f}x DataParallel's throughput, scaling efficiency "
+        f"{r['scaling_efficiency_ddp']:.0%} (DDP) against {r['scaling_efficiency_dp']:.0%} (DataParallel)"
+        for r in ran
+    ]
+    skipped = [str(r["gpus"]) for r in report["rows"] if "skipped" in r]
+    text = (f"On several GPUs (`gpulint bench --gpus`, {report['where']}, global batch {report['global_batch']}): "
+            + "; ".join(parts) + ".")
+    if skipped:
+        text += f" Not run for {', '.join(skipped)} GPUs: not lent."
+    return text + " See docs/speedups.md."
 VERIFY_DIR = os.path.join(ROOT, "docs", "verify")
 
 
@@ -153,6 +182,9 @@ def speedups_page() -> Optional[str]:
                     verify[name[:-5]] = rep
     if verify:
         doc = _between(doc, "verify", render_verify_table(verify))
+    multi = load_speedups(MULTIGPU_JSON)
+    if multi is not None:
+        doc = _between(doc, "multigpu", render_multigpu(multi))
     return doc
 
 

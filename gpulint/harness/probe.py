@@ -22,6 +22,7 @@ else:
     out["cuda_available"] = bool(torch.cuda.is_available())
     if out["cuda_available"]:
         out["gpu"] = torch.cuda.get_device_name(0)
+        out["gpu_count"] = torch.cuda.device_count()
         out["gpu_memory_bytes"] = torch.cuda.get_device_properties(0).total_memory
     out["cpu"] = platform.processor() or platform.machine()
 print(json.dumps(out))
