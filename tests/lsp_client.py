@@ -162,10 +162,13 @@ class LspClient:
         self.notify("textDocument/didChange", {
             "textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]})
 
-    def code_actions(self, uri: str, rng: dict, diagnostics: Sequence[dict] = (), only: Optional[List[str]] = None):
+    def code_actions(self, uri: str, rng: dict, diagnostics: Sequence[dict] = (), only: Optional[List[str]] = None,
+                     trigger_kind: Optional[int] = None):
         ctx: Dict[str, Any] = {"diagnostics": list(diagnostics)}
         if only is not None:
             ctx["only"] = only
+        if trigger_kind is not None:
+            ctx["triggerKind"] = trigger_kind
         return self.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": rng, "context": ctx})
 
     def shutdown_and_exit(self, timeout: float = TIMEOUT) -> int:

@@ -155,6 +155,9 @@ def test_session_diagnostics_quick_fixes_fix_all_and_exit(workspace, client_fact
     assert apply_text_edits(DOC, edits_of(fix_all["edit"], uri)) == gpulint_fix(tmp_path, "model.py", DOC)
     assert c.code_actions(uri, diags[0]["range"], only=["quickfix"]) and all(
         a["kind"] == "quickfix" for a in c.code_actions(uri, diags[0]["range"], only=["quickfix"]))
+    # an explicit request lists fix-all too; an automatic one (the lightbulb) does not compute it
+    assert "Fix all gpulint safe fixes" in [a["title"] for a in c.code_actions(uri, diags[0]["range"], trigger_kind=1)]
+    assert "Fix all gpulint safe fixes" not in [a["title"] for a in c.code_actions(uri, diags[0]["range"], trigger_kind=2)]
 
     # the fixed text: GPU302 remains; fully fixed: no diagnostics at all
     c.change(uri, after203, 2)
@@ -264,9 +267,16 @@ def test_bad_documents_give_no_diagnostics_and_no_crash(workspace, client_factor
     untitled = c.open(ws, DOC, uri="untitled:Untitled-1")
     assert [d["code"] for d in c.diagnostics(untitled)] == ["GPU203", "GPU302"]
     assert not any(n["params"].get("uri") == toml for n in c.notifications if "params" in n)
+    # a document the client has not opened is never read from disk
+    on_disk = ws / "on_disk.py"
+    on_disk.write_text(DOC)
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": 20, "character": 0}}
+    assert c.code_actions(uri_of(on_disk), whole) == []
+    c.notify("textDocument/didSave", {"textDocument": {"uri": uri_of(on_disk)}})
     # still serving: the broken document, repaired
     c.change(uri, "import torch\ndef f(opt):\n    opt.zero_grad(set_to_none=False)\n", 2)
     assert [d["code"] for d in c.diagnostics(uri, version=2)] == ["GPU302"]
+    assert not any(n["params"].get("uri") == uri_of(on_disk) for n in c.notifications if "params" in n)
     assert c.shutdown_and_exit() == 0
 
 

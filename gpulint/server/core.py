@@ -113,6 +113,9 @@ class LintedDocument:
     # why the document has no diagnostics (excluded, syntax error, config error...)
     skipped: Optional[str] = None
     config_error: Optional[str] = None
+    # computed on the first code action request that needs them, once per text
+    _fix_all: Optional[Tuple[Optional[List[TextChange]]]] = field(default=None, repr=False)
+    _rows: Optional[Dict[int, Optional[Tuple[int, str]]]] = field(default=None, repr=False)
 
     def span(self, f: Finding) -> Tuple[int, int]:
         return self.index.offset_of_rowcol(f.row, f.col), self.index.offset_of_rowcol(f.end_row, f.end_col)
@@ -233,6 +236,12 @@ def diff_changes(old: str, new: str) -> List[TextChange]:
 def fix_all_changes(doc: LintedDocument) -> Optional[List[TextChange]]:
     """Every safe fix, to a fixpoint, exactly as `gpulint fix` makes them;
     None when there is nothing to fix (or the fix would not parse)."""
+    if doc._fix_all is None:
+        doc._fix_all = (_fix_all(doc),)
+    return doc._fix_all[0]
+
+
+def _fix_all(doc: LintedDocument) -> Optional[List[TextChange]]:
     if doc.options is None or not any(f.fix is not None and f.fix.applicability == SAFE for f in doc.findings):
         return None
     try:
@@ -267,7 +276,9 @@ def noqa_change(doc: LintedDocument, f: Finding) -> Optional[TextChange]:
     """Add `# noqa: CODE` to the finding's line (or its statement's first
     line), merged into a `# noqa: ...` already there. Offered only when the
     result still parses and really suppresses the finding."""
-    rows = _commentable_rows(doc.text)
+    if doc._rows is None:
+        doc._rows = _commentable_rows(doc.text)
+    rows = doc._rows
     for row in dict.fromkeys((f.row, f.noqa_row)):
         if row not in rows:
             continue

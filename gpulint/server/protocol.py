@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from typing import Dict, List, Optional, Tuple
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
@@ -81,9 +81,14 @@ class GpulintServer(LanguageServer):
         path = to_fs_path(uri) or ""
         return path.endswith((".py", ".pyi"))
 
+    def open_document(self, uri: str):
+        """The client's text of an open document; None for one not open (pygls
+        would read it from disk, and only the editor's text is linted)."""
+        return self.workspace.text_documents.get(unquote(uri))
+
     def lint_uri(self, uri: str) -> Optional[LintedDocument]:
-        td = self.workspace.get_text_document(uri)
-        if not self._wanted(uri, td.language_id):
+        td = self.open_document(uri)
+        if td is None or not self._wanted(uri, td.language_id):
             return None
         path, on_disk = self._path_of(uri)
         doc = self.linter.lint(td.source, path, on_disk=on_disk)
@@ -110,7 +115,7 @@ class GpulintServer(LanguageServer):
         doc = self.lint_uri(uri)
         if doc is None:
             return
-        version = self.workspace.get_text_document(uri).version
+        version = self.open_document(uri).version
         diagnostics = [self.diagnostic(doc, f) for f in doc.findings]
         self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
 
@@ -133,7 +138,8 @@ class GpulintServer(LanguageServer):
         caps = self.client_capabilities.workspace
         document_changes = bool(caps and caps.workspace_edit and caps.workspace_edit.document_changes)
         if document_changes:
-            version = self.workspace.get_text_document(uri).version
+            td = self.open_document(uri)
+            version = td.version if td is not None else None
             return T.WorkspaceEdit(document_changes=[
                 T.TextDocumentEdit(text_document=T.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
                                    edits=edits)
@@ -150,7 +156,9 @@ class GpulintServer(LanguageServer):
 
     def _code_actions(self, params: T.CodeActionParams) -> List[T.CodeAction]:
         uri = params.text_document.uri
-        td = self.workspace.get_text_document(uri)
+        td = self.open_document(uri)
+        if td is None:
+            return []
         doc = self.documents.get(uri)
         if doc is None or doc.text != td.source:
             doc = self.lint_uri(uri)
@@ -160,6 +168,12 @@ class GpulintServer(LanguageServer):
 
         def wanted(kind: str) -> bool:
             return not only or any(kind == k or kind.startswith(k + ".") for k in only)
+
+        # the fix-all edit costs a lint per fix pass: computed when asked for by
+        # kind, or on an explicit request, not for every automatic (lightbulb) one
+        fix_all_wanted = wanted(FIX_ALL_KIND) and (
+            bool(only) or params.context.trigger_kind != T.CodeActionTriggerKind.Automatic
+        )
 
         enc = self.encoding
         r = params.range
@@ -190,7 +204,7 @@ class GpulintServer(LanguageServer):
                         edit=self.workspace_edit(uri, doc, [noqa]),
                     ))
         actions = fixes + disables
-        if wanted(FIX_ALL_KIND):
+        if fix_all_wanted:
             changes = fix_all_changes(doc)
             if changes:
                 actions.append(T.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND,
