@@ -165,6 +165,14 @@ def test_session_diagnostics_quick_fixes_fix_all_and_exit(workspace, client_fact
     c.change(uri, both, 3)
     assert c.diagnostics(uri, version=3) == []
 
+    # a burst of changes is linted once it settles (debounced), for the last text
+    for v in range(10, 30):
+        c.change(uri, after203 if v % 2 else DOC, v)
+    assert [d["code"] for d in c.diagnostics(uri, version=29)] == ["GPU302"]
+    burst = [n for n in c.notifications
+             if n.get("method") == "textDocument/publishDiagnostics" and 10 <= (n["params"].get("version") or 0) < 29]
+    assert len(burst) < 19, burst
+
     # didSave lints the in-memory text, not the (clean) disk copy
     c.change(uri, DOC, 4)
     assert len(c.diagnostics(uri, version=4)) == 2

@@ -12,6 +12,7 @@ here (gpulint.server.core.LineIndex), in the encoding negotiated at
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import unquote, urlparse
@@ -44,6 +45,10 @@ _LINTED_SCHEMES = ("file", "untitled")
 
 
 class GpulintServer(LanguageServer):
+    # didChange is linted this long after the last change: a burst of keystrokes
+    # (or changes queued behind the lint of a large file) costs one lint, not one each
+    debounce_s = 0.1
+
     def __init__(self, config: Optional[str] = None) -> None:
         super().__init__("gpulint", __version__, text_document_sync_kind=T.TextDocumentSyncKind.Full)
         self.config = config
@@ -52,6 +57,7 @@ class GpulintServer(LanguageServer):
         self.shutdown_requested = False
         self._logged: Dict[str, str] = {}  # uri -> the last "not linted" reason logged
         self._shown_config_errors: set = set()
+        self._pending: Dict[str, asyncio.TimerHandle] = {}  # uri -> its debounced lint
 
     # ------------------------------------------------------------ helpers
     @property
@@ -105,6 +111,7 @@ class GpulintServer(LanguageServer):
         return doc
 
     def publish(self, uri: str) -> None:
+        self.cancel_pending(uri)
         try:
             self._publish(uri)
         except Exception as exc:  # a gpulint bug: logged, and the server goes on
@@ -211,7 +218,26 @@ class GpulintServer(LanguageServer):
                                             edit=self.workspace_edit(uri, doc, changes)))
         return actions
 
+    def publish_soon(self, uri: str) -> None:
+        self.cancel_pending(uri)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a handler called directly): now
+            self.publish(uri)
+            return
+        self._pending[uri] = loop.call_later(self.debounce_s, self._publish_pending, uri)
+
+    def _publish_pending(self, uri: str) -> None:
+        self._pending.pop(uri, None)
+        self.publish(uri)
+
+    def cancel_pending(self, uri: str) -> None:
+        handle = self._pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+
     def forget(self, uri: str) -> None:
+        self.cancel_pending(uri)
         self.documents.pop(uri, None)
         self._logged.pop(uri, None)
 
@@ -234,7 +260,7 @@ def create_server(config: Optional[str] = None) -> GpulintServer:
 
     @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: T.DidChangeTextDocumentParams) -> None:
-        ls.publish(params.text_document.uri)
+        ls.publish_soon(params.text_document.uri)
 
     @ls.feature(T.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: T.DidSaveTextDocumentParams) -> None:
