@@ -419,3 +419,23 @@ def test_diff_changes_rebuild_the_new_text():
     for new in ("a\nB\nc\nd\n", "a\nc\n", "x\na\nb\nc\nd\ny", "", "a\nb\nc\nd\n"):
         assert apply_changes(old, diff_changes(old, new)) == new
     assert diff_changes(old, old) == []
+
+
+@needs_pygls
+def test_server_bad_config_option_is_one_line(tmp_path):
+    res = invoke(["server", "--config", str(tmp_path / "missing.toml")], cwd=tmp_path)
+    assert res.exit_code == 2
+    assert res.stderr.strip().splitlines() == [f"gpulint: error: {tmp_path / 'missing.toml'}: config file not found"]
+
+
+@needs_pygls
+def test_server_config_option_applies_to_every_document(workspace, client_factory, tmp_path):
+    ws, _ = workspace
+    (ws / "pyproject.toml").write_text('[tool.gpulint]\nignore = ["GPU302"]\n')
+    other = tmp_path / "gpulint.toml"
+    other.write_text('select = ["GPU302"]\n')
+    c = client_factory(ws, "--config", str(other))
+    c.initialize(ws)
+    uri = c.open(ws / "m.py", DOC)
+    assert [d["code"] for d in c.diagnostics(uri)] == ["GPU302"]
+    assert c.shutdown_and_exit() == 0
