@@ -57,17 +57,24 @@ def _use_color(no_color: bool, stream) -> bool:
 
 
 class _Group(click.Group):
-    """`verify` is imported when it is asked for: `check` starts no faster than its imports."""
+    """`verify` and `server` are imported when they are asked for: `check`
+    starts no faster than its imports (and `server` needs pygls, an extra)."""
+
+    _LAZY = ("server", "verify")
 
     def get_command(self, ctx, name):
         if name == "verify" and name not in self.commands:
             from gpulint.harness.verify import verify
 
             self.add_command(verify)
+        if name == "server" and name not in self.commands:
+            from gpulint.server import server
+
+            self.add_command(server)
         return super().get_command(ctx, name)
 
     def list_commands(self, ctx):
-        return sorted(set(super().list_commands(ctx)) | {"verify"})
+        return sorted(set(super().list_commands(ctx)) | set(self._LAZY))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

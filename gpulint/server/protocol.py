@@ -1,0 +1,291 @@
+"""The Language Server (pygls): diagnostics on open / change / save, cleared
+on close; code actions for each finding's fix, "Disable GPUxxx for this
+line", and `source.fixAll.gpulint`.
+
+Documents are synced in full (`TextDocumentSyncKind.Full`): the server holds
+exactly the client's text, with no incremental patching whose line splitting
+could disagree with the client's (pygls splits on form feeds and other
+characters that LSP does not count as line ends). Positions are converted
+here (gpulint.server.core.LineIndex), in the encoding negotiated at
+`initialize` (UTF-16 unless the client offers UTF-8 or UTF-32).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Dict, List, Optional, Tuple
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types as T
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from gpulint import __version__
+from gpulint.config import CONFIG_FILES
+from gpulint.rule import SAFE, Finding
+from gpulint.server.core import (
+    UTF8,
+    UTF16,
+    UTF32,
+    DocumentLinter,
+    LintedDocument,
+    TextChange,
+    fix_all_changes,
+    fix_changes,
+    noqa_change,
+    ranges_overlap,
+)
+
+SOURCE = "gpulint"
+FIX_ALL_KIND = "source.fixAll.gpulint"
+FIX_ALL_TITLE = "Fix all gpulint safe fixes"
+_ENCODINGS = {T.PositionEncodingKind.Utf8: UTF8, T.PositionEncodingKind.Utf16: UTF16, T.PositionEncodingKind.Utf32: UTF32}
+_LINTED_SCHEMES = ("file", "untitled")
+
+
+class GpulintServer(LanguageServer):
+    # didChange is linted this long after the last change: a burst of keystrokes
+    # (or changes queued behind the lint of a large file) costs one lint, not one each
+    debounce_s = 0.1
+
+    def __init__(self, config: Optional[str] = None) -> None:
+        super().__init__("gpulint", __version__, text_document_sync_kind=T.TextDocumentSyncKind.Full)
+        self.config = config
+        self.linter = DocumentLinter(config=config)
+        self.documents: Dict[str, LintedDocument] = {}  # uri -> the lint of its current text
+        self.shutdown_requested = False
+        self._logged: Dict[str, str] = {}  # uri -> the last "not linted" reason logged
+        self._shown_config_errors: set = set()
+        self._pending: Dict[str, asyncio.TimerHandle] = {}  # uri -> its debounced lint
+
+    # ------------------------------------------------------------ helpers
+    @property
+    def encoding(self) -> str:
+        try:
+            return _ENCODINGS.get(self.workspace.position_encoding, UTF16)
+        except RuntimeError:  # not initialized yet
+            return UTF16
+
+    def log(self, message: str, kind: T.MessageType = T.MessageType.Log) -> None:
+        self.window_log_message(T.LogMessageParams(type=kind, message=f"gpulint: {message}"))
+
+    def _path_of(self, uri: str) -> Tuple[Optional[str], bool]:
+        """(path used for config and per-file-ignores, whether it is a file on disk)."""
+        path = to_fs_path(uri)
+        if path is not None:
+            return path, True
+        root = self.linter.cwd
+        name = urlparse(uri).path.rsplit("/", 1)[-1] or "untitled"
+        return os.path.join(root, name if name.endswith((".py", ".pyi")) else name + ".py"), False
+
+    def _wanted(self, uri: str, language_id: Optional[str]) -> bool:
+        if urlparse(uri).scheme not in _LINTED_SCHEMES:
+            return False  # notebook cells and virtual documents: a cell alone is not the program
+        if language_id == "python":
+            return True
+        path = to_fs_path(uri) or ""
+        return path.endswith((".py", ".pyi"))
+
+    def open_document(self, uri: str):
+        """The client's text of an open document; None for one not open (pygls
+        would read it from disk, and only the editor's text is linted)."""
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def lint_uri(self, uri: str) -> Optional[LintedDocument]:
+        td = self.open_document(uri)
+        if td is None or not self._wanted(uri, td.language_id):
+            return None
+        path, on_disk = self._path_of(uri)
+        doc = self.linter.lint(td.source, path, on_disk=on_disk)
+        self.documents[uri] = doc
+        if doc.config_error and doc.config_error not in self._shown_config_errors:
+            self._shown_config_errors.add(doc.config_error)
+            self.window_show_message(T.ShowMessageParams(type=T.MessageType.Error, message=f"gpulint: {doc.config_error}"))
+        if doc.skipped:
+            if self._logged.get(uri) != doc.skipped:
+                self._logged[uri] = doc.skipped
+                self.log(f"{path}: no diagnostics: {doc.skipped}")
+        else:
+            self._logged.pop(uri, None)
+        return doc
+
+    def publish(self, uri: str) -> None:
+        self.cancel_pending(uri)
+        try:
+            self._publish(uri)
+        except Exception as exc:  # a gpulint bug: logged, and the server goes on
+            self.log(f"internal error while linting {uri}: {type(exc).__name__}: {exc} (please report this)",
+                     T.MessageType.Error)
+
+    def _publish(self, uri: str) -> None:
+        doc = self.lint_uri(uri)
+        if doc is None:
+            return
+        version = self.open_document(uri).version
+        diagnostics = [self.diagnostic(doc, f) for f in doc.findings]
+        self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
+
+    def to_range(self, doc: LintedDocument, start: int, end: int) -> T.Range:
+        (l1, c1), (l2, c2) = doc.index.position(start, self.encoding), doc.index.position(end, self.encoding)
+        return T.Range(start=T.Position(line=l1, character=c1), end=T.Position(line=l2, character=c2))
+
+    def diagnostic(self, doc: LintedDocument, f: Finding) -> T.Diagnostic:
+        return T.Diagnostic(
+            range=self.to_range(doc, *doc.span(f)),
+            message=f.message,
+            severity=T.DiagnosticSeverity.Warning,
+            code=f.code,
+            code_description=T.CodeDescription(href=f.url),
+            source=SOURCE,
+        )
+
+    def workspace_edit(self, uri: str, doc: LintedDocument, changes: List[TextChange]) -> T.WorkspaceEdit:
+        edits = [T.TextEdit(range=self.to_range(doc, c.start, c.end), new_text=c.new_text) for c in changes]
+        caps = self.client_capabilities.workspace
+        document_changes = bool(caps and caps.workspace_edit and caps.workspace_edit.document_changes)
+        if document_changes:
+            td = self.open_document(uri)
+            version = td.version if td is not None else None
+            return T.WorkspaceEdit(document_changes=[
+                T.TextDocumentEdit(text_document=T.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                                   edits=edits)
+            ])
+        return T.WorkspaceEdit(changes={uri: edits})
+
+    def code_actions(self, params: T.CodeActionParams) -> List[T.CodeAction]:
+        try:
+            return self._code_actions(params)
+        except Exception as exc:  # a gpulint bug: no actions, logged
+            self.log(f"internal error in code actions: {type(exc).__name__}: {exc} (please report this)",
+                     T.MessageType.Error)
+            return []
+
+    def _code_actions(self, params: T.CodeActionParams) -> List[T.CodeAction]:
+        uri = params.text_document.uri
+        td = self.open_document(uri)
+        if td is None:
+            return []
+        doc = self.documents.get(uri)
+        if doc is None or doc.text != td.source:
+            doc = self.lint_uri(uri)
+        if doc is None or doc.options is None:
+            return []
+        only = params.context.only
+
+        def wanted(kind: str) -> bool:
+            return not only or any(kind == k or kind.startswith(k + ".") for k in only)
+
+        # the fix-all edit costs a lint per fix pass: computed when asked for by
+        # kind, or on an explicit request, not for every automatic (lightbulb) one
+        fix_all_wanted = wanted(FIX_ALL_KIND) and (
+            bool(only) or params.context.trigger_kind != T.CodeActionTriggerKind.Automatic
+        )
+
+        enc = self.encoding
+        r = params.range
+        asked = (doc.index.offset(r.start.line, r.start.character, enc), doc.index.offset(r.end.line, r.end.character, enc))
+        fixes: List[T.CodeAction] = []
+        disables: List[T.CodeAction] = []
+        if wanted(T.CodeActionKind.QuickFix):
+            for f in doc.findings:
+                if not ranges_overlap(doc.span(f), asked):
+                    continue
+                diag = [self.diagnostic(doc, f)]
+                changes = fix_changes(doc, f)
+                if changes:
+                    safe = f.fix.applicability == SAFE
+                    fixes.append(T.CodeAction(
+                        title=f"gpulint ({f.code}): {f.fix.message}" + ("" if safe else " (unsafe)"),
+                        kind=T.CodeActionKind.QuickFix,
+                        diagnostics=diag,
+                        is_preferred=safe,
+                        edit=self.workspace_edit(uri, doc, changes),
+                    ))
+                noqa = noqa_change(doc, f)
+                if noqa is not None:
+                    disables.append(T.CodeAction(
+                        title=f"Disable {f.code} for this line",
+                        kind=T.CodeActionKind.QuickFix,
+                        diagnostics=diag,
+                        edit=self.workspace_edit(uri, doc, [noqa]),
+                    ))
+        actions = fixes + disables
+        if fix_all_wanted:
+            changes = fix_all_changes(doc)
+            if changes:
+                actions.append(T.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND,
+                                            edit=self.workspace_edit(uri, doc, changes)))
+        return actions
+
+    def publish_soon(self, uri: str) -> None:
+        self.cancel_pending(uri)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a handler called directly): now
+            self.publish(uri)
+            return
+        self._pending[uri] = loop.call_later(self.debounce_s, self._publish_pending, uri)
+
+    def _publish_pending(self, uri: str) -> None:
+        self._pending.pop(uri, None)
+        self.publish(uri)
+
+    def cancel_pending(self, uri: str) -> None:
+        handle = self._pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+
+    def forget(self, uri: str) -> None:
+        self.cancel_pending(uri)
+        self.documents.pop(uri, None)
+        self._logged.pop(uri, None)
+
+
+def create_server(config: Optional[str] = None) -> GpulintServer:
+    ls = GpulintServer(config)
+
+    @ls.feature(T.INITIALIZE)
+    def initialize(params: T.InitializeParams) -> None:
+        root = ls.workspace.root_path
+        if not root:
+            folders = list(ls.workspace.folders.values())
+            root = to_fs_path(folders[0].uri) if folders else None
+        if root and os.path.isdir(root):
+            ls.linter = DocumentLinter(cwd=root, config=ls.config)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: T.DidOpenTextDocumentParams) -> None:
+        ls.publish(params.text_document.uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: T.DidChangeTextDocumentParams) -> None:
+        ls.publish_soon(params.text_document.uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(params: T.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if os.path.basename(to_fs_path(uri) or "") in CONFIG_FILES:
+            for other in list(ls.documents):  # the config changed: every open document
+                ls.publish(other)
+            return
+        ls.publish(uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: T.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.forget(uri)
+        ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @ls.feature(
+        T.TEXT_DOCUMENT_CODE_ACTION,
+        T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND]),
+    )
+    def code_action(params: T.CodeActionParams) -> List[T.CodeAction]:
+        return ls.code_actions(params)
+
+    @ls.feature(T.SHUTDOWN)
+    def shutdown(params) -> None:
+        ls.shutdown_requested = True
+
+    return ls
