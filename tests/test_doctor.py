@@ -193,6 +193,10 @@ def test_torch_that_fails_to_import_is_a_failure(tmp_path):
     r = _run_cli([], tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     assert re.search(r"^FAIL\s+torch\s+`import torch` fails: ImportError: libcudnn\.so\.9", r.stdout, re.M), r.stdout
+    # nothing is claimed about torch's start-up state, which could not be read
+    names = {ln.split()[1] for ln in r.stdout.splitlines() if re.match(r"(OK|WARN|FAIL)\s", ln)}
+    assert not names & {"anomaly", "sync-debug", "tf32", "pinned-memory", "cudnn", "build"}, names
+    assert {"torch", "driver", "cuda-libs", "launch-blocking", "cpu"} <= names
 
 
 def test_interpreter_killed_by_import_torch_is_reported(tmp_path):
@@ -684,3 +688,18 @@ def test_visible_devices_note_and_uncollected_facts():
     assert c.status == D.OK and "1 GPU visible (CUDA_VISIBLE_DEVICES='0'; 8 on the PCI bus)" in c.summary
     f["errors"] = ["mem_get_info(0): RuntimeError: busy"]
     assert "note: not collected: mem_get_info(0): RuntimeError: busy" in D.render_text(f, D.run_checks(f))
+
+
+def test_arch_supported_uses_torchs_own_rule(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "get_arch_list", lambda: ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86",
+                                                             "sm_90"])
+    assert F._arch_supported(torch, (9, 0)) is True
+    assert F._arch_supported(torch, (8, 9)) is True  # sm_86 cubins run on 8.9
+    assert F._arch_supported(torch, (12, 0)) is False  # an RTX 5090 on a build without sm_120
+    # the older rule (a cubin of the same major), for torch releases without the new one
+    monkeypatch.delattr(torch.cuda, "_code_compatible_with_device")
+    assert F._arch_supported(torch, (9, 0)) is True and F._arch_supported(torch, (12, 0)) is False
+    monkeypatch.setattr(torch.cuda, "get_arch_list", lambda: [])
+    assert F._arch_supported(torch, (9, 0)) is None

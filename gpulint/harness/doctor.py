@@ -627,6 +627,7 @@ def check_debug_modes(f) -> List[Check]:
     startup = f.get("startup_modules") or {}
     where = (" (loaded at start: " + ", ".join(startup.values()) + ")") if startup else ""
     out = []
+    torch_known = bool(_torch(f))
     lb = _env(f, "CUDA_LAUNCH_BLOCKING")
     if lb is not None and lb.strip() not in ("", "0"):
         out.append(Check("launch-blocking", WARN, f"CUDA_LAUNCH_BLOCKING={lb}: every kernel launch waits for the "
@@ -634,6 +635,8 @@ def check_debug_modes(f) -> List[Check]:
                          "unset CUDA_LAUNCH_BLOCKING (it is for finding the line of a CUDA error)"))
     else:
         out.append(Check("launch-blocking", OK, "CUDA_LAUNCH_BLOCKING unset"))
+    if not torch_known:  # torch could not be imported: its start-up state is unknown
+        return out
     mode = c.get("sync_debug_mode")
     if mode:
         out.append(Check("sync-debug", WARN, f"CUDA sync debug mode is {'warn' if mode == 1 else 'error'} at start"
@@ -705,6 +708,8 @@ def check_shm(f) -> List[Check]:
 def check_pinned(f) -> List[Check]:
     c = _cuda(f)
     p = c.get("pinned")
+    if not _torch(f):
+        return []
     if not c.get("available"):
         return [Check("pinned-memory", OK, "not available without CUDA (DataLoader pin_memory=True is ignored)")]
     if not p:

@@ -109,8 +109,8 @@ def collect_packages(facts):
                     torch_pins.append([rname, spec])
         if not _RELEVANT_RE.match(key):
             continue
-        try:
-            location = str(dist.locate_file(""))
+        try:  # resolved, as the paths of the loaded libraries are (a venv's lib64 -> lib)
+            location = os.path.realpath(str(dist.locate_file("")))
         except Exception:  # noqa: BLE001
             location = None
         try:
@@ -398,7 +398,7 @@ def collect_torch(facts, measure=True):
         facts["torch_error"] = "%s: %s" % (type(e).__name__, str(e).strip()[:500])
         return None
     t = {
-        "version": torch.__version__, "file": os.path.dirname(torch.__file__), "cuda": torch.version.cuda,
+        "version": torch.__version__, "file": os.path.dirname(os.path.realpath(torch.__file__)), "cuda": torch.version.cuda,
         "hip": getattr(torch.version, "hip", None), "debug": bool(getattr(torch.version, "debug", False)),
         "import_warnings": [str(x.message)[:300] for x in w],
         "cudnn": None, "cudnn_enabled": None, "mps": False,
