@@ -482,7 +482,8 @@ def test_package_cuda_major():
         ("tensorrt-cu12-libs", "10.3.0"): 12, ("mxnet-cu112", "1.9.1"): 11, ("cudf-cu12", "24.8.0"): 12,
         ("nvidia-cuda-runtime", "13.0.96"): 13, ("nvidia-cufft", "12.0.0.61"): None,
         ("nvidia-nccl-cu12", "2.21.5"): 12, ("torch", "2.5.1+cu121"): None, ("numpy", "2.0.0"): None,
-        ("cucumber", "1.0"): None, ("jaxlib", "0.4.23+cuda12.cudnn89"): 12,
+        ("cucumber", "1.0"): None, ("jaxlib", "0.4.23+cuda12.cudnn89"): 12, ("cuda-toolkit", "13.0.3"): 13,
+        ("cuda-python", "12.6.0"): None, ("nvidia-dali-cuda120", "1.40.0"): 12, ("triton", "3.4.0"): None,
     }
     for (name, version), want in cases.items():
         assert D.package_cuda_major(name, version) == want, (name, version)
@@ -703,3 +704,16 @@ def test_arch_supported_uses_torchs_own_rule(monkeypatch):
     assert F._arch_supported(torch, (9, 0)) is True and F._arch_supported(torch, (12, 0)) is False
     monkeypatch.setattr(torch.cuda, "get_arch_list", lambda: [])
     assert F._arch_supported(torch, (9, 0)) is None
+
+
+def test_torch_warnings_at_cuda_start_are_shown_once():
+    f = h200()
+    msg = "Found GPU0 NVIDIA GeForce GTX 780 which is of cuda capability 3.5.\nPyTorch no longer supports this GPU."
+    f["cuda"]["init_warnings"] = [msg, msg]
+    f["cuda"]["devices"][0].update(name="NVIDIA GeForce GTX 780", capability=[3, 5], arch_supported=False)
+    checks = D.run_checks(f)
+    assert [c.status for c in by_name(checks, "build")] == [D.OK]  # the gpu line says it
+    assert one(checks, "gpu0").status == D.FAIL
+    f["cuda"]["devices"][0]["arch_supported"] = True
+    warns = [c for c in by_name(D.run_checks(f), "build") if c.status == D.WARN]
+    assert len(warns) == 1 and "cuda capability 3.5. PyTorch no longer supports" in warns[0].summary

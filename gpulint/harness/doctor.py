@@ -252,8 +252,15 @@ def check_build(f) -> List[Check]:
         note = ""
         if cvd is not None:
             note = f" (CUDA_VISIBLE_DEVICES={cvd!r}" + (f"; {pci} on the PCI bus)" if pci > n else ")")
-        return [Check("build", OK, f"CUDA {cuda_str(rt)} build · CUDA available · {n} GPU{'s' if n != 1 else ''} "
-                      f"visible{note}")]
+        out = [Check("build", OK, f"CUDA {cuda_str(rt)} build · CUDA available · {n} GPU{'s' if n != 1 else ''} "
+                     f"visible{note}")]
+        arch_fail = any(dev.get("arch_supported") is False for dev in c.get("devices") or [])
+        for w in dict.fromkeys(c.get("init_warnings") or []):  # torch's own words at CUDA start
+            if arch_fail and re.search(r"capabilit|sm_\d", w):
+                continue  # the gpu line says it
+            out.append(Check("build", WARN, "torch warns when CUDA starts: " + " ".join(w.split())[:400],
+                             "read the warning: it names what torch cannot use on this machine"))
+        return out
     why = c.get("init_error") or "torch.cuda.is_available() is False"
     if cvd is not None and (cvd.strip() in ("", "-1") or not re.match(r"\s*(\d|GPU-|MIG-)", cvd)):
         return [Check("build", FAIL, f"CUDA {cuda_str(rt)} build, but CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU",
@@ -362,7 +369,7 @@ def check_driver(f) -> List[Check]:
 # --- CUDA packages
 _UNSUFFIXED_TRACKING = {  # NVIDIA wheels without a -cuNN suffix whose version major is the CUDA major
     "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cuda-cupti", "nvidia-nvjitlink", "nvidia-cublas",
-    "nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt",
+    "nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "cuda-toolkit",
 }
 _SUFFIX_RE = re.compile(r"(?:^|[-_])cu(?:da)?(\d{2,3})x?(?:[-_]|$)")
 _LOCAL_RE = re.compile(r"\+(?:cu|cuda)(\d{2,3})")
@@ -775,7 +782,12 @@ def gather(python: Optional[str] = None, timeout: float = 180.0) -> Dict:
         return facts
     stage = [ln for ln in r.stderr.splitlines() if ln.startswith("gpulint-doctor: ")]
     where = stage[-1][len("gpulint-doctor: "):] if stage else "start-up"
-    how = (f"signal {signal.Signals(-r.returncode).name}" if r.returncode < 0 else f"exit status {r.returncode}")
+    how = f"exit status {r.returncode}"
+    if r.returncode < 0:
+        try:
+            how = f"signal {signal.Signals(-r.returncode).name}"
+        except ValueError:
+            how = f"signal {-r.returncode}"
     tail = r.stderr.strip().splitlines()[-1][:300] if r.stderr.strip() else ""
     try:
         r2 = subprocess.run(cmd + ["--no-torch"], capture_output=True, text=True, timeout=timeout)
@@ -824,6 +836,8 @@ def report_json(facts: Dict, checks: Sequence[Check]) -> Dict:
 
 def _missing_torch_message(facts: Dict) -> str:
     py = (facts.get("python") or {}).get("executable") or "this Python"
+    if os.path.realpath(py) != os.path.realpath(sys.executable):
+        return f"torch is not installed in {py}; install it there: {py} -m {INSTALL_HINT} (or pip install torch)"
     return f"torch is not installed in {py}; install the harness extra: {INSTALL_HINT}"
 
 
