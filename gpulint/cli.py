@@ -57,24 +57,22 @@ def _use_color(no_color: bool, stream) -> bool:
 
 
 class _Group(click.Group):
-    """`verify` and `server` are imported when they are asked for: `check`
-    starts no faster than its imports (and `server` needs pygls, an extra)."""
+    """`verify`, `doctor` and `server` are imported when they are asked for:
+    `check` starts no faster than its imports (and `server` needs pygls, an extra)."""
 
-    _LAZY = ("server", "verify")
+    LAZY = {"verify": ("gpulint.harness.verify", "verify"), "doctor": ("gpulint.harness.doctor", "doctor"),
+            "server": ("gpulint.server", "server")}
 
     def get_command(self, ctx, name):
-        if name == "verify" and name not in self.commands:
-            from gpulint.harness.verify import verify
+        if name in self.LAZY and name not in self.commands:
+            import importlib
 
-            self.add_command(verify)
-        if name == "server" and name not in self.commands:
-            from gpulint.server import server
-
-            self.add_command(server)
+            module, attr = self.LAZY[name]
+            self.add_command(getattr(importlib.import_module(module), attr))
         return super().get_command(ctx, name)
 
     def list_commands(self, ctx):
-        return sorted(set(super().list_commands(ctx)) | set(self._LAZY))
+        return sorted(set(super().list_commands(ctx)) | set(self.LAZY))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
