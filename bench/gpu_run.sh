@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the lent GPU machine runs to record docs/speedups.{json,md}: the device
 # has torch with CUDA but not libcst, which travels as a wheel in .whl/.
-# Usage there: bash bench/gpu_run.sh [bench|verify|smoke|multigpu] [extra args...]
+# Usage there: bash bench/gpu_run.sh [bench|verify|smoke|multigpu|doctor] [extra args...]
 #   multigpu [COUNTS] [extra args]: GPU001's multi-GPU study, COUNTS default 2,4,8
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,5 +26,8 @@ case "$what" in
     # GPU001's study: DataParallel against DDP under torchrun (NCCL; NVLink multicast stays off)
     export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     python3 -m gpulint bench --gpus "${1:-2,4,8}" --json "$OUT/multigpu.json" "${@:2}" 2>&1 | tee "$OUT/multigpu.txt" ;;
+  doctor)
+    python3 -m gpulint doctor "$@" 2>&1 | tee "$OUT/doctor.txt"
+    python3 -m gpulint doctor --json "$@" > "$OUT/doctor.json" ;;
   *) echo "unknown: $what" >&2; exit 2 ;;
 esac
