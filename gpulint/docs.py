@@ -12,8 +12,17 @@ from gpulint.harness.stats import fmt_mib, fmt_ms as _ms
 from gpulint.rule import NONE, SAFE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the generated pages: one per rule, named after the rule (as Ruff's are), and the index
+RULES_DIR = os.path.join(ROOT, "docs", "rules")
+INDEX_PAGE = "index.md"
+REGENERATE = "python3 -m gpulint.docs"
 # what `gpulint bench --json` recorded on a real GPU (see docs/speedups.md)
 SPEEDUPS_JSON = os.path.join(ROOT, "docs", "speedups.json")
+
+
+def page_name(cls) -> str:
+    """The rule's page under docs/rules: its kebab-case name, e.g. host-sync-in-loop.md."""
+    return f"{cls.name}.md"
 
 
 def load_speedups(path: str = SPEEDUPS_JSON) -> Optional[dict]:
@@ -65,7 +74,7 @@ def render_markdown(cls, speedups: Optional[dict] = None) -> str:
         out += ["## Example", "```python", ex.bad_code.rstrip(), "```", ""]
         out += ["## Use instead", "```python", ex.good_code.rstrip(), "```", ""]
     out += ["## Fix safety", sec.get("Fix safety", ""), ""]
-    rec = next((r for r in (speedups or {}).get("rules", []) if r.get("code") == cls.code), None)
+    rec = _record(cls, speedups)
     if rec is not None:
         out += ["## Measured", measured_text(rec, speedups["where"]), ""]
         multi = load_speedups(MULTIGPU_JSON) if cls.code == "GPU001" else None
@@ -93,7 +102,7 @@ def render_bench_table(report: dict) -> str:
         chk = r["check"]
         check = "not compared" if chk["kind"] == "none" else f"{chk['kind']} rtol={chk['rtol']:g}: {'ok' if chk.get('ok') else 'FAILED'}"
         lines.append(
-            f"| [{r['code']}](rules/{r['code']}.md) {r['name']} | {_ms(b['median'])} [{_ms(b['min'])}-{_ms(b['max'])}] "
+            f"| [{r['code']}](rules/{r['name']}.md) {r['name']} | {_ms(b['median'])} [{_ms(b['min'])}-{_ms(b['max'])}] "
             f"| {_ms(g['median'])} [{_ms(g['min'])}-{_ms(g['max'])}] | {r['time_ratio']:.2f}x | {mem} "
             f"| **{r['verdict']}** | {check} |"
         )
@@ -188,49 +197,121 @@ def speedups_page() -> Optional[str]:
     return doc
 
 
-def render_index(rules) -> str:
+def _record(cls, speedups: Optional[dict]) -> Optional[dict]:
+    return next((r for r in (speedups or {}).get("rules", []) if r.get("code") == cls.code), None)
+
+
+def measured_figure(cls, speedups: Optional[dict]) -> str:
+    """The recorded verdict in a few words ("1.66x faster"), for the index."""
+    rec = _record(cls, speedups)
+    if rec is None:
+        return "not measured"
+    if "error" in rec:
+        return "workload failed"
+    return rec["verdict"]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_index(rules, speedups: Optional[dict] = None) -> str:
     out = [
         "# gpulint rules",
         "",
-        "Generated from the rule classes by `python -m gpulint.docs`; do not edit by hand.",
+        f"Generated from the rule classes by `{REGENERATE}`; do not edit by hand.",
+        "`gpulint explain CODE` (or the rule's name) prints the same page.",
         "",
-        "| code | name | default | fix | message |",
-        "|---|---|---|---|---|",
+        "Summary: the finding's message (`{...}` is filled in from the flagged code).",
+        "Default: rules that are off are turned on by their exact code or name (`--select GPU104`).",
+        "Fix safety: `safe` fixes are applied by `gpulint fix --apply`; `unsafe` ones also need `--unsafe-fixes`.",
+        "Measured: the verdict of `gpulint bench` on the rule's own workload, bad against good",
+        "([speedups.md](../speedups.md) has the figures and the machine).",
+        "",
+        "| code | name | summary | default | fix safety | measured |",
+        "|---|---|---|---|---|---|",
     ]
     for code, cls in rules.items():
-        message = cls.message.replace("|", "\\|")
         default = "on" if cls.default else "off"
-        out.append(f"| [{code}]({code}.md) | {cls.name} | {default} | {cls.fix_safety} | {message} |")
+        link = f"[{cls.name}]({page_name(cls)})"
+        out.append(
+            f"| [{code}]({page_name(cls)}) | {link} | {_cell(cls.message)} | {default} | {cls.fix_safety} "
+            f"| {_cell(measured_figure(cls, speedups))} |"
+        )
     return "\n".join(out) + "\n"
 
 
 def generated_pages() -> dict:
-    """{relative path under docs/rules: text} for every rule page and the index."""
+    """{file name under docs/rules: text} for every rule page and the index."""
     from gpulint.rule import all_rules
 
     rules = all_rules()
     speedups = load_speedups()
-    pages = {f"{code}.md": render_markdown(cls, speedups) for code, cls in rules.items()}
-    pages["README.md"] = render_index(rules)
+    pages = {page_name(cls): render_markdown(cls, speedups) for cls in rules.values()}
+    pages[INDEX_PAGE] = render_index(rules, speedups)
     return pages
 
 
-def main() -> None:  # pragma: no cover - exercised by tests through generated_pages
-    import os
-    import sys
+def main(argv=None) -> int:
+    """Write docs/rules/ (or the folder given) and the tables of docs/speedups.md.
 
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join("docs", "rules")
-    os.makedirs(out_dir, exist_ok=True)
-    for name, text in generated_pages().items():
-        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
-            fh.write(text)
-    print(f"wrote {len(generated_pages())} pages to {out_dir}")
+    Markdown pages in docs/rules/ that no rule generates (a renamed or removed
+    rule's old page) are deleted. With --check nothing is written: the exit
+    status is 1 when a page is stale, missing or stray."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python3 -m gpulint.docs", description=main.__doc__.splitlines()[0])
+    parser.add_argument("out_dir", nargs="?", default=RULES_DIR, help="where the rule pages go (default: docs/rules)")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page is out of date")
+    args = parser.parse_args(argv)
+    out_dir = args.out_dir
+    pages = generated_pages()
+    # only the rules folder itself is pruned: a folder given by hand may hold other pages
+    prune = os.path.abspath(out_dir) == os.path.abspath(RULES_DIR)
+    stray = sorted(n for n in os.listdir(out_dir) if n.endswith(".md") and n not in pages) if prune and os.path.isdir(out_dir) else []
+    stale = []
+    for name, text in pages.items():
+        try:
+            with open(os.path.join(out_dir, name), encoding="utf-8") as fh:
+                current = fh.read()
+        except OSError:
+            current = None
+        if current != text:
+            stale.append(name)
     page = speedups_page()
-    if page is not None:
+    speedups_stale = page is not None and prune and _read(SPEEDUPS_PAGE) != page
+    if args.check:
+        problems = [(os.path.join(out_dir, n), "out of date" if os.path.exists(os.path.join(out_dir, n)) else "missing")
+                    for n in stale]
+        problems += [(os.path.join(out_dir, n), "no rule generates this page") for n in stray]
+        if speedups_stale:
+            problems.append((SPEEDUPS_PAGE, "tables out of date"))
+        for path, why in problems:
+            print(f"{path}: {why}")
+        if problems:
+            print(f"regenerate with `{REGENERATE}`")
+        return 1 if problems else 0
+    os.makedirs(out_dir, exist_ok=True)
+    for name in stale:
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
+            fh.write(pages[name])
+    for name in stray:
+        os.remove(os.path.join(out_dir, name))
+    print(f"{len(pages)} pages in {out_dir}: {len(stale)} written, {len(stray)} stray removed")
+    if speedups_stale:
         with open(SPEEDUPS_PAGE, "w", encoding="utf-8") as fh:
             fh.write(page)
         print(f"updated {SPEEDUPS_PAGE}")
+    return 0
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

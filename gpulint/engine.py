@@ -48,6 +48,11 @@ class LintOptions:
     unfixable: Tuple[str, ...] = ()  # rules whose fixes are dropped
     safe_fixes: Tuple[str, ...] = ()  # rules whose unsafe fixes count as safe
     unsafe_fixes: Tuple[str, ...] = ()  # rules whose safe fixes count as unsafe
+    # which suppression comments drop findings: `# noqa`, and gpulint's own
+    # `# gpulint: ignore[...]` / `# gpulint: skip-file`. The flake8 plugin turns
+    # `noqa` off: flake8 applies `# noqa` itself, and --disable-noqa must show all.
+    noqa: bool = True
+    gpulint_comments: bool = True
 
 
 class FileContext:
@@ -202,10 +207,14 @@ def _wanted(rule: Rule, text: str) -> bool:
     return not rule.needles or any(n in text for n in rule.needles)
 
 
-def lint_source(text: str, path: str, options: LintOptions) -> List[Finding]:
-    """Lint one file's text. Raises LintError when it cannot be parsed."""
+def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None) -> List[Finding]:
+    """Lint one file's text. Raises LintError when it cannot be parsed.
+
+    `tree` is `ast.parse(text)` where the caller has it already (flake8 hands
+    its plugins the tree); the rules do not modify it."""
     selected = [(r, v) for r, v in _rules_for(tuple(options.codes)) if _wanted(r, text)]
-    tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
+    if tree is None:
+        tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
     if not selected:
         return []
     source = Source(text)
@@ -230,12 +239,13 @@ def lint_source(text: str, path: str, options: LintOptions) -> List[Finding]:
             end(ctx)
     findings = ctx.findings
     if findings:
-        sup = Suppressions(text)
-        if sup.skip_file:
-            return []
-        findings = [
-            f for f in findings if not sup.suppressed(f.code, f.name, {f.row, f.noqa_row})
-        ]
+        if options.noqa or options.gpulint_comments:
+            sup = Suppressions(text, noqa=options.noqa, directives=options.gpulint_comments)
+            if sup.skip_file:
+                return []
+            findings = [
+                f for f in findings if not sup.suppressed(f.code, f.name, {f.row, f.noqa_row})
+            ]
         # one finding per rule and location
         seen = set()
         unique = []

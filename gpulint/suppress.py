@@ -3,6 +3,9 @@
 
 Only real comments count (found with `tokenize`), so a string that contains
 "# noqa" suppresses nothing.
+
+Either kind can be left out: the flake8 plugin leaves `# noqa` to flake8,
+which applies it itself (and ignores it under `--disable-noqa`).
 """
 
 from __future__ import annotations
@@ -42,20 +45,23 @@ def _comments(text: str) -> Dict[int, str]:
 
 
 class Suppressions:
-    def __init__(self, text: str) -> None:
+    """The suppression comments of one file: `noqa` for `# noqa` comments,
+    `directives` for `# gpulint: ignore[...]` and `# gpulint: skip-file`."""
+
+    def __init__(self, text: str, noqa: bool = True, directives: bool = True) -> None:
         self.skip_file = False
         self.by_line: Dict[int, FrozenSet[str]] = {}
         lowered = text.lower()
-        if "noqa" not in lowered and "gpulint:" not in lowered:
+        if not ((noqa and "noqa" in lowered) or (directives and "gpulint:" in lowered)):
             return
         for row, comment in _comments(text).items():
-            if SKIP_FILE_RE.search(comment):
+            if directives and SKIP_FILE_RE.search(comment):
                 self.skip_file = True
             codes = None
-            m = NOQA_RE.search(comment)
+            m = NOQA_RE.search(comment) if noqa else None
             if m:
                 codes = _parse_codes(m.group("codes"))
-            m2 = IGNORE_RE.search(comment)
+            m2 = IGNORE_RE.search(comment) if directives else None
             if m2:
                 c2 = _parse_codes(m2.group("codes"))
                 codes = c2 if codes is None else (ALL if ALL in (codes, c2) else codes | c2)

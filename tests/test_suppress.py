@@ -155,3 +155,35 @@ def test_suppression_through_the_cli_and_noqa_row_in_json(tmp_path):
     write(tmp_path, "a.py", HEAD + "model = nn.DataParallel(net)  # noqa\n")
     res = invoke(["check", TWO], tmp_path)
     assert res.exit_code == 0 and codes(res.stdout) == []
+
+
+def test_each_kind_of_comment_can_be_left_out():
+    """The flake8 plugin lints with `noqa=False` (flake8 applies `# noqa`
+    itself), and with neither kind under flake8's --disable-noqa."""
+    import dataclasses
+
+    from gpulint.engine import lint_source
+    from helpers import options
+
+    text = HEAD + (
+        "a = nn.DataParallel(net)  # noqa: GPU001\n"
+        "b = nn.DataParallel(net)  # gpulint: ignore[GPU001]\n"
+        "c = nn.DataParallel(net)  # noqa\n"
+        "d = nn.DataParallel(net)  # gpulint: ignore[GPU001]  # noqa: GPU001\n"
+    )
+    base = options(["GPU001"])
+
+    def rows(**kw):
+        return [f.row for f in lint_source(text, "m.py", dataclasses.replace(base, **kw))]
+
+    assert rows() == []
+    assert rows(noqa=False) == [4, 6]
+    assert rows(gpulint_comments=False) == [5]
+    assert rows(noqa=False, gpulint_comments=False) == [4, 5, 6, 7]
+    skip = "# gpulint: skip-file\n" + text
+    assert [f.row for f in lint_source(skip, "m.py", dataclasses.replace(base, noqa=False))] == []
+    # skip-file is one of gpulint's comments: off, only `b` (now row 6) is left, the rest have a noqa
+    assert [f.row for f in lint_source(skip, "m.py", dataclasses.replace(base, gpulint_comments=False))] == [6]
+    s = Suppressions(text, noqa=False)
+    assert set(s.by_line) == {5, 7}
+    assert Suppressions(text, noqa=False, directives=False).by_line == {}

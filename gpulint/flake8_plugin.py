@@ -1,0 +1,138 @@
+"""gpulint as a flake8 plugin, for projects that run flake8.
+
+Declared in pyproject.toml as the `flake8.extension` entry point `GPU`, so an
+installed gpulint is found by flake8 with no configuration: `flake8 --select
+GPU` reports the same findings as `gpulint check` (code, line and column;
+the message without gpulint's `[*]` fix marker).
+
+- Rules: every rule that is on by default. A rule that is off by default
+  (GPU104) runs when flake8's `--select` or `--extend-select` (or the same
+  keys in its config) names its exact code, as in gpulint, where a prefix
+  (`GPU`, `GPU1`) never turns such a rule on. What is reported is then
+  flake8's decision: `--select`, `--ignore`, `--extend-ignore` and
+  `--per-file-ignores` work by code prefix as for any plugin.
+- Suppressions: flake8 applies `# noqa` and `# noqa: GPU101` itself (on the
+  flagged line, by flake8's rules), and `--disable-noqa` turns them off; so
+  the engine leaves `# noqa` alone here. gpulint's own
+  `# gpulint: ignore[...]` and `# gpulint: skip-file` still work, and
+  `--disable-noqa` turns them off too.
+- Torch version: `torch-version` from the gpulint config that `gpulint check`
+  would use for the file (`[tool.gpulint]` in the closest pyproject.toml, or
+  gpulint.toml); `--gpulint-torch-version` (or `gpulint-torch-version =` in
+  flake8's config) overrides it.
+- The plugin lints the tree and lines flake8 has already read and parsed; it
+  never reads the file again. A file gpulint cannot analyse is reported as
+  `GPU000` on line 1, and the run goes on.
+
+Nothing here imports flake8 or torch: flake8 calls the class, and `gpulint`
+itself never imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from gpulint import __version__
+from gpulint.config import ConfigError, ConfigResolver, parse_version
+from gpulint.engine import LintError, LintOptions, lint_source
+from gpulint.rule import all_rules
+
+ERROR_CODE = "GPU000"  # the file could not be analysed (not a rule)
+
+Result = Tuple[int, int, str, type]
+
+
+def _torch_version(text: str) -> Tuple[int, ...]:
+    """argparse type of --gpulint-torch-version (also applied to flake8's config value)."""
+    try:
+        return parse_version(str(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a version: {text!r} (expected e.g. 2.4)") from None
+
+
+class Plugin:
+    """The flake8 `tree` plugin: flake8 builds one per file and calls run()."""
+
+    name = "gpulint"
+    version = __version__
+
+    # set once per flake8 run by parse_options
+    _default_on: Tuple[str, ...] = ()
+    _explicit: Tuple[str, ...] = ()  # default-off rules named by their exact code
+    _torch_version: Optional[Tuple[int, ...]] = None
+    _disable_noqa: bool = False
+    _resolver: Optional[ConfigResolver] = None
+    _options_cache: Dict[Tuple[int, ...], LintOptions] = {}
+
+    def __init__(self, tree: ast.AST, lines: List[str], filename: str) -> None:
+        self.tree = tree
+        self.lines = lines
+        self.filename = filename
+
+    # ----------------------------------------------------------- flake8 hooks
+    @classmethod
+    def add_options(cls, option_manager) -> None:
+        option_manager.add_option(
+            "--gpulint-torch-version",
+            default=None,
+            type=_torch_version,
+            parse_from_config=True,
+            help="The torch release the code targets, e.g. 2.4 (default: gpulint's config, "
+            "else the installed torch, else the newest gpulint knows).",
+        )
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        rules = all_rules()
+        named = {c.strip().upper() for c in (getattr(options, "select", None) or [])}
+        named |= {c.strip().upper() for c in (getattr(options, "extend_select", None) or [])}
+        cls._default_on = tuple(code for code, rule in rules.items() if rule.default)
+        cls._explicit = tuple(code for code, rule in rules.items() if not rule.default and code in named)
+        cls._disable_noqa = bool(getattr(options, "disable_noqa", False))
+        version = getattr(options, "gpulint_torch_version", None)
+        cls._torch_version = _torch_version(version) if isinstance(version, str) else version
+        cls._resolver = None
+        cls._options_cache = {}
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> Iterator[Result]:
+        cls = type(self)
+        if not cls._default_on:  # flake8 always calls parse_options; this is for direct use
+            cls.parse_options(None)
+        try:
+            options = self._lint_options()
+            text = "".join(self.lines)
+            findings = lint_source(text, self.filename, options, tree=self.tree)
+        except ConfigError as exc:
+            yield 1, 0, f"{ERROR_CODE} gpulint: {exc}", cls
+            return
+        except LintError as exc:
+            yield 1, 0, f"{ERROR_CODE} gpulint could not analyse this file: {exc}", cls
+            return
+        except Exception as exc:  # a bug in a rule must not stop flake8's run
+            yield 1, 0, f"{ERROR_CODE} gpulint internal error: {type(exc).__name__}: {exc} (please report this)", cls
+            return
+        for f in findings:
+            # gpulint's columns are 1-based; flake8 wants 0-based and prints them + 1
+            yield f.row, max(f.col - 1, 0), f"{f.code} {f.message}", cls
+
+    def _lint_options(self) -> LintOptions:
+        cls = type(self)
+        version = cls._torch_version
+        if version is None:
+            if cls._resolver is None:
+                cls._resolver = ConfigResolver()
+            path = self.filename if self.filename not in ("-", "stdin", "") else os.getcwd()
+            version = cls._resolver.for_path(path).torch_version
+        options = cls._options_cache.get(version)
+        if options is None:
+            options = cls._options_cache[version] = LintOptions(
+                codes=cls._default_on + cls._explicit,
+                torch_version=version,
+                noqa=False,  # flake8 applies `# noqa` itself
+                gpulint_comments=not cls._disable_noqa,
+            )
+        return options
