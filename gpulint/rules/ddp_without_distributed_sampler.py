@@ -236,30 +236,48 @@ class DdpWithoutDistributedSampler(Rule):
     )
     bench = Bench(
         setup='''
+            import numpy as np
             import torch
             import torch.distributed as dist
             import torch.nn.functional as F
             from torch import nn
             from torch.nn.parallel import DistributedDataParallel as DDP
-            from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+            from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
             # One rank of a 2-GPU data-parallel job, simulated in one process: a ResNet-style classifier trained
-            # for an epoch over 2048 64x64 images (one `run` step = one epoch of this rank). No process group is
-            # started (the DDP wrap below is skipped), so only the data each rank walks differs.
+            # for an epoch over 2048 decoded 64x64 images held in memory (one `run` step = one epoch of this rank).
+            # No process group is started (the DDP wrap below is skipped), so only the data each rank walks differs.
             world_size, rank = 2, 0
             n_images, batch_size, size, width, classes = (16, 4, 16, 8, 10) if SMALL else (2048, 128, 64, 64, 1000)
-            g = torch.Generator().manual_seed(0)
-            train_set = TensorDataset(
-                torch.randn(n_images, 3, size, size, generator=g), torch.randint(0, classes, (n_images,), generator=g)
-            )
+
+
+            class DecodedImages(Dataset):
+                """uint8 HWC images in memory, converted and normalised per sample as a transform would."""
+
+                def __init__(self, n, size, classes):
+                    g = np.random.default_rng(0)
+                    self.images = torch.from_numpy(g.integers(0, 256, size=(n, size, size, 3), dtype=np.uint8))
+                    self.labels = torch.from_numpy(g.integers(0, classes, size=n))
+
+                def __len__(self):
+                    return len(self.images)
+
+                def __getitem__(self, i):
+                    x = self.images[i].permute(2, 0, 1).float().div_(255).sub_(0.5).div_(0.25)
+                    return x, self.labels[i]
+
+
+            train_set = DecodedImages(n_images, size, classes)
 
 
             def block(cin, cout, stride=1):
-                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+                conv = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+                return nn.Sequential(conv, nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
 
 
             model = nn.Sequential(
-                block(3, width), block(width, 2 * width, 2), block(2 * width, 4 * width, 2), block(4 * width, 8 * width, 2),
+                block(3, width), block(width, 2 * width, 2),
+                block(2 * width, 4 * width, 2), block(4 * width, 8 * width, 2),
                 nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
             ).to(DEVICE)
             if dist.is_available() and dist.is_initialized():  # under torchrun; not here
@@ -268,7 +286,9 @@ class DdpWithoutDistributedSampler(Rule):
             torch.manual_seed(0)
         ''',
         bad=dedent('''
-            loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, drop_last=True)
+            loader = DataLoader(
+                train_set, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=2, persistent_workers=True
+            )
 
 
             def run(epochs):
@@ -284,7 +304,9 @@ class DdpWithoutDistributedSampler(Rule):
             '''),
         good=dedent('''
             sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True, drop_last=True)
-            loader = DataLoader(train_set, batch_size=batch_size, sampler=sampler, drop_last=True)
+            loader = DataLoader(
+                train_set, batch_size=batch_size, sampler=sampler, drop_last=True, num_workers=2, persistent_workers=True
+            )
 
 
             def run(epochs):
@@ -304,9 +326,9 @@ class DdpWithoutDistributedSampler(Rule):
         warmup=1,
         check="none",
         note=(
-            "One rank's epoch (one `run` step) of a ResNet-style classifier on 2048 64x64 in-memory images, batch "
-            "128, for a simulated world of 2 ranks without a process group: the bad loader walks the whole dataset "
-            "(16 steps per epoch), `DistributedSampler(num_replicas=2, rank=0)` gives this rank half of it (8 steps); "
+            "One rank's epoch (one `run` step) of a ResNet-style classifier on 2048 64x64 in-memory images (a "
+            "map-style Dataset, 2 persistent workers), batch 128, for a simulated world of 2 ranks without a process "
+            "group: the bad loader walks the whole dataset (16 steps per epoch), `DistributedSampler(num_replicas=2, rank=0)` gives this rank half of it (8 steps); "
             "the ranks together see the dataset once per epoch either way. The two sides train on different samples, "
             "so their losses are not compared. `set_epoch` (the second message) has no speed cost: it only reshuffles"
         ),

@@ -79,15 +79,17 @@ def _trains(fa) -> bool:
             func = call.func
             if fa.is_backward_call(call) or (isinstance(func, ast.Attribute) and func.attr == "manual_backward"):
                 return True
-            if isinstance(func, ast.Attribute) and func.attr == "fit" and "trainer" in (last_name(func.value) or "").lower():
-                return True
+            if isinstance(func, ast.Attribute):
+                if func.attr == "fit" and "trainer" in (last_name(func.value) or "").lower():
+                    return True
+                if func.attr == "step" and fa.is_optimizer_step(call, fa.ancestors(call)):
+                    return True
             q = fa.qualname(func) or ""
-            if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler") and q.rsplit(".", 1)[-1][:1].isupper():
-                return True
             if q in LIGHTNING_TRAINERS:
                 return True
-            if isinstance(func, ast.Attribute) and func.attr == "step" and fa.is_optimizer_step(call, fa.ancestors(call)):
-                return True
+            if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+                if q.rsplit(".", 1)[-1][:1].isupper():  # an optimizer class
+                    return True
         return False
 
     return bool(file_cache(fa, "gpu503_trains", build))
@@ -96,7 +98,9 @@ def _trains(fa) -> bool:
 def _call_sites(fa, fn: ast.AST) -> List[ast.Call]:
     """Calls of `fn` in the file: `name(...)` for a module-level function,
     `self.name(...)` in its class for a method."""
-    sites: Dict[str, List[ast.Call]] = file_cache(fa, "gpu503_calls_by_name", lambda: _calls_by_name(fa))  # type: ignore[assignment]
+    sites: Dict[str, List[ast.Call]] = file_cache(  # type: ignore[assignment]
+        fa, "gpu503_calls_by_name", lambda: _calls_by_name(fa)
+    )
     name = fn.name  # type: ignore[attr-defined]
     cls = fa.enclosing_class(fa.ancestors(fn))
     out = []
@@ -301,7 +305,8 @@ class DeterministicModeInTraining(Rule):
 
 
             def block(cin, cout, stride=1):
-                return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+                conv = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+                return nn.Sequential(conv, nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
 
 
             backbone = nn.Sequential(
