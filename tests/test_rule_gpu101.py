@@ -492,6 +492,122 @@ def test_truth_tests():
     )
 
 
+def test_comparisons_and_booleans_of_tensors_as_conditions():
+    check(
+        """
+        import torch
+
+        def train(model, loader, optimizer, best, device):
+            done = torch.zeros(8, dtype=torch.bool, device=device)
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                pred = model(x)
+                loss = torch.nn.functional.cross_entropy(pred, y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if loss < best:  # sync
+                    best = loss.detach()
+                if 0.0 < loss < 10.0:  # sync
+                    pass
+                if (pred.argmax(1) == y).all():  # sync
+                    pass
+                if not (pred.argmax(1) == y).any() or x.size(0) < 2:  # sync
+                    pass
+                if pred.argmax(1).eq(y).sum() > x.size(0) // 2:  # sync
+                    pass
+                if x.size(0) < 2 or x.shape[1] != 3 or x.dim() == 4:
+                    pass
+                if loss.item() < 0.1:  # sync
+                    pass
+        """
+    )
+
+
+def test_while_not_all_in_a_step_loop():
+    check(
+        """
+        import torch
+
+        def rollout(policy, env, optimizer, n, device):
+            obs = env.reset()
+            done = torch.zeros(n, dtype=torch.bool, device=device)
+            while not done.all():  # sync
+                loss, obs, step_done = policy(obs)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                done = done | step_done
+        """
+    )
+
+
+def test_assert_conditional_expression_and_comparing_builtins():
+    check(
+        """
+        import torch
+
+        def train(model, loader, optimizer, device):
+            lowest = float("inf")
+            longest = 0
+            for step, (x, y) in enumerate(loader):
+                x, y = x.to(device), y.to(device)
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                assert torch.isfinite(loss), f"diverged: {loss}"  # sync
+                assert x.shape == y.shape, f"shapes {x.shape} {y.shape}"
+                loss.backward()
+                optimizer.step()
+                scale = 0.5 if loss > 2.0 else 1.0  # sync
+                tag = "big" if x.size(0) > 64 else "small"
+                lowest = min(lowest, loss)  # sync
+                longest = max(longest, x.size(0), key=None)
+                longest = max(longest, len(x))
+                shown = loss.item() if step % 10 == 0 else None
+                flag = (loss > 1.0) if step % 10 == 0 else None
+        """
+    )
+
+
+def test_text_conversions_of_tensors():
+    check(
+        """
+        import torch
+
+        def train(model, loader, optimizer, writer, device):
+            for step, (x, y) in enumerate(loader):
+                loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                writer.add_text("loss", str(loss))  # sync
+                writer.add_text("loss", repr(loss))  # sync
+                writer.add_text("shape", str(x.shape) + repr(x.device) + str(step))
+                line = "loss %(loss).3f" % {"loss": loss}  # sync
+                line = "step %(step)d" % {"step": step}
+                print("loss " + str(loss))  # sync
+        """
+    )
+
+
+def test_iterating_a_cuda_tensor_is_not_a_sync():
+    # `for row in t` takes views (`t.unbind(0)`): nothing is read on the host
+    # until an element is (`row.item()`, reported as an element read)
+    check(
+        """
+        import torch
+
+        def train(model, loader, optimizer, device):
+            for x, y in loader:
+                out = model(x.to(device))
+                loss = torch.nn.functional.mse_loss(out, y.to(device))
+                loss.backward()
+                optimizer.step()
+                for row in out:
+                    row.mul_(0.5)
+                rows = [r.sum() for r in out]
+        """
+    )
+
+
 def test_string_like_names_and_flags_are_not_tensors():
     check(
         """

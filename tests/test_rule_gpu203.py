@@ -288,3 +288,84 @@ def test_flagged_where_it_runs_repeatedly(where):
 @pytest.mark.parametrize("where", sorted(ONE_OFF_CONTEXTS))
 def test_not_flagged_where_it_runs_once(where):
     assert lint("import torch\n" + ONE_OFF_CONTEXTS[where], codes=[CODE]) == [], where
+
+
+# --------------------------------------------------- legacy typed constructors
+@pytest.mark.parametrize(
+    "line,suggestion",
+    [
+        ("a = torch.FloatTensor(3, 4).cuda()", 'torch.empty(3, 4, dtype=torch.float32, device="cuda")'),
+        ("a = torch.LongTensor(1).cuda().fill_(5)", 'torch.empty(1, dtype=torch.int64, device="cuda")'),
+        ("a = torch.Tensor(x.size()).to(device)", "torch.empty(x.size(), device=device)"),
+        ("a = torch.Tensor(*shape).to(x.device)", "torch.empty(*shape, device=x.device)"),
+        ("a = torch.ByteTensor(len(xs)).to(device, non_blocking=True)", "torch.empty(len(xs), dtype=torch.uint8, device=device)"),
+        ("a = torch.HalfTensor(2, x.size(0) * 2).to(device, torch.float32)", "torch.empty(2, x.size(0) * 2, dtype=torch.float32, device=device)"),
+        ("a = torch.IntTensor(3).cuda(1)", 'torch.empty(3, dtype=torch.int32, device="cuda:1")'),
+        ("a = torch.BoolTensor(int(k)).to(device)", "torch.empty(int(k), dtype=torch.bool, device=device)"),
+        ("a = torch.DoubleTensor(b, n).to(device)", "torch.empty(b, n, dtype=torch.float64, device=device)"),
+        ("a = torch.BFloat16Tensor(x.shape[0]).to(device)", "torch.empty(x.shape[0], dtype=torch.bfloat16, device=device)"),
+        ("a = torch.CharTensor(x.numel()).to(device=device)", "torch.empty(x.numel(), dtype=torch.int8, device=device)"),
+        ("a = torch.ShortTensor(x.shape).to(device)", "torch.empty(x.shape, dtype=torch.int16, device=device)"),
+    ],
+)
+def test_legacy_constructor_with_sizes(line, suggestion):
+    code = f"import torch\ndef step(x, device, b, n, k, xs, shape):\n    x = torch.relu(x)\n    for i in range(3):\n        {line}\n"
+    findings = lint(code, codes=[CODE])
+    assert [f.code for f in findings] == [CODE]
+    assert f"use `{suggestion}` instead" in findings[0].message
+    assert "uninitialised" in findings[0].message
+    assert findings[0].fix is None  # reported without a fix
+    assert fix(code, codes=[CODE], unsafe=True) == code
+
+
+def test_legacy_constructor_sizes_from_names_bound_in_the_function():
+    code = src(
+        """
+        import torch
+
+        def forward(x, batch_size):
+            n = x.size(0)
+            m = len(x) * 2
+            for _ in range(3):
+                a = torch.FloatTensor(n).cuda()
+                b = torch.FloatTensor(m).cuda()
+                c = torch.FloatTensor(batch_size).cuda()
+        """
+    )
+    assert [f.row for f in lint(code, codes=[CODE])] == [7, 8]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "a = torch.FloatTensor([1, 2]).cuda()",  # data: crosses from the host anyway
+        "a = torch.Tensor((3, 4)).cuda()",  # a tuple is data, not a size
+        "a = torch.LongTensor([[0, 1], [1, 2]]).to(device)",
+        "a = torch.Tensor([v * 2 for v in xs]).cuda()",
+        "a = torch.Tensor(np.zeros(3)).to(device)",
+        "a = torch.Tensor(arr).cuda()",  # a name that could be data or a size
+        "a = torch.ByteTensor(buffer.getbuffer()).to(device)",
+        "a = torch.Tensor(np.zeros((2, 3)).shape).cuda()",  # a numpy shape is a tuple: data
+        "a = torch.LongTensor().to(device)",  # empty: nothing copied
+        "a = torch.FloatTensor(0).cuda()",
+        "a = torch.FloatTensor(0, 3).cuda()",
+        "a = torch.cuda.FloatTensor(3, 4)",  # built on the GPU
+        "a = torch.FloatTensor(3, 4)",
+        "a = torch.FloatTensor(3, 4).to(torch.float16)",
+        "a = torch.FloatTensor(3, 4).to(x)",
+        "a = torch.FloatTensor(3, 4).cpu()",
+        "a = torch.FloatTensor(3, 4).pin_memory()",
+        "a = torch.FloatTensor(3, 4).zero_().cuda()",  # not moved at once
+    ],
+)
+def test_legacy_constructor_not_flagged(line):
+    code = f"import torch\nimport numpy as np\ndef step(x, device, arr, xs, buffer):\n    for i in range(3):\n        {line}\n"
+    assert lint(code, codes=[CODE]) == []
+
+
+def test_legacy_constructor_in_one_off_code_and_test_files():
+    once = "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        self.b = torch.FloatTensor(3).cuda()\n"
+    assert lint(once, codes=[CODE]) == []
+    looped = "import torch\nfor i in range(3):\n    b = torch.FloatTensor(3).cuda()\n"
+    assert codes_of(looped, codes=[CODE]) == [CODE]
+    assert lint(looped, codes=[CODE], path="tests/test_buffers.py") == []

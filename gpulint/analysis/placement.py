@@ -30,7 +30,7 @@ import ast
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.analysis.core import MODEL, SCOPES, FileAnalysis, _unwrap_iter, is_tensor_returning_torch
+from gpulint.analysis.core import MODEL, NUMBER, SCOPES, TENSOR, FileAnalysis, _unwrap_iter, is_tensor_returning_torch
 from gpulint.analysis.names import last_name
 from gpulint.analysis.source_order import nodes_in_order
 
@@ -124,6 +124,98 @@ def values_depend_on_device(fa: FileAnalysis, name: str, call: ast.Call) -> Opti
                 if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
                     return "a floating-point range may round differently in the last bit on the GPU"
     return None
+
+
+# --------------------------------------------------- legacy typed constructors
+# `torch.FloatTensor(...)` and friends build on the CPU (`torch.cuda.FloatTensor`
+# builds on the GPU); the dtype each one gives, None for `torch.Tensor` (the
+# default dtype)
+LEGACY_CONSTRUCTORS: Dict[str, Optional[str]] = {
+    "Tensor": None,
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "ByteTensor": "uint8",
+    "CharTensor": "int8",
+    "ShortTensor": "int16",
+    "IntTensor": "int32",
+    "LongTensor": "int64",
+    "BoolTensor": "bool",
+}
+# calls and methods that give an int (or a torch.Size)
+_SIZE_FUNCS = frozenset(("builtins.len", "builtins.int", "builtins.round", "math.ceil", "math.floor", "math.prod"))
+_SIZE_METHODS = frozenset(("size", "numel", "nelement", "dim", "ndimension"))
+
+
+def legacy_constructor(fa: FileAnalysis, call: ast.AST) -> Optional[str]:
+    """`FloatTensor` for `torch.FloatTensor(...)` (any import form), else None.
+    `torch.cuda.FloatTensor(...)` is not one: it builds on the GPU."""
+    if not isinstance(call, ast.Call) or last_name(call.func) not in LEGACY_CONSTRUCTORS:
+        return None
+    q = fa.qualname(call.func) or ""
+    if q.startswith("torch.") and q.count(".") == 1 and q[6:] in LEGACY_CONSTRUCTORS:
+        return q[6:]
+    return None
+
+
+def legacy_size_args(fa: FileAnalysis, call: ast.Call, ancestors: Sequence[ast.AST]) -> bool:
+    """The legacy constructor's arguments are surely sizes, and not zero: an
+    uninitialised tensor. Several arguments (`torch.FloatTensor(b, n)`) can
+    only be sizes; one must be a size by its form (`3`, `len(xs)`,
+    `x.size(0)`, `x.shape[1] * 2`, `x.size()`, a tensor's `x.shape`, `*shape`) or a name that the
+    function binds only to such values (`n = x.size(0)`) or to a number.
+    False for data (`torch.FloatTensor([1, 2])`, an array, a storage), for a
+    value that could be either (`torch.Tensor(n)` with `n` a parameter), and
+    for an empty tensor (no arguments, a literal 0)."""
+    if not call.args or call.keywords:
+        return False
+    if any(isinstance(a, ast.Constant) and a.value == 0 for a in call.args):
+        return False  # an empty tensor: nothing is copied
+    if len(call.args) > 1:
+        # only the `(*sizes)` form takes several arguments (`(data)` takes one)
+        return not any(
+            isinstance(a, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.JoinedStr))
+            or (isinstance(a, ast.Constant) and not isinstance(a.value, int))
+            for a in call.args
+        )
+    scope = fa.enclosing_scope(ancestors)
+    arg = call.args[0]
+    return isinstance(arg, ast.Starred) or _is_size(fa, arg, ancestors, scope, set())
+
+
+def _is_size(fa: FileAnalysis, expr: ast.AST, ancestors: Sequence[ast.AST], scope, seen: Set[str]) -> bool:
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
+    if isinstance(expr, ast.Attribute):
+        if expr.attr == "shape":
+            # a tensor's torch.Size is sizes; a numpy shape is a tuple, which is data
+            return fa.kind_at(expr.value, ancestors) == TENSOR
+        return expr.attr == "ndim"
+    if isinstance(expr, ast.Subscript):
+        inner = expr.value
+        return (isinstance(inner, ast.Attribute) and inner.attr == "shape") or (
+            isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "size"
+        )
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _SIZE_METHODS:
+            return True
+        q = fa.qualname(func) or ""
+        return q in _SIZE_FUNCS or q == "torch.Size"
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+        return _is_size(fa, expr.left, ancestors, scope, seen) and _is_size(fa, expr.right, ancestors, scope, seen)
+    if isinstance(expr, ast.Name):
+        if fa.kind_at(expr, ancestors) == NUMBER:
+            return True
+        # `batch_size = x.size(0)`: every binding of the name in the function is a size
+        if expr.id in seen or len(seen) > 8:
+            return False
+        bindings = fa._host_bindings(scope if scope is not None else fa.tree).get(expr.id)
+        return bool(bindings) and all(
+            isinstance(b, ast.AST) and _is_size(fa, b, ancestors, scope, seen | {expr.id}) for b in bindings
+        )
+    return False
 
 
 # ------------------------------------------------------------------ devices

@@ -7,9 +7,12 @@ from gpulint.analysis.placement import (
     CPU,
     DEVICE,
     DTYPE,
+    LEGACY_CONSTRUCTORS,
     device_arg_kind,
     factory_device_arg,
     factory_name,
+    legacy_constructor,
+    legacy_size_args,
     values_depend_on_device,
 )
 from gpulint.analysis.repetition import runs_repeatedly
@@ -60,6 +63,22 @@ class CpuTensorThenMoved(Rule):
     copies it over (as `torch.from_numpy(a).cuda()` does), so `device=`
     would save nothing. Test files are skipped.
 
+    Legacy typed constructors (`torch.Tensor`, `torch.FloatTensor`,
+    `torch.LongTensor`, and the `Double`, `Half`, `BFloat16`, `Byte`, `Char`,
+    `Short`, `Int`, `Bool` ones) called with sizes and moved at once are
+    flagged too, as in `torch.FloatTensor(b, n).cuda()`: an uninitialised
+    tensor is allocated on the CPU and its garbage copied to the GPU, where
+    `torch.empty(b, n, dtype=torch.float32, device=...)` only allocates on
+    the GPU. The arguments must surely be sizes: several of them, or one
+    that is an int by its form (`3`, `len(xs)`, `x.size(0)`, `x.size()`, a
+    tensor's `x.shape`, `*shape`) or a name the function binds only to such
+    values. Called with data (`torch.FloatTensor([0.5, 0.5])`,
+    `torch.Tensor(np_array)`, a list), a legacy constructor is not flagged,
+    for the same reason as `torch.tensor(data)`: the data lives on the host
+    and must be copied anyway. Nor are an empty tensor (`torch.LongTensor()`),
+    an argument that could be data or a size (a parameter `n`), and
+    `torch.cuda.FloatTensor(...)`, which builds on the GPU already.
+
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied to the GPU
     through a synchronous host-to-device transfer, and the CPU copy is thrown
@@ -84,9 +103,14 @@ class CpuTensorThenMoved(Rule):
     values (`linspace`, `logspace`, window functions, a float `arange`), which
     the CUDA kernels may round differently in the last bit.
 
+    Legacy constructors are reported without a fix; the message names the
+    `torch.empty(...)` call to write instead.
+
     ## References
     - [CUDA semantics: device-agnostic code](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
     - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
+    - [The legacy `torch.Tensor` constructor](https://pytorch.org/docs/stable/tensors.html#torch.Tensor.__init__)
+    - [torch.empty](https://pytorch.org/docs/stable/generated/torch.empty.html)
     - [PyTorch performance tuning guide: create tensors directly on the target device](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device)
     - [Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
     """
@@ -220,7 +244,12 @@ class CpuTensorThenMoved(Rule):
         inner = func.value
         fa = ctx.analysis
         name = factory_name(fa, inner)
-        if name is None or name in _HOST_DATA_FACTORIES or fa.is_test_file():
+        if name is None:
+            legacy = legacy_constructor(fa, inner)
+            if legacy is not None:
+                self._legacy(ctx, node, inner, legacy)
+            return
+        if name in _HOST_DATA_FACTORIES or fa.is_test_file():
             return
         assert isinstance(inner, ast.Call)
         if find_keyword(inner, "out") is not None or any(kw.arg is None for kw in inner.keywords):
@@ -237,6 +266,54 @@ class CpuTensorThenMoved(Rule):
             return  # built once: a one-off copy costs microseconds
         fix = self._fix(ctx, node, inner, name, built_on)
         self.report(ctx, node, fix=fix, factory=name)
+
+    def _legacy(self, ctx, node: ast.Call, inner: ast.Call, legacy: str) -> None:
+        """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
+        Reported without a fix; the message names the `torch.empty` call."""
+        fa = ctx.analysis
+        if fa.is_test_file() or not legacy_size_args(fa, inner, ctx.ancestors):
+            return  # data (`torch.FloatTensor([1, 2])`) crosses from the host anyway
+        if self._target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
+            return
+        src = ctx.source
+        sizes = ", ".join(src.node_text(a) for a in inner.args)
+        if len(sizes) > 40 or "\n" in sizes:
+            sizes = "..."
+        dtype = self._moved_dtype(node, fa)
+        if dtype is not None:
+            dtype_text: Optional[str] = src.node_text(dtype)
+        else:
+            base = LEGACY_CONSTRUCTORS[legacy]
+            dtype_text = f"torch.{base}" if base else None  # torch.Tensor: the default dtype, as torch.empty
+        method = node.func.attr  # type: ignore[attr-defined]
+        dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+        if method == "cuda" and dev is None:
+            device_text = '"cuda"'
+        elif method == "cuda" and isinstance(dev, ast.Constant) and isinstance(dev.value, int):
+            device_text = f'"cuda:{dev.value}"'
+        else:
+            device_text = src.node_text(dev) if dev is not None and len(src.node_text(dev)) <= 30 else "..."
+        args = [sizes] + ([f"dtype={dtype_text}"] if dtype_text else []) + [f"device={device_text}"]
+        self.report(
+            ctx,
+            node,
+            message=(
+                f"`torch.{legacy}({sizes})` builds an uninitialised tensor on the CPU and then copies it to the GPU; "
+                f"use `torch.empty({', '.join(args)})` instead"
+            ),
+        )
+
+    @staticmethod
+    def _moved_dtype(node: ast.Call, fa) -> Optional[ast.AST]:
+        """The dtype a `.to(device, dtype)` converts to, or None."""
+        if node.func.attr != "to":  # type: ignore[attr-defined]
+            return None
+        kw = find_keyword(node, "dtype")
+        if kw is not None:
+            return kw.value
+        if len(node.args) >= 2 and device_arg_kind(fa, node.args[1]) == DTYPE:
+            return node.args[1]
+        return None
 
     @staticmethod
     def _target(node: ast.Call, fa) -> Optional[str]:

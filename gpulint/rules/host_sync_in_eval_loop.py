@@ -11,9 +11,10 @@ class HostSyncInEvalLoop(HostSyncInLoop):
     """
     ## What it does
     Flags the same host-device syncs as GPU101 (`.item()`, `.cpu()`,
-    `.numpy()`, `.tolist()`, `float()`/`int()`/`bool()` of a tensor, printing
-    or formatting a tensor, `if tensor:`), but in evaluation and inference
-    loops: hot loops that iterate data (a DataLoader, or stored batches such as
+    `.numpy()`, `.tolist()`, `float()`/`int()`/`bool()`/`str()` of a tensor,
+    printing or formatting a tensor, a tensor's truth value in `if tensor:`,
+    `if loss < best:`, `assert`, `x if t else y` and `max()`/`min()`), but
+    in evaluation and inference loops: hot loops that iterate data (a DataLoader, or stored batches such as
     `for batch in batches:`) and run no `backward()` and no optimizer step.
     The same exemptions apply (periodic guards, code that runs once per loop,
     numpy values and host tensors, test files).

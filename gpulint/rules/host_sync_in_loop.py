@@ -16,6 +16,11 @@ from gpulint.rules._workloads import HOST_PIPELINE_TRAINING
 _TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
 _HOST_METHODS = _TENSOR_ONLY_METHODS | {"tolist"}
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# builtins that turn their argument into text (a tensor's values, read on the host)
+_TEXT_CONVERSIONS = frozenset({"builtins.str", "builtins.repr"})
+# builtins that compare their arguments with `<` / `>` and take the result's truth value
+_COMPARING_BUILTINS = frozenset({"builtins.max", "builtins.min"})
+_BUILTIN_NAMES = frozenset({"float", "int", "bool", "print", "str", "repr", "max", "min"})
 _MAX_SNIPPET = 56
 # reads of a loop element that pull its value to the host
 _ELEMENT_READ_METHODS = frozenset({"item", "tolist"})
@@ -234,9 +239,16 @@ class HostSyncInLoop(Rule):
     - `.item()`, `.cpu()`, `.numpy()` on a value not known to be a numpy array,
       a Python number or a model; `.tolist()` on a tensor;
     - `float(t)`, `int(t)`, `bool(t)` of a tensor;
-    - `print()` of a tensor, and formatting a tensor in an f-string (or with
-      `str.format` / `%`);
-    - `if t:` / `while t:` on a tensor (including `if torch.isnan(loss).any():`).
+    - `print()` of a tensor, `str(t)` / `repr(t)`, and formatting a tensor in
+      an f-string (or with `str.format` / `%`, also `"%(loss).3f" % {...}`);
+    - a tensor's truth value taken by a condition: `if t:` / `while t:`
+      (including `if torch.isnan(loss).any():`), a comparison or a boolean
+      of a tensor (`if loss < best:`, `if (pred == y).all():`,
+      `while not done.all():`), an `assert` on a tensor
+      (`assert torch.isfinite(loss)`), a conditional expression
+      (`scale = 0.5 if loss > 2 else 1.0`), and `max()` / `min()` of a tensor
+      and other values (`lowest = min(lowest, loss)` compares them with
+      `<` and takes the result's truth value).
 
     It also flags, in any loop and not only a training loop, a `for` loop over
     a tensor that reads each element it takes on the host:
@@ -267,7 +279,14 @@ class HostSyncInLoop(Rule):
       moved, results of `.cpu()`, torch factories without `device=`
       (`torch.rand([])`);
     - values whose type is unknown, except for `.item()`, `.cpu()` and
-      `.numpy()`, which hardly exist on anything but tensors;
+      `.numpy()`, which hardly exist on anything but tensors; comparisons of
+      sizes, shapes and numbers (`if x.size(0) < 2:`, `assert x.shape == y.shape`,
+      `max(longest, len(x))`), and `max()` / `min()` with `key=` or a single
+      iterable;
+    - a `for` loop over a CUDA tensor on its own (`for row in logits:`):
+      iterating a tensor takes views of its rows (`t.unbind(0)`) and reads
+      nothing on the host; reading each element it takes is what syncs (see
+      below);
     - files that never mention CUDA, a device, `.to(...)` or a library that
       places tensors (accelerate, Lightning): they compute on the CPU.
     - test files (`test_*.py`, `*_test.py`, `conftest.py`, files under
@@ -457,7 +476,7 @@ class HostSyncInLoop(Rule):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                 self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
             return
-        if not isinstance(func, ast.Name) or func.id not in ("float", "int", "bool", "print"):
+        if not isinstance(func, ast.Name) or func.id not in _BUILTIN_NAMES:
             return
         if not _candidate(ctx, ctx.ancestors):
             return
@@ -470,6 +489,16 @@ class HostSyncInLoop(Rule):
             if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
                 return
         elif q == "builtins.print":
+            if not any(self._is_device_tensor(a, ctx) for a in node.args):
+                return
+        elif q in _TEXT_CONVERSIONS:
+            if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
+                return
+        elif q in _COMPARING_BUILTINS:
+            # `max(best, acc)` compares the two (`acc > best`) and takes the truth
+            # value of the result; one argument is an iterable, `key=` compares keys
+            if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                return
             if not any(self._is_device_tensor(a, ctx) for a in node.args):
                 return
         else:
@@ -542,7 +571,12 @@ class HostSyncInLoop(Rule):
         if not (isinstance(node.op, ast.Mod) and _is_str_expr(node.left)):
             return
         right = node.right
-        values = list(right.elts) if isinstance(right, ast.Tuple) else [right]
+        if isinstance(right, ast.Tuple):
+            values = list(right.elts)
+        elif isinstance(right, ast.Dict):
+            values = [v for k, v in zip(right.keys, right.values) if k is not None]  # `"%(loss).3f" % {...}`
+        else:
+            values = [right]
         self._formatted(node, [v.value if isinstance(v, ast.Starred) else v for v in values], ctx)
 
     def _formatted(self, node: ast.AST, values, ctx) -> None:
@@ -560,13 +594,21 @@ class HostSyncInLoop(Rule):
 
     # ------------------------------------------------------------- if/while
     def visit_If(self, node: ast.If, ctx) -> None:
-        self._truth_test(node, node.test, ctx.ancestors, ctx, "if")
+        self._truth_test(node, node.test, ctx.ancestors, ctx, "if {test}:")
 
     def visit_While(self, node: ast.While, ctx) -> None:
         # the test runs every iteration of this loop (and of the loop around it)
-        self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "while")
+        self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "while {test}:")
 
-    def _truth_test(self, stmt, test, ancestors, ctx, keyword: str) -> None:
+    def visit_Assert(self, node: ast.Assert, ctx) -> None:
+        # the test runs every time (the message only when it fails)
+        self._truth_test(node, node.test, ctx.ancestors, ctx, "assert {test}")
+
+    def visit_IfExp(self, node: ast.IfExp, ctx) -> None:
+        # `best = loss if loss < best else best`: the test runs every time
+        self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "... if {test} else ...")
+
+    def _truth_test(self, stmt, test, ancestors, ctx, form: str) -> None:
         if not _candidate(ctx, ancestors) or not self._in_covered_loop(ctx.analysis, ancestors):
             return
         analysis = ctx.analysis
@@ -575,18 +617,21 @@ class HostSyncInLoop(Rule):
             for t in _truth_operands(test)
         ):
             return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
-        # the finding spans the header `if <test>`, not the whole block
-        header = ast.Pass(
-            lineno=stmt.lineno,
-            col_offset=stmt.col_offset,
-            end_lineno=test.end_lineno,
-            end_col_offset=test.end_col_offset,
-        )
+        if isinstance(stmt, ast.IfExp):
+            span: ast.AST = test  # the condition inside the expression
+        else:
+            # the finding spans the header `if <test>`, not the whole block
+            span = ast.Pass(
+                lineno=stmt.lineno,
+                col_offset=stmt.col_offset,
+                end_lineno=test.end_lineno,
+                end_col_offset=test.end_col_offset,
+            )
         self.report(
             ctx,
-            header,
+            span,
             message=(
-                f"`{keyword} {_snippet(ctx.node_text(test))}:` takes a tensor's truth value in a hot loop, "
+                f"`{form.format(test=_snippet(ctx.node_text(test)))}` takes a tensor's truth value in a hot loop, "
                 "which waits for the GPU every step (host-device sync)"
             ),
         )
