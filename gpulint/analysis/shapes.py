@@ -79,8 +79,8 @@ def _mask(fa: FileAnalysis, expr: ast.AST, ancestors, scope, seen: Set[str]) -> 
         if not all(isinstance(op, (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in expr.ops):
             return False
         operands = [expr.left] + list(expr.comparators)
-        if any(isinstance(o, ast.Constant) and (o.value is None or isinstance(o.value, (str, bytes))) for o in operands):
-            return False
+        if any(isinstance(o, ast.Constant) and not isinstance(o.value, (int, float)) for o in operands):
+            return False  # `x == None`, `mode == "train"`: not a tensor comparison
         return any(_is_tensor(fa, o, ancestors, scope, seen) for o in operands)
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
         return _mask(fa, expr.operand, ancestors, scope, seen)

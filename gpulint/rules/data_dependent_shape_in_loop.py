@@ -115,12 +115,32 @@ class DataDependentShapeInLoop(Rule):
 
     It looks in training loops (the hot loop of GPU101: the loop calls
     `backward()` or an optimizer step) and in loops of model code (a method of
-    an `nn.Module` subclass, or a function named like `forward`, `generate`,
-    `sample`, `decode`, `loss`), where the operation runs once per iteration:
-    a loop over experts or images pays one sync per expert or image on every
-    forward. Not flagged: code that runs once (`__init__`, set-up), tensors
-    known to be in host memory, files that never mention CUDA or a device,
-    test files, and `x[mask] = v` (assigning through a mask sizes nothing).
+    an `nn.Module` subclass, or a function named like `forward`, `step` or
+    `loss`), where the operation runs once per iteration: a loop over experts
+    or images pays one sync per expert or image on every forward. Reading a
+    mask-indexed value twice in one statement (`F.cross_entropy(logits[m],
+    labels[m])`) is reported once.
+
+    Not flagged: code that runs once (`__init__`, set-up), tensors known to
+    be in host memory, files that never mention CUDA or a device, test
+    files, `x[mask] = v` (assigning through a mask sizes nothing), a result
+    read on the host at once (`torch.where(m)[0].tolist()`: the values are
+    wanted there), error paths (a block ending in `raise` or
+    `torch._assert(False, ...)`), code under a periodic guard, and loops of
+    generation, search and post-processing functions (`generate`,
+    `_sample`, `beam_search`, `postprocess_detections`), whose
+    variable-length results are the output itself.
+
+    Off by default. In the labelled corpus (docs/accuracy.md) no training
+    loop had one of these operations; all 116 findings were in loops of
+    model code, and only 22 of them (10 of the 60 sampled) could be avoided.
+    Most of the rest are transformers' eager mixture-of-experts loops, the
+    reference path behind `@use_experts_implementation` (the library runs a
+    grouped-GEMM implementation with a single sync by default), and
+    tracking, tokenisation or position-id code that needs the sizes on the
+    host. Turn it on with `--select GPU105` when hunting syncs in a model
+    of your own: a per-expert `torch.where`, a per-image loss that selects
+    its foreground with a mask.
 
     ## Why is this bad?
     PyTorch must allocate a result before the kernel that fills it runs. When
@@ -133,7 +153,7 @@ class DataDependentShapeInLoop(Rule):
     Keep shapes static where the semantics allow it: `torch.where(cond, x, y)`
     with three arguments, multiplying by the mask (`(loss * mask).sum() /
     mask.sum()` instead of `loss[mask].mean()`), `torch.nonzero_static(x,
-    size=...)` (torch >= 2.1) with a known upper bound, `output_size=` for
+    size=...)` (on CUDA from torch 2.6) with a known upper bound, `output_size=` for
     `repeat_interleave`, and counting with `bincount(minlength=...)`. Where a
     dynamic size is needed, compute all of them with one read before the loop
     (`counts.tolist()`) instead of one sync per iteration.
