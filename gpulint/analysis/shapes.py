@@ -62,6 +62,8 @@ REPEAT_INTERLEAVE = "repeat_interleave"
 
 _NONZERO_NAMES = frozenset(("nonzero", "argwhere"))
 _UNIQUE_NAMES = frozenset(("unique", "unique_consecutive"))
+# the last name of every call `data_dependent_op` can match (a cheap first test)
+CALL_NAMES = _NONZERO_NAMES | _UNIQUE_NAMES | {MASKED_SELECT, WHERE, REPEAT_INTERLEAVE}
 
 
 def _is_bool_dtype(fa: FileAnalysis, expr: ast.AST) -> bool:
@@ -133,6 +135,25 @@ def _is_tensor(fa: FileAnalysis, expr: ast.AST, ancestors, scope, seen: Set[str]
     return _mask(fa, expr, ancestors, scope, seen)
 
 
+# index expressions that can be a mask
+_MASK_SHAPED = (ast.Name, ast.Compare, ast.UnaryOp, ast.BinOp, ast.Call, ast.Subscript, ast.Attribute)
+
+
+def _loop_target(name: str, ancestors: Sequence[ast.AST]) -> bool:
+    """`name` is bound by a `for` loop or comprehension around the node (an
+    index or an element, not a mask built in the loop body)."""
+    for anc in reversed(ancestors):
+        if isinstance(anc, (ast.For, ast.AsyncFor)):
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(anc.target)):
+                return True
+        elif isinstance(anc, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            if any(isinstance(n, ast.Name) and n.id == name for g in anc.generators for n in ast.walk(g.target)):
+                return True
+        elif isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+    return False
+
+
 def _keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
     for kw in call.keywords:
         if kw.arg == name:
@@ -163,8 +184,8 @@ def data_dependent_op(
         index = node.slice
         parts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
         for part in parts:
-            if isinstance(part, (ast.Slice, ast.Starred)) or (isinstance(part, ast.Constant)):
-                continue
+            if not isinstance(part, _MASK_SHAPED) or (isinstance(part, ast.Name) and _loop_target(part.id, ancestors)):
+                continue  # `x[0]`, `x[1:]`, `x[i]` in `for i in ...`: no mask
             if is_bool_mask(fa, part, ancestors):
                 if fa.kind_at(node.value, ancestors) not in (TENSOR, None):
                     return None  # a numpy array, a list, a number

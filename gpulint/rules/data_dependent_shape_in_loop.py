@@ -7,6 +7,7 @@ from textwrap import dedent
 from gpulint.analysis.core import LOOPS, SCOPES
 from gpulint.analysis.repetition import runs_repeatedly
 from gpulint.analysis.shapes import (
+    CALL_NAMES,
     MASK_INDEX,
     MASKED_SELECT,
     NONZERO,
@@ -287,7 +288,10 @@ class DataDependentShapeInLoop(Rule):
         self._statements = set()
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
-        self._check(node, ctx)
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in CALL_NAMES:
+            self._check(node, ctx)
 
     def visit_Subscript(self, node: ast.Subscript, ctx) -> None:
         if isinstance(node.ctx, ast.Load):
