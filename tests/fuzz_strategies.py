@@ -180,6 +180,22 @@ SCENARIOS = [
     "    <S>\n"
     "    z = {T}.zeros_like({x}).cuda() + {T}.rand(3).to({D}, non_blocking=True)\n"
     "    {M}(noise + {x}).mean().backward()",
+    # GPU405 (+ GPU105): Adam(W) on a model moved to the device, a masked loss in the loop
+    "{M} = {M}.to({D})\n"
+    "{O} = {T}.optim.AdamW({M}.parameters(), lr=3e-4)\n"
+    "<S>\n"
+    "for {x}, {y} in {L}:\n"
+    "    {x}, {y} = {x}.to({D}), {y}.to({D})\n"
+    "    keep = {y} != -100\n"
+    "    loss = criterion({M}({x})[keep], {y}[keep])\n"
+    "    <S>\n"
+    "    loss.backward()\n"
+    "    {O}.step()",
+    "{M} = Net().cuda()\n"
+    "{O} = {T}.optim.Adam(\n"
+    "    {M}.parameters(),\n"
+    "    lr=1e-3,  # base rate\n"
+    ")",
 ]
 IMPORTS = [
     "import torch",

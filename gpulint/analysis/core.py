@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set
 
 from gpulint.analysis.walk import index_tree
 from gpulint.analysis.names import LOCAL, ImportTable, dotted, last_name
@@ -1085,10 +1085,15 @@ class FileAnalysis:
     def is_training_loop(self, loop: ast.AST) -> bool:
         return any(isinstance(n, ast.Call) and self.is_backward_call(n) for n in self._own_nodes(loop))
 
-    def hot_loop(self, node: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+    def hot_loop(
+        self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Optional[Callable[[ast.AST], bool]] = None
+    ) -> Optional[ast.AST]:
         """The hot loop `node` runs in every iteration of, or None.
 
-        `ancestors` runs from the module down to node's parent."""
+        `ancestors` runs from the module down to node's parent. `is_hot`
+        replaces `is_hot_loop` as the test of which loops count (with
+        `lambda loop: True`: the innermost loop of the function whose every
+        pass runs `node`, under the same exemptions)."""
         chain = list(ancestors) + [node]
         # set when a block ending in `break` was passed: it runs at most once
         # per pass of the innermost loop around it
@@ -1128,7 +1133,7 @@ class FileAnalysis:
                 if not _in_list(child, anc.body):
                     if not (isinstance(anc, ast.While) and child is anc.test):
                         continue
-                if self.is_hot_loop(anc):
+                if (is_hot or self.is_hot_loop)(anc):
                     return None if once_per_loop else anc
                 if self.contains_hot_loop(anc):
                     return None
