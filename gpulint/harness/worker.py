@@ -30,7 +30,8 @@ def _to_cpu(value):
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu")
+        # a copy even on the CPU: a view of model state would change under later steps
+        return value.detach().to("cpu", copy=True)
     if isinstance(value, dict):
         return {k: _to_cpu(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):
