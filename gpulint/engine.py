@@ -30,7 +30,13 @@ CODING_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 class LintError(Exception):
-    """A file that could not be read or parsed; the message is one line."""
+    """A file that could not be read or parsed; the message is one line. A
+    syntax error also carries its (row, column) and the parser's message."""
+
+    def __init__(self, message: str, location: Optional[Tuple[int, int]] = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.location = location
+        self.detail = detail
 
 
 @dataclass
@@ -163,6 +169,11 @@ def _read_error(exc: OSError) -> LintError:
 
 
 def read_source(path: str) -> str:
+    return decode_source(read_bytes(path), path)
+
+
+def read_bytes(path: str) -> bytes:
+    """A file's bytes; a clear LintError for what is not a regular file or too large."""
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -178,7 +189,7 @@ def read_source(path: str) -> str:
             data = fh.read()
     except OSError as exc:
         raise _read_error(exc)
-    return decode_source(data, path)
+    return data
 
 
 def parse(text: str, path: str) -> ast.Module:
@@ -190,7 +201,7 @@ def parse(text: str, path: str) -> ast.Module:
         # the grammar is the running Python's: say which, for code written for a newer one
         msg = f"{exc.msg or 'invalid syntax'} (Python {sys.version_info[0]}.{sys.version_info[1]} grammar)"
         if exc.lineno:
-            raise LintError(f"syntax error at {exc.lineno}:{exc.offset or 0}: {msg}")
+            raise LintError(f"syntax error at {exc.lineno}:{exc.offset or 0}: {msg}", (exc.lineno, exc.offset or 0), msg)
         raise LintError(f"syntax error: {msg}")
     except (RecursionError, MemoryError):
         raise LintError("expression is nested too deeply to parse")
@@ -202,10 +213,12 @@ def _wanted(rule: Rule, text: str) -> bool:
     return not rule.needles or any(n in text for n in rule.needles)
 
 
-def lint_source(text: str, path: str, options: LintOptions) -> List[Finding]:
-    """Lint one file's text. Raises LintError when it cannot be parsed."""
+def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None) -> List[Finding]:
+    """Lint one file's text (`tree`: its parse, when the caller has it). Raises
+    LintError when it cannot be parsed."""
     selected = [(r, v) for r, v in _rules_for(tuple(options.codes)) if _wanted(r, text)]
-    tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
+    if tree is None:
+        tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
     if not selected:
         return []
     source = Source(text)
@@ -280,6 +293,10 @@ def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
 
 
 def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:
+    if path.lower().endswith(".ipynb"):
+        from gpulint.notebook import lint_notebook_file
+
+        return lint_notebook_file(path, options)
     try:
         text = read_source(path)
         findings = lint_source(text, path, options)
