@@ -49,7 +49,7 @@ SUFFIX = ".ipynb"
 # cell is linted, and names it defines are known to the cells after it.
 PYTHON_CELL_MAGICS = frozenset({"capture", "debug", "prun", "pypy", "python", "python3", "time", "timeit"})
 
-# IPython's default line magics: with automagic on, `pip install torch` or
+# IPython's line magics: with automagic on, `pip install torch` or
 # `matplotlib inline` runs `%pip` / `%matplotlib`. Such a line is skipped only
 # when it is not Python on its own.
 AUTOMAGICS = frozenset(
@@ -58,7 +58,9 @@ AUTOMAGICS = frozenset(
     "logoff logon logstart logstate logstop ls lsmagic lx macro magic mamba man matplotlib micromamba mkdir more "
     "mv notebook page pastebin pdb pdef pdoc pfile pinfo pinfo2 pip popd pprint precision prun psearch psource "
     "pushd pwd pycat pylab quickref recall rehashx reload_ext rep rerun reset reset_selective rm rmdir run save "
-    "sc set_env sx system tb time timeit unalias unload_ext who who_ls whos xdel xmode".split()
+    "sc set_env sx system tb time timeit unalias unload_ext who who_ls whos xdel xmode"
+    # and those of extensions that notebooks load most (autoreload, tensorboard, profilers)
+    " aimport autoreload lprun memit mprun tensorboard".split()
 )
 
 # `x = !ls`, `a, b = %sx cmd` (IPython's own pattern for the left-hand side)
@@ -150,9 +152,8 @@ def _is_ipython_line(line: str, code_end: int, balanced: bool) -> bool:
         return True
     words = stripped.split()
     if balanced and words[0] in AUTOMAGICS and not _parses(stripped):
-        second = words[1] if len(words) > 1 else ""
-        # `pip install torch`, `cd ..`; not `run(x)`, `time = 1`, `time += 1`
-        return not (second[:1] in ("=", "(", "[", ".", ",", ":", ";") or re.match(r"^[-+*/%&|^<>!@]+=", second))
+        # `pip install torch`, `cd ..`; an assignment that does not parse is a syntax error, not a magic
+        return not re.match(r"^(?:=|[-+*/%&|^<>@]+=|//=|\*\*=|>>=|<<=)", words[1] if len(words) > 1 else "")
     return False
 
 
