@@ -455,7 +455,7 @@ def _safe_fix(f: Finding, cells: Sequence[CodeCell]) -> Finding:
     starts = [c.start for c in cells]
     for e in f.fix.edits:
         cell = cells[max(0, bisect_right(starts, e.start) - 1)]
-        if e.end > cell.end or any(_touches(e, m) for m in cell.magics):
+        if e.end > cell.end or any(_touches(e, m) for c in cells for m in c.magics):
             return dataclasses.replace(f, fix=None)
     return f
 
@@ -487,23 +487,29 @@ class _Linter:
 
     def shift(self, edits: Sequence[Edit]) -> None:
         """Move the cells and IPython lines past the edits of one fix pass.
-        An insertion at a cell boundary goes to the cell that starts there."""
 
-        def moved(p: int, insertion_before: bool) -> int:
+        An insertion exactly at a cell boundary that ends with a line break
+        (whole lines, such as a statement added after the imports) ends the
+        cell before the boundary; one that does not is the start of the next
+        cell's first line. One just before an IPython line goes before it."""
+
+        def moved(p: int, takes: Callable[[Edit], bool]) -> int:
             d = 0
             for e in edits:
-                if e.end < p or (e.end == p and e.start < p) or (e.start == e.end == p and insertion_before):
+                if e.end < p or (e.end == p and e.start < p) or (e.start == e.end == p and takes(e)):
                     d += len(e.content) - (e.end - e.start)
             return p + d
+
+        def whole_lines(e: Edit) -> bool:
+            return e.content.endswith(("\n", "\r"))
 
         cells = self.book.cells
         for k, c in enumerate(cells):
             for m in c.magics:
-                # an insertion just before an IPython line goes before it, unless the line
-                # ends the cell with no line break: the insertion then starts the next cell
-                m.start = moved(m.start, m.start != c.end)
-            last = k == len(cells) - 1
-            c.start, c.end = moved(c.start, False), moved(c.end, last)  # text added at the very end: last cell
+                m.start = moved(m.start, lambda e: True)
+            if k:  # the first cell starts the program, whatever is inserted there
+                c.start = moved(c.start, whole_lines)
+            c.end = moved(c.end, (lambda e: True) if k == len(cells) - 1 else whole_lines)
 
 
 def lint_notebook(book: Notebook, path: str, options: LintOptions) -> List[Finding]:
@@ -636,15 +642,18 @@ def source_spans(raw: str) -> Dict[int, Tuple[int, int]]:
 
 
 def _line_indent(raw: str, offset: int) -> str:
-    line_start = raw.rfind("\n", 0, offset) + 1
+    line_start = max(raw.rfind("\n", 0, offset), raw.rfind("\r", 0, offset)) + 1
     line = raw[line_start:offset]
     return line[: len(line) - len(line.lstrip(" \t"))]
 
 
-def _indent_unit(raw: str) -> str:
-    """The indentation step of the file (nbformat writes one space)."""
-    m = re.search(r"\{\n([ \t]+)\"", raw)
-    return m.group(1) if m else " "
+def _layout(raw: str) -> Tuple[str, str]:
+    """(what follows a comma between members, the indentation step) of the
+    file, for a list that was empty: nbformat writes ",\n" and one space."""
+    m = re.search(r",([ \t\r\n]*)\"", raw)
+    after_comma = m.group(1) if m else "\n"
+    m = re.search(r"\{(?:\r\n|\n|\r)([ \t]+)\"", raw)
+    return after_comma, m.group(1) if m else " "
 
 
 def _ensure_ascii(raw: str) -> bool:
@@ -668,15 +677,16 @@ def _render_source(raw: str, span: Tuple[int, int], new: str, ensure_ascii: bool
         first_ws = raw[start + 1: elems[0][0]]
         close_ws = raw[elems[-1][1]: end - 1]
         sep = raw[elems[0][1]: elems[1][0]] if len(elems) > 1 else "," + first_ws
-    else:
-        indent = _line_indent(raw, start)
-        inner = raw[start + 1: end - 1]
-        if "\n" in raw:
-            first_ws = "\n" + indent + _indent_unit(raw)
-            close_ws = "\n" + indent
+    else:  # an empty list: lay the lines out as the file lays out its members
+        after_comma, unit = _layout(raw)
+        if "\n" in after_comma or "\r" in after_comma:
+            newline = after_comma[: len(after_comma) - len(after_comma.lstrip("\r\n"))]
+            indent = _line_indent(raw, start)
+            first_ws, close_ws = newline + indent + unit, newline + indent
+            sep = "," + first_ws
         else:
-            first_ws = close_ws = inner
-        sep = "," + (first_ws if "\n" in first_ws else " ")
+            first_ws = close_ws = ""
+            sep = "," + after_comma
     lines = _split_lines(new)
     if not lines:
         return "[]"
