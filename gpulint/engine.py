@@ -172,7 +172,7 @@ def read_source(path: str) -> str:
     return decode_source(read_bytes(path), path)
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     """A file's bytes; a clear LintError for what is not a regular file or too large."""
     try:
         st = os.stat(path)
@@ -182,7 +182,7 @@ def read_bytes(path: str) -> bytes:
         raise LintError("is a directory")
     if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
         raise LintError("not a regular file")
-    if st.st_size > MAX_FILE_BYTES:
+    if st.st_size > max_bytes:
         raise LintError(f"file is too large to lint ({st.st_size // (1024 * 1024)} MB)")
     try:
         with open(path, "rb") as fh:

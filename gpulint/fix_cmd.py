@@ -86,14 +86,13 @@ def _newline_of(text: str) -> str:
 
 
 def fix_notebook_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
-    from gpulint.engine import read_bytes
-    from gpulint.notebook import Notebook, fix_notebook
+    from gpulint.notebook import fix_notebook, load
 
     try:
         st = os.stat(path)
     except OSError as exc:
         raise LintError(exc.strerror or str(exc))
-    book = Notebook.from_bytes(read_bytes(path))
+    book = load(path)
     nf = fix_notebook(book, path, options, unsafe)
     return FileFix(
         path, book.raw, nf.raw, nf.fixed, nf.remaining, nf.held_back_unsafe, "utf-8", book.bom,

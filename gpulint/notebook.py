@@ -40,10 +40,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from gpulint.engine import FileResult, LintError, LintOptions, lint_source, parse, read_bytes
 from gpulint.fixes import FixError, fix_source
-from gpulint.rule import Edit, Finding, Fix
+from gpulint.rule import Edit, Finding
 from gpulint.source import Source
 
 SUFFIX = ".ipynb"
+# outputs (images, tables) make notebooks larger than source files for the same code
+MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
 
 # Cell magics that run the rest of their cell as Python (Ruff's list): the
 # cell is linted, and names it defines are known to the cells after it.
@@ -146,7 +148,7 @@ def _is_ipython_line(line: str, code_end: int, balanced: bool) -> bool:
         return False
     if stripped.startswith(_ESCAPES):
         return True
-    if line[:code_end].rstrip().endswith("?"):  # `obj?`, `obj.attr??`: no `?` in Python code
+    if balanced and line[:code_end].rstrip().endswith("?"):  # `obj?`, `obj.attr??`: no `?` in Python code
         return True
     if _MAGIC_ASSIGN_RE.match(line):
         return True
@@ -186,9 +188,18 @@ class CodeCell:
         return self.index + 1
 
 
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def _lines(source: str) -> List[str]:
+    """The cell's lines with their line breaks, split as Python splits them
+    (str.splitlines would also split at form feeds and U+2028)."""
+    return _LINE_RE.findall(source)
+
+
 def _cell_magic(source: str) -> Optional[str]:
     """The cell magic on the cell's first non-blank line (`%%bash` -> "bash"), if any."""
-    for line in source.splitlines():
+    for line in _lines(source):
         s = line.strip()
         if not s:
             continue
@@ -203,7 +214,7 @@ def python_cell_text(source: str) -> Tuple[str, List[Tuple[int, str, str]]]:
     """The cell as Python: (text, [(offset, placeholder, original), ...]).
     Each IPython line is replaced by a placeholder that keeps its line breaks;
     every other line is kept as it is."""
-    lines = source.splitlines(keepends=True)
+    lines = _lines(source)
     out: List[str] = []
     magics: List[Tuple[int, str, str]] = []
     st = _ScanState()
@@ -369,7 +380,7 @@ class Notebook:
 
 
 def load(path: str) -> Notebook:
-    return Notebook.from_bytes(read_bytes(path))
+    return Notebook.from_bytes(read_bytes(path, MAX_NOTEBOOK_BYTES))
 
 
 # ------------------------------------------------------------------ positions

@@ -8,7 +8,6 @@ they come from)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -110,6 +109,8 @@ def test_ipython_lines_become_placeholders_of_the_same_lines(source, program):
         "print('a=%s' % x)\nfiles = os.listdir('.')",
         "time = 5\ntime += 1\nrun(x)\nhistory\nls -la",  # automagic names used as Python
         "f'{x!r}'",
+        'x = """what?\n!still the string\n"""',  # a `?` that ends a line in a string
+        'x = "a\u2028!b"\ny = "\x0c?"',  # U+2028 and form feeds do not end Python lines
     ],
 )
 def test_python_that_looks_like_ipython_is_kept(source):
