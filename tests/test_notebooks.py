@@ -578,3 +578,96 @@ def test_real_notebooks_lint_cleanly(tmp_path):
     nb45 = copy_real(tmp_path, "nbformat_test4.5.ipynb")
     res = invoke(["check", "--select", "ALL", str(nb45)], tmp_path)
     assert res.exit_code == 0 and res.stderr == "" and "All checks passed!" in res.stdout
+
+
+def test_fix_apply_keeps_a_bom(tmp_path):
+    text = nb_text(code(IMPORTS), code(AMP))
+    p = tmp_path / "nb.ipynb"
+    p.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    res = invoke(["fix", "--apply", "--select", "GPU401"], tmp_path)
+    assert res.exit_code == 0, res.stderr
+    assert p.read_bytes() == b"\xef\xbb\xbf" + text.replace(
+        '"with torch.cuda.amp.autocast():\\n"', '"with torch.amp.autocast(\\"cuda\\"):\\n"').encode("utf-8")
+
+
+def test_readme_notebook_example_is_what_gpulint_prints(tmp_path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Notebooks\n", 1)[1].split("\n## ", 1)[0]
+    shown = [line for line in section.splitlines() if line.startswith("notebooks/train.ipynb:cell ")]
+    assert len(shown) == 2
+    dst = tmp_path / "notebooks" / "train.ipynb"
+    dst.parent.mkdir()
+    shutil.copyfile(DATA / "train_loop.ipynb", dst)
+    printed = invoke(["check", "notebooks/train.ipynb"], tmp_path).stdout.splitlines()
+    assert all(line in printed for line in shown), printed
+
+
+def _as_cells(text: str):
+    """The file cut into cells at each top-level statement, nbformat style (no final line break)."""
+    import ast
+
+    lines = text.splitlines(keepends=True)
+    starts = sorted({min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", ())])
+                     for s in ast.parse(text).body} | {1})
+    bounds = starts + [len(lines) + 1]
+    cells = ["".join(lines[a - 1: b - 1]) for a, b in zip(bounds, bounds[1:])]
+    return [c[:-1] if c.endswith("\n") else c for c in cells]
+
+
+CORPUS = sorted(p for d in ("fixtures", "examples") for p in (Path(__file__).resolve().parent.parent / d).rglob("*.py"))
+
+
+def _ended(cell: str) -> str:
+    return cell if cell.endswith("\n") else cell + "\n"
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[f"{p.parent.name}/{p.name}" for p in CORPUS])
+def test_a_file_cut_into_cells_lints_and_fixes_as_the_file(path):
+    """Oracle: a .py file cut into cells, with a magic line starting every
+    other cell, must give the file's findings (in cell positions) and, fixed,
+    cells that join back into the fixed file (its magic lines kept)."""
+    from helpers import fixture_torch_version
+    from gpulint.fixes import fix_source
+    from gpulint.rule import all_rules
+
+    text = path.read_text(encoding="utf-8")
+    opts = options(list(all_rules()), fixture_torch_version(text))
+    cells = _as_cells(text)
+    magic = "%matplotlib inline"
+    with_magics = [magic + "\n" + c if i % 2 else c for i, c in enumerate(cells)]
+    py = "".join(_ended("\n" + c if i % 2 else c) for i, c in enumerate(cells))  # a magic reads as a blank line
+    book = Notebook.from_text(nb_text(*(code(c) for c in with_magics)))
+    assert book.text == py
+    # findings: the same, each in its cell
+    from gpulint.engine import lint_source
+    from gpulint.notebook import fix_notebook
+
+    expected = [(f.code, f.row, f.col) for f in lint_source(py, "train.py", opts)]
+    row0 = [1]
+    for c in with_magics[:-1]:
+        row0.append(row0[-1] + _ended(c).count("\n"))
+    got = [(f.code, row0[f.cell - 1] + f.row - 1, f.col) for f in lint_notebook(book, "train.ipynb", opts)]
+    assert got == expected
+    # fixes: the fixed cells join into the fixed file, magic lines where they were
+    fixed_py = fix_source(py, "train.py", opts, unsafe=True).text
+    nf = fix_notebook(Notebook.from_text(nb_text(*(code(c) for c in with_magics))), "train.ipynb", opts, True)
+    new_cells = [c["source"] for c in json.loads(nf.raw)["cells"]]
+    new_cells = ["".join(c) if isinstance(c, list) else c for c in new_cells]
+    for i, c in enumerate(new_cells):
+        assert c.startswith(magic + "\n") == bool(i % 2)
+    joined = "".join(_ended(c[len(magic):] if i % 2 else c) for i, c in enumerate(new_cells))
+    assert joined == fixed_py
+
+
+def test_the_cut_files_oracle_is_not_vacuous():
+    # most of the corpus has findings, and a good part of it has fixes, so the oracle above checks real work
+    from helpers import fixture_torch_version
+    from gpulint.fixes import fix_source
+    from gpulint.rule import all_rules
+
+    changed = 0
+    for p in CORPUS:
+        text = p.read_text(encoding="utf-8")
+        opts = options(list(all_rules()), fixture_torch_version(text))
+        changed += fix_source(text, "train.py", opts, unsafe=True).text != text
+    assert len(CORPUS) >= 60 and changed >= 20
