@@ -29,9 +29,11 @@ class FixResult:
     fixed_count: int = 0
 
 
-def _validate(text: str, path: str) -> Optional[str]:
+def _validate(text: str, path: str, code=None, flags: int = 0) -> Optional[str]:
+    """Why `text` is not valid code, or None. `code`: what compile() gets
+    instead of the text (a notebook's program, as an AST)."""
     try:
-        compile(text, path or "<fixed>", "exec", dont_inherit=True)
+        compile(text if code is None else code, path or "<fixed>", "exec", flags=flags, dont_inherit=True)
     except SyntaxError as exc:
         return f"compile(): {exc.msg} at line {exc.lineno}"
     except (ValueError, RecursionError, MemoryError) as exc:
@@ -58,10 +60,12 @@ def fix_source(
     newline: str = "\n",
     lint: Optional[Callable[[str], List[Finding]]] = None,
     on_apply: Optional[Callable[[List[Edit]], None]] = None,
+    validate: Callable[[str, str], Optional[str]] = _validate,
 ) -> FixResult:
     """Apply the allowed fixes to a fixpoint. `lint` lints a version of the
-    text (default: `lint_source`); `on_apply` is told the edits of each pass
-    once they are checked (a notebook follows its cells with it)."""
+    text (default: `lint_source`), `validate` says why a fixed text is not
+    valid code; `on_apply` is told the edits of each pass once they are
+    checked (a notebook follows its cells with it)."""
     if lint is None:
         lint = lambda t: lint_source(t, path, options)  # noqa: E731
     allowed = (SAFE, UNSAFE) if unsafe else (SAFE,)
@@ -93,7 +97,7 @@ def fix_source(
         new = apply_edits(current, edits)
         if new == current:
             break
-        problem = _validate(new, path)
+        problem = validate(new, path)
         if problem is not None:
             codes = ",".join(sorted({f.code for f in applied}))
             raise FixError(f"fix by {codes} would produce invalid code ({problem}); file left unchanged")

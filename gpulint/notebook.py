@@ -4,9 +4,8 @@ The code cells are joined into one program, so a name imported in the first
 cell is known in the fifth. IPython syntax (line magics `%time`, shell lines
 `!pip install`, help `?obj` / `obj?`, autocall `/f x`, `x = !ls`, automagics
 such as `pip install torch`) is not Python: each such line is replaced by a
-placeholder of the same number of lines (nothing at the top level, `pass` in
-an indented block, as IPython itself turns it into one call), so line numbers
-stay right. A cell whose first line is a cell magic (`%%bash`, `%%writefile`)
+`pass` of the same number of lines and the same indentation (IPython itself
+turns it into one call), so line numbers stay right and blocks stay blocks. A cell whose first line is a cell magic (`%%bash`, `%%writefile`)
 is not Python and is skipped whole, except the magics that run their cell as
 Python (`%%time`, `%%capture`, ...), whose magic line alone is skipped.
 Markdown and raw cells, and cells marked as another language, are ignored.
@@ -18,7 +17,7 @@ notebook), and the line is 1-based within the cell.
 
 Fixes are applied to the joined program, then split back into the cells. A
 fix that would edit a skipped IPython line, or one edit that would span two
-cells, is never offered. The file is rewritten by replacing only the `source`
+cells (or edit a cell whose line breaks are lone CRs), is never offered. The file is rewritten by replacing only the `source`
 value of each changed cell, in the notebook's own JSON style (list of lines
 or one string, indentation, ensure_ascii), so outputs, metadata, execution
 counts, cell ids and every other byte of the file stay as they were.
@@ -39,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from gpulint.engine import FileResult, LintError, LintOptions, lint_source, parse, read_bytes
-from gpulint.fixes import FixError, fix_source
+from gpulint.fixes import FixError, _validate, fix_source
 from gpulint.rule import Edit, Finding
 from gpulint.source import Source
 
@@ -164,7 +163,7 @@ class Magic:
     """IPython lines, replaced by a placeholder in the joined program."""
 
     start: int  # offset of the placeholder in the joined program
-    placeholder: str  # what stands in for them: their line breaks, after `pass` in a block
+    placeholder: str  # what stands in for them: `pass` and a line break for each
     original: str  # the lines as they are in the cell
 
     @property
@@ -186,6 +185,13 @@ class CodeCell:
     def number(self) -> int:
         """The cell number users see: 1-based, every cell counted (as Ruff does)."""
         return self.index + 1
+
+    @property
+    def lone_cr(self) -> bool:
+        """Whether the cell breaks lines with a lone CR (old Mac style, which no
+        Jupyter writes): a fix could join such a line break with the next
+        cell's, so none is offered in it."""
+        return "\r" in self.source and re.search(r"\r(?!\n)", self.source) is not None
 
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -240,9 +246,10 @@ def python_cell_text(source: str) -> Tuple[str, List[Tuple[int, str, str]]]:
         if block:
             first = block[0]
             indent = first[: len(first) - len(first.lstrip(" \t"))]
-            # in a block, IPython runs the line as one call: `pass` keeps the block a block
-            head = indent + "pass" if indent else ""
-            placeholder = head + "".join(b[len(b.rstrip("\r\n")):] for b in block)
+            # IPython runs the lines as one call: `pass` (at their indentation, so a block
+            # stays a block), then a line break for each (never an empty line: after a
+            # lone CR it would make CR LF, one line break instead of two)
+            placeholder = indent + "pass" + "\n" * sum(1 for b in block if b.endswith(("\n", "\r")))
             magics.append((pos, placeholder, "".join(block)))
             out.append(placeholder)
             pos += len(placeholder)
@@ -263,8 +270,10 @@ def join_cells(sources: Sequence[str]) -> Tuple[str, List[Tuple[int, int, List[M
     pos = 0
     for source in sources:
         text, magics = python_cell_text(source)
-        if text and not text.endswith(("\n", "\r")):
-            text += "\n"  # every cell ends its last line, so the next one starts a line
+        if text and not text.endswith("\n"):
+            # every cell ends its last line, so the next one starts a line (after a lone
+            # CR too: the next cell's first line break must not join it into one CRLF)
+            text += "\n"
         layout.append((pos, pos + len(text), [Magic(pos + off, ph, orig) for off, ph, orig in magics]))
         parts.append(text)
         pos += len(text)
@@ -460,13 +469,14 @@ def _touches(e: Edit, magic: Magic) -> bool:
 
 
 def _safe_fix(f: Finding, cells: Sequence[CodeCell]) -> Finding:
-    """`f` without its fix when an edit of it would touch an IPython line or span two cells."""
+    """`f` without its fix when an edit of it would touch an IPython line, span
+    two cells or edit a cell with lone-CR line breaks."""
     if f.fix is None:
         return f
     starts = [c.start for c in cells]
     for e in f.fix.edits:
         cell = cells[max(0, bisect_right(starts, e.start) - 1)]
-        if e.end > cell.end or any(_touches(e, m) for c in cells for m in c.magics):
+        if e.end > cell.end or cell.lone_cr or any(_touches(e, m) for c in cells for m in c.magics):
             return dataclasses.replace(f, fix=None)
     return f
 
@@ -551,23 +561,42 @@ class NotebookFix:
     fixed_count: int
 
 
+def _validate_program(text: str, path: str) -> Optional[str]:
+    """Why a fixed program is not valid code, as IPython compiles cells: each
+    on its own (a `from __future__` import may open any cell) and with
+    top-level `await`."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _validate(text, path)  # which says why
+    tree.body = [s for s in tree.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
+    return _validate(text, path, code=tree, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
 def fix_notebook(book: Notebook, path: str, options: LintOptions, unsafe: bool) -> NotebookFix:
     if not book.lintable:
         return NotebookFix(book.raw, [], [], [], 0, 0)
     linter = _Linter(book, path, options)
     original = [c.source for c in book.cells]
-    result = fix_source(book.text, path, options, unsafe=unsafe, lint=linter.lint, on_apply=linter.shift)
+    result = fix_source(
+        book.text, path, options, unsafe=unsafe, lint=linter.lint, on_apply=linter.shift, validate=_validate_program
+    )
     fixed, remaining = linter.in_cells(result.fixed), linter.in_cells(result.remaining)
     if result.text == book.text:
         return NotebookFix(book.raw, [], fixed, remaining, result.held_back_unsafe, result.fixed_count)
     sources = _split(book, result.text)
-    # the new cells, read as a notebook is read, must give exactly the program that was checked
-    if join_cells(sources)[0] != result.text:
+    # the new cells, read as a notebook is read, must give the program that was checked
+    # (as Python reads it: a cell that ends with a lone CR may keep it or get CR LF)
+    if _as_python_reads(join_cells(sources)[0]) != _as_python_reads(result.text):
         raise FixError("the fixed cells do not read back as the fixed program; notebook left unchanged")
     new = {c.index: s for c, old, s in zip(book.cells, original, sources) if old != s}
     changed = [(c.number, old, s) for c, old, s in zip(book.cells, original, sources) if old != s]
     raw = write_sources(book, new)
     return NotebookFix(raw, changed, fixed, remaining, result.held_back_unsafe, result.fixed_count)
+
+
+def _as_python_reads(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _split(book: Notebook, text: str) -> List[str]:
@@ -584,8 +613,10 @@ def _split(book: Notebook, text: str) -> List[str]:
             pos = m.end
         chunks.append(text[pos: c.end])
         source = "".join(chunks)
-        if source and not c.source.endswith(("\n", "\r")) and source.endswith("\n"):
-            source = source[:-1]  # the line break the join added
+        if not c.source.endswith("\n") and source.endswith("\n") and not source[:-1].endswith("\n"):
+            # the line break the join adds (where the cell ends in a blank line, the
+            # join adds none: the cell keeps its last line break)
+            source = source[:-1]
         out.append(source)
     return out
 
