@@ -29,7 +29,7 @@ class FixResult:
     fixed_count: int = 0
 
 
-def _validate(text: str, path: str, code=None, flags: int = 0) -> Optional[str]:
+def validate_code(text: str, path: str, code=None, flags: int = 0) -> Optional[str]:
     """Why `text` is not valid code, or None. `code`: what compile() gets
     instead of the text (a notebook's program, as an AST)."""
     try:
@@ -60,7 +60,7 @@ def fix_source(
     newline: str = "\n",
     lint: Optional[Callable[[str], List[Finding]]] = None,
     on_apply: Optional[Callable[[List[Edit]], None]] = None,
-    validate: Callable[[str, str], Optional[str]] = _validate,
+    validate: Callable[[str, str], Optional[str]] = validate_code,
 ) -> FixResult:
     """Apply the allowed fixes to a fixpoint. `lint` lints a version of the
     text (default: `lint_source`), `validate` says why a fixed text is not

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from gpulint.engine import FileResult, LintError, LintOptions, lint_source, parse, read_bytes
-from gpulint.fixes import FixError, _validate, fix_source
+from gpulint.fixes import FixError, fix_source, validate_code
 from gpulint.rule import Edit, Finding
 from gpulint.source import Source
 
@@ -568,9 +568,9 @@ def _validate_program(text: str, path: str) -> Optional[str]:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _validate(text, path)  # which says why
+        return validate_code(text, path)  # which says why
     tree.body = [s for s in tree.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
-    return _validate(text, path, code=tree, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    return validate_code(text, path, code=tree, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
 def fix_notebook(book: Notebook, path: str, options: LintOptions, unsafe: bool) -> NotebookFix:

@@ -715,8 +715,8 @@ def test_fuzz_training_notebooks_fix_as_their_program():
     """Property, over composed training loops (LF and CRLF line breaks) cut into cells with IPython lines in and between blocks: the
     notebook's program has the file's findings, and the fixed notebook's
     program is the fixed program (as Python reads it), every IPython line
-    kept; fixing again changes nothing. (A run of 850 examples: 524 fixed,
-    843 with IPython lines, 496 of them in blocks.)"""
+    kept; fixing again changes nothing. (A run of 1,000 random examples:
+    558 fixed, 987 with IPython lines, 539 with some in blocks.)"""
     from hypothesis import HealthCheck, given, settings, strategies as st
 
     from fuzz_strategies import compiles, training_code
