@@ -33,6 +33,7 @@ import copy
 import dataclasses
 import json
 import re
+import warnings
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -565,12 +566,14 @@ def _validate_program(text: str, path: str) -> Optional[str]:
     """Why a fixed program is not valid code, as IPython compiles cells: each
     on its own (a `from __future__` import may open any cell) and with
     top-level `await`."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return validate_code(text, path)  # which says why
-    tree.body = [s for s in tree.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
-    return validate_code(text, path, code=tree, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    with warnings.catch_warnings():  # the user's `"\d"` is not gpulint's to warn about
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return validate_code(text, path)  # which says why
+        tree.body = [s for s in tree.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
+        return validate_code(text, path, code=tree, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
 def fix_notebook(book: Notebook, path: str, options: LintOptions, unsafe: bool) -> NotebookFix:
