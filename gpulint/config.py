@@ -34,6 +34,9 @@ DEFAULT_EXCLUDE = (
     "site-packages", "venv", ".gpulint_cache",
 )
 
+# files that directory walks lint (Ruff's default, less its pyproject.toml check)
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
+
 KNOWN_KEYS = {
     "select": list,
     "ignore": list,
@@ -41,6 +44,8 @@ KNOWN_KEYS = {
     "per-file-ignores": dict,
     "exclude": list,
     "extend-exclude": list,
+    "include": list,
+    "extend-include": list,
     "torch-version": str,
     "output-format": str,
     "fixable": list,
@@ -64,6 +69,8 @@ class Settings:
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     exclude: Tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: Tuple[str, ...] = ()
+    include: Tuple[str, ...] = DEFAULT_INCLUDE
+    extend_include: Tuple[str, ...] = ()
     torch_version: Tuple[int, ...] = LATEST_TORCH
     output_format: Optional[str] = None
     # the command line's selection, applied as a layer on top of the config's (as Ruff does)
@@ -372,7 +379,8 @@ def settings_from_table(table: dict, path: str) -> Settings:
                     raise ConfigError(f"{where} 'per-file-ignores.\"{pattern}\"': unknown rule code or prefix '{v}'")
             pfi.append((pattern, tuple(vals)))
         kw["per_file_ignores"] = tuple(pfi)
-    for key, attr in (("exclude", "exclude"), ("extend-exclude", "extend_exclude")):
+    for key, attr in (("exclude", "exclude"), ("extend-exclude", "extend_exclude"), ("include", "include"),
+                      ("extend-include", "extend_include")):
         if key in table:
             if not all(isinstance(v, str) for v in table[key]):
                 raise ConfigError(f"{where} '{key}' must be a list of strings")

@@ -1,7 +1,8 @@
-"""File discovery: recurse into directories for *.py / *.pyi, skip the usual
-vendored and generated folders, the config's `exclude` / `extend-exclude`,
-and what `.gitignore` files ignore, as Ruff does. Explicit file paths are
-always linted."""
+"""File discovery: recurse into directories for the files the config's
+`include` / `extend-include` name (default *.py, *.pyi and *.ipynb), skip the
+usual vendored and generated folders, the config's `exclude` /
+`extend-exclude`, and what `.gitignore` files ignore, as Ruff does. Explicit
+file paths are always linted."""
 
 from __future__ import annotations
 
@@ -9,14 +10,12 @@ import errno
 import os
 from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Tuple
 
-from gpulint.config import ConfigResolver, Settings, pattern_matcher
+from gpulint.config import DEFAULT_INCLUDE, ConfigResolver, Settings, pattern_matcher
 
 if TYPE_CHECKING:
     import pathspec
 
-EXTENSIONS = (".py", ".pyi")
-
-
+EXTENSIONS = (".py", ".pyi", ".ipynb")  # what DEFAULT_INCLUDE matches
 
 
 class GitIgnore:
@@ -129,6 +128,19 @@ def _excluded(path: str, settings: Settings, is_dir: Optional[bool] = None, abs_
     return match(rel.replace(os.sep, "/") + suffix)
 
 
+def _included(name: str, abs_dir: str, settings: Settings) -> bool:
+    """Whether a file the walk found is one to lint (`include` / `extend-include`,
+    matched against its name or its path relative to the config's root)."""
+    if not settings.extend_include and settings.include == DEFAULT_INCLUDE:
+        return name.endswith(EXTENSIONS)
+    match = pattern_matcher(tuple(settings.include) + tuple(settings.extend_include))
+    if match(name):
+        return True
+    abs_path = os.path.join(abs_dir, name)
+    root = os.path.abspath(settings.root)
+    return _is_under(abs_path, root) and match(os.path.relpath(abs_path, root).replace(os.sep, "/"))
+
+
 def _force_excluded(path: str, settings: Settings) -> bool:
     """Whether an explicitly named path, or a folder above it below its
     config's root, is excluded by the config (`--force-exclude`). The root
@@ -233,7 +245,7 @@ def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
                     continue
                 subdirs.append((path, abs_path))
                 continue
-            if not entry.name.endswith(EXTENSIONS):
+            if not _included(entry.name, abs_d, settings):
                 continue
             abs_path = os.path.join(abs_d, entry.name)
             if entry.is_symlink() and not os.path.exists(path):

@@ -30,7 +30,13 @@ CODING_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 class LintError(Exception):
-    """A file that could not be read or parsed; the message is one line."""
+    """A file that could not be read or parsed; the message is one line. A
+    syntax error also carries its (row, column) and the parser's message."""
+
+    def __init__(self, message: str, location: Optional[Tuple[int, int]] = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.location = location
+        self.detail = detail
 
 
 @dataclass
@@ -168,6 +174,11 @@ def _read_error(exc: OSError) -> LintError:
 
 
 def read_source(path: str) -> str:
+    return decode_source(read_bytes(path), path)
+
+
+def read_bytes(path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """A file's bytes; a clear LintError for what is not a regular file or too large."""
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -176,14 +187,14 @@ def read_source(path: str) -> str:
         raise LintError("is a directory")
     if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
         raise LintError("not a regular file")
-    if st.st_size > MAX_FILE_BYTES:
+    if st.st_size > max_bytes:
         raise LintError(f"file is too large to lint ({st.st_size // (1024 * 1024)} MB)")
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         raise _read_error(exc)
-    return decode_source(data, path)
+    return data
 
 
 def parse(text: str, path: str) -> ast.Module:
@@ -195,7 +206,7 @@ def parse(text: str, path: str) -> ast.Module:
         # the grammar is the running Python's: say which, for code written for a newer one
         msg = f"{exc.msg or 'invalid syntax'} (Python {sys.version_info[0]}.{sys.version_info[1]} grammar)"
         if exc.lineno:
-            raise LintError(f"syntax error at {exc.lineno}:{exc.offset or 0}: {msg}")
+            raise LintError(f"syntax error at {exc.lineno}:{exc.offset or 0}: {msg}", (exc.lineno, exc.offset or 0), msg)
         raise LintError(f"syntax error: {msg}")
     except (RecursionError, MemoryError):
         raise LintError("expression is nested too deeply to parse")
@@ -290,6 +301,10 @@ def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
 
 
 def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:
+    if path.lower().endswith(".ipynb"):
+        from gpulint.notebook import lint_notebook_file
+
+        return lint_notebook_file(path, options)
     try:
         text = read_source(path)
         findings = lint_source(text, path, options)

@@ -32,6 +32,8 @@ class FileFix:
     fixed_count: int = 0
     written: Optional[bool] = None  # None: not asked to write
     why_not: Optional[str] = None
+    # a notebook: (cell number, old source, new source) of each changed cell, for the diff
+    cells: Optional[List[Tuple[int, str, str]]] = None
 
     @property
     def changed(self) -> bool:
@@ -83,7 +85,24 @@ def _newline_of(text: str) -> str:
     return "\n"
 
 
+def fix_notebook_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
+    from gpulint.notebook import fix_notebook, load
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise LintError(exc.strerror or str(exc))
+    book = load(path)
+    nf = fix_notebook(book, path, options, unsafe)
+    return FileFix(
+        path, book.raw, nf.raw, nf.fixed, nf.remaining, nf.held_back_unsafe, "utf-8", book.bom,
+        (st.st_mtime_ns, st.st_size), fixed_count=nf.fixed_count, cells=nf.cells,
+    )
+
+
 def fix_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
+    if path.lower().endswith(".ipynb"):
+        return fix_notebook_file(path, options, unsafe)
     text, encoding, bom, stat = read_with_encoding(path)
     result = fix_source(text, path, options, unsafe=unsafe, newline=_newline_of(text))
     return FileFix(
@@ -92,13 +111,19 @@ def fix_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
     )
 
 
-def unified_diff(ff: FileFix) -> str:
-    a = ff.original.splitlines(keepends=True)
-    b = ff.fixed.splitlines(keepends=True)
+def _diff(a: str, b: str, name: str) -> str:
     out = []
-    for line in difflib.unified_diff(a, b, fromfile=f"a/{ff.path}", tofile=f"b/{ff.path}"):
+    for line in difflib.unified_diff(
+        a.splitlines(keepends=True), b.splitlines(keepends=True), fromfile=f"a/{name}", tofile=f"b/{name}"
+    ):
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+def unified_diff(ff: FileFix) -> str:
+    if ff.cells is not None:  # a notebook: one diff per changed cell, as Ruff shows them
+        return "".join(_diff(old, new, f"{ff.path}:cell {number}") for number, old, new in ff.cells)
+    return _diff(ff.original, ff.fixed, ff.path)
 
 
 def _under(path: str, roots: Sequence[str]) -> bool:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from gpulint.edits import apply_edits
 from gpulint.engine import LintOptions, lint_source
-from gpulint.rule import SAFE, UNSAFE, Finding
+from gpulint.rule import SAFE, UNSAFE, Edit, Finding
 
 MAX_PASSES = 10
 _LONE_LF = re.compile(r"(?<!\r)\n")
@@ -29,9 +29,11 @@ class FixResult:
     fixed_count: int = 0
 
 
-def _validate(text: str, path: str) -> Optional[str]:
+def validate_code(text: str, path: str, code=None, flags: int = 0) -> Optional[str]:
+    """Why `text` is not valid code, or None. `code`: what compile() gets
+    instead of the text (a notebook's program, as an AST)."""
     try:
-        compile(text, path or "<fixed>", "exec", dont_inherit=True)
+        compile(text if code is None else code, path or "<fixed>", "exec", flags=flags, dont_inherit=True)
     except SyntaxError as exc:
         return f"compile(): {exc.msg} at line {exc.lineno}"
     except (ValueError, RecursionError, MemoryError) as exc:
@@ -51,15 +53,28 @@ def _overlaps(a: Tuple[int, int], b: Tuple[int, int]) -> bool:
 
 
 def fix_source(
-    text: str, path: str, options: LintOptions, unsafe: bool = False, newline: str = "\n"
+    text: str,
+    path: str,
+    options: LintOptions,
+    unsafe: bool = False,
+    newline: str = "\n",
+    lint: Optional[Callable[[str], List[Finding]]] = None,
+    on_apply: Optional[Callable[[List[Edit]], None]] = None,
+    validate: Callable[[str, str], Optional[str]] = validate_code,
 ) -> FixResult:
+    """Apply the allowed fixes to a fixpoint. `lint` lints a version of the
+    text (default: `lint_source`), `validate` says why a fixed text is not
+    valid code; `on_apply` is told the edits of each pass once they are
+    checked (a notebook follows its cells with it)."""
+    if lint is None:
+        lint = lambda t: lint_source(t, path, options)  # noqa: E731
     allowed = (SAFE, UNSAFE) if unsafe else (SAFE,)
     fixed: List[Finding] = []
     current = text
     initial: Optional[int] = None
     settled: Optional[List[Finding]] = None  # findings of `current` once nothing is left to fix
     for _ in range(MAX_PASSES):
-        findings = lint_source(current, path, options)
+        findings = lint(current)
         if initial is None:
             initial = len(findings)
         todo = [f for f in findings if f.fix is not None and f.fix.applicability in allowed]
@@ -82,13 +97,15 @@ def fix_source(
         new = apply_edits(current, edits)
         if new == current:
             break
-        problem = _validate(new, path)
+        problem = validate(new, path)
         if problem is not None:
             codes = ",".join(sorted({f.code for f in applied}))
             raise FixError(f"fix by {codes} would produce invalid code ({problem}); file left unchanged")
+        if on_apply is not None:
+            on_apply(edits)
         current = new
         fixed.extend(applied)
-    remaining = settled if settled is not None else lint_source(current, path, options)
+    remaining = settled if settled is not None else lint(current)
     held = sum(1 for f in remaining if f.fix is not None and f.fix.applicability == UNSAFE and not unsafe)
     count = max(len(fixed), (initial or 0) - len(remaining)) if fixed else 0
     return FixResult(current, fixed, remaining, held, count)

@@ -67,7 +67,9 @@ class Finding:
     end_col: int
     noqa_row: int
     fix: Optional[Fix] = None
-    # Filled in only for files that are read again (fix/diff): not serialised.
+    # in a notebook: the cell's number (1-based, every cell counted, as Ruff does);
+    # row, end_row and noqa_row are then rows within the cell
+    cell: Optional[int] = None
 
     @property
     def fixable(self) -> bool:
@@ -78,7 +80,7 @@ class Finding:
         return DOCS_URL.format(code=self.code, name=self.name)
 
     def sort_key(self) -> tuple:
-        return (self.path, self.row, self.col, self.code)
+        return (self.path, self.cell or 0, self.row, self.col, self.code)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ def step(opt):
 CLEAN = "import os\n\nprint(os.getcwd())\n"
 TWO = "--select=GPU001,GPU302"
 
-LINE_RE = re.compile(r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) ")
+# a notebook's findings read `nb.ipynb:cell 3:2:5: CODE`
+LINE_RE = re.compile(r"^(?P<path>.+?):(?:cell (?P<cell>\d+):)?(?P<row>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) ")
 
 
 def write(root: Path, rel: str, text: str = DP) -> Path:

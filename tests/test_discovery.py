@@ -1,4 +1,4 @@
-"""File discovery (*.py / *.pyi, vendored folders, .gitignore, explicit
+"""File discovery (*.py / *.pyi / *.ipynb, vendored folders, .gitignore, explicit
 paths) and the cache."""
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ def git_init(root):
     subprocess.run(["git", "init", "-q", str(root)], check=True)
 
 
-def test_py_and_pyi_only(tmp_path):
+def test_py_pyi_and_notebooks_only(tmp_path):
     write(tmp_path, "a.py", DP)
     write(tmp_path, "stubs/b.pyi", DP)
     write(tmp_path, "c.txt", DP)
     write(tmp_path, "d.pyc", DP)
     write(tmp_path, "e.py.bak", DP)
-    write(tmp_path, "f.ipynb", DP)
-    assert linted_paths(tmp_path) == ["a.py", "stubs/b.pyi"]
+    write(tmp_path, "g.ipynb.bak", DP)
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": DP}
+    write(tmp_path, "nb/f.ipynb", json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 2}))
+    assert linted_paths(tmp_path) == ["a.py", "nb/f.ipynb", "stubs/b.pyi"]
 
 
 @pytest.mark.parametrize(

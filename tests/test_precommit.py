@@ -148,7 +148,7 @@ def test_manifest_is_valid_and_declares_both_hooks(setup):
     assert hooks["gpulint-fix"]["entry"].split()[:3] == ["gpulint", "fix", "--apply"]
     for h in hooks.values():
         assert h["language"] == "python"
-        assert h["types_or"] == ["python", "pyi"]
+        assert h["types_or"] == ["python", "pyi", "jupyter"]  # as Ruff's hooks: notebooks too
         assert h["require_serial"] is True
 
 
@@ -214,6 +214,27 @@ def test_run_fails_on_a_finding_in_a_stub_file(setup):
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
     assert "lib.pyi:4:9: GPU001" in out
+
+
+def test_run_fails_on_a_finding_in_a_notebook(setup):
+    import json
+
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": ["# Training\n"]},
+            {"cell_type": "code", "execution_count": None, "id": "model", "metadata": {}, "outputs": [],
+             "source": DP.splitlines(keepends=True)},
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    repo = _work_repo(
+        setup, "notebook-finding",
+        {".pre-commit-config.yaml": _config(setup), "train.ipynb": json.dumps(nb, indent=1) + "\n", "ok.py": CLEAN},
+    )
+    res = _run(setup, repo)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert "train.ipynb:cell 2:4:9: GPU001" in out
 
 
 def test_hook_respects_config_exclude(setup):

@@ -27,9 +27,12 @@ def render(findings: Sequence[Finding], errors: Sequence[Tuple[str, str]], ctx) 
     for path, why in errors:
         lines.append(f"::error title=gpulint,file={_esc_prop(path)}::{_esc_data(f'{path}: {why}')}")
     for f in findings:
-        props = (
-            f"title={_esc_prop(f'gpulint ({f.code})')},file={_esc_prop(f.path)},"
-            f"line={f.row},col={f.col},endLine={f.end_row},endColumn={f.end_col}"
-        )
-        lines.append(f"::error {props}::{_esc_data(f'{f.path}:{f.row}:{f.col}: {f.code} {f.message}')}")
+        props = f"title={_esc_prop(f'gpulint ({f.code})')},file={_esc_prop(f.path)}"
+        where = f"{f.path}:{f.row}:{f.col}"
+        if f.cell is None:
+            props += f",line={f.row},col={f.col},endLine={f.end_row},endColumn={f.end_col}"
+        else:
+            # a notebook's rows are rows of a cell, not lines of the .ipynb: annotate the file
+            where = f"{f.path}:cell {f.cell}:{f.row}:{f.col}"
+        lines.append(f"::error {props}::{_esc_data(f'{where}: {f.code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")

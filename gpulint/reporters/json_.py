@@ -25,7 +25,7 @@ def finding_dict(f: Finding) -> dict:
             "message": f.fix.message,
         }
     return {
-        "cell": None,
+        "cell": f.cell,  # a notebook's cell (rows are then within the cell), as in Ruff
         "code": f.code,
         "end_location": _loc((f.end_row, f.end_col)),
         "filename": os.path.abspath(f.path),

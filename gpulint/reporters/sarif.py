@@ -7,6 +7,10 @@ artifact changes. Files that could not be read or parsed become
 toolExecutionNotifications of the invocation, so the log stays valid and
 complete when some files fail.
 
+A finding in a notebook is located at the `.ipynb` file without a region
+(its rows are rows of a cell, not lines of the file): its message starts
+with `cell N:row:col:` and its properties carry the cell, row and column.
+
 Paths under the current directory are relative URIs against the
 `%SRCROOT%` base (what GitHub code scanning expects); others are absolute
 `file://` URIs. Columns are Unicode code points (`columnKind`), 1-based,
@@ -76,22 +80,27 @@ def _descriptor(cls) -> dict:
 
 def _result(f: Finding, rule_index: Dict[str, int], root: str) -> dict:
     location = _artifact_location(f.path, root)
+    physical: dict = {"artifactLocation": location}
+    if f.cell is None:
+        physical["region"] = _region(f.row, f.col, f.end_row, f.end_col)
+        text = f.message
+    else:
+        # a notebook: rows are within a cell, not lines of the .ipynb file, so the
+        # location is the file and the message and properties say where in it
+        text = f"cell {f.cell}:{f.row}:{f.col}: {f.message}"
     result = {
         "ruleId": f.code,
         "level": LEVEL,
-        "message": {"text": f.message},
-        "locations": [
-            {
-                "physicalLocation": {
-                    "artifactLocation": location,
-                    "region": _region(f.row, f.col, f.end_row, f.end_col),
-                }
-            }
-        ],
+        "message": {"text": text},
+        "locations": [{"physicalLocation": physical}],
     }
+    if f.cell is not None:
+        result["properties"] = {
+            "cell": f.cell, "cellLine": f.row, "cellColumn": f.col, "cellEndLine": f.end_row, "cellEndColumn": f.end_col,
+        }
     if f.code in rule_index:
         result["ruleIndex"] = rule_index[f.code]
-    if f.fix is not None and f.fix.edits:
+    if f.fix is not None and f.fix.edits and f.cell is None:  # a notebook's edits have no region in the file
         result["fixes"] = [
             {
                 "description": {"text": f.fix.message},

@@ -33,7 +33,9 @@ def _style(text: str, color: bool, **kw) -> str:
 
 
 def finding_line(f: Finding, color: bool, unsafe_fixes: bool = False) -> str:
-    loc = _style(printable(f.path), color, bold=True) + _style(":", color, fg="cyan") + f"{f.row}" + _style(":", color, fg="cyan") + f"{f.col}" + _style(":", color, fg="cyan")
+    sep = _style(":", color, fg="cyan")
+    cell = f"cell {f.cell}{sep}" if f.cell is not None else ""  # a notebook: `nb.ipynb:cell 3:2:5:`
+    loc = _style(printable(f.path), color, bold=True) + sep + cell + f"{f.row}" + sep + f"{f.col}" + sep
     code = _style(f.code, color, fg="red", bold=True)
     shown = f.fix is not None and (f.fix.applicability == SAFE or unsafe_fixes)
     mark = " " + _style("[*]", color, fg="cyan") if shown else ""

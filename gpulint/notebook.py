@@ -1,0 +1,770 @@
+"""Jupyter notebooks (`.ipynb`), linted and fixed as Ruff does.
+
+The code cells are joined into one program, so a name imported in the first
+cell is known in the fifth. IPython syntax (line magics `%time`, shell lines
+`!pip install`, help `?obj` / `obj?`, autocall `/f x`, `x = !ls`, automagics
+such as `pip install torch`) is not Python: each such line is replaced by a
+`pass` of the same number of lines and the same indentation (IPython itself
+turns it into one call), so line numbers stay right and blocks stay blocks. A cell whose first line is a cell magic (`%%bash`, `%%writefile`)
+is not Python and is skipped whole, except the magics that run their cell as
+Python (`%%time`, `%%capture`, ...), whose magic line alone is skipped.
+Markdown and raw cells, and cells marked as another language, are ignored.
+
+Positions are reported per cell: `nb.ipynb:cell 3:2:5`, where the cell number
+is the cell's 1-based index among *all* cells of the notebook, markdown cells
+included (Ruff's numbering: the cell you reach by counting cells down the
+notebook), and the line is 1-based within the cell.
+
+Fixes are applied to the joined program, then split back into the cells. A
+fix that would edit a skipped IPython line, or one edit that would span two
+cells (or edit a cell whose line breaks are lone CRs), is never offered. The file is rewritten by replacing only the `source`
+value of each changed cell, in the notebook's own JSON style (list of lines
+or one string, indentation, ensure_ascii), so outputs, metadata, execution
+counts, cell ids and every other byte of the file stay as they were.
+
+The notebook is parsed with the `json` module: nothing is executed or imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import copy
+import dataclasses
+import json
+import re
+import warnings
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from gpulint.engine import FileResult, LintError, LintOptions, lint_source, parse, read_bytes
+from gpulint.fixes import FixError, fix_source, validate_code
+from gpulint.rule import Edit, Finding
+from gpulint.source import Source
+
+SUFFIX = ".ipynb"
+# outputs (images, tables) make notebooks larger than source files for the same code
+MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
+
+# Cell magics that run the rest of their cell as Python (Ruff's list): the
+# cell is linted, and names it defines are known to the cells after it.
+PYTHON_CELL_MAGICS = frozenset({"capture", "debug", "prun", "pypy", "python", "python3", "time", "timeit"})
+
+# IPython's line magics: with automagic on, `pip install torch` or
+# `matplotlib inline` runs `%pip` / `%matplotlib`. Such a line is skipped only
+# when it is not Python on its own.
+AUTOMAGICS = frozenset(
+    "alias alias_magic autoawait autocall automagic bookmark cat cd clear code colors conda config cp debug "
+    "dhist dirs doctest_mode ed edit env gui hist history killbgscripts ldir less lf lk ll load load_ext loadpy "
+    "logoff logon logstart logstate logstop ls lsmagic lx macro magic mamba man matplotlib micromamba mkdir more "
+    "mv notebook page pastebin pdb pdef pdoc pfile pinfo pinfo2 pip popd pprint precision prun psearch psource "
+    "pushd pwd pycat pylab quickref recall rehashx reload_ext rep rerun reset reset_selective rm rmdir run save "
+    "sc set_env sx system tb time timeit unalias unload_ext who who_ls whos xdel xmode"
+    # and those of extensions that notebooks load most (autoreload, tensorboard, profilers)
+    " aimport autoreload lprun memit mprun tensorboard".split()
+)
+
+# `x = !ls`, `a, b = %sx cmd` (IPython's own pattern for the left-hand side)
+_MAGIC_ASSIGN_RE = re.compile(r"^\s*[\w.]+(?:\s*,\s*[\w.]+)*\s*=\s*[%!]")
+# `%`, `!`, `?` start line magics, shell lines and help; `/`, `,`, `;` are autocall
+_ESCAPES = ("%", "!", "?", "/", ",", ";")
+
+
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(SUFFIX)
+
+
+# ------------------------------------------------------------------ IPython lines
+@dataclass
+class _ScanState:
+    """Where a line starts, as far as a new logical line is concerned."""
+
+    quote: Optional[str] = None  # the open string's quote, if a string spans lines
+    depth: int = 0  # open brackets
+    continued: bool = False  # the previous line ended with a backslash
+
+    @property
+    def at_statement_start(self) -> bool:
+        return self.quote is None and self.depth == 0 and not self.continued
+
+
+def _scan_line(line: str, st: _ScanState) -> int:
+    """Advance `st` over one physical line; return where its code ends (its
+    comment's offset, or its length without the line break)."""
+    body = line.rstrip("\r\n")
+    quote, depth = st.quote, st.depth
+    i, n = 0, len(body)
+    code_end = n
+    backslash = False  # the line ends with a backslash (in a string or not)
+    while i < n:
+        c = body[i]
+        if quote is not None:
+            if c == "\\":
+                backslash = i + 1 == n
+                i += 2
+                continue
+            if body.startswith(quote, i):
+                i += len(quote)
+                quote = None
+                continue
+            i += 1
+            continue
+        if c == "#":
+            code_end = i
+            break
+        if c in "'\"":
+            quote = c * 3 if body.startswith(c * 3, i) else c
+            i += len(quote)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        elif c == "\\" and i + 1 == n:
+            backslash = True
+        i += 1
+    if quote is not None and len(quote) == 1 and not backslash:
+        quote = None  # an unterminated one-line string: the parser will say so
+    st.quote, st.depth = quote, depth
+    st.continued = backslash and quote is None
+    return code_end
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _is_ipython_line(line: str, code_end: int, balanced: bool) -> bool:
+    """Whether a line that starts a statement is IPython syntax, not Python.
+    `code_end`: where its comment starts; `balanced`: it closes every bracket
+    and string it opens."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return False
+    if stripped.startswith(_ESCAPES):
+        return True
+    if balanced and line[:code_end].rstrip().endswith("?"):  # `obj?`, `obj.attr??`: no `?` in Python code
+        return True
+    if _MAGIC_ASSIGN_RE.match(line):
+        return True
+    words = stripped.split()
+    if balanced and words[0] in AUTOMAGICS and not _parses(stripped):
+        # `pip install torch`, `cd ..`; an assignment that does not parse is a syntax error, not a magic
+        return not re.match(r"^(?:=|[-+*/%&|^<>@]+=|//=|\*\*=|>>=|<<=)", words[1] if len(words) > 1 else "")
+    return False
+
+
+@dataclass
+class Magic:
+    """IPython lines, replaced by a placeholder in the joined program."""
+
+    start: int  # offset of the placeholder in the joined program
+    placeholder: str  # what stands in for them: `pass` and a line break for each
+    original: str  # the lines as they are in the cell
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.placeholder)
+
+
+@dataclass
+class CodeCell:
+    """A Python code cell and where it lies in the joined program."""
+
+    index: int  # 0-based index among all cells
+    source: str  # the cell's source as in the notebook
+    start: int = 0  # [start, end): the cell's offsets in the joined program
+    end: int = 0
+    magics: List[Magic] = field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        """The cell number users see: 1-based, every cell counted (as Ruff does)."""
+        return self.index + 1
+
+    @property
+    def lone_cr(self) -> bool:
+        """Whether the cell breaks lines with a lone CR (old Mac style, which no
+        Jupyter writes): a fix could join such a line break with the next
+        cell's, so none is offered in it."""
+        return "\r" in self.source and re.search(r"\r(?!\n)", self.source) is not None
+
+
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def _lines(source: str) -> List[str]:
+    """The cell's lines with their line breaks, split as Python splits them
+    (str.splitlines would also split at form feeds and U+2028)."""
+    return _LINE_RE.findall(source)
+
+
+def _cell_magic(source: str) -> Optional[str]:
+    """The cell magic on the cell's first non-blank line (`%%bash` -> "bash"), if any."""
+    for line in _lines(source):
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("%%"):
+            word = s[2:].split(None, 1)
+            return word[0] if word else ""
+        return None
+    return None
+
+
+def python_cell_text(source: str) -> Tuple[str, List[Tuple[int, str, str]]]:
+    """The cell as Python: (text, [(offset, placeholder, original), ...]).
+    Each IPython line is replaced by a placeholder that keeps its line breaks;
+    every other line is kept as it is."""
+    lines = _lines(source)
+    out: List[str] = []
+    magics: List[Tuple[int, str, str]] = []
+    st = _ScanState()
+    pos = 0
+    seen_code = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        block: List[str] = []
+        if st.at_statement_start and line.strip():
+            if not seen_code and line.lstrip().startswith("%%"):
+                block = [line]  # a cell magic that runs the cell as Python: its line alone
+            else:
+                probe = _ScanState()
+                code_end = _scan_line(line, probe)
+                if _is_ipython_line(line.rstrip("\r\n"), code_end, probe.depth == 0 and probe.quote is None):
+                    block = [line]
+                    # an IPython line goes on after a trailing backslash, as in IPython
+                    while block[-1].rstrip("\r\n").endswith("\\") and i + len(block) < len(lines):
+                        block.append(lines[i + len(block)])
+        if line.strip():
+            seen_code = True
+        if block:
+            first = block[0]
+            indent = first[: len(first) - len(first.lstrip(" \t"))]
+            # IPython runs the lines as one call: `pass` (at their indentation, so a block
+            # stays a block), then a line break for each (never an empty line: after a
+            # lone CR it would make CR LF, one line break instead of two)
+            placeholder = indent + "pass" + "\n" * sum(1 for b in block if b.endswith(("\n", "\r")))
+            magics.append((pos, placeholder, "".join(block)))
+            out.append(placeholder)
+            pos += len(placeholder)
+            i += len(block)
+            st = _ScanState()
+            continue
+        _scan_line(line, st)
+        out.append(line)
+        pos += len(line)
+        i += 1
+    return "".join(out), magics
+
+
+def join_cells(sources: Sequence[str]) -> Tuple[str, List[Tuple[int, int, List[Magic]]]]:
+    """The program of these cell sources: (text, [(start, end, magics) per cell])."""
+    parts: List[str] = []
+    layout = []
+    pos = 0
+    for source in sources:
+        text, magics = python_cell_text(source)
+        if text and not text.endswith("\n"):
+            # every cell ends its last line, so the next one starts a line (after a lone
+            # CR too: the next cell's first line break must not join it into one CRLF)
+            text += "\n"
+        layout.append((pos, pos + len(text), [Magic(pos + off, ph, orig) for off, ph, orig in magics]))
+        parts.append(text)
+        pos += len(text)
+    return "".join(parts), layout
+
+
+# ------------------------------------------------------------------ loading
+class NotebookError(LintError):
+    """A file that cannot be read as a notebook (one line)."""
+
+
+def _source_text(value, number: int) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "".join(value)
+    raise NotebookError(f"not a valid notebook: the source of cell {number} is not text")
+
+
+def _is_python_notebook(meta) -> bool:
+    if not isinstance(meta, dict):
+        return True
+    info = meta.get("language_info")
+    if isinstance(info, dict) and isinstance(info.get("name"), str):
+        return info["name"].lower() == "python"
+    kernel = meta.get("kernelspec")
+    if isinstance(kernel, dict) and isinstance(kernel.get("language"), str):
+        return kernel["language"].lower() == "python"
+    return True
+
+
+def _cell_language(cell: dict) -> Optional[str]:
+    """The language VS Code records for a cell of a mixed-language notebook."""
+    meta = cell.get("metadata")
+    vscode = meta.get("vscode") if isinstance(meta, dict) else None
+    lang = vscode.get("languageId") if isinstance(vscode, dict) else None
+    return lang if isinstance(lang, str) else None
+
+
+@dataclass
+class Notebook:
+    raw: str  # the file's text
+    data: dict  # its JSON
+    bom: bool
+    cells: List[CodeCell]  # the Python code cells, in order
+    python: bool = True  # False for a notebook in another language: nothing to lint
+    text: str = ""  # the joined program
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Notebook":
+        bom = data.startswith(codecs.BOM_UTF8)
+        try:
+            raw = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise NotebookError(f"not a valid notebook: cannot decode as UTF-8: {exc.reason} at line {line}")
+        return cls.from_text(raw, bom)
+
+    @classmethod
+    def from_text(cls, raw: str, bom: bool = False) -> "Notebook":
+        if not raw.strip():
+            # an empty file is an empty notebook (editors create them so), as in Ruff
+            return cls(raw, {}, bom, [], python=False)
+        try:
+            nb = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise NotebookError(f"not a valid notebook: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
+        except (ValueError, RecursionError) as exc:
+            raise NotebookError(f"not a valid notebook: invalid JSON: {exc}")
+        if not isinstance(nb, dict):
+            raise NotebookError("not a Jupyter notebook: the JSON is not an object")
+        version = nb.get("nbformat")
+        if "worksheets" in nb or (type(version) is int and version < 4):
+            raise NotebookError(
+                f"nbformat {version if type(version) is int else 3} notebooks are not supported: "
+                "convert it with `jupyter nbconvert --to notebook --nbformat 4`"
+            )
+        if version is not None and version != 4:
+            raise NotebookError(f"not a notebook this version reads: nbformat {version!r} (4 is supported)")
+        cells = nb.get("cells")
+        if not isinstance(cells, list):
+            raise NotebookError("not a Jupyter notebook: no 'cells' list")
+        code: List[CodeCell] = []
+        for i, cell in enumerate(cells):
+            if not isinstance(cell, dict):
+                raise NotebookError(f"not a valid notebook: cell {i + 1} is not a JSON object")
+            if cell.get("cell_type") != "code":
+                continue  # markdown and raw cells
+            if "source" not in cell:
+                raise NotebookError(f"not a valid notebook: cell {i + 1} has no 'source'")
+            source = _source_text(cell["source"], i + 1)
+            lang = _cell_language(cell)
+            if lang is not None and lang.lower() != "python":
+                continue
+            magic = _cell_magic(source)
+            if magic is not None and magic not in PYTHON_CELL_MAGICS:
+                continue  # `%%bash`, `%%writefile`, `%%javascript`...: the cell is not Python
+            code.append(CodeCell(i, source))
+        book = cls(raw, nb, bom, code, python=_is_python_notebook(nb.get("metadata")))
+        book.text = book.layout([c.source for c in code])
+        return book
+
+    def layout(self, sources: Sequence[str]) -> str:
+        """Join these sources (one per Python cell) and record where each cell lies."""
+        text, layout = join_cells(sources)
+        for cell, (start, end, magics) in zip(self.cells, layout):
+            cell.start, cell.end, cell.magics = start, end, magics
+        return text
+
+    @property
+    def lintable(self) -> bool:
+        return self.python and bool(self.text.strip())
+
+
+def load(path: str) -> Notebook:
+    return Notebook.from_bytes(read_bytes(path, MAX_NOTEBOOK_BYTES))
+
+
+# ------------------------------------------------------------------ positions
+class CellMap:
+    """Positions in the joined program -> (cell number, row in the cell, column)."""
+
+    def __init__(self, cells: Sequence[CodeCell], text: str) -> None:
+        self.cells = list(cells)
+        self.starts = [c.start for c in self.cells]
+        self.source = Source(text)
+        self.rows = [self.source.position(s)[0] for s in self.starts]  # each cell's first row
+
+    def cell_at(self, offset: int) -> int:
+        """The cell holding `offset` (an index into self.cells): an offset on a
+        boundary belongs to the cell that starts there."""
+        return max(0, bisect_right(self.starts, offset) - 1)
+
+    def cell_of_row(self, row: int) -> int:
+        return max(0, bisect_right(self.rows, row) - 1)
+
+    def in_cell(self, row: int, k: Optional[int] = None) -> Tuple[int, int]:
+        """(cell number, row in that cell) of a row of the program."""
+        if k is None:
+            k = self.cell_of_row(row)
+        return self.cells[k].number, row - self.rows[k] + 1
+
+    def translate(self, f: Finding) -> Finding:
+        k = self.cell_of_row(f.row)
+        base = self.rows[k] - 1
+        fix = f.fix
+        if fix is not None:
+            edits = []
+            for e in fix.edits:
+                # each edit relative to its own cell (a fix may edit an import in another cell)
+                ek = self.cell_at(e.start)
+                r1, c1 = self.source.position(e.start)
+                r2, c2 = self.source.position(e.end)
+                eb = self.rows[ek] - 1
+                edits.append(dataclasses.replace(e, location=(r1 - eb, c1), end_location=(r2 - eb, c2)))
+            fix = dataclasses.replace(fix, edits=tuple(edits))
+        return dataclasses.replace(
+            f, cell=self.cells[k].number, row=f.row - base, end_row=f.end_row - base,
+            noqa_row=f.noqa_row - base, fix=fix,
+        )
+
+
+def _check_cells(tree: ast.Module, cmap: CellMap) -> None:
+    """Each statement must start and end in one cell: IPython runs each cell on
+    its own, so a bracket or a block left open at the end of a cell is a
+    syntax error there, even when the next cell would close it."""
+    for stmt in tree.body:
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        last = getattr(stmt, "end_lineno", None) or stmt.lineno
+        k = cmap.cell_of_row(first)
+        if cmap.cell_of_row(last) != k:
+            number, row = cmap.in_cell(first, k)
+            raise LintError(f"syntax error at cell {number}:{row}:1: the statement goes on past the end of its cell")
+
+
+def _syntax_error(exc: LintError, cmap: CellMap) -> LintError:
+    """The engine's syntax error, its position given in the cell."""
+    loc = getattr(exc, "location", None)
+    if loc is None:
+        return exc
+    row, col = loc
+    number, cell_row = cmap.in_cell(row)
+    return LintError(f"syntax error at cell {number}:{cell_row}:{col}: {exc.detail}")
+
+
+def _touches(e: Edit, magic: Magic) -> bool:
+    if e.start == e.end:  # an insertion
+        if e.start == magic.start:
+            # just before the IPython line: fine when it brings its own line break
+            return bool(e.content) and not e.content.endswith(("\n", "\r"))
+        return magic.start < e.start < magic.end
+    return e.start < magic.end and e.end > magic.start
+
+
+def _safe_fix(f: Finding, cells: Sequence[CodeCell]) -> Finding:
+    """`f` without its fix when an edit of it would touch an IPython line, span
+    two cells or edit a cell with lone-CR line breaks."""
+    if f.fix is None:
+        return f
+    starts = [c.start for c in cells]
+    for e in f.fix.edits:
+        cell = cells[max(0, bisect_right(starts, e.start) - 1)]
+        if e.end > cell.end or cell.lone_cr or any(_touches(e, m) for c in cells for m in c.magics):
+            return dataclasses.replace(f, fix=None)
+    return f
+
+
+class _Linter:
+    """Lints one notebook's joined program, and follows its cells and IPython
+    lines while fixes change it."""
+
+    def __init__(self, book: Notebook, path: str, options: LintOptions) -> None:
+        self.book = book
+        self.path = path
+        self.options = options
+        self.translated: Dict[int, Tuple[Finding, Finding]] = {}  # id -> (finding, in cell positions)
+
+    def lint(self, text: str) -> List[Finding]:
+        cmap = CellMap(self.book.cells, text)
+        try:
+            tree = parse(text, self.path)
+        except LintError as exc:
+            raise _syntax_error(exc, cmap)
+        _check_cells(tree, cmap)
+        findings = [_safe_fix(f, self.book.cells) for f in lint_source(text, self.path, self.options, tree=tree)]
+        for f in findings:
+            self.translated[id(f)] = (f, cmap.translate(f))
+        return findings
+
+    def in_cells(self, findings: Sequence[Finding]) -> List[Finding]:
+        return [self.translated[id(f)][1] for f in findings]
+
+    def shift(self, edits: Sequence[Edit]) -> None:
+        """Move the cells and IPython lines past the edits of one fix pass.
+
+        An insertion exactly at a cell boundary that ends with a line break
+        (whole lines, such as a statement added after the imports) ends the
+        cell before the boundary; one that does not is the start of the next
+        cell's first line. One just before an IPython line goes before it."""
+
+        def moved(p: int, takes: Callable[[Edit], bool]) -> int:
+            d = 0
+            for e in edits:
+                if e.end < p or (e.end == p and e.start < p) or (e.start == e.end == p and takes(e)):
+                    d += len(e.content) - (e.end - e.start)
+            return p + d
+
+        def whole_lines(e: Edit) -> bool:
+            return e.content.endswith(("\n", "\r"))
+
+        cells = self.book.cells
+        for k, c in enumerate(cells):
+            for m in c.magics:
+                m.start = moved(m.start, lambda e: True)
+            if k:  # the first cell starts the program, whatever is inserted there
+                c.start = moved(c.start, whole_lines)
+            c.end = moved(c.end, (lambda e: True) if k == len(cells) - 1 else whole_lines)
+
+
+def lint_notebook(book: Notebook, path: str, options: LintOptions) -> List[Finding]:
+    if not book.lintable:
+        return []
+    linter = _Linter(book, path, options)
+    return linter.in_cells(linter.lint(book.text))
+
+
+def lint_notebook_file(path: str, options: LintOptions) -> FileResult:
+    try:
+        findings = lint_notebook(load(path), path, options)
+    except LintError as exc:
+        return FileResult(path, error=str(exc))
+    except Exception as exc:  # a bug must not stop the run
+        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)")
+    return FileResult(path, findings)
+
+
+# ------------------------------------------------------------------ fixing
+@dataclass
+class NotebookFix:
+    raw: str  # the notebook's new text
+    cells: List[Tuple[int, str, str]]  # (cell number, old source, new source) of each changed cell
+    fixed: List[Finding]
+    remaining: List[Finding]
+    held_back_unsafe: int
+    fixed_count: int
+
+
+def _validate_program(text: str, path: str) -> Optional[str]:
+    """Why a fixed program is not valid code, as IPython compiles cells: each
+    on its own (a `from __future__` import may open any cell) and with
+    top-level `await`."""
+    with warnings.catch_warnings():  # the user's `"\d"` is not gpulint's to warn about
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return validate_code(text, path)  # which says why
+        tree.body = [s for s in tree.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
+        return validate_code(text, path, code=tree, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def fix_notebook(book: Notebook, path: str, options: LintOptions, unsafe: bool) -> NotebookFix:
+    if not book.lintable:
+        return NotebookFix(book.raw, [], [], [], 0, 0)
+    linter = _Linter(book, path, options)
+    original = [c.source for c in book.cells]
+    result = fix_source(
+        book.text, path, options, unsafe=unsafe, lint=linter.lint, on_apply=linter.shift, validate=_validate_program
+    )
+    fixed, remaining = linter.in_cells(result.fixed), linter.in_cells(result.remaining)
+    if result.text == book.text:
+        return NotebookFix(book.raw, [], fixed, remaining, result.held_back_unsafe, result.fixed_count)
+    sources = _split(book, result.text)
+    # the new cells, read as a notebook is read, must give the program that was checked
+    # (as Python reads it: a cell that ends with a lone CR may keep it or get CR LF)
+    if _as_python_reads(join_cells(sources)[0]) != _as_python_reads(result.text):
+        raise FixError("the fixed cells do not read back as the fixed program; notebook left unchanged")
+    new = {c.index: s for c, old, s in zip(book.cells, original, sources) if old != s}
+    changed = [(c.number, old, s) for c, old, s in zip(book.cells, original, sources) if old != s]
+    raw = write_sources(book, new)
+    return NotebookFix(raw, changed, fixed, remaining, result.held_back_unsafe, result.fixed_count)
+
+
+def _as_python_reads(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _split(book: Notebook, text: str) -> List[str]:
+    """Each cell's new source out of the fixed program, its IPython lines put back."""
+    out = []
+    for c in book.cells:
+        chunks = []
+        pos = c.start
+        for m in sorted(c.magics, key=lambda m: m.start):
+            if not (c.start <= m.start and m.end <= c.end) or text[m.start: m.end] != m.placeholder:
+                raise FixError(f"a fix moved an IPython line of cell {c.number}; notebook left unchanged")
+            chunks.append(text[pos: m.start])
+            chunks.append(m.original)
+            pos = m.end
+        chunks.append(text[pos: c.end])
+        source = "".join(chunks)
+        if not c.source.endswith("\n") and source.endswith("\n") and not source[:-1].endswith("\n"):
+            # the line break the join adds (where the cell ends in a blank line, the
+            # join adds none: the cell keeps its last line break)
+            source = source[:-1]
+        out.append(source)
+    return out
+
+
+# ------------------------------------------------------------------ writing
+_WS_RE = re.compile(r"[ \t\n\r]*")
+_ESCAPED_NON_ASCII_RE = re.compile(r"(?<!\\)(?:\\\\)*\\u(?:00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])")
+
+
+def _ws(s: str, i: int) -> int:
+    return _WS_RE.match(s, i).end()
+
+
+def _members(raw: str, i: int, scan) -> List[Tuple[str, int, int]]:
+    """(key, value start, value end) of each member of the object at raw[i]."""
+    out = []
+    assert raw[i] == "{"
+    i = _ws(raw, i + 1)
+    if raw[i] == "}":
+        return out
+    while True:
+        key, i = json.decoder.scanstring(raw, i + 1)
+        i = _ws(raw, i)
+        assert raw[i] == ":"
+        start = _ws(raw, i + 1)
+        _, end = scan(raw, start)
+        out.append((key, start, end))
+        i = _ws(raw, end)
+        if raw[i] == "}":
+            return out
+        assert raw[i] == ","
+        i = _ws(raw, i + 1)
+
+
+def _elements(raw: str, i: int, scan) -> List[Tuple[int, int]]:
+    """(start, end) of each element of the array at raw[i]."""
+    out = []
+    assert raw[i] == "["
+    i = _ws(raw, i + 1)
+    if raw[i] == "]":
+        return out
+    while True:
+        _, end = scan(raw, i)
+        out.append((i, end))
+        i = _ws(raw, end)
+        if raw[i] == "]":
+            return out
+        assert raw[i] == ","
+        i = _ws(raw, i + 1)
+
+
+def source_spans(raw: str) -> Dict[int, Tuple[int, int]]:
+    """Where each cell's `source` value lies in the notebook's text, by cell index."""
+    scan = json.JSONDecoder().scan_once
+    spans: Dict[int, Tuple[int, int]] = {}
+    top = _ws(raw, 0)
+    cells = [m for m in _members(raw, top, scan) if m[0] == "cells"]
+    if not cells:
+        return spans
+    for index, (start, _) in enumerate(_elements(raw, cells[-1][1], scan)):
+        for key, vs, ve in _members(raw, start, scan):
+            if key == "source":
+                spans[index] = (vs, ve)
+    return spans
+
+
+def _line_indent(raw: str, offset: int) -> str:
+    line_start = max(raw.rfind("\n", 0, offset), raw.rfind("\r", 0, offset)) + 1
+    line = raw[line_start:offset]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _layout(raw: str) -> Tuple[str, str]:
+    """(what follows a comma between members, the indentation step) of the
+    file, for a list that was empty: nbformat writes ",\n" and one space."""
+    m = re.search(r",([ \t\r\n]*)\"", raw)
+    after_comma = m.group(1) if m else "\n"
+    m = re.search(r"\{(?:\r\n|\n|\r)([ \t]+)\"", raw)
+    return after_comma, m.group(1) if m else " "
+
+
+def _ensure_ascii(raw: str) -> bool:
+    """Whether the file writes non-ASCII characters as \\u escapes: only when it
+    has such an escape and no raw non-ASCII character (nbformat writes them raw)."""
+    return raw.isascii() and _ESCAPED_NON_ASCII_RE.search(raw) is not None
+
+
+def _split_lines(text: str) -> List[str]:
+    return [p for p in re.split(r"(?<=\n)", text) if p]
+
+
+def _render_source(raw: str, span: Tuple[int, int], new: str, ensure_ascii: bool) -> str:
+    start, end = span
+    old = raw[start:end]
+    if old.startswith('"'):
+        return json.dumps(new, ensure_ascii=ensure_ascii)
+    scan = json.JSONDecoder().scan_once
+    elems = _elements(raw, start, scan)
+    if elems:
+        first_ws = raw[start + 1: elems[0][0]]
+        close_ws = raw[elems[-1][1]: end - 1]
+        sep = raw[elems[0][1]: elems[1][0]] if len(elems) > 1 else "," + first_ws
+    else:  # an empty list: lay the lines out as the file lays out its members
+        after_comma, unit = _layout(raw)
+        if "\n" in after_comma or "\r" in after_comma:
+            newline = after_comma[: len(after_comma) - len(after_comma.lstrip("\r\n"))]
+            indent = _line_indent(raw, start)
+            first_ws, close_ws = newline + indent + unit, newline + indent
+            sep = "," + first_ws
+        else:
+            first_ws = close_ws = ""
+            sep = "," + after_comma
+    lines = _split_lines(new)
+    if not lines:
+        return "[]"
+    body = sep.join(json.dumps(line, ensure_ascii=ensure_ascii) for line in lines)
+    return "[" + first_ws + body + close_ws + "]"
+
+
+def write_sources(book: Notebook, new_sources: Dict[int, str]) -> str:
+    """The notebook's text with these cells' sources (by cell index) replaced,
+    every other byte kept."""
+    if not new_sources:
+        return book.raw
+    raw = book.raw
+    spans = source_spans(raw)
+    ensure_ascii = _ensure_ascii(raw)
+    out = []
+    pos = 0
+    for index in sorted(new_sources):
+        span = spans[index]
+        out.append(raw[pos: span[0]])
+        out.append(_render_source(raw, span, new_sources[index], ensure_ascii))
+        pos = span[1]
+    out.append(raw[pos:])
+    new_raw = "".join(out)
+    # the result must read back as the same notebook with only these sources changed
+    expected = copy.deepcopy(book.data)
+    for index, text in new_sources.items():
+        old = expected["cells"][index]["source"]
+        expected["cells"][index]["source"] = text if isinstance(old, str) else _split_lines(text)
+    try:
+        again = json.loads(new_raw)
+    except ValueError:
+        again = None
+    if again != expected:
+        raise FixError("the rewritten notebook would not read back as the same notebook; left unchanged")
+    return new_raw
