@@ -148,7 +148,7 @@ def render_multigpu(report: dict) -> str:
 
 def multigpu_summary(report: dict) -> str:
     """One paragraph for GPU001's page: the measured DDP gain and scaling efficiency."""
-    ran = [r for r in report["rows"] if "skipped" not in r]
+    ran = [r for r in report["rows"] if "skipped" not in r and r["gpus"] > 1]  # one GPU is no data parallelism
     if not ran:
         return ""
     parts = [
