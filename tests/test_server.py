@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gpulint.rule import all_rules
+
 from gpulint.server.core import (
     UTF8,
     UTF16,
@@ -127,7 +129,7 @@ def test_session_diagnostics_quick_fixes_fix_all_and_exit(workspace, client_fact
     assert diags[0]["range"]["start"]["character"] == DOC.splitlines()[5].index("torch.arange") + 1
     for d in diags:
         assert d["severity"] == 2 and d["source"] == "gpulint" and d["message"]
-        assert d["codeDescription"]["href"].endswith(f"/docs/rules/{d['code']}.md")
+        assert d["codeDescription"]["href"].endswith(f"/docs/rules/{all_rules()[d['code']].name}.md")
 
     # GPU203: a safe quick fix, preferred; applied, it is what `gpulint fix` makes
     acts = c.code_actions(uri, diags[0]["range"], diags[:1])
