@@ -343,7 +343,7 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_
     """
     from gpulint.config import expand_selector
     from gpulint.harness import bench as bench_mod
-    from gpulint.harness.probe import HarnessUnavailable, describe, probe, require_device
+    from gpulint.harness.probe import describe
     from gpulint.rule import all_rules
 
     if gpu_counts is not None:
@@ -360,12 +360,7 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_
     missing = [c for c in selected if all_rules()[c].bench is None]
     if not rules:
         raise click.UsageError(f"no workload for {', '.join(selected)}")
-    try:
-        info = probe()
-        require_device(info, device)
-    except HarnessUnavailable as e:
-        click.echo(f"gpulint bench: {e}", err=True)
-        sys.exit(EXIT_ERROR)
+    info = _probe_or_exit(device)
     where = describe(info, device)
     report = {"where": where, "device": device, "small": small, "repetitions": reps, "env": info, "rules": []}
     click.echo(f"gpulint bench on {where}" + ("  [--small: smoke test, figures mean nothing]" if small else ""), err=True)
@@ -412,21 +407,29 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
-def _bench_gpus(counts_text, device, reps, steps, small, json_path, timeout, global_batch) -> None:
-    from gpulint.fsutil import atomic_write_text
-    from gpulint.harness import multigpu
-    from gpulint.harness.probe import HarnessUnavailable, describe, probe, require_device
+def _probe_or_exit(device: str) -> dict:
+    """What the harness runs on (torch, CUDA, GPU), or a one-line reason and exit 2."""
+    from gpulint.harness.probe import HarnessUnavailable, probe, require_device
 
-    try:
-        counts = multigpu.parse_counts(counts_text)
-    except multigpu.StudyError as e:
-        raise click.UsageError(str(e))
     try:
         info = probe()
         require_device(info, device)
     except HarnessUnavailable as e:
         click.echo(f"gpulint bench: {e}", err=True)
         sys.exit(EXIT_ERROR)
+    return info
+
+
+def _bench_gpus(counts_text, device, reps, steps, small, json_path, timeout, global_batch) -> None:
+    from gpulint.fsutil import atomic_write_text
+    from gpulint.harness import multigpu
+    from gpulint.harness.probe import describe
+
+    try:
+        counts = multigpu.parse_counts(counts_text)
+    except multigpu.StudyError as e:
+        raise click.UsageError(str(e))
+    info = _probe_or_exit(device)
     where = describe(info, device)
     visible = int(info.get("gpu_count") or 0)
     click.echo(f"gpulint bench --gpus {counts_text} on {where} ({visible} GPUs visible)", err=True)

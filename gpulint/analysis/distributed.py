@@ -27,7 +27,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 from gpulint.analysis.core import FUNCS, LOOPS, SCOPES, FileAnalysis
-from gpulint.analysis.names import last_name
+from gpulint.analysis.names import last_name, node_word
 from gpulint.analysis.placement import (
     _assignments,
     _binds_ref,
@@ -93,15 +93,7 @@ def mentions_distributed(test: ast.AST) -> bool:
     """An `if` test (or any expression) that names something distributed:
     `args.distributed`, `world_size > 1`, `dist.is_initialized()`, `rank`."""
     for n in ast.walk(test):
-        text = None
-        if isinstance(n, ast.Name):
-            text = n.id
-        elif isinstance(n, ast.Attribute):
-            text = n.attr
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            text = n.value
-        elif isinstance(n, ast.keyword):
-            text = n.arg
+        text = node_word(n)
         if text and DISTRIBUTED_TEST_RE.search(text):
             return True
     return False

@@ -149,6 +149,20 @@ def dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
+def node_word(node: ast.AST) -> Optional[str]:
+    """The word a node of a condition spells, for tests such as `if args.debug:`:
+    a name, an attribute, a string constant or a keyword's name; else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.keyword):
+        return node.arg
+    return None
+
+
 def last_name(node: ast.AST) -> Optional[str]:
     """`loss` for `loss`, `model` for `self.model`, None otherwise."""
     if isinstance(node, ast.Name):

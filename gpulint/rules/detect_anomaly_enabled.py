@@ -5,6 +5,7 @@ import re
 from typing import Optional, Sequence
 
 from gpulint.analysis.core import SCOPES
+from gpulint.analysis.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.rules._workloads import LANGUAGE_MODEL, LM_TRAIN_LOOP
 
@@ -52,15 +53,7 @@ def _mentions_debug(test: ast.AST) -> bool:
     for n in ast.walk(test):
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
             return False
-        text = None
-        if isinstance(n, ast.Name):
-            text = n.id
-        elif isinstance(n, ast.Attribute):
-            text = n.attr
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            text = n.value
-        elif isinstance(n, ast.keyword):
-            text = n.arg
+        text = node_word(n)
         if text and DEBUG_WORD_RE.search(text):
             return True
     return False

@@ -25,7 +25,8 @@ from gpulint.discovery import _force_excluded
 from gpulint.engine import MAX_FILE_BYTES, LintError, LintOptions, lint_source, parse
 from gpulint.fix_cmd import _newline_of
 from gpulint.fixes import _LONE_LF, FixError, fix_source
-from gpulint.rule import SAFE, Finding
+from gpulint.edits import apply_edits
+from gpulint.rule import SAFE, Edit, Finding
 from gpulint.runner import _options_for
 from gpulint.suppress import NOQA_RE, Suppressions
 
@@ -206,15 +207,8 @@ def fix_changes(doc: LintedDocument, f: Finding) -> List[TextChange]:
 
 
 def apply_changes(text: str, changes: Sequence[TextChange]) -> str:
-    out, pos = [], 0
-    for c in sorted(changes, key=lambda c: (c.start, c.end)):
-        if c.start < pos:
-            raise ValueError("overlapping changes")
-        out.append(text[pos : c.start])
-        out.append(c.new_text)
-        pos = c.end
-    out.append(text[pos:])
-    return "".join(out)
+    """Apply non-overlapping changes, as the engine applies a fix's edits."""
+    return apply_edits(text, [Edit(c.start, c.end, c.new_text) for c in changes])
 
 
 def diff_changes(old: str, new: str) -> List[TextChange]:
