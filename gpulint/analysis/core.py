@@ -151,6 +151,8 @@ HOST_FACTORIES = frozenset(
     tensor from_numpy frombuffer scalar_tensor""".split()
 )
 _LOADER_BATCH = object()  # a binding by a DataLoader loop (see FileAnalysis._host_bindings)
+# names of functions that compute with a model (and so on its device)
+MODEL_CODE_WORDS = ("forward", "backward", "step", "generate", "sample", "decode", "loss")
 ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "progress_bar", "track", "islice"})
 
 
@@ -1217,6 +1219,24 @@ class FileAnalysis:
                 if not isinstance(child, SCOPES):
                     stack.append(child)
         return out
+
+    def in_model_code(self, ancestors: Sequence[ast.AST]) -> bool:
+        """Code that computes with a model, so its tensors live on the model's
+        device: a method of an `nn.Module` subclass of this file, or a function
+        named like model computation (`forward`, `generate`, `_sample`,
+        `training_step`, `compute_loss`, ...). Data preparation (image
+        processors, feature extractors, collate functions) usually runs on the CPU."""
+        for i in range(len(ancestors) - 1, -1, -1):
+            anc = ancestors[i]
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                low = anc.name.lower()
+                if any(w in low for w in MODEL_CODE_WORDS):
+                    return True
+                parent = ancestors[i - 1] if i > 0 else None
+                return isinstance(parent, ast.ClassDef) and self.is_module_class(parent)
+            if isinstance(anc, (ast.Lambda, ast.ClassDef)):
+                return False
+        return False
 
     def is_test_file(self) -> bool:
         p = self.path.replace("\\", "/")

@@ -17,7 +17,6 @@ from gpulint.analysis.shapes import (
     data_dependent_op,
 )
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
-from gpulint.rules.host_sync_in_loop import _in_model_code
 
 _MAX_SNIPPET = 56
 _HOST_READS = frozenset(("tolist", "item", "cpu", "numpy"))
@@ -338,7 +337,7 @@ class DataDependentShapeInLoop(Rule):
             return None
         if analysis.hot_loop(node, ancestors, is_hot=_every_pass) is None:
             return None
-        if not _in_model_code(analysis, ancestors) or _in_inference_code(ancestors):
+        if not analysis.in_model_code(ancestors) or _in_inference_code(ancestors):
             return None
         if not runs_repeatedly(analysis, node, ancestors):
             return None

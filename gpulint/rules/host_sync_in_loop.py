@@ -24,8 +24,6 @@ _BUILTIN_NAMES = frozenset({"float", "int", "bool", "print", "str", "repr", "max
 _MAX_SNIPPET = 56
 # reads of a loop element that pull its value to the host
 _ELEMENT_READ_METHODS = frozenset({"item", "tolist"})
-# names of functions that compute with a model (and so on its device)
-_MODEL_CODE_WORDS = ("forward", "backward", "step", "generate", "sample", "decode", "loss")
 
 
 def _snippet(text: str) -> str:
@@ -204,25 +202,6 @@ def _derived_before(name: str, block, k: int, depth: int) -> bool:
                 return True
             names = {n.id for n in ast.walk(b.value) if isinstance(n, ast.Name)}
             return any(_derived_before(n, block, i, depth + 1) for n in names if n != name)
-    return False
-
-
-def _in_model_code(analysis, ancestors) -> bool:
-    """Code that computes with a model, so its tensors live on the model's
-    device: a method of an `nn.Module` subclass of this file, or a function
-    named like model computation (`forward`, `generate`, `_sample`,
-    `training_step`, `compute_loss`, ...). Data preparation (image
-    processors, feature extractors, collate functions) usually runs on the CPU."""
-    for i in range(len(ancestors) - 1, -1, -1):
-        anc = ancestors[i]
-        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            low = anc.name.lower()
-            if any(w in low for w in _MODEL_CODE_WORDS):
-                return True
-            parent = ancestors[i - 1] if i > 0 else None
-            return isinstance(parent, ast.ClassDef) and analysis.is_module_class(parent)
-        if isinstance(anc, (ast.Lambda, ast.ClassDef)):
-            return False
     return False
 
 
@@ -541,7 +520,7 @@ class HostSyncInLoop(Rule):
         iterated = analysis.tensor_loop_element(value, ctx.ancestors)
         if iterated is None or not runs_repeatedly(analysis, node, ctx.ancestors):
             return False
-        if not (_in_model_code(analysis, ctx.ancestors) or self._hot(analysis, node, ctx.ancestors) is not None):
+        if not (analysis.in_model_code(ctx.ancestors) or self._hot(analysis, node, ctx.ancestors) is not None):
             return False
         if _follows_host_read(node, ctx.ancestors, analysis):
             return False
