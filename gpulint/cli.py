@@ -436,8 +436,8 @@ def _bench_gpus(counts_text, device, reps, steps, small, json_path, timeout, glo
     try:
         report = multigpu.study(
             counts, device, visible, global_batch=global_batch or multigpu.DEFAULT_GLOBAL_BATCH,
-            steps=steps or 20, warmup=5, reps=reps, small=small, timeout=timeout,
-            progress=lambda msg: click.echo(f"  {msg} ...", err=True),
+            reps=reps, small=small, timeout=timeout, progress=lambda msg: click.echo(f"  {msg} ...", err=True),
+            **({"steps": steps} if steps else {}),
         )
     except multigpu.StudyError as e:
         click.echo(f"gpulint bench: {e}", err=True)

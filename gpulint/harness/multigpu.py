@@ -34,6 +34,8 @@ import sys
 import tempfile
 from typing import Callable, Dict, List, Optional, Sequence
 
+from gpulint.harness.stats import fmt_mib
+
 # never let NCCL or PyTorch use NVLink multicast on a shared host (see the device notes)
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 DEFAULT_GLOBAL_BATCH = 512
@@ -126,17 +128,13 @@ def study(counts: Sequence[int], device: str, visible: int, global_batch: int = 
             "small": small, "visible_gpus": visible, "single": single, "rows": rows}
 
 
-def _mib(b) -> str:
-    return f"{b / 2**20:,.0f} MiB" if b else "n/a"
-
-
 def render_table(report: dict) -> str:
     """The study as a markdown table (also what `gpulint bench --gpus` prints)."""
     s = report["single"]
     lines = [
         f"Global batch {report['global_batch']}, {report['reps']} windows of {report['steps']} steps after "
         f"{report['warmup']} warm-up steps; "
-        + (f"one GPU alone: {s['samples_per_s']:,.0f} samples/s, peak {_mib(s.get('peak_bytes_gpu0'))}."
+        + (f"one GPU alone: {s['samples_per_s']:,.0f} samples/s, peak {fmt_mib(s.get('peak_bytes_gpu0'))}."
            if report["device"] == "cuda" else
            f"one process alone: {s['samples_per_s']:,.0f} samples/s (CPU: processes stand in for GPUs)."),
         "",
@@ -152,7 +150,7 @@ def render_table(report: dict) -> str:
         lines.append(
             f"| {r['gpus']} | {dp['samples_per_s']:,.0f} | {ddp['samples_per_s']:,.0f} | **{r['ddp_over_dp']:.2f}x** "
             f"| {r['scaling_efficiency_dp']:.0%} | {r['scaling_efficiency_ddp']:.0%} "
-            f"| {_mib(dp.get('peak_bytes_gpu0'))} -> {_mib(ddp.get('peak_bytes_gpu0'))} |"
+            f"| {fmt_mib(dp.get('peak_bytes_gpu0'))} -> {fmt_mib(ddp.get('peak_bytes_gpu0'))} |"
         )
     return "\n".join(lines) + "\n"
 
