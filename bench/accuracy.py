@@ -30,7 +30,6 @@ import csv
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tarfile
