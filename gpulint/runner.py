@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from gpulint import __version__
 from gpulint.config import ConfigResolver, Settings, with_cli_overrides
 from gpulint.discovery import discover
-from gpulint.engine import FileResult, LintOptions, lint_file
+from gpulint.engine import FileResult, LintOptions, collector_paused, lint_file
 from gpulint.rule import Edit, Finding, Fix
 
 PARALLEL_MIN_FILES = 24
@@ -200,7 +200,8 @@ def _options_for(s: Settings, path: str) -> LintOptions:
 
 def _lint_job(args) -> FileResult:
     path, options, keep_source = args
-    return lint_file(path, options, keep_source)
+    with collector_paused():
+        return lint_file(path, options, keep_source)
 
 
 def run(

@@ -275,3 +275,47 @@ def test_findings_are_the_same_cold_warm_parallel_and_without_prefilter(tmp_path
     for res in (cold1, fill, warm, unfiltered):
         assert res.exit_code == cold.exit_code == 1
         assert res.stdout == cold.stdout
+
+
+def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
+    """The collector is off while a file is linted (it would re-scan the live
+    tree for nothing) and back on after, also when the file fails; a caller
+    that turned it off itself keeps it off."""
+    import gc
+    import textwrap
+
+    from gpulint import engine, runner
+    from gpulint.rule import all_rules
+
+    seen = []
+
+    def fake_lint_file(path, options, keep_source=False):
+        seen.append(gc.isenabled())
+        if path == "boom":
+            raise RuntimeError("boom")
+        return engine.FileResult(path, [])
+
+    monkeypatch.setattr(runner, "lint_file", fake_lint_file)
+    assert gc.isenabled()
+    runner._lint_job(("a.py", None, False))
+    with pytest.raises(RuntimeError):
+        runner._lint_job(("boom", None, False))
+    assert seen == [False, False]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        runner._lint_job(("b.py", None, False))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    # and the real engine leaves no garbage cycle uncollected for long:
+    # linting many files keeps the collector's youngest generation small
+    f = tmp_path / "t.py"
+    f.write_text(textwrap.dedent(all_rules()["GPU101"].examples[0].bad))
+    opts = engine.LintOptions(codes=("GPU101",))
+    for _ in range(200):
+        with engine.collector_paused():
+            assert not gc.isenabled()
+            assert [x.code for x in engine.lint_file(str(f), opts).findings] == ["GPU101"]
+    assert gc.isenabled()
+    assert gc.get_count()[0] < 5000
