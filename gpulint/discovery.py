@@ -115,17 +115,22 @@ def _excluded(path: str, settings: Settings, is_dir: Optional[bool] = None, abs_
     suffix = "/" if (os.path.isdir(path) if is_dir is None else is_dir) else ""
     if match(os.path.basename(path) + suffix):
         return True
+    rel = _rel_to_root(abs_path or os.path.abspath(path), settings)
+    return rel is not None and match(rel + suffix)
+
+
+def _rel_to_root(abs_path: str, settings: Settings) -> Optional[str]:
+    """The path relative to the config's root, with "/", or None outside it."""
     root = _ABS_ROOTS.get(settings.root)
     if root is None:
         root = _ABS_ROOTS[settings.root] = os.path.abspath(settings.root)
-    ap = abs_path or os.path.abspath(path)
-    if ap.startswith(root) and ap[len(root): len(root) + 1] == os.sep:
-        rel = ap[len(root) + 1:]
-    elif ap == root or root == os.path.dirname(root):  # the root itself, or a root of "/"
-        rel = os.path.relpath(ap, root)
+    if abs_path.startswith(root) and abs_path[len(root): len(root) + 1] == os.sep:
+        rel = abs_path[len(root) + 1:]
+    elif abs_path == root or root == os.path.dirname(root):  # the root itself, or a root of "/"
+        rel = os.path.relpath(abs_path, root)
     else:
-        return False  # outside the config's root: only the name counts
-    return match(rel.replace(os.sep, "/") + suffix)
+        return None
+    return rel.replace(os.sep, "/")
 
 
 def _included(name: str, abs_dir: str, settings: Settings) -> bool:
@@ -133,15 +138,14 @@ def _included(name: str, abs_dir: str, settings: Settings) -> bool:
     matched against its name or its path relative to the config's root)."""
     if not settings.extend_include and settings.include == DEFAULT_INCLUDE:
         return name.endswith(EXTENSIONS)
-    match = pattern_matcher(tuple(settings.include) + tuple(settings.extend_include))
+    match = pattern_matcher(tuple(settings.include) + tuple(settings.extend_include))  # cached per patterns
     if match(name):
         return True
-    abs_path = os.path.join(abs_dir, name)
-    root = os.path.abspath(settings.root)
-    return _is_under(abs_path, root) and match(os.path.relpath(abs_path, root).replace(os.sep, "/"))
+    rel = _rel_to_root(os.path.join(abs_dir, name), settings)
+    return rel is not None and match(rel)
 
 
-def _force_excluded(path: str, settings: Settings) -> bool:
+def force_excluded(path: str, settings: Settings) -> bool:
     """Whether an explicitly named path, or a folder above it below its
     config's root, is excluded by the config (`--force-exclude`). The root
     itself is not tested: a project checked out in a folder named `build`
@@ -201,12 +205,12 @@ def discover(
             key = os.path.realpath(root)
             if key not in seen:
                 settings = resolver.for_path(root)
-                if force_exclude and _force_excluded(root, settings):
+                if force_exclude and force_excluded(root, settings):
                     continue
                 seen.add(key)
                 yield os.path.normpath(root), settings
             continue
-        if force_exclude and _force_excluded(root, resolver.for_path(root)):
+        if force_exclude and force_excluded(root, resolver.for_path(root)):
             continue
         yield from _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from gpulint.engine import LintError, LintOptions, decode_source
-from gpulint.fixes import FixError, fix_source
+from gpulint.fixes import FixError, fix_source, newline_of
 from gpulint.fsutil import atomic_write_bytes
 from gpulint.rule import Finding
 
@@ -78,13 +78,6 @@ def read_with_encoding(path: str) -> Tuple[str, str, bool, Tuple[int, int]]:
     return text, encoding, bom, (st.st_mtime_ns, st.st_size)
 
 
-def _newline_of(text: str) -> str:
-    i = text.find("\n")
-    if i > 0 and text[i - 1] == "\r":
-        return "\r\n"
-    return "\n"
-
-
 def fix_notebook_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
     from gpulint.notebook import fix_notebook, load
 
@@ -104,7 +97,7 @@ def fix_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
     if path.lower().endswith(".ipynb"):
         return fix_notebook_file(path, options, unsafe)
     text, encoding, bom, stat = read_with_encoding(path)
-    result = fix_source(text, path, options, unsafe=unsafe, newline=_newline_of(text))
+    result = fix_source(text, path, options, unsafe=unsafe, newline=newline_of(text))
     return FileFix(
         path, text, result.text, result.fixed, result.remaining, result.held_back_unsafe, encoding, bom, stat,
         fixed_count=result.fixed_count,

@@ -14,6 +14,19 @@ MAX_PASSES = 10
 _LONE_LF = re.compile(r"(?<!\r)\n")
 
 
+def newline_of(text: str) -> str:
+    """The file's line ending, from its first line: "\r\n" or "\n"."""
+    i = text.find("\n")
+    if i > 0 and text[i - 1] == "\r":
+        return "\r\n"
+    return "\n"
+
+
+def with_newline(content: str, newline: str) -> str:
+    """A fix's text (written with "\n") in the file's own line ending."""
+    return _LONE_LF.sub(newline, content) if newline != "\n" else content
+
+
 class FixError(Exception):
     """A fix produced code that does not parse: a gpulint bug, reported, never written."""
 
@@ -90,7 +103,7 @@ def fix_source(
                 continue  # overlaps a fix taken this pass; the next pass sees it again
             taken.extend(spans)
             if newline != "\n":
-                edits.extend(replace(e, content=_LONE_LF.sub(newline, e.content)) for e in f.fix.edits)
+                edits.extend(replace(e, content=with_newline(e.content, newline)) for e in f.fix.edits)
             else:
                 edits.extend(f.fix.edits)
             applied.append(f)

@@ -39,7 +39,7 @@ from fuzz_strategies import training_code
 from helpers import options
 from gpulint.edits import apply_edits
 from gpulint.engine import lint_source
-from gpulint.fix_cmd import _newline_of
+from gpulint.fixes import newline_of
 import gpulint.fixes
 from gpulint.fixes import fix_source
 from gpulint.rule import SAFE, UNSAFE
@@ -102,7 +102,7 @@ def check_fix(text: str) -> None:
     """(2) the fixed text parses, (3) fixing it again changes nothing, (4) each
     pass leaves the statements it does not edit alone: with safe fixes only,
     then with unsafe fixes too."""
-    nl = _newline_of(text)  # as `gpulint fix` does
+    nl = newline_of(text)  # as `gpulint fix` does
     for unsafe in (False, True):
         with _recorded_passes() as passes:
             first = fix_source(text, PATH, OPTS, unsafe=unsafe, newline=nl)  # a FixError is a bug

@@ -144,8 +144,8 @@ def fix_copy(
     originals (their config, excludes, per-file-ignores, and their paths,
     which some rules look at), and the fixed text is written to the copy."""
     from gpulint.config import ConfigResolver
-    from gpulint.fix_cmd import FileFix, _newline_of, read_with_encoding, write_fixed
-    from gpulint.fixes import FixError, fix_source
+    from gpulint.fix_cmd import FileFix, read_with_encoding, write_fixed
+    from gpulint.fixes import FixError, fix_source, newline_of
     from gpulint.engine import LintError
     from gpulint.rule import SAFE, UNSAFE
     from gpulint.runner import run
@@ -172,7 +172,7 @@ def fix_copy(
         options = result.options[res.path]
         try:
             text, encoding, bom, st = read_with_encoding(copy_path)
-            fixed = fix_source(text, res.path, options, unsafe=unsafe, newline=_newline_of(text))
+            fixed = fix_source(text, res.path, options, unsafe=unsafe, newline=newline_of(text))
         except (LintError, FixError) as exc:
             out.errors.append((rel, str(exc)))
             out.remaining.extend(_finding_dict(f, src) for f in res.findings)

@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpulint.config import CONFIG_FILES, ConfigError, ConfigResolver, Settings
-from gpulint.discovery import _force_excluded
+from gpulint.discovery import force_excluded
 from gpulint.engine import MAX_FILE_BYTES, LintError, LintOptions, lint_source, parse
-from gpulint.fix_cmd import _newline_of
-from gpulint.fixes import _LONE_LF, FixError, fix_source
+from gpulint.fixes import FixError, fix_source, newline_of, with_newline
 from gpulint.edits import apply_edits
 from gpulint.rule import SAFE, Edit, Finding
-from gpulint.runner import _options_for
+from gpulint.runner import options_for
 from gpulint.suppress import NOQA_RE, Suppressions
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
@@ -175,13 +174,13 @@ class DocumentLinter:
         except ConfigError as exc:
             doc.skipped = doc.config_error = str(exc)
             return doc
-        if on_disk and _force_excluded(path, settings):
+        if on_disk and force_excluded(path, settings):
             doc.skipped = "excluded by the config's exclude / extend-exclude"
             return doc
         if len(text) > MAX_FILE_BYTES:
             doc.skipped = f"too large to lint ({len(text) // (1024 * 1024)} MB)"
             return doc
-        doc.options = _options_for(settings, path)
+        doc.options = options_for(settings, path)
         try:
             doc.findings = lint_source(text, path, doc.options)
         except LintError as exc:
@@ -196,12 +195,12 @@ def fix_changes(doc: LintedDocument, f: Finding) -> List[TextChange]:
     """The finding's fix as text changes, in the document's line endings."""
     if f.fix is None:
         return []
-    newline = _newline_of(doc.text)
+    newline = newline_of(doc.text)
     out = []
     for e in sorted(f.fix.edits, key=lambda e: (e.start, e.end)):
         if e.start == e.end and not e.content:
             continue  # a zero-width anchor the fix loop uses; nothing to apply
-        content = _LONE_LF.sub(newline, e.content) if newline != "\n" else e.content
+        content = with_newline(e.content, newline)
         out.append(TextChange(e.start, e.end, content))
     return out
 
@@ -239,7 +238,7 @@ def _fix_all(doc: LintedDocument) -> Optional[List[TextChange]]:
     if doc.options is None or not any(f.fix is not None and f.fix.applicability == SAFE for f in doc.findings):
         return None
     try:
-        result = fix_source(doc.text, doc.path, doc.options, unsafe=False, newline=_newline_of(doc.text))
+        result = fix_source(doc.text, doc.path, doc.options, unsafe=False, newline=newline_of(doc.text))
     except (FixError, LintError):
         return None
     if result.text == doc.text:
