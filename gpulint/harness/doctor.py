@@ -608,7 +608,7 @@ def check_allocator(f) -> List[Check]:
                          "every tensor allocation and free calls cudaMalloc / cudaFree",
                          "unset PYTORCH_NO_CUDA_MEMORY_CACHING (it is a debugging switch)"))
     if c.get("alloc_error"):
-        out.append(Check("allocator", FAIL, f"the first CUDA allocation fails"
+        out.append(Check("allocator", FAIL, "the first CUDA allocation fails"
                          + (f" with {conf_key}={conf!r}" if conf_key else "") + f": {c['alloc_error']}",
                          f"fix or unset {conf_key}" if conf_key else "see the error above"))
     for w in c.get("alloc_warnings") or []:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import ast
 from textwrap import dedent
 
 from gpulint.analysis.core import FUNCS
