@@ -141,3 +141,56 @@ def test_measure_counts_findings_and_time(tmp_path):
 def test_help_runs():
     res = subprocess.run([sys.executable, str(ROOT / "bench" / "speed.py"), "--help"], capture_output=True, text=True)
     assert res.returncode == 0 and "--subset" in res.stdout
+
+
+_fspec = importlib.util.spec_from_file_location("bench_cost_floor", ROOT / "bench" / "cost_floor.py")
+floor = importlib.util.module_from_spec(_fspec)
+_fspec.loader.exec_module(floor)
+
+
+def test_cost_floor_units_and_skipped_lines():
+    import ast
+
+    text = (
+        "import torch\n"             # 1: kept (not a definition)
+        "@decorator\n"                # 2-4: a function, decorator included
+        "def helper(x):\n"
+        "    return x + 1\n"
+        "class Net(torch.nn.Module):\n"  # 5
+        "    scale = 2\n"             # 6: the class body outside methods
+        "    def forward(self, x):\n"  # 7-8
+        "        return x.cuda()\n"
+        "    def extra(self):\n"      # 9-10
+        "        return 1\n"
+    )
+    tree = ast.parse(text)
+    assert floor.units(tree, False) == [(2, 4), (5, 10)]
+    assert floor.units(tree, True) == [(2, 4), (7, 8), (9, 10)]
+    lines = text.split("\n")
+    wants_cuda = lambda t: ".cuda(" in t  # noqa: E731
+    assert floor.skipped_lines(lines, floor.units(tree, False), wants_cuda) == 3  # helper only
+    assert floor.skipped_lines(lines, floor.units(tree, True), wants_cuda) == 5  # helper and extra
+
+
+def test_cost_floor_strong_tests_are_no_weaker_than_needed():
+    needles = {"GPU101": ("for", "while"), "GPU203": (".cuda(", ".to("), "GPU204": ("forward",),
+               "GPU102": ("synchronize",)}
+    tests = floor.strong_tests(tuple(needles), needles)
+    assert tests["GPU102"]("torch.cuda.synchronize()") and not tests["GPU102"]("x = 1")
+    step = "for b in loader:\n    loss = model(b)\n    loss.backward()\n    total += loss.item()\n"
+    assert tests["GPU101"](step)
+    assert not tests["GPU101"]("for i in range(3):\n    x = i\n")  # no step, no read
+    assert tests["GPU203"]("torch.zeros(3).cuda()") and not tests["GPU203"]("x.cuda()")
+    assert tests["GPU204"]("def forward(self):\n    return torch.arange(3)\n")
+    assert not tests["GPU204"]("def forward(self, x):\n    return x\n")
+
+
+def test_cost_floor_floors_scale_with_kept_lines():
+    res = {"core_s": {"read": 1.0, "parse": 10.0, "index": 3.0, "lint": 6.0},
+           "kept": {"file": 1.0, "method": 0.5}}
+    table = floor.floors(res, cores=2)
+    assert table["none (today's engine)"]["floor_s"] == (1.0 + 16.0) / 2
+    assert table["method"]["floor_s"] == (1.0 + 0.5 * 16.0) / 2
+    assert table["method"]["parse_only_floor_s"] == (1.0 + 0.5 * 10.0) / 2
+    text = floor.render({"files": 2, "lines": 100, "findings": 0, **res}, table, 5.0, 2)
+    assert "| method | 50% | 4.5 s | 3.0 s | 0.9x |" in text
