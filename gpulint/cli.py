@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import click
 
@@ -105,9 +105,14 @@ def _codes_option(name: str, help_: str):
               help="Apply the config's exclude / extend-exclude even to files named on the command line (for pre-commit).")
 @click.option("--diff", is_flag=True, help="Print the diff of the fixes instead of the findings (as `gpulint fix`).")
 @click.option("--unsafe-fixes", is_flag=True, help="With --diff: include unsafe fixes; otherwise count them as fixable.")
+@click.option("--add-noqa", is_flag=True,
+              help="Add a `# noqa: CODE` comment for every finding (adopt gpulint on existing code), then exit.")
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
-          exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False) -> None:
+          exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False,
+          add_noqa=False) -> None:
     """Lint PATHS (default: the current directory)."""
+    if diff and add_noqa:
+        raise click.UsageError("--diff and --add-noqa cannot be used together")
     if diff:
         click.get_current_context().invoke(
             fix, paths=paths, apply_=False, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore,
@@ -142,6 +147,8 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
 
     findings = result.findings
     errors = result.all_errors
+    if add_noqa:
+        _add_noqa(result, list(paths) or ["."], no_color)
     color = output_file is None and _use_color(no_color, sys.stdout)
     rctx = ReportContext(color=color, statistics=statistics, linted=result.linted_count, quiet=quiet,
                          unsafe_fixes=unsafe_fixes,
@@ -245,6 +252,32 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     if not apply_:
         sys.exit(EXIT_FINDINGS if n_fixed else EXIT_OK)
     sys.exit(EXIT_FINDINGS if remaining else EXIT_OK)
+
+
+def _add_noqa(result, roots: List[str], no_color: bool) -> None:
+    from gpulint.add_noqa import run_add_noqa
+    from gpulint.reporters.text import error_line, finding_line
+
+    by_path: Dict[str, list] = {}
+    for f in result.findings:
+        by_path.setdefault(f.path, []).append(f)
+    todo = [(p, result.options[p], fs) for p, fs in sorted(by_path.items()) if p in result.options]
+    nr = run_add_noqa(todo, write_roots=roots)
+    color_out, color_err = _use_color(no_color, sys.stdout), _use_color(no_color, sys.stderr)
+    for path, why in list(result.all_errors) + nr.errors:
+        click.echo(error_line(path, why, color_err), err=True)
+    for f in nr.unplaceable:  # still reported: no line of theirs can take a comment
+        click.echo(finding_line(f, color_out), color=color_out)
+    n, k = nr.added, nr.files
+    click.echo(f"Added noqa comments for {n} finding{'s' if n != 1 else ''} in {k} file{'s' if k != 1 else ''}.")
+    if nr.unplaceable:
+        click.echo(f"{len(nr.unplaceable)} finding{'s' if len(nr.unplaceable) != 1 else ''} could not take a comment"
+                   " (the line ends inside a string or with a backslash).", err=True)
+    if nr.skipped_notebooks:
+        click.echo(f"{nr.skipped_notebooks} notebook{'s' if nr.skipped_notebooks != 1 else ''} left alone:"
+                   " --add-noqa does not edit notebooks.", err=True)
+    failed = result.all_errors or nr.errors or nr.unplaceable or nr.skipped_notebooks
+    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
 @cli.command("rules")

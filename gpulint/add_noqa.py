@@ -1,0 +1,139 @@
+"""`gpulint check --add-noqa`: suppress every current finding with a
+`# noqa: CODE` comment, as `ruff check --add-noqa` does, so a project can
+adopt gpulint (or a new rule) today and fail CI only on new findings.
+
+Where the comment goes: on the finding's own line, or else on the first line
+of its statement (both are lines a `# noqa` is read from). A line that ends
+inside a string or with a backslash cannot take a comment; such a finding is
+reported, not suppressed. An existing `# noqa: X` on the line gets the new
+codes added to its list; any other comment is kept and the directive is put
+after it.
+
+A file is written only when the new text still parses and linting it again
+leaves none of the findings it meant to suppress, and then as `gpulint fix
+--apply` writes: atomically, in the file's own encoding, BOM and line endings,
+and not if it changed on disk meanwhile. Notebooks are left alone."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from gpulint.engine import LintError, LintOptions, lint_source
+from gpulint.fix_cmd import FileFix, read_with_encoding, write_fixed
+from gpulint.rule import Finding
+from gpulint.suppress import NOQA_RE
+
+
+_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+$")
+
+
+@dataclass
+class NoqaResult:
+    text: str
+    added: int  # findings newly suppressed
+    unplaceable: List[Finding] = field(default_factory=list)  # no line could take a comment
+
+
+def _comment_lines(text: str) -> Tuple[Set[int], Dict[int, Tuple[int, str]]]:
+    """(rows whose end can take a comment, {row: (column, text) of its comment})."""
+    ok: Set[int] = set()
+    comments: Dict[int, Tuple[int, str]] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.NEWLINE, tokenize.NL):
+            ok.add(tok.start[0])
+        elif tok.type == tokenize.COMMENT:
+            ok.add(tok.start[0])
+            comments[tok.start[0]] = (tok.start[1], tok.string)
+    return ok, comments
+
+
+def add_noqa(text: str, findings: Sequence[Finding]) -> NoqaResult:
+    """The text with a `# noqa` directive for each finding."""
+    try:
+        ok, comments = _comment_lines(text)
+    except (tokenize.TokenError, IndentationError, SyntaxError) as exc:
+        raise LintError(f"cannot read its comments: {exc}")
+    wanted: Dict[int, List[str]] = {}
+    unplaceable: List[Finding] = []
+    for f in findings:
+        row = next((r for r in (f.row, f.noqa_row) if r in ok), None)
+        if row is None:
+            unplaceable.append(f)
+            continue
+        codes = wanted.setdefault(row, [])
+        if f.code not in codes:
+            codes.append(f.code)
+    lines = _LINE_RE.findall(text)  # "\n"-ended lines, as tokenize counts them (not str.splitlines)
+    for row, codes in wanted.items():
+        line = lines[row - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        comment = comments.get(row)
+        m = NOQA_RE.search(comment[1]) if comment else None
+        if m is not None and m.group("codes"):
+            at = comment[0] + m.end("codes")
+            body = body[:at] + "".join(f", {c}" for c in codes) + body[at:]
+        else:
+            body = body.rstrip() + "  # noqa: " + ", ".join(codes)
+        lines[row - 1] = body + ending
+    added = len(findings) - len(unplaceable)
+    return NoqaResult("".join(lines), added, unplaceable)
+
+
+@dataclass
+class NoqaRun:
+    added: int = 0
+    files: int = 0
+    unplaceable: List[Finding] = field(default_factory=list)
+    errors: List[Tuple[str, str]] = field(default_factory=list)
+    skipped_notebooks: int = 0
+
+
+def _remaining(text: str, path: str, options: LintOptions, meant: Sequence[Finding]) -> List[Finding]:
+    """Which of `meant` the new text still reports."""
+    try:
+        after = lint_source(text, path, options)
+    except LintError as exc:
+        raise LintError(f"the added comments would break the file ({exc}; please report this); not written")
+    keys = {(f.code, f.row) for f in meant}
+    return [f for f in after if (f.code, f.row) in keys]
+
+
+def run_add_noqa(
+    todo: Sequence[Tuple[str, LintOptions, List[Finding]]], write_roots: Optional[Sequence[str]] = None
+) -> NoqaRun:
+    out = NoqaRun()
+    for path, options, _ in todo:
+        if path.lower().endswith(".ipynb"):
+            out.skipped_notebooks += 1
+            continue
+        try:
+            text, encoding, bom, stat = read_with_encoding(path)
+            # lint again from the text that will be edited: the findings of the
+            # run may come from a cache, or from a file that changed since
+            findings = lint_source(text, path, options)
+            if not findings:
+                continue
+            res = add_noqa(text, findings)
+            placed = [f for f in findings if f not in res.unplaceable]
+            if res.text != text:
+                left = _remaining(res.text, path, options, placed)
+                if left:
+                    raise LintError(f"the added comments would not suppress {left[0].code} at line {left[0].row}"
+                                    " (please report this); not written")
+                ff = FileFix(path, text, res.text, [], [], 0, encoding, bom, stat)
+                why = write_fixed(ff, write_roots)
+                if why is not None:
+                    raise LintError(why)
+                out.files += 1
+                out.added += res.added
+            out.unplaceable.extend(res.unplaceable)
+        except LintError as exc:
+            out.errors.append((path, str(exc)))
+        except Exception as exc:  # a bug here must not stop the run
+            out.errors.append((path, f"internal error while adding noqa: {type(exc).__name__}: {exc} (please report this)"))
+    return out
