@@ -183,7 +183,7 @@ _POLICY: Dict[int, tuple] = {}
 _OPTIONS: Dict[tuple, LintOptions] = {}
 
 
-def _options_for(s: Settings, path: str) -> LintOptions:
+def options_for(s: Settings, path: str) -> LintOptions:
     policy = _POLICY.get(id(s))
     if policy is None:
         policy = _POLICY[id(s)] = (s, s.fix_policy())
@@ -228,7 +228,7 @@ def run(
         if s is None:
             s = with_cli_overrides(settings, select, ignore, extend_select)
             overridden[id(settings)] = s
-        options = _options_for(s, path)
+        options = options_for(s, path)
         todo.append((path, options, s))
         out.options[path] = options
 
