@@ -85,6 +85,35 @@ def _codes_option(name: str, help_: str):
     return click.option(name, multiple=True, metavar="CODES", help=help_)
 
 
+_stdin_option = click.option(
+    "--stdin-filename", type=click.Path(), default=None,
+    help="Read the source from stdin and treat it as this file: its config, per-file-ignores and name in the report"
+         " (stdin is read when PATHS is `-`, or empty with this option).",
+)
+
+
+def _reads_stdin(paths, stdin_filename) -> bool:
+    """Whether to read stdin: PATHS is `-`, or empty with --stdin-filename (as Ruff)."""
+    if "-" in paths:
+        if len(paths) > 1:
+            raise click.UsageError("`-` (stdin) cannot be combined with other paths")
+        return True
+    if stdin_filename is not None and paths:
+        raise click.UsageError("--stdin-filename reads stdin: give no paths, or `-`")
+    return stdin_filename is not None
+
+
+def _read_stdin() -> bytes:
+    from gpulint.engine import MAX_FILE_BYTES
+
+    data = click.get_binary_stream("stdin").read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        click.echo(f"gpulint: error: stdin: input is too large to lint (over {MAX_FILE_BYTES // (1024 * 1024)} MB)",
+                   err=True)
+        sys.exit(EXIT_ERROR)
+    return data
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @_codes_option("--select", "Rules to enable (codes, prefixes such as GPU1, names, or ALL); replaces the config's select.")
@@ -107,39 +136,47 @@ def _codes_option(name: str, help_: str):
 @click.option("--unsafe-fixes", is_flag=True, help="With --diff: include unsafe fixes; otherwise count them as fixable.")
 @click.option("--add-noqa", is_flag=True,
               help="Add a `# noqa: CODE` comment for every finding (adopt gpulint on existing code), then exit.")
+@_stdin_option
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
           exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False,
-          add_noqa=False) -> None:
-    """Lint PATHS (default: the current directory)."""
+          add_noqa=False, stdin_filename=None) -> None:
+    """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
     if diff and add_noqa:
         raise click.UsageError("--diff and --add-noqa cannot be used together")
     if diff:
         click.get_current_context().invoke(
             fix, paths=paths, apply_=False, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore,
             extend_select=extend_select, config_path=config_path, no_color=no_color, no_cache=no_cache,
-            cache_dir=cache_dir, jobs=jobs, force_exclude=force_exclude,
+            cache_dir=cache_dir, jobs=jobs, force_exclude=force_exclude, stdin_filename=stdin_filename,
         )
         return
     from gpulint.reporters import ReportContext, get_reporter
-    from gpulint.runner import run
+    from gpulint.runner import run, run_stdin
 
+    stdin = _reads_stdin(paths, stdin_filename)
+    if stdin and add_noqa:
+        raise click.UsageError("--add-noqa edits files: it cannot read from stdin")
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
     try:
         resolver = ConfigResolver(config_path)
-        result = run(
-            list(paths) or ["."],
-            resolver,
-            select=select_l or None,
-            ignore=ignore_l,
-            extend_select=extend_l,
-            jobs=jobs,
-            use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"),
-            cache_dir=cache_dir,
-            force_exclude=force_exclude,
-        )
+        if stdin:
+            result = run_stdin(_read_stdin(), stdin_filename, resolver, select=select_l or None, ignore=ignore_l,
+                               extend_select=extend_l, force_exclude=force_exclude)
+        else:
+            result = run(
+                list(paths) or ["."],
+                resolver,
+                select=select_l or None,
+                ignore=ignore_l,
+                extend_select=extend_l,
+                jobs=jobs,
+                use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"),
+                cache_dir=cache_dir,
+                force_exclude=force_exclude,
+            )
         fmt = output_format
         if fmt is None:
-            s = resolver.override or resolver.for_path(paths[0] if paths else ".")
+            s = resolver.override or resolver.for_path(stdin_filename or (paths[0] if paths and not stdin else "."))
             fmt = s.output_format or "text"
     except ConfigError as exc:
         _config_error(exc)
@@ -191,15 +228,22 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
               help="Keep the cache here (default: .gpulint_cache in the project root; also GPULINT_CACHE_DIR).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
+@_stdin_option
 def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path, no_color, no_cache, cache_dir, jobs,
-        force_exclude) -> None:
-    """Show the diff of every fix for PATHS, or write them with --apply."""
+        force_exclude, stdin_filename=None) -> None:
+    """Show the diff of every fix for PATHS, or write them with --apply.
+
+    With `-` (or --stdin-filename), the source is read from stdin: the diff is
+    printed, or with --apply the fixed source is written to stdout."""
     from gpulint.fix_cmd import run_fix, unified_diff
     from gpulint.reporters.text import error_line, finding_line
     from gpulint.rule import SAFE, UNSAFE
     from gpulint.runner import run
 
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
+    if _reads_stdin(paths, stdin_filename):
+        _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_, unsafe_fixes, no_color,
+                   force_exclude)
     try:
         resolver = ConfigResolver(config_path)
         result = run(
@@ -252,6 +296,69 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     if not apply_:
         sys.exit(EXIT_FINDINGS if n_fixed else EXIT_OK)
     sys.exit(EXIT_FINDINGS if remaining else EXIT_OK)
+
+
+def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_, unsafe_fixes, no_color,
+               force_exclude) -> None:
+    """`gpulint fix -`: the diff on stdout, or with --apply the fixed source.
+    Whatever goes wrong, --apply writes the input back unchanged: an editor
+    that replaces its buffer with gpulint's output never loses it."""
+    from gpulint.engine import LintError
+    from gpulint.fix_cmd import fix_bytes, unified_diff
+    from gpulint.fixes import FixError
+    from gpulint.reporters.text import error_line, finding_line
+    from gpulint.runner import STDIN_NAME, run_stdin
+
+    data = _read_stdin()
+    out = click.get_binary_stream("stdout")
+    try:
+        resolver = ConfigResolver(config_path)
+        result = run_stdin(data, stdin_filename, resolver, select=select_l or None, ignore=ignore_l,
+                           extend_select=extend_l, force_exclude=force_exclude)
+    except ConfigError as exc:
+        if apply_:
+            out.write(data)
+        _config_error(exc)
+        sys.exit(EXIT_ERROR)
+    name = stdin_filename or STDIN_NAME
+    color_err = _use_color(no_color, sys.stderr)
+    if not result.results:  # excluded by the config under --force-exclude
+        if apply_:
+            out.write(data)
+        sys.exit(EXIT_OK)
+    why = result.results[0].error
+    if why is None:
+        try:
+            ff, fixed = fix_bytes(data, name, result.options[name], unsafe_fixes)
+        except (LintError, FixError) as exc:
+            why = str(exc)
+        except Exception as exc:  # a bug in a fix must not lose the input
+            why = f"internal error while fixing: {type(exc).__name__}: {exc} (please report this)"
+    if why is not None:
+        if apply_:
+            out.write(data)
+        click.echo(error_line(name, why, color_err), err=True)
+        sys.exit(EXIT_FINDINGS)
+    n = ff.fixed_count
+    if apply_:
+        out.write(fixed)
+        out.flush()
+        for f in ff.remaining:
+            click.echo(finding_line(f, color_err), err=True, color=color_err)
+        click.echo(f"Fixed {n} problem{'s' if n != 1 else ''} ({len(ff.remaining)} remaining).", err=True)
+    elif ff.changed:
+        click.echo(unified_diff(ff), nl=False)
+        click.echo(f"Would fix {n} problem{'s' if n != 1 else ''} ({len(ff.remaining)} remaining);"
+                   " run with --apply to print the fixed source.", err=True)
+    else:
+        click.echo("Nothing to fix.", err=True)
+    if ff.held_back_unsafe:
+        held = ff.held_back_unsafe
+        click.echo(f"{held} unsafe fix{'es' if held != 1 else ''} held back; add --unsafe-fixes to include them.",
+                   err=True)
+    if not apply_:
+        sys.exit(EXIT_FINDINGS if n else EXIT_OK)
+    sys.exit(EXIT_FINDINGS if ff.remaining else EXIT_OK)
 
 
 def _add_noqa(result, roots: List[str], no_color: bool) -> None:

@@ -322,6 +322,22 @@ def collector_paused() -> Iterator[None]:
         gc.enable()
 
 
+def lint_bytes(data: bytes, path: str, options: LintOptions) -> FileResult:
+    """A file's contents given as bytes (read from stdin), linted as if they
+    were the file at `path`: a notebook when `path` names one."""
+    try:
+        if path.lower().endswith(".ipynb"):
+            from gpulint.notebook import Notebook, lint_notebook
+
+            return FileResult(path, lint_notebook(Notebook.from_bytes(data), path, options))
+        text = decode_source(data, path)
+        return FileResult(path, lint_source(text, path, options), source=text)
+    except LintError as exc:
+        return FileResult(path, error=str(exc))
+    except Exception as exc:  # a bug in a rule must not stop the run
+        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)")
+
+
 def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:
     if path.lower().endswith(".ipynb"):
         from gpulint.notebook import lint_notebook_file

@@ -64,6 +64,12 @@ def read_with_encoding(path: str) -> Tuple[str, str, bool, Tuple[int, int]]:
             data = fh.read()
     except OSError as exc:
         raise LintError(exc.strerror or str(exc))
+    text, encoding, bom = decode_with_encoding(data, path)
+    return text, encoding, bom, (st.st_mtime_ns, st.st_size)
+
+
+def decode_with_encoding(data: bytes, path: str) -> Tuple[str, str, bool]:
+    """(text, the encoding to write it back in, whether it had a UTF-8 BOM)."""
     bom = data.startswith(codecs.BOM_UTF8)
     text = decode_source(data, path)
     encoding = "utf-8"
@@ -75,7 +81,14 @@ def read_with_encoding(path: str) -> Tuple[str, str, bool, Tuple[int, int]]:
             if m:
                 encoding = m.group(1).decode("ascii", "replace")
                 break
-    return text, encoding, bom, (st.st_mtime_ns, st.st_size)
+    return text, encoding, bom
+
+
+def encode_fixed(text: str, encoding: str, bom: bool) -> bytes:
+    """Fixed text as bytes in the file's own encoding; LookupError or
+    UnicodeEncodeError when it cannot be."""
+    data = text.encode(encoding)
+    return codecs.BOM_UTF8 + data if bom else data
 
 
 def fix_notebook_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
@@ -102,6 +115,30 @@ def fix_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
         path, text, result.text, result.fixed, result.remaining, result.held_back_unsafe, encoding, bom, stat,
         fixed_count=result.fixed_count,
     )
+
+
+def fix_bytes(data: bytes, path: str, options: LintOptions, unsafe: bool) -> Tuple[FileFix, bytes]:
+    """Fix contents given as bytes (stdin) as the file `path`: the FileFix and
+    the fixed contents as bytes, in their own encoding and BOM. Raises
+    LintError / FixError as fix_file does."""
+    if path.lower().endswith(".ipynb"):
+        from gpulint.notebook import Notebook, fix_notebook
+
+        book = Notebook.from_bytes(data)
+        nf = fix_notebook(book, path, options, unsafe)
+        ff = FileFix(path, book.raw, nf.raw, nf.fixed, nf.remaining, nf.held_back_unsafe, "utf-8", book.bom, (0, 0),
+                     fixed_count=nf.fixed_count, cells=nf.cells)
+    else:
+        text, encoding, bom = decode_with_encoding(data, path)
+        result = fix_source(text, path, options, unsafe=unsafe, newline=newline_of(text))
+        ff = FileFix(path, text, result.text, result.fixed, result.remaining, result.held_back_unsafe, encoding, bom,
+                     (0, 0), fixed_count=result.fixed_count)
+    if not ff.changed:
+        return ff, data
+    try:
+        return ff, encode_fixed(ff.fixed, ff.encoding, ff.bom)
+    except (UnicodeEncodeError, LookupError) as exc:
+        raise FixError(f"fixed text cannot be encoded as {ff.encoding}: {exc}")
 
 
 def _diff(a: str, b: str, name: str) -> str:
@@ -154,11 +191,9 @@ def write_fixed(ff: FileFix, roots: Optional[Sequence[str]] = None) -> Optional[
     if not os.access(target, os.W_OK):
         return "not written: the file is read-only"
     try:
-        data = ff.fixed.encode(ff.encoding)
+        data = encode_fixed(ff.fixed, ff.encoding, ff.bom)
     except (UnicodeEncodeError, LookupError) as exc:
         return f"not written: fixed text cannot be encoded as {ff.encoding}: {exc}"
-    if ff.bom:
-        data = codecs.BOM_UTF8 + data
     try:
         atomic_write_bytes(target, data)
     except OSError as exc:

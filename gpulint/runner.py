@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from gpulint import __version__
 from gpulint.config import ConfigResolver, Settings, with_cli_overrides
 from gpulint.discovery import discover
-from gpulint.engine import FileResult, LintOptions, collector_paused, lint_file
+from gpulint.engine import FileResult, LintOptions, collector_paused, lint_bytes, lint_file
 from gpulint.rule import Edit, Finding, Fix
 
 PARALLEL_MIN_FILES = 24
@@ -202,6 +202,35 @@ def _lint_job(args) -> FileResult:
     path, options, keep_source = args
     with collector_paused():
         return lint_file(path, options, keep_source)
+
+
+STDIN_NAME = "-"
+
+
+def run_stdin(
+    data: bytes,
+    filename: Optional[str],
+    resolver: ConfigResolver,
+    select: Optional[Sequence[str]] = None,
+    ignore: Sequence[str] = (),
+    extend_select: Sequence[str] = (),
+    force_exclude: bool = False,
+) -> RunResult:
+    """Lint text read from stdin as the file `filename` (its config, its
+    per-file-ignores, its name in the report), as `ruff check --stdin-filename`.
+    With `force_exclude`, a filename the config excludes lints nothing."""
+    from gpulint.discovery import force_excluded
+
+    out = RunResult()
+    name = filename or STDIN_NAME
+    settings = resolver.for_path(filename or os.path.join(os.getcwd(), "stdin.py"))
+    s = with_cli_overrides(settings, select, ignore, extend_select)
+    if filename and force_exclude and force_excluded(filename, s):
+        return out
+    options = out.options[name] = options_for(s, name)
+    with collector_paused():
+        out.results.append(lint_bytes(data, name, options))
+    return out
 
 
 def run(

@@ -28,7 +28,7 @@ def finding_dict(f: Finding) -> dict:
         "cell": f.cell,  # a notebook's cell (rows are then within the cell), as in Ruff
         "code": f.code,
         "end_location": _loc((f.end_row, f.end_col)),
-        "filename": os.path.abspath(f.path),
+        "filename": f.path if f.path == "-" else os.path.abspath(f.path),  # "-": stdin without a name
         "fix": fix,
         "location": _loc((f.row, f.col)),
         "message": f.message,
