@@ -37,7 +37,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint import __version__
 from gpulint.config import ConfigError, ConfigResolver, parse_version
-from gpulint.engine import LintError, LintOptions, lint_source
+from gpulint.engine import LintError, LintOptions, collector_paused, lint_source
 from gpulint.rule import all_rules
 
 ERROR_CODE = "GPU000"  # the file could not be analysed (not a rule)
@@ -105,7 +105,8 @@ class Plugin:
         try:
             options = self._lint_options()
             text = "".join(self.lines)
-            findings = lint_source(text, self.filename, options, tree=self.tree)
+            with collector_paused():
+                findings = lint_source(text, self.filename, options, tree=self.tree)
         except ConfigError as exc:
             yield 1, 0, f"{ERROR_CODE} gpulint: {exc}", cls
             return

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpulint.config import CONFIG_FILES, ConfigError, ConfigResolver, Settings
 from gpulint.discovery import force_excluded
-from gpulint.engine import MAX_FILE_BYTES, LintError, LintOptions, lint_source, parse
+from gpulint.engine import MAX_FILE_BYTES, LintError, LintOptions, collector_paused, lint_source, parse
 from gpulint.fixes import FixError, fix_source, newline_of, with_newline
 from gpulint.edits import apply_edits
 from gpulint.rule import SAFE, Edit, Finding
@@ -182,7 +182,8 @@ class DocumentLinter:
             return doc
         doc.options = options_for(settings, path)
         try:
-            doc.findings = lint_source(text, path, doc.options)
+            with collector_paused():
+                doc.findings = lint_source(text, path, doc.options)
         except LintError as exc:
             doc.skipped = str(exc)
         except Exception as exc:  # a bug in a rule must not take the server down
