@@ -14,15 +14,16 @@ from helpers import FIXTURES, lint
 from gpulint.add_noqa import add_noqa
 from gpulint.suppress import Suppressions
 
-SYNC = """\
+# a training step; rows 1-6
+STEP = """\
 import torch
 
 for images, labels in loader:
     loss = criterion(model(images.cuda()), labels.cuda())
     loss.backward()
     optimizer.step()
-    total += loss.item(){tail}
 """
+SYNC = STEP + "    total += loss.item(){tail}\n"
 
 
 def _noqa(text: str, codes=None):
@@ -63,12 +64,8 @@ def test_a_finding_inside_a_multiline_string_goes_on_its_statement():
     # the read is on the line of a triple-quoted string's end, which can take a comment;
     # a read on a line inside the string's own lines falls back to the statement's first line
     text = (
-        "import torch\n\n"
-        "for images, labels in loader:\n"
-        "    loss = criterion(model(images.cuda()), labels.cuda())\n"
-        "    loss.backward()\n"
-        "    optimizer.step()\n"
-        "    log(f'''step\n"
+        STEP
+        + "    log(f'''step\n"
         "{loss.item()}''', 1)\n"
     )
     res, found = _noqa(text, codes=["GPU101"])
@@ -79,12 +76,8 @@ def test_a_finding_inside_a_multiline_string_goes_on_its_statement():
 
 def test_a_line_ending_in_a_backslash_or_inside_a_string_is_reported_not_broken():
     text = (
-        "import torch\n\n"
-        "for images, labels in loader:\n"
-        "    loss = criterion(model(images.cuda()), labels.cuda())\n"
-        "    loss.backward()\n"
-        "    optimizer.step()\n"
-        "    x = '''%s''' % \\\n"
+        STEP
+        + "    x = '''%s''' % \\\n"
         "        loss.item()\n"
     )
     found = lint(text, codes=["GPU101"])
@@ -181,12 +174,8 @@ def test_cli_does_not_write_through_a_symlink_outside_the_paths(tmp_path):
 
 def test_a_finding_on_a_line_inside_a_string_falls_back_to_its_statement_line():
     text = (
-        "import torch\n\n"
-        "for images, labels in loader:\n"
-        "    loss = criterion(model(images.cuda()), labels.cuda())\n"
-        "    loss.backward()\n"
-        "    optimizer.step()\n"
-        "    msg = (\n"
+        STEP
+        + "    msg = (\n"
         "        f'''a\n"
         "{loss.item()}\n"
         "b'''\n"
