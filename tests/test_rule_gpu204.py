@@ -255,3 +255,52 @@ def test_host_only_branches_are_skipped():
     assert [f.code for f in lint(cuda_body, codes=["GPU204"])] == ["GPU204"]
     after = body(["if self.onnx_trace:", "    return x", "m = torch.ones(4)", "return x * m"])
     assert [f.code for f in lint(after, codes=["GPU204"])] == ["GPU204"]
+
+
+def test_a_safe_fix_is_unsafe_when_another_tensor_of_the_forward_stays_on_the_cpu():
+    """diffusers' CogView4 rotary embedding: the float inverse frequencies
+    (an unsafe fix) and the int position ranges (safe on their own) meet in
+    `torch.outer`. Moving only the ranges would make it mix devices."""
+    code = module(
+        """
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, 8, 2, dtype=torch.float32) / 8))
+        seq = torch.arange(16)
+        freqs = torch.outer(seq, inv_freq)
+        return x + freqs.to(x.device)[None]
+        """
+    )
+    found = findings(code)
+    assert [(f.row, f.fix.applicability) for f in found] == [(11, "unsafe"), (12, "unsafe")]
+    assert fix(code, codes=[CODE]) == code  # nothing is applied by default
+    both = fix(code, codes=[CODE], unsafe=True)
+    assert "torch.arange(0, 8, 2, dtype=torch.float32, device=x.device)" in both
+    assert "torch.arange(16, device=x.device)" in both
+
+
+def test_safe_fixes_that_move_every_cpu_tensor_together_stay_safe():
+    code = module(
+        """
+        rows = torch.arange(4)
+        cols = torch.arange(8)
+        grid = rows[:, None] * 8 + cols[None, :]
+        scalar = torch.zeros(())
+        return self.proj(x) + grid.sum() + scalar
+        """
+    )
+    assert [f.fix.applicability for f in findings(code)] == ["safe", "safe"]
+    fixed = fix(code, codes=[CODE])
+    assert "torch.arange(4, device=x.device)" in fixed and "torch.arange(8, device=x.device)" in fixed
+
+
+def test_a_cpu_tensor_the_rule_leaves_alone_makes_the_fix_unsafe():
+    # built from data, so not flagged, but it stays on the CPU and meets `pos`
+    code = module(
+        """
+        table = torch.tensor(weights)
+        pos = torch.arange(4)
+        return x + table[pos].to(x.device)
+        """,
+        signature="self, x, weights",
+    )
+    [f] = findings(code)
+    assert f.row == 12 and f.fix.applicability == "unsafe"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 import re
 from textwrap import dedent
-from typing import Optional, Set
+from typing import Optional, Set, Tuple
 
 from gpulint.analysis.names import last_name
 from gpulint.analysis.placement import (
@@ -24,6 +24,13 @@ _HOST_METHODS = frozenset("cpu tolist numpy item".split())
 _HOST_BUILTINS = frozenset("int float bool range list tuple".split())
 _PACK_FUNCS = frozenset(("pack_padded_sequence",))
 _TENSOR_ANNOTATIONS = frozenset(("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"))
+
+
+def _builds_a_scalar(name: str, node: ast.Call) -> bool:
+    """`torch.zeros(())`, `torch.full([], v)`, `torch.ones(0)`: a 0-dim or empty tensor."""
+    return name in ("zeros", "ones", "empty", "full", "rand", "randn") and (
+        _zero_dim_size(node.args) or _no_elements(node.args[:1] if name == "full" else node.args)
+    )
 
 
 def _zero_dim_size(args) -> bool:
@@ -87,6 +94,15 @@ class FactoryWithoutDeviceInForward(Rule):
     different numbers for the same seed) and for computed floating-point
     values (`linspace`, `logspace`, window functions, a float `arange`), which
     the CUDA kernels may round differently in the last bit.
+
+    It is also unsafe when another tensor of the same forward stays on the
+    CPU after the safe fixes: a factory call without a device that has no
+    safe fix of its own, or one built from data (`torch.tensor(weights)`).
+    Some forwards build a whole table on the CPU and move it once, such as
+    diffusers' CogView4 rotary embedding. There, moving one of its pieces
+    would make `torch.outer` mix a CUDA and a CPU tensor. When every CPU
+    tensor of the forward gets a safe fix, they all move together and the
+    fixes stay safe.
 
     ## References
     - [CUDA semantics: device-agnostic code](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
@@ -195,35 +211,17 @@ class FactoryWithoutDeviceInForward(Rule):
     )
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
-        fa = ctx.analysis
-        name = factory_name(fa, node)
-        if name is None:
+        verdict = self._assess(ctx, node, ctx.ancestors)
+        if verdict is None:
             return
-        if factory_device_arg(name, node) is not None or find_keyword(node, "out") is not None:
-            return
-        if any(kw.arg is None for kw in node.keywords):
-            return
-        forward = self._forward(ctx)
-        if forward is None:
-            return
-        if name in ("tensor", "as_tensor"):
-            data = node.args[0] if node.args else None
-            if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
-                return
-        elif name in ("zeros", "ones", "empty", "full", "rand", "randn") and (
-            _zero_dim_size(node.args) or _no_elements(node.args[:1] if name == "full" else node.args)
-        ):
-            return
-        if _in_host_only_branch(ctx.ancestors, node):
-            return
-        if self._needed_on_host(ctx, node, forward):
-            return
-        device = self._device_expr(forward, node, ctx)
+        forward, name, device, reason = verdict
         fix = None
         if device is not None:
-            reason = values_depend_on_device(fa, name, node)
-            if self._escapes(ctx, node, forward):
-                reason = "the tensor is returned or stored, and callers may expect it on the CPU"
+            if reason is None:
+                other = self._other_cpu_tensor(ctx, forward)
+                if other is not None:
+                    reason = (f"line {other.lineno} builds another tensor on the CPU in this forward, and moving"
+                              " only this one could make an operation mix devices")
             fix = self.make_fix(
                 f"Build it on the input's device: `device={device}`",
                 [add_keyword(ctx.source, node, f"device={device}")],
@@ -231,10 +229,69 @@ class FactoryWithoutDeviceInForward(Rule):
             )
         self.report(ctx, node, fix=fix, factory=name)
 
+    def _assess(self, ctx, node: ast.Call, ancestors) -> Optional[Tuple[ast.FunctionDef, str, Optional[str],
+                                                                        Optional[str]]]:
+        """(forward, factory, device expression or None, why a fix is unsafe
+        or None) when the call is a finding, else None; `ancestors` run from
+        the module to the call's parent."""
+        fa = ctx.analysis
+        name = factory_name(fa, node)
+        if name is None:
+            return None
+        if factory_device_arg(name, node) is not None or find_keyword(node, "out") is not None:
+            return None
+        if any(kw.arg is None for kw in node.keywords):
+            return None
+        forward = self._forward(ctx, ancestors)
+        if forward is None:
+            return None
+        if name in ("tensor", "as_tensor"):
+            data = node.args[0] if node.args else None
+            if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
+                return None
+        elif _builds_a_scalar(name, node):
+            return None
+        if _in_host_only_branch(ancestors, node):
+            return None
+        if self._needed_on_host(ctx, node, forward):
+            return None
+        device = self._device_expr(forward, node, ctx)
+        reason = None
+        if device is not None:
+            reason = values_depend_on_device(fa, name, node)
+            if self._escapes(ctx, node, forward):
+                reason = "the tensor is returned or stored, and callers may expect it on the CPU"
+        return forward, name, device, reason
+
+    def _other_cpu_tensor(self, ctx, forward: ast.FunctionDef) -> Optional[ast.Call]:
+        """The first factory call of the forward that leaves its tensor on the
+        CPU even after the safe fixes: one without a device that this rule does
+        not flag, or flags without a safe fix. A safe fix of another call
+        could make it meet that tensor on another device (a rotary table
+        computed on the CPU from several factories, then moved as a whole)."""
+        fa = ctx.analysis
+        memo = fa.memo("gpu204_cpu_tensors")
+        if forward not in memo:
+            first = None
+            for n in ast.walk(forward):
+                if not isinstance(n, ast.Call):
+                    continue
+                name = factory_name(fa, n)
+                if name is None or factory_device_arg(name, n) is not None or find_keyword(n, "out") is not None:
+                    continue
+                if name not in ("tensor", "as_tensor") and _builds_a_scalar(name, n):
+                    continue  # a 0-dim or empty tensor: a CPU scalar mixes with CUDA tensors
+                verdict = self._assess(ctx, n, fa.ancestors(n))
+                if verdict is not None and verdict[2] is not None and verdict[3] is None:
+                    continue  # fixed safely too: it moves with the others
+                if first is None or (n.lineno, n.col_offset) < (first.lineno, first.col_offset):
+                    first = n
+            memo[forward] = first
+        return memo[forward]  # type: ignore[return-value]
+
     @staticmethod
-    def _forward(ctx) -> Optional[ast.FunctionDef]:
+    def _forward(ctx, ancestors) -> Optional[ast.FunctionDef]:
         """The `forward` method of an nn.Module subclass that directly holds the call."""
-        ancestors = ctx.ancestors
         for i in range(len(ancestors) - 1, -1, -1):
             anc = ancestors[i]
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
