@@ -129,6 +129,9 @@ def test_reported_without_fix(line):
         "w = np.zeros(3).to(device)",
         "w = zeros(3).cuda()",
         "w = torch.zeros(3, out=buf).cuda()",
+        # drawn from a CPU generator: built with device= it would raise (peft's PVeRA, torchrl's VLA env)
+        "eps = torch.randn(shape, generator=gen).to(device)",
+        "i = torch.randint(0, 256, (n,), dtype=torch.uint8, generator=self._rng).to(self.device)",
     ],
 )
 def test_not_flagged(line):
@@ -369,3 +372,7 @@ def test_legacy_constructor_in_one_off_code_and_test_files():
     looped = "import torch\nfor i in range(3):\n    b = torch.FloatTensor(3).cuda()\n"
     assert codes_of(looped, codes=[CODE]) == [CODE]
     assert lint(looped, codes=[CODE], path="tests/test_buffers.py") == []
+
+
+def test_generator_none_is_no_generator():
+    assert [f.code for f in one("n = torch.randn(b, z, generator=None).to(device)")] == [CODE]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from helpers import fix, lint
 
 CODE = "GPU204"
@@ -304,3 +306,56 @@ def test_a_cpu_tensor_the_rule_leaves_alone_makes_the_fix_unsafe():
     )
     [f] = findings(code)
     assert f.row == 12 and f.fix.applicability == "unsafe"
+
+
+def test_not_flagged_with_a_cpu_generator_or_in_a_test_file():
+    code = module("noise = torch.randn(x.shape, generator=self.gen)\nreturn x + noise.to(x.device)")
+    assert findings(code) == []
+    plain = module("noise = torch.randn(x.shape)\nreturn x + noise.to(x.device)")
+    assert [f.code for f in findings(plain)] == [CODE]
+    assert lint(plain, codes=[CODE], path="tests/test_model.py") == []
+
+
+def test_a_random_in_place_fill_makes_the_fix_unsafe():
+    """speechbrain's QuasiRNN zoneout: `torch.empty(...).bernoulli_(p)` is random,
+    though `empty` is not."""
+    code = module("mask = torch.empty(x.shape).bernoulli_(0.9).to(x.device)\nreturn x * mask")
+    [f] = findings(code)
+    assert f.fix.applicability == "unsafe"
+    assert fix(code, codes=[CODE]) == code
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # slice bounds (speechbrain's SpectrogramDrop / Warping)
+        "c = torch.randint(4, 8, (1,))[0]\nreturn x[:, :c]",
+        "start = torch.randint(0, 8, (4,))\nfor j in range(4):\n    x[j, start[j]:] = 0\nreturn x",
+        # sizes
+        "n = torch.randint(1, 4, (1,))\nreturn x.new_zeros(n)",
+        "n = torch.randint(1, 4, (1,))\nreturn x + torch.ones(n, device=x.device).sum()",
+        "w = torch.randint(4, 8, (1,))[0]\nreturn F.interpolate(x, size=(w, 8))",
+        "n = torch.randint(1, 4, (1,))\nreturn x.view(n, -1)",
+        "m = torch.randint(1, 4, (3,))\nreturn x[: max(0, 8 - m.max())]",
+        # a derived value iterated in Python (speechbrain's DropFreq)
+        "freqs = torch.rand(3) * 0.5 + 0.1\nfor f in freqs:\n    x = x * f\nreturn x",
+    ],
+)
+def test_values_read_on_the_host_are_not_flagged(body):
+    assert findings(module(body).replace("import torch\n", "import torch\nimport torch.nn.functional as F\n")) == []
+
+
+def test_a_use_after_the_name_is_rebound_to_a_moved_tensor_is_not_a_host_use():
+    """DAC's quantizer dropout: built on the CPU every training step, moved, and
+    only compared as an int in eval mode (where the name holds an int)."""
+    code = module(
+        """
+        n_q = torch.ones((x.shape[0],)) * 4 + 1
+        n_q = n_q.to(x.device)
+        for i in range(4):
+            if i >= n_q:
+                break
+        return x
+        """
+    )
+    assert [f.row for f in findings(code)] == [11]

@@ -102,11 +102,36 @@ def factory_device_arg(name: str, call: ast.Call) -> Optional[ast.AST]:
     return None
 
 
+# in-place fills that draw random numbers: `torch.empty(n).bernoulli_(p)`
+RANDOM_FILLS = frozenset((
+    "bernoulli_", "uniform_", "normal_", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_",
+))
+
+
+def has_generator(call: ast.Call) -> bool:
+    """`generator=g`: the numbers come from that generator, which must be on
+    the device the tensor is built on. Code that builds on the CPU with one
+    works only because the generator is a CPU one (`torch.Generator()`), so
+    the tensor has to be built on the CPU and copied: passing `device=`
+    would raise."""
+    return any(
+        kw.arg == "generator" and not (isinstance(kw.value, ast.Constant) and kw.value.value is None)
+        for kw in call.keywords
+    )
+
+
 def values_depend_on_device(fa: FileAnalysis, name: str, call: ast.Call) -> Optional[str]:
     """Why the factory's numbers could differ when it runs on another device,
     or None when they are the same everywhere."""
     if name in RANDOM_FACTORIES:
         return "the CPU and CUDA random generators give different numbers"
+    parent = fa.parents.get(call)
+    if (
+        isinstance(parent, ast.Attribute)
+        and parent.attr in RANDOM_FILLS
+        and isinstance(fa.parents.get(parent), ast.Call)
+    ):
+        return "it is filled with random numbers, which the CPU and CUDA generators draw differently"
     if name in _COMPUTED_FACTORIES:
         return "the CUDA kernel may round differently in the last bit"
     if name in _RANGE_FACTORIES:

@@ -11,6 +11,7 @@ from gpulint.analysis.placement import (
     device_arg_kind,
     factory_device_arg,
     factory_name,
+    has_generator,
     legacy_constructor,
     legacy_size_args,
     values_depend_on_device,
@@ -55,6 +56,9 @@ class CpuTensorThenMoved(Rule):
     There a one-off CPU build and copy costs microseconds, once; the advice
     would be noise.
 
+    A factory given a `generator=` is not flagged: working code that builds
+    on the CPU with one uses a CPU generator (`torch.Generator()`), which a
+    CUDA tensor cannot draw from, so it has to build on the CPU and copy.
     `.to(dtype)`, `.to("cpu")`, `.to(other_tensor)` and factories that are not
     followed directly by the move are not flagged; `*_like` and `new_*`
     already build on their input's device. `torch.tensor(data)` and
@@ -254,6 +258,8 @@ class CpuTensorThenMoved(Rule):
         assert isinstance(inner, ast.Call)
         if find_keyword(inner, "out") is not None or any(kw.arg is None for kw in inner.keywords):
             return
+        if has_generator(inner):
+            return  # drawn from a CPU generator: it has to be built on the CPU
         if any(isinstance(a, ast.Starred) for a in inner.args) and name == "as_tensor":
             return
         built_on = factory_device_arg(name, inner)

@@ -9,6 +9,7 @@ from gpulint.analysis.names import last_name
 from gpulint.analysis.placement import (
     factory_device_arg,
     factory_name,
+    has_generator,
     file_cache,
     param_used_as_tensor,
     values_depend_on_device,
@@ -21,7 +22,11 @@ from gpulint.rules._workloads import GPT_TRAIN_LOOP
 _CHAINED_SKIP = frozenset("to cuda cpu tolist numpy item".split())
 _HOST_METHODS = frozenset("cpu tolist numpy item".split())
 # builtins that need the value on the host
-_HOST_BUILTINS = frozenset("int float bool range list tuple".split())
+_HOST_BUILTINS = frozenset("int float bool range list tuple max min".split())
+# keywords whose value is a size or a length, read on the host
+_HOST_KEYWORDS = frozenset(("lengths", "size"))
+# factories whose arguments are sizes or range ends, read on the host (not `tensor(data)`)
+_SIZED_FACTORIES = frozenset("zeros ones empty full arange range linspace logspace eye rand randn randint randperm".split())
 _PACK_FUNCS = frozenset(("pack_padded_sequence",))
 _TENSOR_ANNOTATIONS = frozenset(("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"))
 
@@ -64,7 +69,16 @@ class FactoryWithoutDeviceInForward(Rule):
     - a factory chained into `.to()`/`.cuda()` (GPU203's case) or into
       `.cpu()`/`.tolist()`/`.numpy()`/`.item()`;
     - a tensor the code needs on the host: `pack_padded_sequence` lengths,
-      `int()`, an `if` test, a Python `for` loop over it;
+      `int()`, `max()`/`min()`, an `if` test, a Python `for` loop over it, a
+      slice bound (`x[:, :c]`), a size (`torch.rand(n)`, `x.view(n, -1)`,
+      `size=(w, h)`), also through what the statement stores
+      (`c = torch.randint(...)[0]`, `f = torch.rand(3) * k + lo`) until the
+      name is bound again;
+    - a factory given a `generator=`: code that works without `device=` uses
+      a CPU generator, so the tensor has to be built on the CPU (with
+      `device=` it would raise);
+    - test files (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`), whose
+      modules run on the CPU, as GPU203 does;
     - any factory in a `forward` that moves data to the host itself
       (`.cpu()`, `.numpy()`, SciPy), as matchers and post-processing modules
       do on purpose;
@@ -90,8 +104,10 @@ class FactoryWithoutDeviceInForward(Rule):
     fix when the first parameter may be `None` or is not clearly a tensor.
 
     The fix is safe when the values are the same wherever they are computed.
-    It is unsafe for random factories (the CPU and CUDA generators give
-    different numbers for the same seed) and for computed floating-point
+    It is unsafe for random factories and for a tensor filled in place with
+    random numbers (`torch.empty(n).bernoulli_(p)`): the CPU and CUDA
+    generators give different numbers for the same seed. It is also unsafe
+    for computed floating-point
     values (`linspace`, `logspace`, window functions, a float `arange`), which
     the CUDA kernels may round differently in the last bit.
 
@@ -240,8 +256,8 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if factory_device_arg(name, node) is not None or find_keyword(node, "out") is not None:
             return None
-        if any(kw.arg is None for kw in node.keywords):
-            return None
+        if any(kw.arg is None for kw in node.keywords) or has_generator(node) or fa.is_test_file():
+            return None  # a CPU generator needs a CPU tensor; tests run their modules on the CPU
         forward = self._forward(ctx, ancestors)
         if forward is None:
             return None
@@ -318,17 +334,46 @@ class FactoryWithoutDeviceInForward(Rule):
             return True
         parents = fa.parents
         uses = [node]
-        parent = parents.get(node)
+        # the value the statement stores: `c = torch.randint(...)[0]`, `f = torch.rand(n) * k + lo`
+        top = node
+        while True:
+            p = parents.get(top)
+            if isinstance(p, ast.Subscript) and p.value is top:
+                top = p
+            elif isinstance(p, (ast.BinOp, ast.UnaryOp)):
+                top = p
+            elif (
+                isinstance(p, ast.Attribute)
+                and p.value is top
+                and p.attr not in _CHAINED_SKIP
+                and isinstance(parents.get(p), ast.Call)
+                and parents[p].func is p
+            ):
+                top = parents[p]  # `.float()`, `.clamp(...)`
+            else:
+                break
+        parent = parents.get(top)
         if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
             name = parent.targets[0].id
             after = (parent.end_lineno or parent.lineno, parent.end_col_offset or 0)
+            # until the name is bound again (`n = n.to(x.device)`: later uses see the moved tensor)
+            until = min(
+                (
+                    (s.end_lineno or s.lineno, s.end_col_offset or 0)
+                    for s in ast.walk(forward)
+                    if isinstance(s, ast.Assign)
+                    and (s.lineno, s.col_offset) >= after
+                    and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+                ),
+                default=(float("inf"), 0),
+            )
             uses += [
                 n
                 for n in ast.walk(forward)
                 if isinstance(n, ast.Name)
                 and n.id == name
                 and isinstance(n.ctx, ast.Load)
-                and (n.lineno, n.col_offset) >= after
+                and after <= (n.lineno, n.col_offset) < until
             ]
         for use in uses:
             cur = use
@@ -353,14 +398,23 @@ class FactoryWithoutDeviceInForward(Rule):
                         return True
                     if fname in _PACK_FUNCS:
                         return True
+                    if cur in p.args and factory_name(fa, p) in _SIZED_FACTORIES:
+                        return True  # `torch.rand(drop_count)`: a size
+                    if cur in p.args and fname in ("view", "reshape", "expand", "repeat", "new_zeros", "new_ones"):
+                        return True  # a shape
                     q = fa.qualname(p.func) or ""
                     if q.startswith(("numpy.", "scipy.")):
                         return True
                     break  # a call's result is another value
                 if isinstance(p, ast.keyword):
-                    if p.arg == "lengths":
+                    if p.arg in _HOST_KEYWORDS:
                         return True
                     break
+                if isinstance(p, ast.Slice):
+                    return True  # `x[:, :c]`: a slice bound
+                if isinstance(p, (ast.Tuple, ast.List)) and isinstance(p.ctx, ast.Load):
+                    cur = p  # `size=(w, h)`: follow the display to where it goes
+                    continue
                 if isinstance(p, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in p.ops):
                     break  # `x is None` looks at the name, not the values
                 if isinstance(p, (ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
