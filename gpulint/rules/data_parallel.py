@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from textwrap import dedent
 
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
@@ -14,6 +15,15 @@ class DataParallel(Rule):
     (`nn.DataParallel`, `from torch.nn.parallel import DataParallel as DP`, ...).
     `isinstance` checks, strings, comments and unrelated classes that happen to
     be named `DataParallel` are not flagged.
+
+    Nor is `DataParallel` built inside a class or function whose name says it
+    implements a data-parallel option the user picks (`DataParallelStrategy`,
+    Lightning's `strategy="dp"`; fastai's `ParallelTrainer`; `wrap_dp`): the
+    library cannot switch that option to DDP, and the advice belongs to the
+    user's choice. A silent fallback is still flagged, such as the Trainer or
+    training script that wraps the model in `DataParallel` whenever it sees
+    several GPUs in one process: users who forget `torchrun` get the slow
+    path without being told.
 
     ## Why is this bad?
     `DataParallel` runs one Python process that drives every GPU from a single
@@ -129,5 +139,13 @@ class DataParallel(Rule):
     )
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
-        if ctx.qualname(node.func) == "torch.nn.DataParallel":
-            self.report(ctx, node)
+        if ctx.qualname(node.func) != "torch.nn.DataParallel":
+            return
+        if any(isinstance(a, _DEFS) and _IMPLEMENTS_DP.search(a.name) for a in ctx.ancestors):
+            return  # the code that implements a `dp` option the user picked
+        self.report(ctx, node)
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# `DataParallelStrategy`, `ParallelTrainer`, `to_parallel`, `wrap_dp`
+_IMPLEMENTS_DP = re.compile(r"parallel|(?:^|_)dp(?:$|_)", re.I)
