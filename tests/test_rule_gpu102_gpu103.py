@@ -222,11 +222,31 @@ def test_empty_cache_not_in_a_loop():
         else:
             torch.cuda.empty_cache()
 
+        for shape in shapes:
+            try:
+                bench_one(shape)
+            finally:
+                torch.cuda.empty_cache()
+
         for cache in caches:
             cache.empty_cache()
             torch.mps.empty_cache()
         """
     assert rows(code, "GPU103") == []
+
+
+def test_empty_cache_in_a_try_body_is_still_flagged():
+    code = """
+        import torch
+
+        for batch in loader:
+            try:
+                step(batch)
+                torch.cuda.empty_cache()
+            finally:
+                log()
+        """
+    assert rows(code, "GPU103") == [6]
 
 
 def test_empty_cache_fix():

@@ -1238,6 +1238,15 @@ class FileAnalysis:
                 return False
         return False
 
+    @property
+    def uses_cuda_graphs(self) -> bool:
+        """The file captures CUDA graphs (`torch.cuda.graph`, `CUDAGraph`,
+        `make_graphed_callables`, tensordict's `CudaGraphModule`, or
+        `torch.compile` in a mode that uses them). A replayed graph reads and
+        writes fixed addresses, so buffers such as gradients must stay
+        allocated between steps."""
+        return any(w in self.text for w in _CUDA_GRAPH_WORDS)
+
     def is_test_file(self) -> bool:
         p = self.path.replace("\\", "/")
         base = p.rsplit("/", 1)[-1]
@@ -1248,6 +1257,12 @@ class FileAnalysis:
             or "/tests/" in "/" + p
             or "/test/" in "/" + p
         )
+
+
+_CUDA_GRAPH_WORDS = (
+    "CUDAGraph", "cuda.graph(", "make_graphed_callables", "CudaGraphModule", "reduce-overhead", "max-autotune",
+    "cudagraphs",
+)
 
 
 # ---------------------------------------------------------------- helpers

@@ -15,8 +15,9 @@ _EMPTY_CACHE = frozenset(
 
 def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
     """The innermost for/while whose body runs `node`, not crossing a
-    def, lambda or class; None when the call sits in an except handler first
-    (recovering from an out-of-memory error is what `empty_cache` is for)."""
+    def, lambda or class; None when the call sits in an except handler or a
+    `finally` block first (recovering from an out-of-memory error is what
+    `empty_cache` is for)."""
     chain = list(ancestors) + [node]
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
@@ -24,6 +25,8 @@ def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
             return None
         if isinstance(anc, ast.ExceptHandler):
             return None
+        if isinstance(anc, ast.Try) and any(child is s for s in anc.finalbody):
+            return None  # clean-up after an attempt that may have run out of memory
         if isinstance(anc, LOOPS) and any(child is s for s in anc.body):
             return anc
     return None
@@ -64,7 +67,9 @@ class EmptyCacheInLoop(Rule):
     `for` or `while` loop of the same function, periodic (`if step % 100 == 0:`)
     or not. A call in an `except` handler inside the loop is not flagged:
     releasing the cache after an out-of-memory error before retrying with a
-    smaller batch is what the function is for. Neither is one in the loop's
+    smaller batch is what the function is for; nor is one in a `finally`
+    block, the clean-up after an attempt that may have run out of memory
+    (a benchmark sweep over sizes). Neither is one in the loop's
     `else` (it runs once, after the loop) or in a function defined in the
     loop, nor `empty_cache()` of other objects or other devices. Neither is a
     call that runs on one iteration only (`if step == 0:`, `if

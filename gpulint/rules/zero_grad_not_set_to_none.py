@@ -14,6 +14,12 @@ class ZeroGradNotSetToNone(Rule):
     `zero_grad()` when the targeted torch release is older than 2.0 (where
     `set_to_none` defaulted to `False`; see the `torch-version` setting).
 
+    Not in a file that captures CUDA graphs (`torch.cuda.graph`,
+    `CUDAGraph`, `make_graphed_callables`, tensordict's `CudaGraphModule`,
+    `torch.compile(mode="reduce-overhead")`): a replayed graph writes the
+    gradients into the same buffers every step, so they must be zeroed in
+    place (torchrl's Dreamer trainer).
+
     ## Why is this bad?
     Zeroing gradients in place launches a memset kernel per parameter every
     step and keeps every gradient buffer allocated between steps. With
@@ -99,6 +105,8 @@ class ZeroGradNotSetToNone(Rule):
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "zero_grad"):
             return
+        if ctx.analysis.uses_cuda_graphs:
+            return  # a captured graph needs the gradient buffers to stay where they are
         kw = find_keyword(node, "set_to_none")
         if kw is not None:
             if isinstance(kw.value, ast.Constant) and kw.value.value is False:
