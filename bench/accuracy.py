@@ -62,6 +62,21 @@ PACKAGES = [
     ("transformers", "5.24.0"),
     ("torchvision", "0.29.1"),
 ]
+# The second corpus (--second): eight releases reviewed on 2026-11-29, after the
+# rules were tuned on the first. Every finding of the rules on by default was
+# labelled then; the false positives it showed were fixed the same day, so it
+# is no longer held out. Only the rules on by default are scored on it.
+SECOND_PACKAGES = [
+    ("fastai", "2.8.12"),
+    ("peft", "0.21.2"),
+    ("pytorch-ignite", "0.5.5"),
+    ("sentence-transformers", "6.2.0"),
+    ("skorch", "1.4.0"),
+    ("speechbrain", "1.1.2"),
+    ("torchrl", "0.14.1"),
+    ("trl", "1.16.0"),
+]
+SECOND_LABELS = ROOT / "bench" / "labels-second"
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
@@ -111,9 +126,9 @@ def default_on() -> set:
     return {c for c, r in all_rules().items() if r.default}
 
 
-def lint(sources: dict) -> tuple:
+def lint(sources: dict, selected: list) -> tuple:
     """[(package, path, line, code, message)] for every finding, and seconds taken."""
-    codes = ",".join(all_codes())
+    codes = ",".join(selected)
     findings = []
     t0 = time.perf_counter()
     for name, src in sources.items():
@@ -163,13 +178,13 @@ def precision_sample(findings: list) -> dict:
     return out
 
 
-def evaluate(findings: list, labels: list) -> tuple:
+def evaluate(findings: list, labels: list, selected: list) -> tuple:
     flagged = {(f[0], f[1], f[2], f[3]) for f in findings}
     labelled = {(r["package"], r["path"], r["line"], r["code"]): r for r in labels}
     sample = precision_sample(findings)
     table = {}
     unlabelled = []
-    codes = sorted(set(all_codes()))
+    codes = sorted(set(selected))
     for code in codes:
         n_findings = sum(1 for f in findings if f[3] == code)
         tp = fp = fn = tn_ok = 0
@@ -291,12 +306,21 @@ def main() -> None:
                     help="list the labelled positives missed now and the labelled look-alikes flagged now")
     ap.add_argument("--write-doc", action="store_true")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--second", action="store_true",
+                    help="score the second corpus (SECOND_PACKAGES, bench/labels-second/), rules on by default only")
     args = ap.parse_args()
 
+    global PACKAGES, LABELS
+    selected = all_codes()
+    markers = ("<!-- table:start -->\n", "<!-- table:end -->")
+    if args.second:
+        PACKAGES, LABELS = SECOND_PACKAGES, SECOND_LABELS
+        selected = sorted(default_on())
+        markers = ("<!-- second:start -->\n", "<!-- second:end -->")
     sources = fetch(Path(args.corpus))
-    findings, seconds = lint(sources)
+    findings, seconds = lint(sources, selected)
     labels = load_labels()
-    table, unlabelled = evaluate(findings, labels)
+    table, unlabelled = evaluate(findings, labels, selected)
     text = render(table, seconds, len(labels))
     print(text)
     if unlabelled:
@@ -309,7 +333,7 @@ def main() -> None:
         Path(args.findings).write_text(json.dumps(findings, indent=1))
     if args.write_doc and DOC.exists():
         doc = DOC.read_text(encoding="utf-8")
-        start, end = "<!-- table:start -->\n", "<!-- table:end -->"
+        start, end = markers
         if start in doc and end in doc:
             doc = doc[: doc.index(start) + len(start)] + text + doc[doc.index(end):]
             DOC.write_text(doc, encoding="utf-8")
