@@ -380,3 +380,114 @@ def test_prefilter_lets_an_aliased_clock_through():
         """
     ).lstrip("\n")
     assert [f.row for f in lint(text, codes=[CODE])] == [6]
+
+
+def test_counted_loops_that_take_fresh_data_are_passes_over_data():
+    check(
+        """
+        def replay_training(loss_module, replay_buffer, optim, cfg):
+            training_start = time.time()
+            for _ in range(cfg.num_epochs):
+                for _ in range(cfg.frames_per_batch // cfg.minibatch_size):
+                    subdata = replay_buffer.sample()
+                    loss_vals = loss_module(subdata)
+                    loss_value = loss_vals["loss"]
+                    loss_value.backward()
+                    optim.step()
+                    optim.zero_grad()
+            return time.time() - training_start
+
+        def iterator_steps(model, loader, optimizer, steps):
+            it = iter(loader)
+            t0 = time.time()
+            for _ in range(steps):
+                x, y = next(it)
+                loss = (model(x.to(DEVICE, non_blocking=True)) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+            return time.time() - t0
+
+        def fresh_iter_each_step(model, data, n):
+            t0 = time.time()
+            for _ in range(n):
+                model(next(iter(data)))
+            return time.time() - t0
+
+        def minibatches(model, criterion, optimizer, X, Y, n_batches, bs):
+            t0 = time.time()
+            for i in range(n_batches):
+                xb = X[i * bs : (i + 1) * bs]
+                loss = criterion(model(xb), Y[i * bs : (i + 1) * bs])
+                loss.backward()
+                optimizer.step()
+            return time.time() - t0
+
+        def indexed_list(model, batches, n):
+            t0 = time.time()
+            for i in range(n):
+                model(batches[i])
+            return time.time() - t0
+        """
+    )
+
+
+def test_counted_loops_over_the_same_inputs_are_still_benchmarks():
+    check(
+        """
+        def same_inputs(model, x, n):
+            t0 = time.time()
+            for _ in range(n):
+                y = model(x)
+            return time.time() - t0  # flag
+
+        def same_inputs_training(model, criterion, optimizer, x, y, n):
+            t0 = time.time()
+            for _ in range(n):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            return time.time() - t0  # flag
+
+        def sampled_but_unused(model, replay_buffer, x, n):
+            t0 = time.time()
+            for _ in range(n):
+                extra = replay_buffer.sample()
+                y = model(x)
+            return time.time() - t0  # flag
+
+        def model_sample(model, z, n):
+            t0 = time.time()
+            for _ in range(n):
+                out = model(model.sample(z))
+            return time.time() - t0  # flag
+
+        def parameters_are_not_data(model, x, n):
+            t0 = time.time()
+            for _ in range(n):
+                w = next(model.parameters())
+                y = model(x.to(w.dtype))
+            return time.time() - t0  # flag
+
+        def indexed_by_loop_var_but_not_data(model, x, lrs, n):
+            t0 = time.time()
+            for i in range(n):
+                lr = lrs[i]
+                y = model(x) * lr
+            return time.time() - t0  # flag
+
+        def output_indexed(model, criterion, x, y, n):
+            t0 = time.time()
+            for i in range(n):
+                out = model(x)
+                loss = criterion(out[i], y)
+            return time.time() - t0  # flag
+
+        def fetched_only_now_and_then(model, it, x, n):
+            t0 = time.time()
+            for i in range(n):
+                if i % 100 == 0:
+                    x = next(it)
+                y = model(x)
+            return time.time() - t0  # flag
+        """
+    )

@@ -455,8 +455,10 @@ def is_data_pass(fa: "FileAnalysis", loop: ast.AST) -> bool:
     """A `for` loop (or comprehension) that runs the model over data: it
     iterates a DataLoader, or its body runs a model forward, a backward or an
     optimizer step, and it does not iterate a repetition count (`range(n)`,
-    `itertools.repeat`, the benchmark pattern; `range(len(data))` indexes data
-    and is a pass). Such a pass runs for many steps."""
+    `itertools.repeat`, the benchmark pattern). A counted loop is a pass when
+    `range(len(data))` indexes data, or when every pass takes fresh data for
+    the model (`buffer.sample()`, `next(it)`, `data[i]`: see
+    `FileAnalysis.loop_fetches_data`). Such a pass runs for many steps."""
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         it = loop.iter
     elif isinstance(loop, COMPREHENSIONS):
@@ -468,7 +470,9 @@ def is_data_pass(fa: "FileAnalysis", loop: ast.AST) -> bool:
     if isinstance(it, ast.Call):
         f = it.func
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-        if name in ("range", "trange", "repeat", "count") and not _sized_by_data(it):
+        if name in ("range", "trange", "repeat", "count") and not (
+            _sized_by_data(it) or fa.loop_fetches_data(loop)
+        ):
             return False
     if isinstance(loop, COMPREHENSIONS):
         anc = fa.ancestors(loop)
