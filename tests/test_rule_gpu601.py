@@ -491,3 +491,69 @@ def test_counted_loops_over_the_same_inputs_are_still_benchmarks():
             return time.time() - t0  # flag
         """
     )
+
+
+def test_periodic_meters_over_many_steps():
+    check(
+        """
+        def throughput_with_per_step_sync(world_model, opt, buffer_, total_steps, log_every, x):
+            t_log_start = time.time()
+            step = 0
+            while step < total_steps:
+                loss = world_model(x).mean()
+                loss_value = loss.item()
+                loss.backward()
+                opt.step()
+                step += 1
+                if step % log_every == 0:
+                    t_log_end = time.time()
+                    print(log_every / (t_log_end - t_log_start), "steps/s")
+                    t_log_start = time.time()
+
+        def throughput_over_a_data_pass(model, loader, optimizer, log_every):
+            t0 = time.time()
+            for step, (x, y) in enumerate(loader):
+                loss = (model(x.to(DEVICE, non_blocking=True)) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+                if step % log_every == 0:
+                    print(f"{log_every / (time.time() - t0):.1f} it/s")
+                    t0 = time.time()
+
+        def elapsed_since_start(model, replay_buffer, optimizer, steps):
+            start = time.time()
+            for step in range(steps):
+                loss = model(replay_buffer.sample()).mean()
+                loss.backward()
+                optimizer.step()
+                if (step + 1) % 100 == 0:
+                    print(f"step {step + 1}: {time.time() - start:.0f} s")
+
+        def per_step_time_printed_now_and_then(model, loader, optimizer):
+            for step, (x, y) in enumerate(loader):
+                t0 = time.time()
+                loss = (model(x.to(DEVICE, non_blocking=True)) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+                if step % 10 == 0:
+                    print(time.time() - t0)  # flag
+
+        def benchmark_with_periodic_meter(model, x, n):
+            t0 = time.time()
+            for i in range(n):
+                y = model(x)
+                if i % 10 == 0:
+                    print(time.time() - t0, y.sum().item())  # flag
+                    t0 = time.time()
+
+        def meter_read_every_pass(model, x, n):
+            t0 = time.time()
+            step = 0
+            while step < n:
+                loss = model(x).mean()
+                loss.item()
+                loss.backward()
+                step += 1
+                print(step / (time.time() - t0))  # flag
+        """
+    )
