@@ -380,3 +380,180 @@ def test_prefilter_lets_an_aliased_clock_through():
         """
     ).lstrip("\n")
     assert [f.row for f in lint(text, codes=[CODE])] == [6]
+
+
+def test_counted_loops_that_take_fresh_data_are_passes_over_data():
+    check(
+        """
+        def replay_training(loss_module, replay_buffer, optim, cfg):
+            training_start = time.time()
+            for _ in range(cfg.num_epochs):
+                for _ in range(cfg.frames_per_batch // cfg.minibatch_size):
+                    subdata = replay_buffer.sample()
+                    loss_vals = loss_module(subdata)
+                    loss_value = loss_vals["loss"]
+                    loss_value.backward()
+                    optim.step()
+                    optim.zero_grad()
+            return time.time() - training_start
+
+        def iterator_steps(model, loader, optimizer, steps):
+            it = iter(loader)
+            t0 = time.time()
+            for _ in range(steps):
+                x, y = next(it)
+                loss = (model(x.to(DEVICE, non_blocking=True)) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+            return time.time() - t0
+
+        def fresh_iter_each_step(model, data, n):
+            t0 = time.time()
+            for _ in range(n):
+                model(next(iter(data)))
+            return time.time() - t0
+
+        def minibatches(model, criterion, optimizer, X, Y, n_batches, bs):
+            t0 = time.time()
+            for i in range(n_batches):
+                xb = X[i * bs : (i + 1) * bs]
+                loss = criterion(model(xb), Y[i * bs : (i + 1) * bs])
+                loss.backward()
+                optimizer.step()
+            return time.time() - t0
+
+        def indexed_list(model, batches, n):
+            t0 = time.time()
+            for i in range(n):
+                model(batches[i])
+            return time.time() - t0
+        """
+    )
+
+
+def test_counted_loops_over_the_same_inputs_are_still_benchmarks():
+    check(
+        """
+        def same_inputs(model, x, n):
+            t0 = time.time()
+            for _ in range(n):
+                y = model(x)
+            return time.time() - t0  # flag
+
+        def same_inputs_training(model, criterion, optimizer, x, y, n):
+            t0 = time.time()
+            for _ in range(n):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            return time.time() - t0  # flag
+
+        def sampled_but_unused(model, replay_buffer, x, n):
+            t0 = time.time()
+            for _ in range(n):
+                extra = replay_buffer.sample()
+                y = model(x)
+            return time.time() - t0  # flag
+
+        def model_sample(model, z, n):
+            t0 = time.time()
+            for _ in range(n):
+                out = model(model.sample(z))
+            return time.time() - t0  # flag
+
+        def parameters_are_not_data(model, x, n):
+            t0 = time.time()
+            for _ in range(n):
+                w = next(model.parameters())
+                y = model(x.to(w.dtype))
+            return time.time() - t0  # flag
+
+        def indexed_by_loop_var_but_not_data(model, x, lrs, n):
+            t0 = time.time()
+            for i in range(n):
+                lr = lrs[i]
+                y = model(x) * lr
+            return time.time() - t0  # flag
+
+        def output_indexed(model, criterion, x, y, n):
+            t0 = time.time()
+            for i in range(n):
+                out = model(x)
+                loss = criterion(out[i], y)
+            return time.time() - t0  # flag
+
+        def fetched_only_now_and_then(model, it, x, n):
+            t0 = time.time()
+            for i in range(n):
+                if i % 100 == 0:
+                    x = next(it)
+                y = model(x)
+            return time.time() - t0  # flag
+        """
+    )
+
+
+def test_periodic_meters_over_many_steps():
+    check(
+        """
+        def throughput_with_per_step_sync(world_model, opt, buffer_, total_steps, log_every, x):
+            t_log_start = time.time()
+            step = 0
+            while step < total_steps:
+                loss = world_model(x).mean()
+                loss_value = loss.item()
+                loss.backward()
+                opt.step()
+                step += 1
+                if step % log_every == 0:
+                    t_log_end = time.time()
+                    print(log_every / (t_log_end - t_log_start), "steps/s")
+                    t_log_start = time.time()
+
+        def throughput_over_a_data_pass(model, loader, optimizer, log_every):
+            t0 = time.time()
+            for step, (x, y) in enumerate(loader):
+                loss = (model(x.to(DEVICE, non_blocking=True)) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+                if step % log_every == 0:
+                    print(f"{log_every / (time.time() - t0):.1f} it/s")
+                    t0 = time.time()
+
+        def elapsed_since_start(model, replay_buffer, optimizer, steps):
+            start = time.time()
+            for step in range(steps):
+                loss = model(replay_buffer.sample()).mean()
+                loss.backward()
+                optimizer.step()
+                if (step + 1) % 100 == 0:
+                    print(f"step {step + 1}: {time.time() - start:.0f} s")
+
+        def per_step_time_printed_now_and_then(model, loader, optimizer):
+            for step, (x, y) in enumerate(loader):
+                t0 = time.time()
+                loss = (model(x.to(DEVICE, non_blocking=True)) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+                if step % 10 == 0:
+                    print(time.time() - t0)  # flag
+
+        def benchmark_with_periodic_meter(model, x, n):
+            t0 = time.time()
+            for i in range(n):
+                y = model(x)
+                if i % 10 == 0:
+                    print(time.time() - t0, y.sum().item())  # flag
+                    t0 = time.time()
+
+        def meter_read_every_pass(model, x, n):
+            t0 = time.time()
+            step = 0
+            while step < n:
+                loss = model(x).mean()
+                loss.item()
+                loss.backward()
+                step += 1
+                print(step / (time.time() - t0))  # flag
+        """
+    )

@@ -25,8 +25,10 @@ Small, general queries over a FileAnalysis:
   difference that is compared (`if time.time() - t0 > timeout:`) is a timeout
   or a throttle, not a measurement, and is not an interval.
 * `unsynchronized_work(fa, scope, interval)`: whether CUDA work is still queued
-  when the interval's clock is read (see its doc for the loop rules), and
-  `is_data_pass(fa, loop)`: a loop that runs the model over data.
+  when the interval's clock is read (see its doc for the loop rules),
+  `is_data_pass(fa, loop)`: a loop that runs the model over data, and
+  `spans_whole_passes(fa, scope, interval)`: a meter over many passes of a
+  loop that is a pass over data or syncs in every pass.
 
 Positions are (line, column) pairs; events are ordered by where they end
 (a call completes after its receiver and arguments).
@@ -43,6 +45,7 @@ from gpulint.analysis.core import (
     FUNCS,
     LOOPS,
     NON_TENSOR_METHODS,
+    SCOPES,
     NUMBER,
     NUMPY,
     TENSOR,
@@ -314,6 +317,7 @@ class Interval:
     end: ast.Call
     start: ast.AST
     stretches: List[Tuple[Pos, Pos]] = field(default_factory=list)
+    loop: Optional[ast.AST] = None  # the loop whose back edge the interval crosses
 
 
 @dataclass
@@ -409,7 +413,7 @@ def clock_intervals(fa: "FileAnalysis", scope: ast.AST) -> List[Interval]:
                 else:
                     top = start_of(loop) if isinstance(loop, ast.While) else start_of(loop.body[0])
                     stretches = [(end_of(d.stmt), end_of(loop)), (top, start_of(end))]
-                intervals.append(Interval(end, d.stmt, stretches))
+                intervals.append(Interval(end, d.stmt, stretches, loop))
     return intervals
 
 
@@ -455,8 +459,10 @@ def is_data_pass(fa: "FileAnalysis", loop: ast.AST) -> bool:
     """A `for` loop (or comprehension) that runs the model over data: it
     iterates a DataLoader, or its body runs a model forward, a backward or an
     optimizer step, and it does not iterate a repetition count (`range(n)`,
-    `itertools.repeat`, the benchmark pattern; `range(len(data))` indexes data
-    and is a pass). Such a pass runs for many steps."""
+    `itertools.repeat`, the benchmark pattern). A counted loop is a pass when
+    `range(len(data))` indexes data, or when every pass takes fresh data for
+    the model (`buffer.sample()`, `next(it)`, `data[i]`: see
+    `FileAnalysis.loop_fetches_data`). Such a pass runs for many steps."""
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         it = loop.iter
     elif isinstance(loop, COMPREHENSIONS):
@@ -468,7 +474,9 @@ def is_data_pass(fa: "FileAnalysis", loop: ast.AST) -> bool:
     if isinstance(it, ast.Call):
         f = it.func
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-        if name in ("range", "trange", "repeat", "count") and not _sized_by_data(it):
+        if name in ("range", "trange", "repeat", "count") and not (
+            _sized_by_data(it) or fa.loop_fetches_data(loop)
+        ):
             return False
     if isinstance(loop, COMPREHENSIONS):
         anc = fa.ancestors(loop)
@@ -496,7 +504,10 @@ def unsynchronized_work(fa: "FileAnalysis", scope: ast.AST, interval: Interval) 
     is left unsynced is a step or a few of a long pass (an epoch or an
     evaluation run timed as a whole is measured well enough). A loop that
     repeats work a counted number of times (`for _ in range(iters):`, the
-    benchmark pattern) is short enough for the tail to matter."""
+    benchmark pattern) is short enough for the tail to matter. For the same
+    reason an interval that spans whole passes of such a loop (a throughput
+    meter read and restarted under `if step % n == 0:`) is measured well
+    enough (`spans_whole_passes`)."""
     events, loops = scope_events(fa, scope)
     last: Optional[str] = None
     for lo, hi in interval.stretches:
@@ -518,4 +529,50 @@ def unsynchronized_work(fa: "FileAnalysis", scope: ast.AST, interval: Interval) 
         stretch.sort()
         for _, k in stretch:
             last = k
-    return last == WORK
+    return last == WORK and not spans_whole_passes(fa, scope, interval)
+
+
+def _every_pass(fa: "FileAnalysis", node: ast.AST, loop: ast.AST) -> bool:
+    """`node` runs in every pass of `loop` (not under a periodic `if`, in an
+    `except` handler, ...: the exemptions of `FileAnalysis.hot_loop`)."""
+    return fa.hot_loop(node, fa.ancestors(node), is_hot=lambda lp: lp is loop) is loop
+
+
+def _syncs_every_pass(fa: "FileAnalysis", scope: ast.AST, loop: ast.AST) -> bool:
+    """A host sync runs in every pass of `loop` (`loss.item()` each step)."""
+    cache = fa.memo("clock_intervals")
+    key = ("syncs_every_pass", id(loop))
+    found = cache.get(key)
+    if found is None:
+        anc = _scope_anc(scope)
+        found = False
+        stack = list(loop.body)  # type: ignore[attr-defined]
+        while stack and not found:
+            n = stack.pop()
+            if isinstance(n, SCOPES):
+                continue
+            found = (truth_value_syncs(fa, n, anc) or sync_or_work(fa, n, anc) == SYNC) and _every_pass(fa, n, loop)
+            stack.extend(ast.iter_child_nodes(n))
+        cache[key] = found
+    return found  # type: ignore[return-value]
+
+
+def spans_whole_passes(fa: "FileAnalysis", scope: ast.AST, interval: Interval) -> bool:
+    """A meter over many passes of a loop: the clock is read in a block of the
+    loop that does not run every pass (`if step % log_every == 0:`), and the
+    interval starts before the loop or is restarted in such a block (not once
+    per pass), so it spans whole passes of the loop; and the loop is one that
+    counts as a sync when it lies inside an interval: a pass over data
+    (`is_data_pass`), or one that syncs in every pass. What the read misses is
+    the tail of a step or a few, a small part of the passes measured."""
+    loop = interval.loop
+    if loop is None:
+        around = loops_around(fa.ancestors(interval.end) + [interval.end])
+        loop = next((lp for lp in around if not contains(lp, interval.start)), None)
+        if not isinstance(loop, LOOPS):
+            return False
+    elif _every_pass(fa, interval.start, loop):
+        return False
+    if _every_pass(fa, interval.end, loop):
+        return False
+    return is_data_pass(fa, loop) or _syncs_every_pass(fa, scope, loop)

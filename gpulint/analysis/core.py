@@ -943,6 +943,112 @@ class FileAnalysis:
             return False
         return self.kind(base, self.ancestors(loop)) != TENSOR
 
+    def loop_fetches_data(self, loop: ast.AST) -> bool:
+        """A `for` loop (`for _ in range(steps):`) whose every pass takes fresh
+        data and runs the model on it: its own body (not a nested loop, and not
+        under a periodic `if`) draws `buffer.sample(...)`, `next(<iterator>)` or
+        `data[i]` / `data[i * bs:(i + 1) * bs]` indexed by the loop variable, and
+        that value, directly or through names bound from it in the loop, reaches
+        the arguments of a model forward or a criterion, or the receiver of a
+        `.backward()`. Not a fetch: `.sample()` of a model or a tensor,
+        `next(model.parameters())` (only `next(it)` / `next(iter(data))`).
+        The same inputs timed over and over (the benchmark pattern) take nothing
+        fresh."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        cache = self.memo("loop_fetches_data")
+        found = cache.get(loop)
+        if found is None:
+            found = self._loop_fetches_data(loop)
+            cache[loop] = found
+        return found  # type: ignore[return-value]
+
+    def _loop_fetches_data(self, loop: ast.AST) -> bool:
+        anc = self.ancestors(loop) + [loop]
+        body: List[ast.AST] = []
+        stack = list(loop.body)  # type: ignore[attr-defined]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, SCOPES):
+                continue
+            body.append(n)
+            stack.extend(ast.iter_child_nodes(n))
+        bindings = []
+        for n in body:
+            if isinstance(n, ast.Assign):
+                bindings.append((n.targets, n.value))
+            elif isinstance(n, (ast.AnnAssign, ast.AugAssign)):
+                bindings.append(([n.target], n.value))
+            elif isinstance(n, (ast.For, ast.AsyncFor)):
+                bindings.append(([n.target], n.iter))
+        # `out[i]` of an `out` computed in the loop is not stored data
+        bound_here = {dotted(n) for targets, _ in bindings for t in targets for n in ast.walk(t)} - {None}
+        loop_vars = set(_target_names(loop.target))  # type: ignore[attr-defined]
+        fetches: Set[int] = set()
+        for node in self._own_nodes(loop):
+            if (
+                self._is_fetch(node, loop_vars, bound_here, anc)
+                and self.hot_loop(node, self.ancestors(node), is_hot=lambda lp: lp is loop) is loop
+            ):
+                fetches.add(id(node))
+        if not fetches:
+            return False
+        fresh: Set[str] = set()
+
+        def mentions(expr: Optional[ast.AST]) -> bool:
+            if expr is None:
+                return False
+            for n in ast.walk(expr):
+                if id(n) in fetches:
+                    return True
+                if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in fresh:
+                    return True
+            return False
+
+        changed = True
+        while changed:  # the names bound from fresh data, to a fixed point
+            changed = False
+            for targets, value in bindings:
+                if not mentions(value):
+                    continue
+                for t in targets:
+                    for n in ast.walk(t):
+                        key = dotted(n) if isinstance(n, (ast.Name, ast.Attribute)) else None
+                        if key is not None and key not in fresh:
+                            fresh.add(key)
+                            changed = True
+        for n in body:
+            if not isinstance(n, ast.Call):
+                continue
+            if self.is_backward_call(n) and mentions(n.func.value):  # type: ignore[attr-defined]
+                return True
+            is_criterion = isinstance(n.func, (ast.Name, ast.Attribute)) and self.kind(n.func, anc) == CRITERION
+            if (is_criterion or self.is_model_call(n, anc)) and any(
+                mentions(a) for a in list(n.args) + [kw.value for kw in n.keywords]
+            ):
+                return True
+        return False
+
+    def _is_fetch(
+        self, node: ast.AST, loop_vars: Set[str], bound_here: Set[Optional[str]], anc: Sequence[ast.AST]
+    ) -> bool:
+        """`x.sample(...)`, `next(it)`, `data[i]` with `i` a loop variable (see `loop_fetches_data`)."""
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "sample":
+                return self.kind(func.value, anc) not in (MODEL, TENSOR)
+            if isinstance(func, ast.Name) and func.id == "next" and node.args:
+                it = node.args[0]
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "iter" and it.args:
+                    it = it.args[0]
+                return isinstance(it, (ast.Name, ast.Attribute, ast.Subscript)) and self.kind(it, anc) != MODEL
+            return False
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            if dotted(node.value) in bound_here:
+                return False
+            return any(isinstance(n, ast.Name) and n.id in loop_vars for n in ast.walk(node.slice))
+        return False
+
     def loader_of_loop(self, loop: ast.AST) -> Optional[ast.AST]:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return None

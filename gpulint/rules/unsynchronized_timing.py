@@ -40,7 +40,19 @@ class UnsynchronizedTiming(Rule):
       one that runs the model on each item): the CPU runs at most a few steps
       ahead of the GPU, a small part of an epoch or an evaluation run. A loop
       that repeats work a counted number of times (`for _ in range(iters):`,
-      the benchmark pattern) is flagged;
+      the benchmark pattern) is flagged, unless every pass takes fresh data
+      for the model: `range(len(data))`, or a body that draws
+      `buffer.sample(...)`, `next(it)` or `data[i]` / `data[i * bs:(i + 1) *
+      bs]` indexed by the loop variable (not under a periodic `if`), whose
+      value, directly or through names bound from it in the loop, reaches a
+      model forward, a criterion or a `.backward()` (the minibatch loop of a
+      replay-buffer or PPO update). The same inputs timed over and over take
+      nothing fresh and are flagged;
+    - a meter over many passes of a loop that is such a pass over data or that
+      syncs in every pass: the clock is read in a block that does not run
+      every pass (`if step % log_every == 0:`), and the interval starts before
+      the loop or is restarted in such a block (a throughput meter over
+      `log_every` steps). A per-step time read only now and then is flagged;
     - model calls on raw inputs (`model("bus.jpg")`, `model(numpy_image)`):
       predictors that do their own pre- and post-processing;
     - differences that are compared (`if time.time() - t0 > timeout:`):
