@@ -711,6 +711,246 @@ def test_a_read_right_after_a_read_is_not_flagged_again():
     )
 
 
+def test_later_reads_of_one_statement_follow_its_first_read():
+    # ppo-async style logging: one read syncs, the rest of the statement only waits for a kernel or two
+    check(
+        """
+        def train(model, loader, optimizer, metrics, log, f, n):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                grad_norm = clip(loss.backward())
+                optimizer.step()
+                metrics.update(
+                    {
+                        "loss": loss.item(),  # sync
+                        "grad_norm": grad_norm.item(),
+                        "scaled": (loss * n).item(),
+                        "shown": f"{loss}",
+                    }
+                )
+                optimizer.step()
+                log(
+                    loss.item(),  # sync
+                    grad_norm.item(),
+                    step=(loss * 2).item(),
+                )
+                optimizer.step()
+                v = f(loss.item()) + (  # sync
+                    grad_norm.item()
+                )
+                optimizer.step()
+                w = (
+                    grad_norm.item()  # the test, read first, is the sync
+                    if loss.item() > 0  # sync
+                    else 0
+                )
+                optimizer.step()
+                print(
+                    loss.item(),  # sync
+                    grad_norm if n else grad_norm.item(),
+                    loss,
+                )
+        """
+    )
+
+
+def test_reads_that_may_not_run_are_not_a_first_read():
+    check(
+        """
+        def train(model, loader, optimizer, c, ts):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                grad_norm = clip(loss.backward())
+                optimizer.step()
+                v = (
+                    loss.item()  # sync
+                    if c
+                    else grad_norm.item()  # sync
+                )
+                optimizer.step()
+                v = (c or loss.item()) + (  # sync
+                    grad_norm.item()  # sync
+                )
+                optimizer.step()
+                v = (c and loss.item(), (  # sync
+                    grad_norm.item()  # sync
+                ))
+                optimizer.step()
+                v = (c < 2 < loss.item()) + (  # sync
+                    grad_norm.item()  # sync
+                )
+                optimizer.step()
+                v = (lambda: loss.item(), (
+                    grad_norm.item()  # sync
+                ))
+                optimizer.step()
+                v = ([t.item() for t in ts], (  # sync
+                    grad_norm.item()  # sync
+                ))
+                optimizer.step()
+                v = (loss.item(), [  # sync
+                    t.item() for t in ts  # sync
+                ])
+        """
+    )
+
+
+def test_a_short_circuit_operand_runs_only_after_the_first():
+    # `loss < 2` is tested only once `loss.item() > 0` has been read: it follows that read
+    code = """
+        def train(model, loader, optimizer):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                if loss.item() > 0 and loss < 2:
+                    pass
+                optimizer.step()
+                if loss < 2 and loss.item() > 0:
+                    pass
+        """
+    found = messages(code)
+    assert found[0] == "`loss.item()` in a hot loop waits for the GPU every step (host-device sync)"
+    # the other way round, the test reads first (and `.item()` as well: only a method read counts as a first read)
+    assert found[1].startswith("`if loss < 2 and loss.item() > 0:` takes a tensor's truth value")
+    assert found[2:] == [found[0]]
+
+
+def test_a_read_before_work_queued_in_the_same_statement_does_not_count():
+    check(
+        """
+        def train(model, loader, optimizer):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                print(
+                    loss.item(),  # sync
+                    model(x.cuda()).sum().item(),  # sync
+                )
+        """
+    )
+
+
+def test_an_f_string_formats_each_part_in_turn():
+    check(
+        """
+        def train(model, loader, optimizer):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                a = f"{loss} {loss.item()}"  # sync
+                optimizer.step()
+                b = f"{loss.item()} {loss}"  # sync
+                optimizer.step()
+                c = "%s %s" % (loss, loss.item())  # sync
+        """
+    )
+    # `a` formats `loss` before it reads `loss.item()`: the formatting is a sync
+    # (and the read, as only a method read counts as a first read); `b` reads first
+    code = textwrap.dedent(
+        """
+        def train(model, loader, optimizer):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                a = f"{loss} {loss.item()}"
+                optimizer.step()
+                b = f"{loss.item()} {loss}"
+        """
+    ).lstrip("\n")
+    found = [(f.row, f.message.split(" ")[0]) for f in lint(code, codes=["GPU101"])]
+    assert found == [(6, "formatting"), (6, "`loss.item()`"), (8, "`loss.item()`")]
+
+
+def test_a_read_after_a_compound_statement_that_read_on_every_path():
+    check(
+        """
+        def train(model, loader, optimizer, c, log):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                grad_norm = clip(loss.backward())
+                optimizer.step()
+                if c:
+                    v = loss.item()  # sync
+                elif c > 1:
+                    v = grad_norm.item()  # sync
+                else:
+                    continue
+                w = grad_norm.item()
+                optimizer.step()
+                try:
+                    v = loss.item()  # sync
+                except ValueError:
+                    v = grad_norm.item()  # (an except handler is not a hot path)
+                w = grad_norm.item()
+                optimizer.step()
+                with log:
+                    v = loss.item()  # sync
+                w = grad_norm.item()
+                optimizer.step()
+                if c:
+                    v = loss.item()  # sync
+                w = grad_norm.item()  # sync
+                optimizer.step()
+                if c:
+                    v = loss.item()  # sync
+                else:
+                    v = 0.0
+                w = grad_norm.item()  # sync
+                optimizer.step()
+                try:
+                    v = loss.item()  # sync
+                except ValueError:
+                    pass
+                w = grad_norm.item()  # sync
+                optimizer.step()
+                if c:
+                    v = loss.item()  # sync
+                    log(v)
+                else:
+                    v = grad_norm.item()  # sync
+                w = grad_norm.item()  # sync
+                optimizer.step()
+                for t in x:
+                    v = loss.item()  # sync
+                w = grad_norm.item()  # sync
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    "source, reads",
+    [
+        ("a = f(x.item()) + y.item()", [("x.item()", True), ("y.item()", True)]),
+        ("a = x.item() if c else y.item()", [("x.item()", False), ("y.item()", False)]),
+        ("a = y.item() if x.item() else 0", [("x.item()", True), ("y.item()", False)]),
+        ("d[k.item()] = v.item()", [("v.item()", True), ("k.item()", True)]),  # value before targets
+        ("f({k.item(): v.item(), j.item(): w.item()})", [("k.item()", True), ("v.item()", True),
+                                                         ("j.item()", True), ("w.item()", True)]),
+        ("f(a.item(), *b.tolist(), k=c.item())", [("a.item()", True), ("b.tolist()", True), ("c.item()", True)]),
+        ("assert a.item(), b.item()", [("a.item()", True), ("b.item()", False)]),
+        ("x = [t.item() for t in a.tolist()]", [("a.tolist()", True)]),
+        ("x = lambda t=a.item(): t.item()", [("a.item()", True)]),
+        ("if a.item() and b.item():\n    c.item()", [("a.item()", True), ("b.item()", False)]),
+    ],
+)
+def test_evaluation_order_of_a_statement(source, reads):
+    import ast
+
+    from gpulint.analysis.eval_order import evaluation_order
+
+    stmt = ast.parse(source).body[0]
+    got = [
+        (ast.get_source_segment(source, n), sure)
+        for n, sure in evaluation_order(stmt)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("item", "tolist")
+    ]
+    assert got == reads
+
+
 def test_message_names_the_call():
     msgs = messages(
         """

@@ -5,6 +5,7 @@ import re
 from typing import Iterator, List
 
 from gpulint.analysis.core import LOOPS, SCOPES, TENSOR
+from gpulint.analysis.eval_order import evaluation_order
 from gpulint.analysis.repetition import runs_repeatedly
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.rules._workloads import HOST_PIPELINE_TRAINING
@@ -132,7 +133,7 @@ def _has_host_read(node: ast.AST) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_METHODS and not n.args:
+        if _is_host_read_call(n):
             return True
         if isinstance(n, ast.IfExp):
             stack.append(n.test)
@@ -157,19 +158,22 @@ def _statement_and_block(chain):
     return None, None
 
 
-def _follows_host_read(node, ancestors, analysis) -> bool:
-    """The statement right before this one already read a tensor on the host
-    (`a = x.item()` then `b = y.item()`): the loop has just waited for the GPU,
-    and this read only waits for what was queued since, a kernel or two."""
+def _follows_host_read(node, ancestors, analysis, at=None) -> bool:
+    """The loop has just waited for the GPU, and this read only waits for what
+    was queued since, a kernel or two: the statement right before this one
+    already read a tensor on the host (`a = x.item()` then `b = y.item()`;
+    also an `if`/`try`/`with` each of whose paths ends with such a
+    statement), or this statement did, in a part evaluated before this read
+    and every time (`{"a": a.item(), "b": b.item()}`). `at` is the node
+    whose evaluation makes the read (default `node`): for an f-string, the
+    first tensor it formats."""
     stmt, block = _statement_and_block(list(ancestors) + [node])
-    if block is None:
+    if stmt is None:
         return False
-    k = next(i for i, b in enumerate(block) if b is stmt)
-    if k == 0:
-        return False
-    prev = block[k - 1]
-    # only a simple statement surely ran its read (not one under an `if`)
-    if not (isinstance(prev, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)) and _has_host_read(prev)):
+    if not (
+        _previous_statement_reads(stmt, block)
+        or _read_earlier_in_statement(stmt, node if at is None else at, analysis)
+    ):
         return False
     # and this statement must not queue real work of its own before reading
     inner = list(ancestors)
@@ -179,6 +183,67 @@ def _follows_host_read(node, ancestors, analysis) -> bool:
         ):
             return False
     return True
+
+
+def _previous_statement_reads(stmt, block) -> bool:
+    if block is None:
+        return False
+    k = next(i for i, b in enumerate(block) if b is stmt)
+    return k > 0 and _ends_reading(block[k - 1])
+
+
+_NO_FALLTHROUGH = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+
+
+def _ends_reading(stmt) -> bool:
+    """Every path through `stmt` that goes on to the next statement ends with
+    a simple statement that surely read a tensor on the host: the statement
+    itself, or the last statement of each branch of an `if` with an `else`
+    (a branch ending in `continue`, `break`, `return` or `raise` does not go
+    on), of a `with` body, of a `try` (its `else` if any, and each
+    handler; or its `finally`)."""
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return _has_host_read(stmt)
+    if isinstance(stmt, ast.If):
+        return _block_ends_reading(stmt.body) and _block_ends_reading(stmt.orelse)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return _block_ends_reading(stmt.body)
+    if isinstance(stmt, ast.Try):
+        if stmt.finalbody:
+            return _block_ends_reading(stmt.finalbody)
+        return _block_ends_reading(stmt.orelse or stmt.body) and all(
+            _block_ends_reading(h.body) for h in stmt.handlers
+        )
+    return False
+
+
+def _block_ends_reading(block) -> bool:
+    if not block:
+        return False  # an `if` without `else`: that path reads nothing
+    last = block[-1]
+    return isinstance(last, _NO_FALLTHROUGH) or _ends_reading(last)
+
+
+def _read_earlier_in_statement(stmt, at, analysis) -> bool:
+    """A host read of `stmt` is evaluated every time the statement runs, and
+    before `at`: `d.update({"a": a.item(), "b": b.item()})`,
+    `f(x.item()) + y.item()`, `y.item() if x.item() > 0 else 0` (not a read
+    in a branch of `... if ... else ...`, after the first operand of
+    `and`/`or`, or in a lambda or comprehension; and never `at` itself when
+    it lies in a lambda or runs once per item of a comprehension)."""
+    memo = analysis.memo("GPU101.statement_reads")
+    entry = memo.get(stmt)
+    if entry is None:
+        order = evaluation_order(stmt)
+        first = next((i for i, (n, sure) in enumerate(order) if sure and _is_host_read_call(n)), None)
+        entry = memo[stmt] = ({id(n): i for i, (n, _) in enumerate(order)}, first)
+    position, first = entry
+    i = position.get(id(at))
+    return first is not None and i is not None and first < i
+
+
+def _is_host_read_call(n: ast.AST) -> bool:
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_METHODS and not n.args
 
 
 def _derived_from_host_read(name: str, ancestors) -> bool:
@@ -274,7 +339,19 @@ class HostSyncInLoop(Rule):
       tensor on the host (`a = x.item()` then `b = y.item()`), or the value was
       computed from such a read (`shown = loss.item() / n`, then
       `f"{shown}"`), the loop has just waited for the GPU and this read only
-      waits for a kernel or two queued since;
+      waits for a kernel or two queued since. The same holds after an
+      `if`/`else`, `try` or `with` each of whose paths ends with such a
+      statement (a branch ending in `continue`, `break`, `return` or `raise`
+      does not reach the next one), and within one statement for the reads
+      Python evaluates after a read of that statement that always runs:
+      in `log({"loss": loss.item(), "norm": norm.item()})`, in
+      `f(x.item()) + y.item()` or in `y.item() if x.item() > 0 else 0` only
+      the first read is flagged. A read that may not run is no first read: in a
+      branch of `... if ... else ...`, after the first operand of
+      `and`/`or`, after the first comparison of a chain (`a < b < x.item()`),
+      in a lambda or in a comprehension. And no read follows another when
+      its own statement also calls a model, `backward()` or an optimizer
+      step (`c = model(x).sum().item()` after `a = loss.item()`);
     - loops that run no backward and no optimizer step: evaluation and
       inference loops (see GPU104), token-by-token decoding, iterative
       refinement, a model's own loop over experts. There a per-step read often
@@ -414,12 +491,13 @@ class HostSyncInLoop(Rule):
         self._element_statements = set()
 
     # ----------------------------------------------------------- which loops
-    def _hot(self, analysis, node, ancestors):
-        """The hot loop around `node` if it is one this rule covers."""
+    def _hot(self, analysis, node, ancestors, at=None):
+        """The hot loop around `node` if it is one this rule covers. `at`: the
+        part of `node` whose evaluation reads on the host, when not all of it."""
         loop = analysis.hot_loop(node, ancestors)
         if loop is None or not self.covers_loop(analysis, loop):
             return None
-        if _follows_host_read(node, ancestors, analysis):
+        if _follows_host_read(node, ancestors, analysis, at):
             return None
         return loop
 
@@ -562,7 +640,10 @@ class HostSyncInLoop(Rule):
         if not values or not _candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
         tensors = [v for v in values if self._is_device_tensor(v, ctx)]
-        if not tensors or self._hot(ctx.analysis, node, ctx.ancestors) is None:
+        # an f-string formats each part as it comes (`f"{t} {x.item()}"` reads `t` first);
+        # `%` and `.format` format once every operand is evaluated
+        at = tensors[0] if tensors and isinstance(node, ast.JoinedStr) else None
+        if not tensors or self._hot(ctx.analysis, node, ctx.ancestors, at) is None:
             return
         names = ", ".join(f"`{_snippet(ctx.node_text(t))}`" for t in tensors[:2])
         self.report(
