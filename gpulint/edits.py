@@ -28,7 +28,30 @@ def delete_range(start: int, end: int) -> Edit:
 def _last_arg_end(source: Source, call: ast.Call) -> Optional[int]:
     ends = [source.node_span(a)[1] for a in call.args]
     ends += [source.node_span(k)[1] for k in call.keywords]
-    return max(ends) if ends else None
+    if not ends:
+        return None
+    return _past_wrapping_parens(source.text, max(ends), source.node_span(call)[1] - 1)
+
+
+def _past_wrapping_parens(text: str, pos: int, close: int) -> int:
+    """The end of the last argument including redundant parentheses around
+    it: `torch.zeros((n))` ends after `(n)`, not after `n`. Between the last
+    argument and the call's own `)` at `close` there is only space, comments,
+    a trailing comma and such parentheses."""
+    end = i = pos
+    while i < close:
+        c = text[i]
+        if c == ")":
+            i += 1
+            end = i
+        elif c in " \t\r\n\f\\":
+            i += 1
+        elif c == "#":
+            nl = text.find("\n", i, close)
+            i = close if nl == -1 else nl
+        else:
+            break  # a trailing comma: the call's own parenthesis comes next
+    return end
 
 
 def _keyword_span(source: Source, kw: ast.keyword):

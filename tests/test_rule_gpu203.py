@@ -376,3 +376,24 @@ def test_legacy_constructor_in_one_off_code_and_test_files():
 
 def test_generator_none_is_no_generator():
     assert [f.code for f in one("n = torch.randn(b, z, generator=None).to(device)")] == [CODE]
+
+
+@pytest.mark.parametrize(
+    "before,after",
+    [
+        # diffusers' VQModel.decode: a size in redundant parentheses
+        ("c = torch.zeros((h.shape[0])).to(h.device)", "c = torch.zeros((h.shape[0]), device=h.device)"),
+        ("c = torch.zeros(((n))).cuda()", 'c = torch.zeros(((n)), device="cuda")'),
+        ("c = torch.zeros((n),).cuda()", 'c = torch.zeros((n), device="cuda",)'),
+        ("c = torch.zeros((n, 2)).cuda()", 'c = torch.zeros((n, 2), device="cuda")'),
+    ],
+)
+def test_fix_after_a_parenthesised_argument(before, after):
+    assert fixed_line(before) == after
+
+
+def test_fix_after_a_parenthesised_argument_and_a_comment():
+    code = "import torch\nfor step in range(10):\n    c = torch.zeros(\n        (n)  # rows\n    ).cuda()\n"
+    out = fix(code, codes=[CODE], unsafe=True)
+    assert "(n), device=\"cuda\"  # rows" in out
+    compile(out, "x.py", "exec")
