@@ -280,7 +280,32 @@ ONE_OFF_CONTEXTS = {
         "        for i in range(3):\n            helper()\n"
     ),
     "called in a loop of main": "def run():\n    return torch.zeros(3).cuda()\n\ndef main():\n    for w in ws:\n        run()\n",
+    # diffusers: a per-step-sounding helper that the pipeline calls once, before its loop
+    "per-step name called once here": (
+        "class Pipe:\n    def prepare_mask_latents(self, n):\n        return torch.zeros(n).to(self.device)\n\n"
+        "    def __call__(self, n, steps):\n        mask = self.prepare_mask_latents(n)\n"
+        "        for t in steps:\n            n = self.unet(n, t, mask)\n        return n\n"
+    ),
 }
+
+
+FLAGGED_CONTEXTS["per-step name called in the loop here"] = (
+    "class Pipe:\n    def prepare_mask_latents(self, n):\n        return torch.zeros(n).to(self.device)\n\n"
+    "    def __call__(self, n, steps):\n        for t in steps:\n            mask = self.prepare_mask_latents(n)\n"
+    "            n = self.unet(n, t, mask)\n        return n\n"
+)
+FLAGGED_CONTEXTS["per-step name never called here"] = (
+    "class Pipe:\n    def prepare_mask_latents(self, n):\n        return torch.zeros(n).to(self.device)\n"
+)
+FLAGGED_CONTEXTS["per-step name called once from a loop-less method"] = (
+    # stable-baselines3's gSDE: built once here, but other files call sample_weights per rollout
+    "class D:\n    def sample_weights(self, s):\n        return torch.ones(3).to(s.device)\n\n"
+    "    def build_net(self, s):\n        self.sample_weights(s)\n"
+)
+FLAGGED_CONTEXTS["forward called once here"] = (
+    "class M:\n    def forward(self, x):\n        return x + torch.zeros(3).cuda()\n\n"
+    "    def export(self):\n        return self.forward(1)\n"
+)
 
 
 @pytest.mark.parametrize("where", sorted(FLAGGED_CONTEXTS))

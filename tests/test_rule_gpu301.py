@@ -277,3 +277,41 @@ def test_reset_after_the_accumulation_bounds_it_to_one_iteration():
             buf.clear()
         """
     )
+
+
+def test_the_fix_is_unsafe_for_a_value_unpacked_from_a_helper():
+    """Pyro's Trace_ELBO: `loss_particle` is a float built with `.item()` next
+    to the surrogate loss that is backwarded; `.detach()` on it would raise."""
+    code = src(
+        """
+        import torch
+
+        def loss_and_grads(self, traces):
+            loss = 0.0
+            for trace in traces:
+                loss_particle, surrogate = self._particle(trace)
+                loss += loss_particle / self.num_particles
+                surrogate.backward()
+            return loss
+        """
+    )
+    [f] = lint(code, codes=["GPU301"])
+    assert f.fix.applicability == "unsafe"
+    assert fix(code, codes=["GPU301"]) == code
+
+
+def test_the_fix_stays_safe_for_a_model_output():
+    code = src(
+        """
+        import torch
+
+        losses = []
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+        """
+    )
+    [f] = lint(code, codes=["GPU301"])
+    assert f.fix.applicability == "safe"

@@ -139,6 +139,21 @@ class GradFlow:
             hit = cache[loop] = self.fa.is_training_loop(loop)
         return hit
 
+    def unpacked_from_call(self, expr: ast.AST, loop: ast.AST, pos: Pos) -> bool:
+        """Some name in `expr` is, where `expr` is, one element unpacked from
+        a call that is not a model call (`loss, surrogate = particle(...)`):
+        whether it is a tensor at all is only a guess from its name and from
+        what else the call returned."""
+        defs = self.loop_defs(loop)
+        for n in ast.walk(expr):
+            if isinstance(n, ast.Name):
+                d = defs.reaching(n.id, pos)
+                if d is not None and isinstance(d[1], _Unpacked):
+                    inner = d[1].value
+                    if not (isinstance(inner, ast.Call) and self.fa.is_model_call(inner, self.fa.ancestors(inner))):
+                        return True
+        return False
+
     def loop_defs(self, loop: ast.AST) -> _LoopDefs:
         d = self._loops.get(loop)
         if d is None:

@@ -18,7 +18,11 @@ Read from the file alone, without following imports:
   `if self.<attr> is None`, is built once.
 * **Repeated**: otherwise, a node in the body of a `for` / `while` loop of
   the same function (not in the expression iterated), a node in a function
-  named like per-step code (`PER_STEP_WORDS`), or in a
+  named like per-step code (`PER_STEP_WORDS`) unless this file calls that
+  function only from functions that drive a loop of their own, outside that
+  loop (a diffusers pipeline's `prepare_mask_latents`, called from
+  `__call__` before its denoising loop; never for `forward` and other
+  framework hooks), or in a
   function called (by `name(...)` or `self.name(...)`) from such a place in
   the same file. One level of calls is followed, not more, and not into
   `main` / `run` (script entry points: a loop around them goes over
@@ -200,10 +204,51 @@ def _directly_repeated(fa: FileAnalysis, node: ast.AST, ancestors: Sequence[ast.
         return False
     if in_loop:
         return True
-    return func is not None and is_per_step_name(func.name)
+    return func is not None and is_per_step_name(func.name) and not _called_once_here(fa, func)
 
 
 _ONCE = object()
+# what PyTorch or a framework calls, never this file: the name is the only evidence
+_CALLED_BY_FRAMEWORK = ("forward", "backward", "training_step", "validation_step", "test_step", "predict_step")
+
+
+def _called_once_here(fa: FileAnalysis, func: ast.AST) -> bool:
+    """A function named like per-step code (`prepare_mask_latents`,
+    `decode_latents`) that this file calls only from functions that drive a
+    loop of their own, and outside that loop (a pipeline's `__call__`, before
+    or after its denoising loop): its call sites say more than its name. False when the file never calls it (a framework
+    does) and for `forward`-style hooks."""
+    name = func.name  # type: ignore[attr-defined]
+    if any(w in name for w in _CALLED_BY_FRAMEWORK):
+        return False
+    cache = fa.memo("repetition.called_once")
+    if func in cache:
+        return cache[func]  # type: ignore[return-value]
+    cache[func] = False  # while the callers are looked at (recursion): per-step, as the name says
+    sites = [c for c in fa.nodes(ast.Call) if _callee_name(c) == name]
+    once = bool(sites)
+    for call in sites:
+        ancestors = fa.ancestors(call)
+        caller = next((a for a in reversed(ancestors) if isinstance(a, _FUNCS)), None)
+        # the caller drives a loop of its own and calls this outside it (before or after):
+        # a call from a loop-less method says nothing, other files may call that in a loop
+        if caller is None or not _has_own_loop(caller) or _directly_repeated(fa, call, ancestors):
+            once = False
+            break
+    cache[func] = once
+    return once
+
+
+def _has_own_loop(func: ast.AST) -> bool:
+    stack = list(func.body)  # type: ignore[attr-defined]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _LOOPS):
+            return True
+        if isinstance(n, _FUNCS + (ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
 
 
 def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):

@@ -11,7 +11,7 @@ from gpulint.analysis.gradflow import (
     unconditional_statements,
 )
 from gpulint.edits import insert_at
-from gpulint.rule import MEMORY, SAFE, Bench, Example, Rule
+from gpulint.rule import MEMORY, SAFE, UNSAFE, Bench, Example, Rule
 
 SIMPLE_VALUES = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -56,7 +56,11 @@ class LossAccumulatedWithGraph(Rule):
     detached value (or a Python number) is all that is needed.
 
     ## Fix safety
-    Safe: the fix appends `.detach()` to the accumulated value, which keeps
+    Unsafe when the value is one element unpacked from a helper's result
+    (`loss, surrogate = particle(...)`): only its name and the other element
+    say it is a tensor, and `.detach()` on a Python number raises (Pyro's
+    `Trace_ELBO`, whose `loss_particle` is a float built with `.item()`).
+    Otherwise safe: the fix appends `.detach()` to the accumulated value, which keeps
     the same numbers (and device, so it adds no host synchronization, unlike
     `.item()`) but drops the graph. Accumulators that are differentiated
     later are not flagged, so nothing that needs the graph loses it.
@@ -254,7 +258,12 @@ class LossAccumulatedWithGraph(Rule):
             edits = [insert_at(end, ".detach()")]
         else:
             edits = [insert_at(start, "("), insert_at(end, ").detach()")]
-        fix = self.make_fix("Accumulate `.detach()`", edits)
+        # `.detach()` exists on tensors only. A value unpacked from a helper's
+        # result may be a Python number (Pyro's `loss_particle`, built with
+        # `.item()`, next to the surrogate loss that is backwarded): there the
+        # fix could raise, so it is unsafe
+        guess = gf.unpacked_from_call(value, loop, pos)
+        fix = self.make_fix("Accumulate `.detach()`", edits, UNSAFE if guess else SAFE)
         shown = src.node_text(value)
         if not isinstance(value, SIMPLE_VALUES):
             shown = f"({shown})"
