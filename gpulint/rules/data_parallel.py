@@ -4,6 +4,7 @@ import ast
 import re
 from textwrap import dedent
 
+from gpulint.analysis.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.rules._workloads import IN_MEMORY_TRAIN_LOOP
 
@@ -20,7 +21,10 @@ class DataParallel(Rule):
     implements a data-parallel option the user picks (`DataParallelStrategy`,
     Lightning's `strategy="dp"`; fastai's `ParallelTrainer`; `wrap_dp`): the
     library cannot switch that option to DDP, and the advice belongs to the
-    user's choice. A silent fallback is still flagged, such as the Trainer or
+    user's choice. The same goes for `DataParallel` under an `if` on such an
+    option (`if use_multi_gpu and ...:`, `if args.data_parallel:`), and under
+    `if isinstance(model, DataParallel):`, which wraps parts the same way as
+    a model the user already wrapped. A silent fallback is still flagged, such as the Trainer or
     training script that wraps the model in `DataParallel` whenever it sees
     several GPUs in one process: users who forget `torchrun` get the slow
     path without being told.
@@ -143,9 +147,34 @@ class DataParallel(Rule):
             return
         if any(isinstance(a, _DEFS) and _IMPLEMENTS_DP.search(a.name) for a in ctx.ancestors):
             return  # the code that implements a `dp` option the user picked
+        for anc in ctx.ancestors:
+            if isinstance(anc, (ast.If, ast.IfExp)) and _opt_in_or_rewrap(ctx.analysis, anc.test):
+                return
         self.report(ctx, node)
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# a user's option that asks for DataParallel: `use_multi_gpu`, `args.data_parallel`, `cfg.dp`
+_OPT_IN_WORD = re.compile(r"multi_?gpu|data_?parallel|(?:^|_)dp(?:$|_)", re.I)
+
+
+def _opt_in_or_rewrap(fa, test: ast.AST) -> bool:
+    """`if use_multi_gpu and ...:` (an option the user turned on, as opposed to
+    a silent `if torch.cuda.device_count() > 1:`), or `if isinstance(model,
+    DataParallel):` (wrapping parts the same way as a model the user already
+    wrapped)."""
+    for n in ast.walk(test):
+        word = node_word(n)
+        if word and _OPT_IN_WORD.search(word):
+            return True
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id == "isinstance"
+            and len(n.args) == 2
+            and any(fa.qualname(t) == "torch.nn.DataParallel" for t in ast.walk(n.args[1]))
+        ):
+            return True
+    return False
 # `DataParallelStrategy`, `ParallelTrainer`, `to_parallel`, `wrap_dp`
 _IMPLEMENTS_DP = re.compile(r"parallel|(?:^|_)dp(?:$|_)", re.I)

@@ -15,6 +15,7 @@ from gpulint.analysis.placement import (
     keyword_value,
     move_target,
 )
+from gpulint.analysis.repetition import called_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Rule
 from gpulint.rules._workloads import LOADER_TRAIN_LOOP, RESNET_CLASSIFIER_WITH_STEM
@@ -61,6 +62,28 @@ def _is_in_memory_dataset(fa, dataset: Optional[ast.AST]) -> bool:
 
 def _moves_to_gpu(fa, node: ast.AST) -> bool:
     return any(move_target(fa, n) is not None or helper_move_target(fa, n) is not None for n in ast.walk(node))
+
+
+def _inference_pass(fa, move: ast.AST) -> bool:
+    """The batches are moved in a function that trains nothing (no
+    `.backward()`, no optimizer step), runs the model for inference (under
+    `no_grad` / `inference_mode`, or after `.eval()`), and that this file does
+    not call from a loop (an evaluation run after every epoch is). Such a
+    one-off pass (predict, explain, embed, gather features after an
+    experience) goes once over data that is usually in memory, where workers
+    buy little and cost a process start each."""
+    ancestors = fa.ancestors(move)
+    func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if func is None or called_repeatedly(fa, func.name):
+        return False
+    evals = False
+    for n in ast.walk(func):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr in ("backward", "step", "manual_backward"):
+                return False
+            if n.func.attr == "eval" and not n.args:
+                evals = True
+    return evals or fa.grad_disabled(ancestors)
 
 
 def _local_def(fa, expr: Optional[ast.AST]) -> Optional[ast.AST]:
@@ -110,7 +133,12 @@ class DataloaderWithoutWorkers(Rule):
     moves samples to the GPU itself (workers could not run it); a
     `DataLoader` given `**kwargs` or a non-literal `num_workers` (it is
     configured elsewhere); a loader whose batches are not moved to a GPU in
-    the file; test files.
+    the file; test files. Nor a one-off inference pass: a loader whose batches
+    are moved in a function that trains nothing (no `.backward()` or
+    optimizer step), runs the model under `no_grad`/`inference_mode` or after
+    `.eval()`, and that the file does not call from a loop (pytorch-tabnet's
+    `predict` and `explain`, features gathered once after an experience). An
+    evaluation run after every epoch is still flagged.
 
     A loader's batches are linked to the loader as in GPU201: the loop over
     the same name in the same function, the same name (or `self` attribute)
@@ -242,7 +270,10 @@ class DataloaderWithoutWorkers(Rule):
             isinstance(workers, ast.Constant) and workers.value == 0 and not isinstance(workers.value, bool)
         ):
             return
-        if node not in gpu_fed_loaders(fa):
+        move = gpu_fed_loaders(fa).get(node)
+        if move is None:
+            return
+        if _inference_pass(fa, move):
             return
         _, dataset = keyword_value(node, "dataset", 0)
         if _is_in_memory_dataset(fa, dataset):
