@@ -149,9 +149,9 @@ def test_hf_style_model_output_loss():
                 optimizer.step()
                 lr_scheduler.step()
                 optimizer.zero_grad()
-                tr_loss = loss.item()  # sync
                 logits = outputs.logits
                 print(logits.argmax(-1))  # sync
+                tr_loss = loss.item()  # sync (a print is no first read: only a method read counts)
         """
     )
 
@@ -703,10 +703,15 @@ def test_a_read_right_after_a_read_is_not_flagged_again():
                 a = loss.item()  # sync
                 b = (loss * 2).item()
                 shown = loss / n
+                text = f"{shown}"  # (two statements after a read, with only a division in between)
+                value = loss.item() / n
+                print(f"{value}")
+                c = model(x.cuda()).sum().item()  # sync
+                optimizer.step()
+                shown = loss / n
                 text = f"{shown}"  # sync
                 value = loss.item() / n  # sync
                 print(f"{value}")
-                c = model(x.cuda()).sum().item()  # sync
         """
     )
 
@@ -917,6 +922,157 @@ def test_a_read_after_a_compound_statement_that_read_on_every_path():
                 for t in x:
                     v = loss.item()  # sync
                 w = grad_norm.item()  # sync
+        """
+    )
+
+
+def test_a_read_several_statements_after_a_read_with_small_ops_in_between():
+    check(
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def train(model, loader, optimizer, log):
+            for x, y in loader:
+                out = model(x.cuda())
+                loss = F.mse_loss(out, y.cuda())
+                loss.backward()
+                optimizer.step()
+                log(loss.item())  # sync
+                err = torch.clamp(out - y.cuda(), -1, 1).abs()
+                log(err.mean().item())
+                m = err.mean()
+                s = err.std()
+                log(m.item(), s.item())
+        """
+    )
+
+
+def test_gpu_work_in_between_ends_the_synced_state():
+    code = """
+        import torch
+
+        def train(model, loader, optimizer, scaler, log):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                log(loss.item())  # sync
+                aux = torch.clamp(loss, 0, 1)
+                {work}
+                log(aux.item())  # sync
+        """
+    for work in ("out = model(x.cuda())", "aux.backward()", "scaler.step(optimizer)"):
+        check(code.replace("{work}", work))
+
+
+def test_the_synced_state_does_not_cross_a_loop_boundary_or_a_nested_loop():
+    check(
+        """
+        def train(model, loader, optimizer, log, ts):
+            for x in loader:
+                v = loss.item()  # sync (the end of the previous step does not count)
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                a = loss.item()  # sync
+                for t in ts:
+                    b = loss.item()  # sync (the top of a nested loop's body)
+                c = loss.item()  # sync (a loop in between)
+                for t in ts:
+                    d = (loss * t).mean()
+                e = loss.item()  # sync
+                w = loss.item()
+        """
+    )
+
+
+def test_the_synced_state_reaches_into_if_and_with_blocks_and_past_them():
+    check(
+        """
+        import torch
+
+        def train(model, loader, optimizer, c, log):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                a = loss.item()  # sync
+                if c:
+                    v = loss * 2
+                else:
+                    v = torch.clamp(loss, 0, 1)
+                b = v.item()
+                with torch.no_grad():
+                    w = v.mean()
+                    log(w.item())
+                optimizer.step()
+                if loss.item() > 0:  # sync
+                    log(v.item())
+                optimizer.step()
+                if c:
+                    out = model(x.cuda())
+                d = loss.item()  # sync
+                optimizer.step()
+                with torch.no_grad():
+                    e = loss.item()  # sync
+                if model(x.cuda()).sum() > 0:  # sync
+                    f = loss.item()  # sync (the test queued model work before it)
+        """
+    )
+
+
+def test_a_read_known_not_to_wait_for_the_gpu_is_no_first_read():
+    check(
+        """
+        import numpy as np
+
+        def train(model, loader, optimizer, log):
+            for x, y in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+                log(y.tolist())
+                z = np.zeros(3).item()
+                log(loss.item())  # sync
+        """
+    )
+
+
+def test_ppo_logging_reads_after_the_first():
+    # stable-baselines3's PPO.train: only the first read of the step syncs
+    check(
+        """
+        import torch as th
+        import torch.nn.functional as F
+
+        def train(self, clip_range, clip_range_vf, pg_losses, value_losses, entropy_losses, approx_kl_divs):
+            for rollout_data in self.rollout_buffer.get(self.batch_size):
+                actions = rollout_data.actions.to(self.device)
+                values, log_prob, entropy = self.policy.evaluate_actions(rollout_data.observations, actions)
+                ratio = th.exp(log_prob - rollout_data.old_log_prob)
+                policy_loss = -th.min(ratio, th.clamp(ratio, 1 - clip_range, 1 + clip_range)).mean()
+                pg_losses.append(policy_loss.item())  # sync
+                clip_fraction = th.mean((th.abs(ratio - 1) > clip_range).float()).item()
+                if clip_range_vf is None:
+                    values_pred = values
+                else:
+                    values_pred = rollout_data.old_values + th.clamp(values - rollout_data.old_values, -1, 1)
+                value_loss = F.mse_loss(rollout_data.returns, values_pred)
+                value_losses.append(value_loss.item())
+                if entropy is None:
+                    entropy_loss = -th.mean(-log_prob)
+                else:
+                    entropy_loss = -th.mean(entropy)
+                entropy_losses.append(entropy_loss.item())
+                loss = policy_loss + 0.01 * entropy_loss + 0.5 * value_loss
+                with th.no_grad():
+                    log_ratio = log_prob - rollout_data.old_log_prob
+                    approx_kl_div = th.mean((th.exp(log_ratio) - 1) - log_ratio).cpu().numpy()
+                    approx_kl_divs.append(approx_kl_div)
+                self.policy.optimizer.zero_grad()
+                loss.backward()
+                self.policy.optimizer.step()
         """
     )
 

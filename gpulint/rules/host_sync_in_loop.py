@@ -126,14 +126,15 @@ def _truth_operands(test: ast.AST) -> Iterator[ast.AST]:
         yield test
 
 
-def _has_host_read(node: ast.AST) -> bool:
+def _has_host_read(node: ast.AST, analysis=None) -> bool:
     """`node` surely reads a tensor on the host when it runs: reads in the
     branches of `x if c else y`, after the first operand of `and`/`or`, or in
-    lambdas and comprehensions may not run, and do not count."""
+    lambdas and comprehensions may not run, and do not count. With
+    `analysis`, nor do reads known not to wait for the GPU (`_may_sync`)."""
     stack = [node]
     while stack:
         n = stack.pop()
-        if _is_host_read_call(n):
+        if _is_host_read_call(n) and (analysis is None or _may_sync(n, analysis)):
             return True
         if isinstance(n, ast.IfExp):
             stack.append(n.test)
@@ -160,42 +161,101 @@ def _statement_and_block(chain):
 
 def _follows_host_read(node, ancestors, analysis, at=None) -> bool:
     """The loop has just waited for the GPU, and this read only waits for what
-    was queued since, a kernel or two: the statement right before this one
-    already read a tensor on the host (`a = x.item()` then `b = y.item()`;
+    was queued since, a few small kernels: an earlier statement of the step
+    surely read a tensor on the host (`a = x.item()` then `b = y.item()`;
     also an `if`/`try`/`with` each of whose paths ends with such a
-    statement), or this statement did, in a part evaluated before this read
-    and every time (`{"a": a.item(), "b": b.item()}`). `at` is the node
-    whose evaluation makes the read (default `node`): for an f-string, the
-    first tensor it formats."""
-    stmt, block = _statement_and_block(list(ancestors) + [node])
+    statement) and nothing since queued model work (see `_synced_before`),
+    or this statement did, in a part evaluated before this read and every
+    time (`{"a": a.item(), "b": b.item()}`). `at` is the node whose
+    evaluation makes the read (default `node`): for an f-string, the first
+    tensor it formats."""
+    chain = list(ancestors) + [node]
+    stmt, block = _statement_and_block(chain)
     if stmt is None:
         return False
-    if not (
-        _previous_statement_reads(stmt, block)
-        or _read_earlier_in_statement(stmt, node if at is None else at, analysis)
-    ):
-        return False
-    # and this statement must not queue real work of its own before reading
-    inner = list(ancestors)
-    for n in ast.walk(stmt):
+    if _queues_model_work(stmt, list(ancestors), analysis):
+        return False  # this statement queues real work of its own (before reading, or we cannot tell)
+    return _synced_before(chain, analysis) or _read_earlier_in_statement(stmt, node if at is None else at, analysis)
+
+
+def _queues_model_work(node, ancestors, analysis) -> bool:
+    """`node` calls a model, `.backward()` or an optimizer step somewhere: GPU
+    work worth waiting for (small tensor ops such as `clamp`, `mse_loss` or
+    `mean` are not)."""
+    for n in ast.walk(node):
         if isinstance(n, ast.Call) and (
-            analysis.is_model_call(n, inner) or analysis.is_backward_call(n) or analysis.is_optimizer_step(n, inner)
+            analysis.is_model_call(n, ancestors) or analysis.is_backward_call(n) or analysis.is_optimizer_step(n, ancestors)
         ):
-            return False
-    return True
+            return True
+    return False
 
 
-def _previous_statement_reads(stmt, block) -> bool:
-    if block is None:
+# compound statements that a walk back may pass (when they queue no model work
+# and hold no loop) and whose bodies it may leave for the statements before them
+_PASSABLE = (ast.If, ast.With, ast.AsyncWith, ast.Try) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_LOOP_STMTS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _synced_before(chain, analysis) -> bool:
+    """Walking back from the innermost statement of `chain` through the
+    statements run before it in this step, a statement that surely read on
+    the host (`_ends_reading`) comes before any that queues model work.
+
+    The walk passes simple statements and `if`/`with`/`try` statements that
+    queue no model work and hold no loop; from the top of the body of an
+    `if` (or its `else`), a `with` or a `try` it goes on before that
+    statement, once its header (an `if` test, `with` items) has been checked
+    the same way. It stops at the top of a loop's body (what ran before is
+    the previous iteration, or the code before the loop), at an `except`,
+    `else` or `finally` block of a `try`, and at a function's body."""
+    for depth in range(len(chain) - 1, 0, -1):
+        stmt = chain[depth]
+        if not isinstance(stmt, ast.stmt):
+            continue
+        parent = chain[depth - 1]
+        field = next(
+            (f for f in ("body", "orelse", "finalbody") if any(b is stmt for b in getattr(parent, f, None) or ())),
+            None,
+        )
+        if field is None:
+            return False  # an `except` handler's body, a `match` case: stop
+        block = getattr(parent, field)
+        k = next(i for i, b in enumerate(block) if b is stmt)
+        outer = chain[: depth - 1]
+        for b in reversed(block[:k]):
+            if _ends_reading(b, analysis):
+                return True
+            if not isinstance(b, _PASSABLE) and _is_compound(b):
+                return False  # a loop, a def, a `match`: stop
+            if _holds_loop(b) or _queues_model_work(b, chain[:depth], analysis):
+                return False
+        # the top of the block: leave it for the statements before `parent`?
+        if isinstance(parent, (ast.If, ast.With, ast.AsyncWith)) and field in ("body", "orelse"):
+            header = parent.test if isinstance(parent, ast.If) else parent.items
+            headers = header if isinstance(header, list) else [header]
+            if any(_queues_model_work(h, outer, analysis) for h in headers):
+                return False
+            if any(_has_host_read(h.context_expr if isinstance(h, ast.withitem) else h, analysis) for h in headers):
+                return True  # `if loss.item() > 0:` ran before its body
+            continue  # on before `parent`, in the block holding it
+        if isinstance(parent, _PASSABLE) and field == "body":  # a `try` body
+            continue
         return False
-    k = next(i for i, b in enumerate(block) if b is stmt)
-    return k > 0 and _ends_reading(block[k - 1])
+    return False
+
+
+def _is_compound(stmt) -> bool:
+    return any(isinstance(getattr(stmt, f, None), list) for f in ("body", "orelse", "finalbody", "cases"))
+
+
+def _holds_loop(stmt) -> bool:
+    return any(isinstance(n, _LOOP_STMTS) for n in ast.walk(stmt))
 
 
 _NO_FALLTHROUGH = (ast.Continue, ast.Break, ast.Return, ast.Raise)
 
 
-def _ends_reading(stmt) -> bool:
+def _ends_reading(stmt, analysis) -> bool:
     """Every path through `stmt` that goes on to the next statement ends with
     a simple statement that surely read a tensor on the host: the statement
     itself, or the last statement of each branch of an `if` with an `else`
@@ -203,25 +263,25 @@ def _ends_reading(stmt) -> bool:
     on), of a `with` body, of a `try` (its `else` if any, and each
     handler; or its `finally`)."""
     if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
-        return _has_host_read(stmt)
+        return _has_host_read(stmt, analysis)
     if isinstance(stmt, ast.If):
-        return _block_ends_reading(stmt.body) and _block_ends_reading(stmt.orelse)
+        return _block_ends_reading(stmt.body, analysis) and _block_ends_reading(stmt.orelse, analysis)
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        return _block_ends_reading(stmt.body)
+        return _block_ends_reading(stmt.body, analysis)
     if isinstance(stmt, ast.Try):
         if stmt.finalbody:
-            return _block_ends_reading(stmt.finalbody)
-        return _block_ends_reading(stmt.orelse or stmt.body) and all(
-            _block_ends_reading(h.body) for h in stmt.handlers
+            return _block_ends_reading(stmt.finalbody, analysis)
+        return _block_ends_reading(stmt.orelse or stmt.body, analysis) and all(
+            _block_ends_reading(h.body, analysis) for h in stmt.handlers
         )
     return False
 
 
-def _block_ends_reading(block) -> bool:
+def _block_ends_reading(block, analysis) -> bool:
     if not block:
         return False  # an `if` without `else`: that path reads nothing
     last = block[-1]
-    return isinstance(last, _NO_FALLTHROUGH) or _ends_reading(last)
+    return isinstance(last, _NO_FALLTHROUGH) or _ends_reading(last, analysis)
 
 
 def _read_earlier_in_statement(stmt, at, analysis) -> bool:
@@ -240,6 +300,19 @@ def _read_earlier_in_statement(stmt, at, analysis) -> bool:
     position, first = entry
     i = position.get(id(at))
     return first is not None and i is not None and first < i
+
+
+def _may_sync(call: ast.Call, analysis) -> bool:
+    """A host read (`x.item()`, `x.cpu()`, ...) not known to skip the GPU: its
+    receiver is not known to be a numpy array, a number or a model, nor a
+    tensor in host memory, nor already copied (`x.cpu().numpy()`)."""
+    recv = call.func.value  # type: ignore[attr-defined]
+    if _on_host_already(recv):
+        return False
+    ancestors = analysis.ancestors(call)
+    if analysis.kind_at(recv, ancestors) not in (TENSOR, None):
+        return False
+    return not analysis.is_host_tensor(recv, ancestors)
 
 
 def _is_host_read_call(n: ast.AST) -> bool:
@@ -335,14 +408,26 @@ class HostSyncInLoop(Rule):
       places tensors (accelerate, Lightning): they compute on the CPU.
     - test files (`test_*.py`, `*_test.py`, `conftest.py`, files under
       `tests/`): their loops check results, they are not hot paths;
-    - a read right after another: when the statement before already read a
-      tensor on the host (`a = x.item()` then `b = y.item()`), or the value was
-      computed from such a read (`shown = loss.item() / n`, then
+    - a read after another: when an earlier statement of the step already
+      read a tensor on the host (`a = x.item()` then `b = y.item()`), or the
+      value was computed from such a read (`shown = loss.item() / n`, then
       `f"{shown}"`), the loop has just waited for the GPU and this read only
-      waits for a kernel or two queued since. The same holds after an
-      `if`/`else`, `try` or `with` each of whose paths ends with such a
-      statement (a branch ending in `continue`, `break`, `return` or `raise`
-      does not reach the next one), and within one statement for the reads
+      waits for the few small kernels queued since. The earlier read may lie
+      several statements back (`pg_losses.append(policy_loss.item())`, then
+      `value_loss = F.mse_loss(...)`, then `value_losses.append(value_loss.item())`)
+      as long as none in between calls a model, `backward()` or an optimizer
+      step, or holds a loop; small tensor ops (`clamp`, `mse_loss`, `mean`)
+      and `if`/`with`/`try` statements of such ops are fine. The walk back
+      also leaves an `if`, `with` or `try` body for the statements before it
+      (a read at the top of `with torch.no_grad():` follows a read just
+      before it; so does a read in the body of `if loss.item() > 0:`), but
+      it stops at the top of the loop's body (the previous step's reads do
+      not count) and of a nested loop's. The earlier read must be one that
+      waits for the GPU: not of a numpy array, a number or a tensor known to
+      be in host memory. The same holds after an `if`/`else`, `try` or
+      `with` each of whose paths ends with such a statement (a branch
+      ending in `continue`, `break`, `return` or `raise` does not reach
+      the next one), and within one statement for the reads
       Python evaluates after a read of that statement that always runs:
       in `log({"loss": loss.item(), "norm": norm.item()})`, in
       `f(x.item()) + y.item()` or in `y.item() if x.item() > 0 else 0` only
