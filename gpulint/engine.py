@@ -322,16 +322,16 @@ def collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def lint_bytes(data: bytes, path: str, options: LintOptions) -> FileResult:
-    """A file's contents given as bytes (read from stdin), linted as if they
-    were the file at `path`: a notebook when `path` names one."""
+def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool = True) -> FileResult:
+    """A file's contents, linted as the file at `path` (a notebook when `path`
+    names one): what `lint_file` read, or what stdin gave."""
     try:
         if path.lower().endswith(".ipynb"):
             from gpulint.notebook import Notebook, lint_notebook
 
             return FileResult(path, lint_notebook(Notebook.from_bytes(data), path, options))
         text = decode_source(data, path)
-        return FileResult(path, lint_source(text, path, options), source=text)
+        return FileResult(path, lint_source(text, path, options), source=text if keep_source else None)
     except LintError as exc:
         return FileResult(path, error=str(exc))
     except Exception as exc:  # a bug in a rule must not stop the run
@@ -339,15 +339,13 @@ def lint_bytes(data: bytes, path: str, options: LintOptions) -> FileResult:
 
 
 def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:
-    if path.lower().endswith(".ipynb"):
-        from gpulint.notebook import lint_notebook_file
-
-        return lint_notebook_file(path, options)
     try:
-        text = read_source(path)
-        findings = lint_source(text, path, options)
+        if path.lower().endswith(".ipynb"):
+            from gpulint.notebook import MAX_NOTEBOOK_BYTES
+
+            data = read_bytes(path, MAX_NOTEBOOK_BYTES)
+        else:
+            data = read_bytes(path)
     except LintError as exc:
         return FileResult(path, error=str(exc))
-    except Exception as exc:  # a bug in a rule must not stop the run
-        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)")
-    return FileResult(path, findings, source=text if keep_source else None)
+    return lint_bytes(data, path, options, keep_source)

@@ -38,7 +38,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from gpulint.engine import FileResult, LintError, LintOptions, lint_source, parse, read_bytes
+from gpulint.engine import LintError, LintOptions, lint_source, parse, read_bytes
 from gpulint.fixes import FixError, fix_source, validate_code
 from gpulint.rule import Edit, Finding
 from gpulint.source import Source
@@ -539,16 +539,6 @@ def lint_notebook(book: Notebook, path: str, options: LintOptions) -> List[Findi
         return []
     linter = _Linter(book, path, options)
     return linter.in_cells(linter.lint(book.text))
-
-
-def lint_notebook_file(path: str, options: LintOptions) -> FileResult:
-    try:
-        findings = lint_notebook(load(path), path, options)
-    except LintError as exc:
-        return FileResult(path, error=str(exc))
-    except Exception as exc:  # a bug must not stop the run
-        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)")
-    return FileResult(path, findings)
 
 
 # ------------------------------------------------------------------ fixing
