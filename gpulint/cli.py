@@ -289,6 +289,11 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
             else "Nothing to fix."
         )
         click.echo(msg, err=True)
+    _end_fix(apply_, n_fixed, bool(remaining), held, bool(errors))
+
+
+def _end_fix(apply_: bool, n_fixed: int, remaining: bool, held: int, errors: bool = False) -> None:
+    """The held-back note and the exit status of `gpulint fix`, from files or stdin."""
     if held:
         click.echo(f"{held} unsafe fix{'es' if held != 1 else ''} held back; add --unsafe-fixes to include them.", err=True)
     if errors:
@@ -352,13 +357,7 @@ def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_
                    " run with --apply to print the fixed source.", err=True)
     else:
         click.echo("Nothing to fix.", err=True)
-    if ff.held_back_unsafe:
-        held = ff.held_back_unsafe
-        click.echo(f"{held} unsafe fix{'es' if held != 1 else ''} held back; add --unsafe-fixes to include them.",
-                   err=True)
-    if not apply_:
-        sys.exit(EXIT_FINDINGS if n else EXIT_OK)
-    sys.exit(EXIT_FINDINGS if ff.remaining else EXIT_OK)
+    _end_fix(apply_, n, bool(ff.remaining), ff.held_back_unsafe)
 
 
 def _add_noqa(result, roots: List[str], no_color: bool) -> None:
