@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set
 
 from gpulint.analysis.core import FileAnalysis
 
@@ -225,7 +225,7 @@ def _called_once_here(fa: FileAnalysis, func: ast.AST) -> bool:
     if func in cache:
         return cache[func]  # type: ignore[return-value]
     cache[func] = False  # while the callers are looked at (recursion): per-step, as the name says
-    sites = [c for c in fa.nodes(ast.Call) if _callee_name(c) == name]
+    sites = _calls_by_callee(fa).get(name, [])
     once = bool(sites)
     for call in sites:
         ancestors = fa.ancestors(call)
@@ -265,18 +265,29 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
     return None, in_loop
 
 
+def _calls_by_callee(fa: FileAnalysis) -> Dict[str, List[ast.Call]]:
+    """The file's `name(...)` / `self.name(...)` calls, by name, in source order."""
+    cache = fa.memo("repetition")
+    if "calls_by_callee" not in cache:
+        out: Dict[str, List[ast.Call]] = {}
+        for call in fa.nodes(ast.Call):
+            name = _callee_name(call)
+            if name is not None:
+                out.setdefault(name, []).append(call)
+        cache["calls_by_callee"] = out
+    return cache["calls_by_callee"]  # type: ignore[return-value]
+
+
 def _hot_callees(fa: FileAnalysis) -> Set[str]:
     """Names of functions called from repeated code of this file."""
     cache = fa.memo("repetition")
     if "hot_callees" in cache:
         return cache["hot_callees"]
-    out: Set[str] = set()
-    for call in fa.nodes(ast.Call):
-        name = _callee_name(call)
-        if name is None or name in out:
-            continue
-        if _directly_repeated(fa, call, fa.ancestors(call)):
-            out.add(name)
+    out: Set[str] = {
+        name
+        for name, calls in _calls_by_callee(fa).items()
+        if any(_directly_repeated(fa, c, fa.ancestors(c)) for c in calls)
+    }
     cache["hot_callees"] = out
     return out
 
