@@ -11,6 +11,7 @@ import click
 
 from gpulint import __version__
 from gpulint.config import OUTPUT_FORMATS, ConfigError, ConfigResolver, is_valid_selector
+from gpulint.rule import Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -186,32 +187,48 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     errors = result.all_errors
     if add_noqa:
         _add_noqa(result, list(paths) or ["."], no_color)
+    if result.nothing_found and not stdin:
+        _warn_nothing_found()
     color = output_file is None and _use_color(no_color, sys.stdout)
     rctx = ReportContext(color=color, statistics=statistics, linted=result.linted_count, quiet=quiet,
                          unsafe_fixes=unsafe_fixes,
                          errors_count=len(errors))
-    report = get_reporter(fmt)(findings, [] if fmt in ("text", "concise") else errors, rctx)
-    # file errors always go to stderr as one line each (machine formats stay valid on stdout)
-    from gpulint.reporters.text import error_line
+    # a file that could not be checked is a diagnostic in every format (`invalid-syntax`, `io-error`)
+    shown = sorted(findings + result.diagnostics, key=Finding.sort_key)
+    report = get_reporter(fmt)(shown, [] if fmt in ("text", "concise") else errors, rctx)
+    # and one line on stderr, unless the terminal shows the text report already
+    if fmt not in ("text", "concise") or output_file:
+        from gpulint.reporters.text import error_line
 
-    for path, why in errors:
-        click.echo(error_line(path, why, _use_color(no_color, sys.stderr)), err=True)
+        for path, why in errors:
+            click.echo(error_line(path, why, _use_color(no_color, sys.stderr)), err=True)
     if output_file:
-        from gpulint.fsutil import atomic_write_text
-
-        try:
-            atomic_write_text(output_file, report)
-        except OSError as exc:
-            click.echo(f"gpulint: error: {output_file}: cannot write the report: {exc.strerror or exc}", err=True)
-            sys.exit(EXIT_ERROR)
+        _write_output_or_exit(output_file, report.encode("utf-8"), "the report")
     else:
         click.echo(report, nl=False, color=color)
 
-    if errors and result.linted_count == 0 and not findings:
-        sys.exit(EXIT_ERROR)  # nothing could be linted
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _warn_nothing_found() -> None:
+    """As Ruff does: a run that found no file to lint says so (a CI job that
+    lints nothing must not pass silently); the exit status stays 0."""
+    click.echo("gpulint: warning: No Python files found under the given path(s)", err=True)
+
+
+def _write_output_or_exit(path: str, data: bytes, what: str) -> None:
+    """Write what the user asked for to the path they named (see
+    `fsutil.write_output`), or one line and exit 2."""
+    from gpulint.fsutil import write_output
+    from gpulint.reporters.text import printable
+
+    try:
+        write_output(path, data)
+    except OSError as exc:
+        click.echo(f"gpulint: error: {printable(path)}: cannot write {what}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_ERROR)
 
 
 @cli.command()
@@ -228,9 +245,12 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
               help="Keep the cache here (default: .gpulint_cache in the project root; also GPULINT_CACHE_DIR).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
+@click.option("--fix-only", is_flag=True,
+              help="With --apply: neither list the findings left over nor fail for them (as Ruff's --fix-only;"
+                   " the gpulint-fix pre-commit hook, which runs before `gpulint check`).")
 @_stdin_option
 def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path, no_color, no_cache, cache_dir, jobs,
-        force_exclude, stdin_filename=None) -> None:
+        force_exclude, stdin_filename=None, fix_only=False) -> None:
     """Show the diff of every fix for PATHS, or write them with --apply.
 
     With `-` (or --stdin-filename), the source is read from stdin: the diff is
@@ -254,6 +274,8 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     except ConfigError as exc:
         _config_error(exc)
         sys.exit(EXIT_ERROR)
+    if result.nothing_found:
+        _warn_nothing_found()
     allowed = (SAFE, UNSAFE) if unsafe_fixes else (SAFE,)
     fixable_paths = sorted({f.path for f in result.findings if f.fix is not None and f.fix.applicability in allowed})
     todo = [(p, result.options[p]) for p in fixable_paths if p in result.options]
@@ -275,12 +297,15 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     color_out = _use_color(no_color, sys.stdout)
     if apply_:
         written = [ff for ff in changed if ff.written]
-        for f in remaining:
-            click.echo(finding_line(f, color_out), color=color_out)
+        if not fix_only:
+            for f in remaining:
+                click.echo(finding_line(f, color_out), color=color_out)
         click.echo(
             f"Fixed {n_fixed} problem{'s' if n_fixed != 1 else ''} in {len(written)} file{'s' if len(written) != 1 else ''}"
-            f" ({len(remaining)} remaining)."
+            + ("." if fix_only else f" ({len(remaining)} remaining).")
         )
+        if fix_only:
+            remaining, held = [], 0
     else:
         msg = (
             f"Would fix {n_fixed} problem{'s' if n_fixed != 1 else ''} in {len(changed)} file{'s' if len(changed) != 1 else ''}"
@@ -529,9 +554,7 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_
             failed = True
         report["rules"].append(rec)
         if json_path:  # after every rule: a run stopped part-way keeps what it measured
-            from gpulint.fsutil import atomic_write_text
-
-            atomic_write_text(json_path, json.dumps(report, indent=1) + "\n")
+            _write_output_or_exit(json_path, (json.dumps(report, indent=1) + "\n").encode("utf-8"), "the JSON")
     click.echo(f"gpulint bench · {where}" + (" · --small (figures mean nothing)" if small else ""))
     click.echo(bench_mod.render_table(report))
     if plot_path:
@@ -560,7 +583,6 @@ def _probe_or_exit(device: str) -> dict:
 
 
 def _bench_gpus(counts_text, device, reps, steps, small, json_path, timeout, global_batch) -> None:
-    from gpulint.fsutil import atomic_write_text
     from gpulint.harness import multigpu
     from gpulint.harness.probe import describe
 
@@ -583,7 +605,7 @@ def _bench_gpus(counts_text, device, reps, steps, small, json_path, timeout, glo
         sys.exit(EXIT_FINDINGS)
     report = {"where": where, "env": info, **report}
     if json_path:
-        atomic_write_text(json_path, json.dumps(report, indent=1) + "\n")
+        _write_output_or_exit(json_path, (json.dumps(report, indent=1) + "\n").encode("utf-8"), "the JSON")
     click.echo(f"gpulint bench --gpus · GPU001 data-parallel · {where}" + (" · --small (figures mean nothing)" if small else ""))
     click.echo(multigpu.render_table(report))
     sys.exit(EXIT_OK)

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.analysis import FileAnalysis
-from gpulint.rule import SAFE, UNSAFE, Edit, Finding, Fix, Rule, all_rules
+from gpulint.rule import (
+    INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, SAFE, UNSAFE, Edit, Finding, Fix, Rule, all_rules, file_diagnostic,
+)
 from gpulint.source import Source
 from gpulint.suppress import Suppressions
 
@@ -35,18 +37,41 @@ class LintError(Exception):
     """A file that could not be read or parsed; the message is one line. A
     syntax error also carries its (row, column) and the parser's message."""
 
-    def __init__(self, message: str, location: Optional[Tuple[int, int]] = None, detail: str = "") -> None:
+    def __init__(self, message: str, location: Optional[Tuple[int, int]] = None, detail: str = "",
+                 code: Optional[str] = None, cell: Optional[int] = None) -> None:
         super().__init__(message)
         self.location = location
         self.detail = detail
+        self.code = code  # INVALID_SYNTAX, IO_ERROR or INTERNAL_ERROR; None: decided by where it was raised
+        self.cell = cell  # a notebook's cell, where `location` is then
 
 
 @dataclass
 class FileResult:
     path: str
     findings: List[Finding] = field(default_factory=list)
-    error: Optional[str] = None
+    error: Optional[str] = None  # why the file could not be checked, one line
     source: Optional[str] = None  # kept only when asked (fix/diff)
+    # what kind of failure `error` is, and where (a syntax error's position)
+    error_code: str = IO_ERROR
+    error_location: Optional[Tuple[int, int]] = None
+    error_cell: Optional[int] = None
+    error_detail: str = ""
+
+    @property
+    def diagnostic(self) -> Optional[Finding]:
+        """The finding that reports `error` in every output format, or None."""
+        if self.error is None:
+            return None
+        message = self.error
+        if self.error_code == INVALID_SYNTAX and self.error_detail:
+            message = f"SyntaxError: {self.error_detail}"
+        return file_diagnostic(self.path, message, self.error_code, self.error_location, self.error_cell)
+
+    @classmethod
+    def failed(cls, path: str, exc: "LintError", code: str) -> "FileResult":
+        return cls(path, error=str(exc), error_code=exc.code or code, error_location=exc.location,
+                   error_cell=exc.cell, error_detail=exc.detail)
 
 
 @dataclass(frozen=True)
@@ -245,7 +270,7 @@ def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         try:
             _walk(tree, ctx, dispatch)
         except RecursionError:
-            raise LintError("code is nested too deeply to analyse")
+            raise LintError("code is nested too deeply to analyse", code=INTERNAL_ERROR)
     for rule in rules:
         end = getattr(rule, "end_file", None)
         if end:
@@ -330,12 +355,16 @@ def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool =
             from gpulint.notebook import Notebook, lint_notebook
 
             return FileResult(path, lint_notebook(Notebook.from_bytes(data), path, options))
-        text = decode_source(data, path)
+        try:
+            text = decode_source(data, path)
+        except LintError as exc:
+            return FileResult.failed(path, exc, IO_ERROR)
         return FileResult(path, lint_source(text, path, options), source=text if keep_source else None)
-    except LintError as exc:
-        return FileResult(path, error=str(exc))
+    except LintError as exc:  # the text (or the notebook's JSON) does not parse
+        return FileResult.failed(path, exc, INVALID_SYNTAX)
     except Exception as exc:  # a bug in a rule must not stop the run
-        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)")
+        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)",
+                          error_code=INTERNAL_ERROR)
 
 
 def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:
@@ -347,5 +376,5 @@ def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> Fil
         else:
             data = read_bytes(path)
     except LintError as exc:
-        return FileResult(path, error=str(exc))
+        return FileResult.failed(path, exc, IO_ERROR)
     return lint_bytes(data, path, options, keep_source)

@@ -1,8 +1,10 @@
-"""Atomic file writes: a reader (or a crash) sees the old file or the new one, never half."""
+"""Atomic file writes: a reader (or a crash) sees the old file or the new one,
+never half; and writes of a report to whatever path the user named."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 
 
@@ -41,6 +43,8 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         if st is not None:
             _keep_owner(tmp, st)
             os.chmod(tmp, st.st_mode & 0o7777)  # after chown, which may clear set-id bits
+        else:  # a new file gets the mode open() would give it, not mkstemp's 0600
+            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -52,3 +56,53 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
 
 def atomic_write_text(path: str, text: str, encoding: str = "utf-8") -> None:
     atomic_write_bytes(path, text.encode(encoding))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# paths whose entries stand for open files or devices (/dev/stdout, /dev/fd/1, /proc/self/fd/1)
+_STREAM_DIRS = ("/dev/", "/proc/")
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Write a report to the path the user named, as a shell redirect would,
+    but atomically where that is possible:
+
+    - a regular file (or a new one) is replaced atomically;
+    - a symbolic link to a regular file has its target replaced atomically,
+      and the link stays;
+    - a device, a FIFO, a socket or a path under /dev or /proc
+      (`/dev/stdout`) is opened and written through: it is never replaced.
+
+    Raises OSError (with the reason) when the path cannot be written."""
+    absolute = os.path.abspath(path)
+    try:
+        st = os.stat(absolute)  # follows links: what the data would land in
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "is a directory")
+    if absolute.startswith(_STREAM_DIRS) or (st is not None and not stat.S_ISREG(st.st_mode)):
+        _write_through(absolute, data)
+        return
+    # a link (or a chain of them) to a regular file, or to a file not there yet: replace the target
+    atomic_write_bytes(os.path.realpath(absolute), data)
+
+
+def _write_through(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOCTTY", 0), 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass  # a terminal or a pipe cannot be synced; the data has been written
+    finally:
+        os.close(fd)

@@ -40,7 +40,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from gpulint.engine import LintError, LintOptions, lint_source, parse, read_bytes
 from gpulint.fixes import FixError, fix_source, validate_code
-from gpulint.rule import Edit, Finding
+from gpulint.rule import IO_ERROR, Edit, Finding
 from gpulint.source import Source
 
 SUFFIX = ".ipynb"
@@ -330,7 +330,8 @@ class Notebook:
             raw = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
-            raise NotebookError(f"not a valid notebook: cannot decode as UTF-8: {exc.reason} at line {line}")
+            raise NotebookError(f"not a valid notebook: cannot decode as UTF-8: {exc.reason} at line {line}",
+                                code=IO_ERROR)
         return cls.from_text(raw, bom)
 
     @classmethod
@@ -447,7 +448,8 @@ def _check_cells(tree: ast.Module, cmap: CellMap) -> None:
         k = cmap.cell_of_row(first)
         if cmap.cell_of_row(last) != k:
             number, row = cmap.in_cell(first, k)
-            raise LintError(f"syntax error at cell {number}:{row}:1: the statement goes on past the end of its cell")
+            detail = "the statement goes on past the end of its cell"
+            raise LintError(f"syntax error at cell {number}:{row}:1: {detail}", (row, 1), detail, cell=number)
 
 
 def _syntax_error(exc: LintError, cmap: CellMap) -> LintError:
@@ -457,7 +459,8 @@ def _syntax_error(exc: LintError, cmap: CellMap) -> LintError:
         return exc
     row, col = loc
     number, cell_row = cmap.in_cell(row)
-    return LintError(f"syntax error at cell {number}:{cell_row}:{col}: {exc.detail}")
+    return LintError(f"syntax error at cell {number}:{cell_row}:{col}: {exc.detail}", (cell_row, col), exc.detail,
+                     cell=number)
 
 
 def _touches(e: Edit, magic: Magic) -> bool:

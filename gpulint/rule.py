@@ -36,6 +36,15 @@ DOC_SECTIONS = ("What it does", "Why is this bad?", "Fix safety", "References")
 DOCS_URL = "https://github.com/gpulint/gpulint/blob/main/docs/rules/{name}.md"
 
 
+# A file that could not be checked is reported as a diagnostic of its own, in
+# every output format, so it never looks like a clean file (as Ruff's
+# `invalid-syntax` and `E902`): these codes are stable and no rule has them.
+INVALID_SYNTAX = "invalid-syntax"  # the file's text does not parse (Python, or a notebook's JSON)
+IO_ERROR = "io-error"  # the file cannot be found, read or decoded
+INTERNAL_ERROR = "internal-error"  # a bug in gpulint stopped the file's analysis
+FILE_DIAGNOSTICS = (INVALID_SYNTAX, IO_ERROR, INTERNAL_ERROR)
+
+
 @dataclass(frozen=True)
 class Edit:
     """Replace text[start:end] (absolute character offsets) with `content`."""
@@ -76,11 +85,25 @@ class Finding:
         return self.fix is not None and self.fix.applicability == SAFE
 
     @property
-    def url(self) -> str:
-        return DOCS_URL.format(code=self.code, name=self.name)
+    def is_diagnostic(self) -> bool:
+        """A file that could not be checked, not a rule's finding."""
+        return self.code in FILE_DIAGNOSTICS
+
+    @property
+    def url(self) -> Optional[str]:
+        return None if self.is_diagnostic else DOCS_URL.format(code=self.code, name=self.name)
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.row, self.col, self.code)
+
+
+def file_diagnostic(path: str, message: str, code: str = IO_ERROR, location: Optional[Tuple[int, int]] = None,
+                    cell: Optional[int] = None) -> Finding:
+    """The finding that stands for a file that could not be checked, at the
+    syntax error's position or else at 1:1."""
+    row, col = location if location else (1, 1)
+    row, col = max(1, row), max(1, col)
+    return Finding(code, code, message, path, row, col, row, col, row, None, cell)
 
 
 @dataclass(frozen=True)

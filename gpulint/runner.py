@@ -14,7 +14,7 @@ from gpulint import __version__
 from gpulint.config import ConfigResolver, Settings, with_cli_overrides
 from gpulint.discovery import discover
 from gpulint.engine import FileResult, LintOptions, collector_paused, lint_bytes, lint_file
-from gpulint.rule import Edit, Finding, Fix
+from gpulint.rule import IO_ERROR, Edit, Finding, Fix, file_diagnostic
 
 PARALLEL_MIN_FILES = 24
 CACHE_DIR = ".gpulint_cache"
@@ -39,6 +39,20 @@ class RunResult:
     @property
     def linted_count(self) -> int:
         return sum(1 for r in self.results if not r.error)
+
+    @property
+    def diagnostics(self) -> List[Finding]:
+        """One finding per file that could not be checked (`invalid-syntax`,
+        `io-error`, `internal-error`): reported in every output format, so a
+        run with such a file never looks clean."""
+        out = [file_diagnostic(path, why, IO_ERROR) for path, why in self.errors]
+        out.extend(r.diagnostic for r in self.results if r.error)
+        return out
+
+    @property
+    def nothing_found(self) -> bool:
+        """No file to lint was found under the paths given (and none failed)."""
+        return not self.results and not self.errors
 
 
 # ------------------------------------------------------------------ cache

@@ -81,6 +81,47 @@ def codes(stdout: str) -> List[str]:
     return sorted(c for _, _, _, c in findings(stdout))
 
 
+# A file that could not be checked is a diagnostic line of its own (as Ruff writes
+# it): `bad.py:1:7: invalid-syntax: SyntaxError: ...`, `gone.py:1:1: io-error: ...`.
+# LINE_RE above never matches one, so findings() and codes() list rule findings only.
+FILE_CODES = ("invalid-syntax", "io-error", "internal-error")
+DIAG_RE = re.compile(r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): (?P<code>invalid-syntax|io-error|internal-error): "
+                     r"(?P<message>.*)$")
+
+
+def diagnostics(stdout: str) -> List[Tuple[str, int, int, str, str]]:
+    """(path, row, col, code, message) of every diagnostic line of text output.
+    A notebook's is located in its cell: the path is then `nb.ipynb:cell 3`."""
+    out = []
+    for line in stdout.splitlines():
+        m = DIAG_RE.match(line)
+        if m:
+            out.append((m["path"], int(m["row"]), int(m["col"]), m["code"], m["message"]))
+    return out
+
+
+_SYNTAX_ERROR_RE = re.compile(r"^syntax error at (?P<cell>cell \d+:)?(?P<row>\d+):(?P<col>\d+): (?P<detail>.*)$")
+
+
+def diagnostic_of(path: str, why: str, code: str) -> Tuple[str, int, int, str, str]:
+    """The diagnostic (as diagnostics() gives it) of a file whose one-line
+    error (`error: PATH: WHY` on stderr) is `why`: a syntax error is located
+    where the parser says and reads `SyntaxError: <the parser's message>`;
+    any other failure is at 1:1 and its message is `why` itself."""
+    m = _SYNTAX_ERROR_RE.match(why)
+    if code == "invalid-syntax" and m:
+        where = f"{path}:{m['cell'][:-1]}" if m["cell"] else path
+        return (where, int(m["row"]), int(m["col"]), code, f"SyntaxError: {m['detail']}")
+    assert not m, f"a syntax error is an invalid-syntax diagnostic, not {code}: {why}"
+    return (path, 1, 1, code, why)
+
+
+def diagnostic_line(path: str, why: str, code: str) -> str:
+    """The line `gpulint check` prints on stdout for that file."""
+    where, row, col, code, message = diagnostic_of(path, why, code)
+    return f"{where}:{row}:{col}: {code}: {message}"
+
+
 def run_subprocess(args: Iterable[str], cwd: Path, env: Optional[Dict[str, str]] = None, **kw):
     """`python -m gpulint ARGS` as a real process."""
     e = dict(os.environ)
@@ -109,3 +150,5 @@ def _syntax_error_of(source: str) -> str:
 # "x = (\n": the unclosed parenthesis the CLI tests use
 UNCLOSED = "x = (\n"
 UNCLOSED_ERROR = _syntax_error_of(UNCLOSED)
+# and its diagnostic in bad.py: `bad.py:1:5: invalid-syntax: SyntaxError: '(' was never closed (...)` on 3.11
+UNCLOSED_LINE = diagnostic_line("bad.py", UNCLOSED_ERROR, "invalid-syntax")

@@ -1,8 +1,11 @@
-"""Bad input (issue 7): every kind of file that cannot be linted gives one
-line on stderr naming the file and why, the other files of the run are still
-linted, `check` exits as README.md documents (1 when a file could not be
-checked and something else was linted, 2 for a usage or configuration error
-or when nothing could be linted), and the JSON and SARIF reports stay valid.
+"""Bad input (issue 7): every kind of file that cannot be linted is a
+diagnostic finding of its own in every output format (`invalid-syntax`,
+`io-error`, `internal-error`: one line on stdout in the text formats, an
+entry in JSON and SARIF, an annotation in `github`; with the machine formats
+also one line on stderr naming the file and why), the other files of the run
+are still linted, `check` exits as README.md documents (1 whenever a file
+could not be checked, even when nothing else could be linted; 2 for a usage
+or configuration error only), and the JSON and SARIF reports stay valid.
 
 Then security: `check` and `fix` never import or run the code they lint nor
 a plugin named by a config in the linted tree, and file names and contents
@@ -19,12 +22,16 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
-from cli_helpers import CLEAN, DP, TWO, ZG, _syntax_error_of, findings, invoke, write
+from cli_helpers import (
+    CLEAN, DIAG_RE, DP, LINE_RE, TWO, ZG, _syntax_error_of, diagnostic_of, diagnostics, findings, invoke, write,
+)
 from gpulint import discovery, engine, runner
 from gpulint.config import KNOWN_KEYS
+from gpulint.reporters.text import printable
 from gpulint.rule import all_rules
 from test_reporters import assert_valid, validator  # noqa: F401  (the official SARIF schema)
 
@@ -33,42 +40,92 @@ GRAMMAR = f"(Python {sys.version_info[0]}.{sys.version_info[1]} grammar)"
 GOOD = ("good.py", 4, 9, "GPU001")  # what DP in good.py gives with TWO
 
 
+def _reported(stdout):
+    """(path, row, col, code) of every finding and diagnostic line, in the order printed."""
+    out = []
+    for line in stdout.splitlines():
+        m = LINE_RE.match(line) or DIAG_RE.match(line)
+        if m:
+            out.append((m["path"], int(m["row"]), int(m["col"]), m["code"]))
+    return out
+
+
+def _gh_data(s):
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(s):
+    return _gh_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
 def check_all_formats(tmp_path, validator, bad, exit_code=1, args=(), good=(GOOD,)):
-    """`gpulint check` in the text, json, sarif and github formats. `bad`:
-    the (path, why) of every file that could not be checked, each exactly one
-    line on stderr; `good`: the findings of the files that were linted."""
-    expected_err = sorted(f"error: {p}: {why}" for p, why in bad)
-    for fmt in ("text", "json", "sarif", "github"):
+    """`gpulint check` in the text, concise, json, sarif and github formats.
+    `bad`: the (path, why, code) of every file that could not be checked: each
+    is a diagnostic `code` in every format (at the syntax error, or at 1:1 with
+    `why` as its message), and `error: path: why` on stderr with the machine
+    formats only; `good`: the findings of the files that were linted."""
+    diags = sorted(diagnostic_of(p, why, code) for p, why, code in bad)
+    expected_err = sorted(f"error: {p}: {why}" for p, why, _ in bad)
+    # every finding and diagnostic, in the order of the report (by path, then position)
+    everything = sorted(list(good) + [d[:4] for d in diags])
+    for fmt in ("text", "concise", "json", "sarif", "github"):
         res = invoke(["check", TWO, "--output-format", fmt, *args], tmp_path)
         assert res.exit_code == exit_code, (fmt, res.stdout, res.stderr)
+        if fmt in ("text", "concise"):
+            assert res.stderr == "", fmt  # the report on stdout says it, once
+            assert findings(res.stdout) == list(good), fmt
+            assert diagnostics(res.stdout) == diags, fmt
+            assert _reported(res.stdout) == everything, fmt
+            lines = res.stdout.splitlines()
+            n = len(good)
+            assert (f"Found {n} problem{'s' if n != 1 else ''}." in lines) is bool(good), fmt  # diagnostics not counted
+            if fmt == "text":
+                assert ("All checks passed!" in lines) is (not good and not bad)
+                k = len(bad)
+                assert (f"{k} file{'s' if k != 1 else ''} could not be checked." in lines) is bool(bad)
+            continue
         assert sorted(res.stderr.splitlines()) == expected_err, fmt
-        if fmt == "text":
-            assert findings(res.stdout) == list(good)
-            n = len(bad)
-            summary = f"{n} file{'s' if n != 1 else ''} could not be checked."
-            assert (summary in res.stdout.splitlines()) is bool(bad)
-        elif fmt == "json":
+        if fmt == "json":
             doc = json.loads(res.stdout)
-            got = [(os.path.relpath(d["filename"], tmp_path), d["location"]["row"], d["location"]["column"], d["code"])
-                   for d in doc]
-            assert got == list(good)
+            got = [(printable(os.path.relpath(d["filename"], tmp_path)), d["location"]["row"], d["location"]["column"],
+                    d["code"]) for d in doc]
+            assert got == everything
+            got_diags = [(printable(os.path.relpath(d["filename"], tmp_path)), d["location"]["row"],
+                          d["location"]["column"], d["code"], d["message"])
+                         for d in doc if d["code"] in ("invalid-syntax", "io-error", "internal-error")]
+            assert got_diags == diags
+            for d in doc:
+                if d["code"].startswith("GPU"):
+                    continue
+                assert (d["cell"], d["fix"], d["noqa_row"], d["url"]) == (None, None, None, None)
+                assert d["end_location"] == d["location"]
         elif fmt == "sarif":
             doc = json.loads(res.stdout)
             assert_valid(validator, doc)
             [run] = doc["runs"]
-            got = [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-                    r["locations"][0]["physicalLocation"]["region"]["startLine"],
+
+            def uri(r):
+                return printable(unquote(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                                         errors="surrogateescape"))
+
+            got = [(uri(r), r["locations"][0]["physicalLocation"]["region"]["startLine"],
                     r["locations"][0]["physicalLocation"]["region"]["startColumn"], r["ruleId"])
                    for r in run["results"]]
-            assert got == [(p.replace(os.sep, "/"), row, col, code) for p, row, col, code in good]
+            assert got == [(p.replace(os.sep, "/"), row, col, code) for p, row, col, code in everything]
+            got_diags = [(uri(r), r["ruleId"], r["level"], "ruleIndex" in r, r["message"]["text"])
+                         for r in run["results"] if not r["ruleId"].startswith("GPU")]
+            assert got_diags == [(p.replace(os.sep, "/"), code, "error", False, m) for p, _, _, code, m in diags]
             [inv] = run["invocations"]
             assert inv["executionSuccessful"] is (not bad)
             notes = sorted(n["message"]["text"] for n in inv["toolExecutionNotifications"])
-            assert notes == sorted(f"{p}: {why}" for p, why in bad)
+            assert notes == sorted(f"{p}: {why}" for p, why, _ in bad)
         else:
             lines = res.stdout.splitlines()
             assert len(lines) == len(bad) + len(good)
-            assert all(line.startswith("::error ") for line in lines)
+            assert all(line.startswith("::error title=gpulint (") for line in lines)
+            for p, row, col, code, message in diags:
+                props = f"title=gpulint ({code}),file={_gh_prop(p)},line={row},col={col},endLine={row},endColumn={col}"
+                assert f"::error {props}::{_gh_data(f'{p}:{row}:{col}: {code}: {message}')}" in lines
     return res
 
 
@@ -76,7 +133,7 @@ def check_all_formats(tmp_path, validator, bad, exit_code=1, args=(), good=(GOOD
 def test_invalid_utf8(tmp_path, validator):
     (tmp_path / "bad.py").write_bytes(b"import torch\nx = '\xff'\n")
     write(tmp_path, "good.py", DP)
-    check_all_formats(tmp_path, validator, [("bad.py", "cannot decode as utf-8: invalid start byte at line 2 (byte 18)")])
+    check_all_formats(tmp_path, validator, [("bad.py", "cannot decode as utf-8: invalid start byte at line 2 (byte 18)", "io-error")])
 
 
 @pytest.mark.parametrize(
@@ -95,7 +152,7 @@ def test_invalid_utf8(tmp_path, validator):
 def test_wrong_pep263_coding_line(tmp_path, validator, data, why):
     (tmp_path / "bad.py").write_bytes(data)
     write(tmp_path, "good.py", DP)
-    check_all_formats(tmp_path, validator, [("bad.py", why)])
+    check_all_formats(tmp_path, validator, [("bad.py", why, "io-error")])
 
 
 def test_coding_line_that_fits_the_bytes_is_used(tmp_path, validator):
@@ -121,7 +178,7 @@ def test_crlf_and_lone_cr_line_endings(tmp_path, validator, newline):
 def test_nul_bytes(tmp_path, validator):
     (tmp_path / "nul.py").write_bytes(b"import torch\nx = 1\x00\n")
     write(tmp_path, "good.py", DP)
-    check_all_formats(tmp_path, validator, [("nul.py", "source contains NUL bytes")])
+    check_all_formats(tmp_path, validator, [("nul.py", "source contains NUL bytes", "io-error")])
 
 
 # ------------------------------------------------------------------ syntax
@@ -131,7 +188,7 @@ def test_python2_syntax(tmp_path, validator):
     assert why.startswith("syntax error at 2:1: ") and why.endswith(GRAMMAR)
     write(tmp_path, "py2.py", src)
     write(tmp_path, "good.py", DP)
-    check_all_formats(tmp_path, validator, [("py2.py", why)])
+    check_all_formats(tmp_path, validator, [("py2.py", why, "invalid-syntax")])
 
 
 # one construct per Python release that introduced it; the test uses the first one newer than this Python
@@ -154,7 +211,7 @@ def test_syntax_of_a_newer_python(tmp_path, validator):
     assert why.startswith("syntax error at ") and why.endswith(GRAMMAR)
     write(tmp_path, "new.py", src)
     write(tmp_path, "good.py", DP)
-    check_all_formats(tmp_path, validator, [("new.py", why)])
+    check_all_formats(tmp_path, validator, [("new.py", why, "invalid-syntax")])
 
 
 def test_empty_file(tmp_path, validator):
@@ -198,7 +255,8 @@ def test_expression_nested_thousands_deep(tmp_path, validator, expr, why):
     write(tmp_path, "good.py", DP)
     if why.startswith("syntax error"):
         why = _syntax_error_of(f"x = {expr}\n")  # the parser's wording differs between Pythons
-    check_all_formats(tmp_path, validator, [("deep.py", why)])
+    # the parser gives up: the file is reported as one that does not parse
+    check_all_formats(tmp_path, validator, [("deep.py", why, "invalid-syntax")])
 
 
 def test_deep_but_parseable_expression_is_linted_and_fixed(tmp_path):
@@ -247,7 +305,7 @@ def test_unreadable_file(tmp_path, validator, monkeypatch):
     write(tmp_path, "good.py", DP)
     _deny(monkeypatch, tmp_path / "secret.py")
     try:
-        check_all_formats(tmp_path, validator, [("secret.py", "cannot read: Permission denied")])
+        check_all_formats(tmp_path, validator, [("secret.py", "cannot read: Permission denied", "io-error")])
     finally:
         os.chmod(tmp_path / "secret.py", 0o644)
 
@@ -266,7 +324,7 @@ def test_unreadable_directory(tmp_path, validator, monkeypatch):
 
         monkeypatch.setattr(discovery.os, "scandir", guarded_scandir)
     try:
-        check_all_formats(tmp_path, validator, [("locked", "cannot list directory: Permission denied")])
+        check_all_formats(tmp_path, validator, [("locked", "cannot list directory: Permission denied", "io-error")])
     finally:
         os.chmod(tmp_path / "locked", 0o755)
 
@@ -274,7 +332,7 @@ def test_unreadable_directory(tmp_path, validator, monkeypatch):
 def test_broken_symlink_found_while_walking(tmp_path, validator):
     os.symlink(tmp_path / "gone.py", tmp_path / "link.py")
     write(tmp_path, "good.py", DP)
-    check_all_formats(tmp_path, validator, [("link.py", "broken symbolic link")])
+    check_all_formats(tmp_path, validator, [("link.py", "broken symbolic link", "io-error")])
 
 
 def test_symlink_loops(tmp_path, validator):
@@ -283,9 +341,12 @@ def test_symlink_loops(tmp_path, validator):
     write(tmp_path, "pkg/good.py", DP)
     os.symlink("..", tmp_path / "pkg" / "up")  # a directory loop: walked once, no error
     good = [(os.path.join("pkg", "good.py"), 4, 9, "GPU001")]
-    check_all_formats(tmp_path, validator, [("a.py", "symbolic link loop"), ("b.py", "symbolic link loop")], good=good)
+    check_all_formats(tmp_path, validator, [("a.py", "symbolic link loop", "io-error"),
+                                            ("b.py", "symbolic link loop", "io-error")], good=good)
     res = invoke(["check", TWO, "a.py", os.path.join("pkg", "good.py")], tmp_path)
-    assert res.exit_code == 1 and res.stderr.splitlines() == ["error: a.py: symbolic link loop"]
+    assert res.exit_code == 1 and res.stderr == ""
+    assert diagnostics(res.stdout) == [("a.py", 1, 1, "io-error", "symbolic link loop")]
+    assert findings(res.stdout) == good
 
 
 def test_file_deleted_while_the_run_is_going(tmp_path, validator, monkeypatch):
@@ -303,24 +364,40 @@ def test_file_deleted_while_the_run_is_going(tmp_path, validator, monkeypatch):
         write(tmp_path, "doomed.py", DP)
         res = invoke(["check", TWO, "--output-format", fmt], tmp_path)
         assert res.exit_code == 1
-        assert res.stderr.splitlines() == ["error: doomed.py: no such file (removed during the run?)"]
+        why = "no such file (removed during the run?)"
+        if fmt == "text":
+            assert res.stderr == ""
+            assert diagnostics(res.stdout) == [("doomed.py", 1, 1, "io-error", why)]
+            assert findings(res.stdout) == [GOOD]
+            continue
+        assert res.stderr.splitlines() == [f"error: doomed.py: {why}"]
         if fmt in ("json", "sarif"):
             doc = json.loads(res.stdout)
             if fmt == "sarif":
                 assert_valid(validator, doc)
-                assert [r["ruleId"] for r in doc["runs"][0]["results"]] == ["GPU001"]
+                got = [(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["message"]["text"])
+                       for r in doc["runs"][0]["results"]]
+                assert got == [("io-error", "doomed.py", why), ("GPU001", "good.py", all_rules()["GPU001"].message)]
             else:
-                assert [os.path.basename(d["filename"]) for d in doc] == ["good.py"]
-        elif fmt == "text":
-            assert findings(res.stdout) == [GOOD]
+                got = [(os.path.basename(d["filename"]), d["code"], d["message"]) for d in doc]
+                assert got == [("doomed.py", "io-error", why), ("good.py", "GPU001", all_rules()["GPU001"].message)]
+        else:
+            assert res.stdout.splitlines()[0] == (
+                "::error title=gpulint (io-error),file=doomed.py,line=1,col=1,endLine=1,endColumn=1"
+                f"::doomed.py:1:1: io-error: {why}")
 
 
 def test_path_that_does_not_exist(tmp_path, validator):
     write(tmp_path, "good.py", DP)
-    check_all_formats(tmp_path, validator, [("missing.py", "no such file or directory")], args=["missing.py", "good.py"])
+    check_all_formats(tmp_path, validator, [("missing.py", "no such file or directory", "io-error")],
+                      args=["missing.py", "good.py"])
     res = invoke(["check", TWO, "--output-format", "sarif", "missing.py"], tmp_path)
-    assert res.exit_code == 2  # nothing could be linted
-    assert_valid(validator, json.loads(res.stdout))
+    assert res.exit_code == 1  # nothing could be linted: a file that could not be checked, not a usage error
+    doc = json.loads(res.stdout)
+    assert_valid(validator, doc)
+    [result] = doc["runs"][0]["results"]
+    assert (result["ruleId"], result["level"], result["message"]["text"]) == ("io-error", "error", "no such file or directory")
+    assert doc["runs"][0]["invocations"][0]["executionSuccessful"] is False
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
@@ -330,7 +407,8 @@ def test_fifo_named_like_a_python_file_is_not_read(tmp_path):
     write(tmp_path, "good.py", DP)
     res = _gpulint(["check", TWO], tmp_path)  # a hang is a TimeoutExpired
     assert res.returncode == 1
-    assert res.stderr.splitlines() == ["error: pipe.py: not a regular file"]
+    assert res.stderr == ""
+    assert diagnostics(res.stdout) == [("pipe.py", 1, 1, "io-error", "not a regular file")]
     assert findings(res.stdout) == [GOOD]
 
 
@@ -340,10 +418,13 @@ def test_file_name_that_is_not_utf8(tmp_path, validator):
     (tmp_path / name).write_text("x = (\n")
     write(tmp_path, "good.py", DP)
     # was an internal error (UnicodeEncodeError) in SARIF; the text shows the raw byte escaped
-    check_all_formats(tmp_path, validator, [("caf\\xe9.py", _syntax_error_of("x = (\n"))])
+    check_all_formats(tmp_path, validator, [("caf\\xe9.py", _syntax_error_of("x = (\n"), "invalid-syntax")])
     res = invoke(["check", TWO, "--output-format", "sarif"], tmp_path)
-    [note] = json.loads(res.stdout)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    [run] = json.loads(res.stdout)["runs"]
+    [note] = run["invocations"][0]["toolExecutionNotifications"]
     assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "caf%E9.py"
+    [result] = [r for r in run["results"] if r["ruleId"] == "invalid-syntax"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "caf%E9.py"
 
 
 # ------------------------------------------------------------------ configuration and options
@@ -386,19 +467,20 @@ def test_unknown_code_on_the_command_line(tmp_path, option):
 def test_many_bad_files_at_once_in_parallel(tmp_path, validator):
     # every kind together, over the worker pool: the reports stay valid and every good file is linted
     bad = {
-        "enc.py": (b"x = '\xff'\n", "cannot decode as utf-8: invalid start byte at line 1 (byte 5)"),
-        "nul.py": (b"\x00", "source contains NUL bytes"),
-        "syn.py": (b"x = (\n", _syntax_error_of("x = (\n")),
-        "deep.py": (b"x = " + b"-" * 100000 + b"1\n", "expression is nested too deeply to parse"),
-        "cod.py": (b"# coding: zlib\n", "coding line names 'zlib', which is not a text encoding"),
+        "enc.py": (b"x = '\xff'\n", "cannot decode as utf-8: invalid start byte at line 1 (byte 5)", "io-error"),
+        "nul.py": (b"\x00", "source contains NUL bytes", "io-error"),
+        "syn.py": (b"x = (\n", _syntax_error_of("x = (\n"), "invalid-syntax"),
+        "deep.py": (b"x = " + b"-" * 100000 + b"1\n", "expression is nested too deeply to parse", "invalid-syntax"),
+        "cod.py": (b"# coding: zlib\n", "coding line names 'zlib', which is not a text encoding", "io-error"),
     }
-    for name, (data, _) in bad.items():
+    for name, (data, _, _) in bad.items():
         (tmp_path / name).write_bytes(data)
     good = []
     for i in range(30):
         write(tmp_path, f"ok{i:02d}.py", DP)
         good.append((f"ok{i:02d}.py", 4, 9, "GPU001"))
-    check_all_formats(tmp_path, validator, [(n, why) for n, (_, why) in bad.items()], args=["-j", "2"], good=good)
+    check_all_formats(tmp_path, validator, [(n, why, code) for n, (_, why, code) in bad.items()], args=["-j", "2"],
+                      good=good)
 
 
 # ------------------------------------------------------------------ security: nothing in the linted tree runs
@@ -486,8 +568,13 @@ def test_text_output_escapes_control_characters_from_names_and_contents(tmp_path
             assert ch not in out, (args, out)
         assert "e\\x1b[2Jvil\\x0d.py:" in res.stdout
         assert '`loss["\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m"].item()`' in res.stdout
-        assert "error: b\\x1b[31mad\\x0a.py: syntax error" in res.stderr
-        assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]) == 1  # still one line
+        if args[0] == "check":  # the file that does not parse is a diagnostic line of the report
+            assert res.stderr == ""
+            [(path, _, _, code, _)] = diagnostics(res.stdout)
+            assert (path, code) == ("b\\x1b[31mad\\x0a.py", "invalid-syntax")  # still one line
+        else:  # `fix` says it on stderr
+            assert "error: b\\x1b[31mad\\x0a.py: syntax error" in res.stderr
+            assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]) == 1  # still one line
     # colour is still ours to add
     res = invoke(["check", "--select", "GPU101"], tmp_path, env={"FORCE_COLOR": "1"})
     assert "\x1b[1m" in res.stdout and "\x1b[2J" not in res.stdout
@@ -519,16 +606,18 @@ def test_github_format_cannot_inject_workflow_commands(tmp_path):
     lines = res.stdout.split("\n")
     assert lines[-1] == ""
     lines = lines[:-1]
-    assert len(lines) == 2 and "\r" not in res.stdout  # one annotation per finding or error, nothing else
+    assert len(lines) == 2 and "\r" not in res.stdout  # one annotation per finding or diagnostic, nothing else
     parsed = []
     for line in lines:
         assert line.startswith("::error ")
         props, data = line[len("::error "):].split("::", 1)  # the first `::` ends the properties
         kv = dict(p.split("=", 1) for p in props.split(","))  # `,` and `=`-free values: nothing smuggled in
         parsed.append(({k: _unescape_prop(v) for k, v in kv.items()}, _unescape_data(data)))
-    (err_props, err_data), (f_props, f_data) = parsed
-    assert err_props == {"title": "gpulint", "file": "x%2Cy::z.py"}
-    assert err_data == f"x%2Cy::z.py: {_syntax_error_of('x = (' + chr(10))}"
+    (f_props, f_data), (err_props, err_data) = parsed  # by path: "a::b..." before "x%2Cy..."
+    where, row, col, code, message = diagnostic_of("x%2Cy::z.py", _syntax_error_of("x = (" + chr(10)), "invalid-syntax")
+    assert err_props == {"title": "gpulint (invalid-syntax)", "file": "x%2Cy::z.py", "line": str(row), "col": str(col),
+                         "endLine": str(row), "endColumn": str(col)}
+    assert err_data == f"x%2Cy::z.py:{row}:{col}: invalid-syntax: {message}"
     assert f_props["file"] == name and f_props["title"] == "gpulint (GPU101)"
     assert f_data.startswith(f"{name}:") and '`loss["%0A::set-output name=x::1\\n"].item()`' in f_data
 

@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from cli_helpers import CLEAN, DP, TWO, UNCLOSED_ERROR, ZG, codes, findings, invoke, run_subprocess, write
+from cli_helpers import (
+    CLEAN, DP, TWO, UNCLOSED_ERROR, UNCLOSED_LINE, ZG, codes, diagnostics, findings, invoke, run_subprocess, write,
+)
 from gpulint import engine
 from gpulint.rule import all_rules
 
@@ -81,9 +83,15 @@ def test_unparseable_file_is_one_line_and_others_are_still_linted(tmp_path):
     res = invoke(["check", TWO], tmp_path)
     assert res.exit_code == 1
     v = sys.version_info
-    assert res.stderr.splitlines() == [f"error: bad.py: syntax error at 1:7: invalid syntax (Python {v[0]}.{v[1]} grammar)"]
+    # one diagnostic line on stdout, in the report (as Ruff), and nothing on stderr
+    assert res.stdout.splitlines() == [
+        f"bad.py:1:7: invalid-syntax: SyntaxError: invalid syntax (Python {v[0]}.{v[1]} grammar)",
+        f"good.py:4:9: GPU001 {DP_MSG}",
+        "Found 1 problem.",
+        "1 file could not be checked.",
+    ]
+    assert res.stderr == ""
     assert findings(res.stdout) == [("good.py", 4, 9, "GPU001")]
-    assert "1 file could not be checked." in res.stdout
 
 
 def test_unparseable_file_without_any_rule_needle_is_still_reported(tmp_path):
@@ -92,7 +100,8 @@ def test_unparseable_file_without_any_rule_needle_is_still_reported(tmp_path):
     write(tmp_path, "good.py", CLEAN)
     res = invoke(["check"], tmp_path)
     assert res.exit_code == 1  # something was linted, something failed
-    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]
+    assert res.stdout.splitlines() == [UNCLOSED_LINE, "1 file could not be checked."]
+    assert res.stderr == ""
     assert "All checks passed!" not in res.stdout
 
 
@@ -101,33 +110,40 @@ def test_undecodable_file(tmp_path):
     write(tmp_path, "good.py", DP)
     res = invoke(["check", TWO], tmp_path)
     assert res.exit_code == 1
-    [line] = res.stderr.splitlines()
-    assert line.startswith("error: latin.py: cannot decode as utf-8")
+    assert res.stderr == ""
+    assert diagnostics(res.stdout) == [
+        ("latin.py", 1, 1, "io-error", "cannot decode as utf-8: invalid start byte at line 1 (byte 5)")
+    ]
     assert codes(res.stdout) == ["GPU001"]
 
 
 def test_file_with_nul_bytes(tmp_path):
     (tmp_path / "nul.py").write_bytes(b"x = 1\x00\n")
     res = invoke(["check"], tmp_path)
-    assert res.exit_code == 2  # nothing could be linted
-    assert res.stderr.splitlines() == ["error: nul.py: source contains NUL bytes"]
+    assert res.exit_code == 1  # nothing could be linted: a file that could not be checked, not a usage error
+    assert res.stdout.splitlines() == ["nul.py:1:1: io-error: source contains NUL bytes", "1 file could not be checked."]
+    assert res.stderr == ""
 
 
-def test_only_unlintable_files_exit_2(tmp_path):
+def test_only_unlintable_files_exit_1(tmp_path):
     write(tmp_path, "bad.py", "x = (\n")
     res = invoke(["check"], tmp_path)
-    assert res.exit_code == 2
-    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]
+    assert res.exit_code == 1  # was 2; 2 is for usage and configuration errors only
+    assert res.stdout.splitlines() == [UNCLOSED_LINE, "1 file could not be checked."]
+    assert res.stderr == ""
 
 
 def test_missing_path(tmp_path):
     write(tmp_path, "good.py", DP)
     res = invoke(["check", TWO, "missing.py"], tmp_path)
-    assert res.exit_code == 2
-    assert res.stderr.splitlines() == ["error: missing.py: no such file or directory"]
+    assert res.exit_code == 1
+    assert res.stdout.splitlines() == ["missing.py:1:1: io-error: no such file or directory", "1 file could not be checked."]
+    assert res.stderr == ""
     res = invoke(["check", TWO, "missing.py", "good.py"], tmp_path)
     assert res.exit_code == 1
     assert codes(res.stdout) == ["GPU001"]
+    assert diagnostics(res.stdout) == [("missing.py", 1, 1, "io-error", "no such file or directory")]
+    assert res.stderr == ""
 
 
 def test_broken_symlink_named_explicitly(tmp_path):
@@ -135,7 +151,8 @@ def test_broken_symlink_named_explicitly(tmp_path):
     write(tmp_path, "good.py", CLEAN)
     res = invoke(["check", "link.py", "good.py"], tmp_path)
     assert res.exit_code == 1
-    assert res.stderr.splitlines() == ["error: link.py: broken symbolic link"]
+    assert res.stdout.splitlines() == ["link.py:1:1: io-error: broken symbolic link", "1 file could not be checked."]
+    assert res.stderr == ""
 
 
 def test_a_crashing_rule_is_a_file_error_not_a_traceback(tmp_path, monkeypatch):
@@ -150,8 +167,20 @@ def test_a_crashing_rule_is_a_file_error_not_a_traceback(tmp_path, monkeypatch):
     write(tmp_path, "b.py", ZG)
     res = invoke(["check", TWO], tmp_path)
     assert res.exit_code == 1
-    assert res.stderr.splitlines() == ["error: a.py: internal error: RuntimeError: boom (please report this)"]
+    assert res.stderr == ""
+    assert diagnostics(res.stdout) == [
+        ("a.py", 1, 1, "internal-error", "internal error: RuntimeError: boom (please report this)")
+    ]
     assert codes(res.stdout) == ["GPU302"]
+    assert res.stdout.splitlines()[-1] == "1 file could not be checked."
+    # the JSON report has it too
+    res = invoke(["check", TWO, "--output-format", "json"], tmp_path)
+    assert res.exit_code == 1
+    assert [(os.path.basename(d["filename"]), d["code"], d["message"]) for d in json.loads(res.stdout)] == [
+        ("a.py", "internal-error", "internal error: RuntimeError: boom (please report this)"),
+        ("b.py", "GPU302", all_rules()["GPU302"].message),
+    ]
+    assert res.stderr.splitlines() == ["error: a.py: internal error: RuntimeError: boom (please report this)"]
 
 
 def test_exit_zero(tmp_path):
@@ -373,8 +402,19 @@ def test_json_when_clean_and_when_a_file_fails(tmp_path):
     write(tmp_path, "bad.py", "x = (\n")
     res = invoke(["check", "--output-format", "json"], tmp_path)
     assert res.exit_code == 1
-    assert json.loads(res.stdout) == []  # stdout stays valid JSON
-    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]
+    [path, row, col, code, message] = diagnostics(UNCLOSED_LINE)[0]
+    assert json.loads(res.stdout) == [{  # stdout stays valid JSON, and the file is in it
+        "cell": None,
+        "code": "invalid-syntax",
+        "end_location": {"row": row, "column": col},
+        "filename": os.path.join(os.path.realpath(tmp_path), "bad.py"),  # cwd is the real path
+        "fix": None,
+        "location": {"row": row, "column": col},
+        "message": message,
+        "noqa_row": None,
+        "url": None,
+    }]
+    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]  # and one line on stderr, as before
 
 
 def test_github_annotations(tmp_path):
@@ -383,8 +423,13 @@ def test_github_annotations(tmp_path):
     res = invoke(["check", TWO, "--output-format", "github"], tmp_path)
     assert res.exit_code == 1
     lines = res.stdout.splitlines()
-    assert f"::error title=gpulint (GPU001),file=a.py,line=4,col=9,endLine=4,endColumn=41::a.py:4:9: GPU001 {DP_MSG}" in lines
-    assert f"::error title=gpulint,file=bad.py::bad.py: {UNCLOSED_ERROR}" in lines
+    [path, row, col, code, message] = diagnostics(UNCLOSED_LINE)[0]
+    assert lines == [
+        f"::error title=gpulint (GPU001),file=a.py,line=4,col=9,endLine=4,endColumn=41::a.py:4:9: GPU001 {DP_MSG}",
+        f"::error title=gpulint (invalid-syntax),file=bad.py,line={row},col={col},endLine={row},endColumn={col}"
+        f"::{UNCLOSED_LINE}",
+    ]
+    assert res.stderr.splitlines() == [f"error: bad.py: {UNCLOSED_ERROR}"]
 
 
 def test_concise(tmp_path):

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from cli_helpers import DP, findings, invoke, write
+from cli_helpers import DP, diagnostic_line, diagnostics, findings, invoke, write
 from gpulint.engine import LintError
 from gpulint.notebook import Notebook, _safe_fix, join_cells, lint_notebook, python_cell_text
 from gpulint.rule import SAFE, Edit, Finding, Fix
@@ -325,31 +325,55 @@ V3 = json.dumps({"metadata": {"name": ""}, "nbformat": 3, "nbformat_minor": 0, "
 
 
 @pytest.mark.parametrize(
-    "content, message",
+    "content, message, code, where",
     [
-        ('{"cells": [', "not a valid notebook: invalid JSON at line 1 column 12:"),
-        ("[1, 2]", "not a Jupyter notebook: the JSON is not an object"),
-        ('{"metadata": {}}', "not a Jupyter notebook: no 'cells' list"),
-        (V3, "nbformat 3 notebooks are not supported: convert it with `jupyter nbconvert --to notebook --nbformat 4`"),
-        ('{"cells": [{"cell_type": "code", "source": 7}], "nbformat": 4}', "the source of cell 1 is not text"),
-        ('{"cells": [{"cell_type": "code"}], "nbformat": 4}', "cell 1 has no 'source'"),
-        (b'{"cells": ["\xff"]}', "cannot decode as UTF-8"),
+        # the notebook's JSON (or its structure) does not parse: `invalid-syntax` at 1:1 of the file
+        ('{"cells": [', "not a valid notebook: invalid JSON at line 1 column 12:", "invalid-syntax", (None, 1, 1)),
+        ("[1, 2]", "not a Jupyter notebook: the JSON is not an object", "invalid-syntax", (None, 1, 1)),
+        ('{"metadata": {}}', "not a Jupyter notebook: no 'cells' list", "invalid-syntax", (None, 1, 1)),
+        (V3, "nbformat 3 notebooks are not supported: convert it with `jupyter nbconvert --to notebook --nbformat 4`",
+         "invalid-syntax", (None, 1, 1)),
+        ('{"cells": [{"cell_type": "code", "source": 7}], "nbformat": 4}', "the source of cell 1 is not text",
+         "invalid-syntax", (None, 1, 1)),
+        ('{"cells": [{"cell_type": "code"}], "nbformat": 4}', "cell 1 has no 'source'", "invalid-syntax", (None, 1, 1)),
+        # bytes that are not UTF-8: the file cannot be read as a notebook
+        (b'{"cells": ["\xff"]}', "cannot decode as UTF-8", "io-error", (None, 1, 1)),
+        # a cell's syntax error is located in its cell
         (nb_text(new_markdown_cell("x"), code(IMPORTS), code("x = 1\nif x\n    pass")),
-         "syntax error at cell 3:2:5: expected ':'"),
+         "syntax error at cell 3:2:5: expected ':'", "invalid-syntax", (3, 2, 5)),
         # IPython runs each cell on its own: a bracket left open is an error there
-        (nb_text(code("x = f(1,"), code("2)")), "syntax error at cell 1:1:1: the statement goes on past the end of its cell"),
+        (nb_text(code("x = f(1,"), code("2)")), "syntax error at cell 1:1:1: the statement goes on past the end of its cell",
+         "invalid-syntax", (1, 1, 1)),
     ],
 )
-def test_bad_notebooks_give_one_line_and_the_run_goes_on(tmp_path, content, message):
+def test_bad_notebooks_give_one_line_and_the_run_goes_on(tmp_path, content, message, code, where):
     p = tmp_path / "bad.ipynb"
     p.write_bytes(content if isinstance(content, bytes) else content.encode())
     write(tmp_path, "good.py", DP)
-    for args in (["check"], ["check", "--output-format", "json"], ["fix", "--apply"]):
+    # `fix` (unchanged) and `check` with a machine format: one line on stderr
+    whys = []
+    for args in (["fix", "--apply"], ["check", "--output-format", "json"]):
         res = invoke(args, tmp_path)
         assert res.exit_code == 1, (args, res.stderr)
         [line] = [l for l in res.stderr.splitlines() if "bad.ipynb" in l]
         assert line.startswith("error: bad.ipynb: ") and message in line, line
-    assert "good.py:4:9: GPU001" in invoke(["check"], tmp_path).stdout
+        whys.append(line[len("error: bad.ipynb: "):])
+    assert whys[0] == whys[1]
+    cell, row, col = where
+    # the JSON report has the diagnostic, in its cell
+    [d] = [d for d in json.loads(res.stdout) if d["filename"].endswith("bad.ipynb")]
+    assert (d["code"], d["cell"], d["location"], d["end_location"]) == (
+        code, cell, {"row": row, "column": col}, {"row": row, "column": col})
+    assert message.split(": ", 1)[-1] in d["message"] and (d["fix"], d["noqa_row"], d["url"]) == (None, None, None)
+    # the text report: one diagnostic line on stdout, nothing on stderr
+    res = invoke(["check"], tmp_path)
+    assert res.exit_code == 1 and res.stderr == ""
+    expected = diagnostic_line("bad.ipynb", whys[0], code)
+    assert expected.startswith(f"bad.ipynb:{'' if cell is None else f'cell {cell}:'}{row}:{col}: {code}: ")
+    assert [l for l in res.stdout.splitlines() if l.startswith("bad.ipynb:")] == [expected]
+    assert len(diagnostics(res.stdout)) == 1
+    assert findings(res.stdout) == [("good.py", 4, 9, "GPU001")]
+    assert res.stdout.splitlines()[-1] == "1 file could not be checked."
     assert p.read_bytes() == (content if isinstance(content, bytes) else content.encode())
 
 

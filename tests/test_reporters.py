@@ -14,11 +14,11 @@ from urllib.parse import unquote, urlparse
 import jsonschema
 import pytest
 
-from cli_helpers import CLEAN, DP, TWO, UNCLOSED_ERROR, ZG, invoke, write
+from cli_helpers import CLEAN, DP, TWO, UNCLOSED_ERROR, UNCLOSED_LINE, ZG, diagnostics, invoke, write
 from gpulint import __version__
 from gpulint.reporters import ReportContext, get_reporter
 from gpulint.reporters import sarif
-from gpulint.rule import SAFE, UNSAFE, Edit, Finding, Fix, all_rules
+from gpulint.rule import SAFE, UNSAFE, Edit, Finding, Fix, all_rules, file_diagnostic
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 
@@ -94,11 +94,24 @@ def test_sarif_from_the_cli_is_valid_and_complete(tmp_path, validator):
     assert base.endswith("/") and Path(unquote(urlparse(base).path)).resolve() == tmp_path.resolve()
 
     results = run["results"]
-    assert [(r["ruleId"], r["level"]) for r in results] == [("GPU001", "warning"), ("GPU302", "warning")]
-    for r in results:
+    # by path: a.py, bad.py, "sub dir/b.py"; the file that does not parse is a result of its own
+    assert [(r["ruleId"], r["level"]) for r in results] == [
+        ("GPU001", "warning"), ("invalid-syntax", "error"), ("GPU302", "warning")]
+    dp, syn, zg = results
+    for r in (dp, zg):
         assert rules[r["ruleIndex"]]["id"] == r["ruleId"]
         assert r["message"]["text"] == all_rules()[r["ruleId"]].message
-    dp, zg = results
+    [(_, row, col, _, message)] = diagnostics(UNCLOSED_LINE)
+    assert syn == {  # no rule in the driver has its id: no ruleIndex, no fixes
+        "ruleId": "invalid-syntax",
+        "level": "error",
+        "message": {"text": message},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": "bad.py", "uriBaseId": "%SRCROOT%"},
+            "region": {"startLine": row, "startColumn": col, "endLine": row, "endColumn": col},
+        }}],
+    }
+    assert "invalid-syntax" not in [r["id"] for r in rules]
     loc = dp["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"] == {"uri": "a.py", "uriBaseId": "%SRCROOT%"}
     assert loc["region"] == {"startLine": 4, "startColumn": 9, "endLine": 4, "endColumn": 41}
@@ -144,10 +157,24 @@ def test_sarif_clean_run(tmp_path, validator):
 
 def test_sarif_when_nothing_could_be_linted(tmp_path, validator):
     res = invoke(["check", "--output-format", "sarif", "missing.py"], tmp_path)
-    assert res.exit_code == 2
+    assert res.exit_code == 1  # a file that could not be checked; 2 is for usage errors
+    assert res.stderr.splitlines() == ["error: missing.py: no such file or directory"]
     doc = json.loads(res.stdout)
     assert_valid(validator, doc)
-    [note] = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    [run] = doc["runs"]
+    [result] = run["results"]
+    assert result == {
+        "ruleId": "io-error",
+        "level": "error",
+        "message": {"text": "no such file or directory"},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": "missing.py", "uriBaseId": "%SRCROOT%"},
+            "region": {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 1},
+        }}],
+    }
+    [inv] = run["invocations"]
+    assert inv["executionSuccessful"] is False
+    [note] = inv["toolExecutionNotifications"]
     assert note["message"]["text"] == "missing.py: no such file or directory"
 
 
@@ -215,9 +242,15 @@ def test_json_fix_shape():
 
 def test_github_escaping():
     f = _finding(None, path="we,ird:name.py", message="100% bad\nreally")
-    out = get_reporter("github")([f], [("x,y.py", "50% broken")], ReportContext())
+    # a file that could not be checked is a diagnostic finding; `errors` adds no annotation of its own
+    diag = file_diagnostic("x,y.py", "50% broken\r\nreally", "io-error")
+    out = get_reporter("github")([diag, f], [("x,y.py", "50% broken\r\nreally")], ReportContext())
     lines = out.splitlines()
-    assert lines[0] == "::error title=gpulint,file=x%2Cy.py::x,y.py: 50%25 broken"
+    assert len(lines) == 2
+    assert lines[0] == (
+        "::error title=gpulint (io-error),file=x%2Cy.py,line=1,col=1,endLine=1,endColumn=1"
+        "::x,y.py:1:1: io-error: 50%25 broken%0D%0Areally"
+    )
     assert lines[1] == (
         "::error title=gpulint (GPU302),file=we%2Cird%3Aname.py,line=1,col=1,endLine=1,endColumn=6"
         "::we,ird:name.py:1:1: GPU302 100%25 bad%0Areally"

@@ -599,10 +599,10 @@ def _verify(o: Dict[str, object], work: str) -> int:
 def _write_json(path: Optional[str], report: Dict[str, object]) -> None:
     if not path:
         return
-    from gpulint.fsutil import atomic_write_text
+    from gpulint.fsutil import write_output
 
     try:
-        atomic_write_text(path, json.dumps(report, indent=2, default=str) + "\n")
+        write_output(path, (json.dumps(report, indent=2, default=str) + "\n").encode("utf-8"))
     except OSError as exc:
         click.echo(f"gpulint verify: error: {path}: cannot write the JSON report: {exc.strerror or exc}", err=True)
 

@@ -23,9 +23,7 @@ def _esc_prop(s: str) -> str:
 
 
 def render(findings: Sequence[Finding], errors: Sequence[Tuple[str, str]], ctx) -> str:
-    lines = []
-    for path, why in errors:
-        lines.append(f"::error title=gpulint,file={_esc_prop(path)}::{_esc_data(f'{path}: {why}')}")
+    lines = []  # a file that could not be checked is one of the findings (`invalid-syntax`, `io-error`)
     for f in findings:
         props = f"title={_esc_prop(f'gpulint ({f.code})')},file={_esc_prop(f.path)}"
         where = f"{f.path}:{f.row}:{f.col}"
@@ -34,5 +32,6 @@ def render(findings: Sequence[Finding], errors: Sequence[Tuple[str, str]], ctx) 
         else:
             # a notebook's rows are rows of a cell, not lines of the .ipynb: annotate the file
             where = f"{f.path}:cell {f.cell}:{f.row}:{f.col}"
-        lines.append(f"::error {props}::{_esc_data(f'{where}: {f.code} {f.message}')}")
+        code = f"{f.code}:" if f.is_diagnostic else f.code
+        lines.append(f"::error {props}::{_esc_data(f'{where}: {code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")

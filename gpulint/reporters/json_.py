@@ -32,7 +32,7 @@ def finding_dict(f: Finding) -> dict:
         "fix": fix,
         "location": _loc((f.row, f.col)),
         "message": f.message,
-        "noqa_row": f.noqa_row,
+        "noqa_row": None if f.is_diagnostic else f.noqa_row,  # no comment suppresses a file that failed
         "url": f.url,
     }
 

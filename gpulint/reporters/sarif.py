@@ -4,8 +4,10 @@ One run: the driver lists every rule (id, name, descriptions, help from the
 rule's documentation, helpUri, default configuration); each finding is a
 result with its rule index, location and, when it has one, its fix as
 artifact changes. Files that could not be read or parsed become
-toolExecutionNotifications of the invocation, so the log stays valid and
-complete when some files fail.
+results of their own (`invalid-syntax`, `io-error`, `internal-error`, at
+level error, with no rule in the driver) and also toolExecutionNotifications
+of the invocation, which is then not successful: code scanning shows them,
+and the log stays valid and complete when some files fail.
 
 A finding in a notebook is located at the `.ipynb` file without a region
 (its rows are rows of a cell, not lines of the file): its message starts
@@ -90,7 +92,7 @@ def _result(f: Finding, rule_index: Dict[str, int], root: str) -> dict:
         text = f"cell {f.cell}:{f.row}:{f.col}: {f.message}"
     result = {
         "ruleId": f.code,
-        "level": LEVEL,
+        "level": "error" if f.is_diagnostic else LEVEL,
         "message": {"text": text},
         "locations": [{"physicalLocation": physical}],
     }

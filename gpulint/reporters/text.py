@@ -37,6 +37,8 @@ def finding_line(f: Finding, color: bool, unsafe_fixes: bool = False) -> str:
     cell = f"cell {f.cell}{sep}" if f.cell is not None else ""  # a notebook: `nb.ipynb:cell 3:2:5:`
     loc = _style(printable(f.path), color, bold=True) + sep + cell + f"{f.row}" + sep + f"{f.col}" + sep
     code = _style(f.code, color, fg="red", bold=True)
+    if f.is_diagnostic:  # `bad.py:3:5: invalid-syntax: SyntaxError: ...`, as Ruff writes it
+        code += ":"
     shown = f.fix is not None and (f.fix.applicability == SAFE or unsafe_fixes)
     mark = " " + _style("[*]", color, fg="cyan") if shown else ""
     return f"{loc} {code}{mark} {printable(f.message)}"
@@ -47,7 +49,11 @@ def error_line(path: str, why: str, color: bool) -> str:
 
 
 def summary(findings: Sequence[Finding], errors, ctx) -> List[str]:
+    """The closing lines. Files that could not be checked are counted apart
+    from the problems found: they are listed as findings of their own."""
     lines = []
+    n_err = len(errors) or ctx.errors_count or sum(1 for f in findings if f.is_diagnostic)
+    findings = [f for f in findings if not f.is_diagnostic]
     n = len(findings)
     safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
     unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == UNSAFE)
@@ -61,9 +67,8 @@ def summary(findings: Sequence[Finding], errors, ctx) -> List[str]:
         if unsafe and ctx.unsafe_hint:
             hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option"
             lines.append(f"No fixes available ({hidden})." if not safe else f"({hidden}.)")
-    elif not errors and not ctx.errors_count:
+    elif not n_err:
         lines.append("All checks passed!")
-    n_err = len(errors) or ctx.errors_count
     if n_err:
         lines.append(f"{n_err} file{'s' if n_err != 1 else ''} could not be checked.")
     return lines
@@ -77,7 +82,8 @@ def statistics(findings: Sequence[Finding]) -> List[str]:
     out = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         mark = "[*]" if fixable[code] else "[ ]"
-        out.append(f"{n:>{width}}\t{code}\t{mark} {rules[code].name if code in rules else ''}")
+        name = rules[code].name if code in rules else ""  # a file diagnostic's code is its name
+        out.append(f"{n:>{width}}\t{code}\t{mark} {name}".rstrip())
     return out
 
 
@@ -105,7 +111,7 @@ def render_concise(findings, errors, ctx) -> str:
         lines.extend(statistics(findings))
     else:
         lines.extend(finding_line(f, ctx.color, ctx.unsafe_fixes) for f in findings)
-    n = len(findings)
+    n = sum(1 for f in findings if not f.is_diagnostic)
     if n and not ctx.quiet:
         lines.append(f"Found {n} problem{'s' if n != 1 else ''}.")
     return "\n".join(lines) + ("\n" if lines else "")
