@@ -284,3 +284,72 @@ def test_try_repo_with_no_python_files_passes(setup):
     rc, out = setup["try_no_python"].result()
     assert rc == 0, out
     assert "(no files to check)" in out and "Skipped" in out
+
+
+# ------------------------------------------------------------ the README's snippet
+README = ROOT / "README.md"
+
+
+def _readme_snippet() -> dict:
+    """The `.pre-commit-config.yaml` the README's pre-commit section shows."""
+    import re
+
+    import yaml
+
+    section = README.read_text(encoding="utf-8").split("## pre-commit", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block, "the README's pre-commit section has no yaml block"
+    return yaml.safe_load(block.group(1))
+
+
+def _git_root(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_readme_snippet_rev_resolves_in_this_repository():
+    """The README's `rev` is a full commit id of this repository whose hooks are
+    the ones documented (the manifest's entries now): a user who copies the
+    snippet gets what it says."""
+    import yaml
+
+    [repo] = _readme_snippet()["repos"]
+    rev = str(repo["rev"])
+    assert len(rev) == 40 and all(c in "0123456789abcdef" for c in rev), f"rev {rev!r} is not a full commit id"
+    shallow = _git_root("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+    found = _git_root("cat-file", "-e", f"{rev}^{{commit}}")
+    assert found.returncode == 0, (
+        f"the README's rev {rev} is not a commit of this repository"
+        + (" (this clone is shallow: fetch the history with `git fetch --unshallow`)" if shallow else "")
+    )
+    manifest_then = _git_root("show", f"{rev}:.pre-commit-hooks.yaml")
+    assert manifest_then.returncode == 0, manifest_then.stderr
+    then = {h["id"]: h for h in yaml.safe_load(manifest_then.stdout)}
+    now = {h["id"]: h for h in yaml.safe_load(MANIFEST.read_text())}
+    ids = [h["id"] for h in repo["hooks"]]
+    assert ids == ["gpulint-fix", "gpulint"]  # the fixer first: `gpulint` then reports what is left
+    for hook_id in ids:
+        assert then[hook_id]["entry"] == now[hook_id]["entry"], f"{hook_id} changed since {rev}: update the README's rev"
+
+
+def test_readme_snippet_runs_and_prints_each_finding_once(setup):
+    """The README's config, pointed at this repository (a local clone works as
+    `repo:`), at the README's rev: the fix hook rewrites what it can and
+    lists nothing, the check hook lists what is left, once."""
+    snippet = _readme_snippet()
+    snippet["repos"][0]["repo"] = str(ROOT)
+    import yaml
+
+    files = {".pre-commit-config.yaml": yaml.safe_dump(snippet), "train.py": AMP + DP.replace("import torch\n", "")}
+    repo = _work_repo(setup, "readme-snippet", files)
+    first = _run(setup, repo)
+    out = first.stdout + first.stderr
+    assert first.returncode == 1, out
+    assert "files were modified by this hook" in out
+    assert 'torch.amp.GradScaler("cuda")' in (repo / "train.py").read_text()
+    assert out.count("train.py:6:9: GPU001") == 1, out  # once, from `gpulint`, not again from `gpulint-fix`
+    assert "GPU401" not in out  # fixed, so reported by nobody
+    second = _run(setup, repo)
+    out = second.stdout + second.stderr
+    assert second.returncode == 1, out
+    assert out.count("train.py:6:9: GPU001") == 1, out
+    assert "files were modified by this hook" not in out
