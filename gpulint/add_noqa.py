@@ -16,13 +16,15 @@ and not if it changed on disk meanwhile. Notebooks are left alone."""
 
 from __future__ import annotations
 
+import ast
 import io
 import re
+import sys
 import tokenize
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.engine import LintError, LintOptions, lint_source
+from gpulint.engine import LintError, LintOptions, lint_source, parse
 from gpulint.fix_cmd import FileFix, read_with_encoding, write_fixed
 from gpulint.rule import Finding
 from gpulint.suppress import NOQA_RE
@@ -42,13 +44,50 @@ def _comment_lines(text: str) -> Tuple[Set[int], Dict[int, Tuple[int, str]]]:
     """(rows whose end can take a comment, {row: (column, text) of its comment})."""
     ok: Set[int] = set()
     comments: Dict[int, Tuple[int, str]] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+    read = _tokens_text(text)
+    lines = _LINE_RE.findall(text) if read is not text else None
+    read_lines = _LINE_RE.findall(read) if read is not text else None
+    for tok in tokenize.generate_tokens(io.StringIO(read).readline):
         if tok.type in (tokenize.NEWLINE, tokenize.NL):
             ok.add(tok.start[0])
         elif tok.type == tokenize.COMMENT:
-            ok.add(tok.start[0])
-            comments[tok.start[0]] = (tok.start[1], tok.string)
+            row, col = tok.start
+            if lines is not None:
+                col = _same_column(lines[row - 1], read_lines[row - 1], col)
+            ok.add(row)
+            comments[row] = (col, tok.string)
     return ok, comments
+
+
+def _tokens_text(text: str) -> str:
+    """What tokenize reads: before 3.12 it misreads PEP 701 f-strings, so a
+    file in syntax newer than this Python's is read as the engine parses it,
+    rewritten for this Python (gpulint/lowering.py: same lines and UTF-8
+    columns, comments kept)."""
+    if sys.version_info >= (3, 12):
+        return text
+    try:
+        ast.parse(text)
+        return text
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    try:
+        tree = parse(text, "<add-noqa>")
+    except LintError:
+        return text
+    return getattr(tree, "gpulint_lowered_text", text)
+
+
+def _same_column(line: str, read_line: str, col: int) -> int:
+    """The column in `line` of the character at `col` in its rewrite (which
+    keeps UTF-8 offsets, not character ones)."""
+    want = len(read_line[:col].encode("utf-8", "surrogatepass"))
+    size = 0
+    for i, ch in enumerate(line):
+        if size >= want:
+            return i
+        size += len(ch.encode("utf-8", "surrogatepass"))
+    return len(line)
 
 
 def add_noqa(text: str, findings: Sequence[Finding]) -> NoqaResult:

@@ -4,7 +4,8 @@ traversal that feeds every selected rule -> suppressions.
 Parsing with the stdlib `ast` costs about a tenth of a LibCST parse, and the
 shared analysis is lazy: a file that never mentions what a rule looks for is
 not parsed for it at all. LibCST is used by fixes, on the files that have
-findings.
+findings, and to parse a file `ast.parse` refuses: syntax of a newer Python,
+rewritten for this one (gpulint/lowering.py).
 """
 
 from __future__ import annotations
@@ -224,21 +225,56 @@ def read_bytes(path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     return data
 
 
+# tests: lower every file to this grammar, as if the running Python were that old
+_FORCE_LOWER_TO: Optional[Tuple[int, int]] = None
+
+
 def parse(text: str, path: str) -> ast.Module:
+    if _FORCE_LOWER_TO is not None:
+        return _parse_newer(text, path, None)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(text, filename=path, type_comments=False)
     except SyntaxError as exc:
-        # the grammar is the running Python's: say which, for code written for a newer one
-        msg = f"{exc.msg or 'invalid syntax'} (Python {sys.version_info[0]}.{sys.version_info[1]} grammar)"
-        if exc.lineno:
-            raise LintError(f"syntax error at {exc.lineno}:{exc.offset or 0}: {msg}", (exc.lineno, exc.offset or 0), msg)
-        raise LintError(f"syntax error: {msg}")
+        return _parse_newer(text, path, exc)
     except (RecursionError, MemoryError):
         raise LintError("expression is nested too deeply to parse")
     except ValueError as exc:
         raise LintError(f"cannot parse: {exc}")
+
+
+def _grammar() -> str:
+    return f"Python {sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def _syntax_error(exc: SyntaxError) -> LintError:
+    # the grammar is the running Python's: say which, for code written for a newer one
+    msg = f"{exc.msg or 'invalid syntax'} ({_grammar()} grammar)"
+    if exc.lineno:
+        return LintError(f"syntax error at {exc.lineno}:{exc.offset or 0}: {msg}", (exc.lineno, exc.offset or 0), msg)
+    return LintError(f"syntax error: {msg}")
+
+
+def _parse_newer(text: str, path: str, exc: Optional[SyntaxError]) -> ast.Module:
+    """A file `ast.parse` refused: syntax of a newer Python, parsed by LibCST
+    and rewritten for this one (gpulint/lowering.py), or the syntax error."""
+    from gpulint import lowering
+
+    try:
+        return lowering.parse(text, path, _FORCE_LOWER_TO)
+    except lowering.NotPython:
+        if exc is None:  # only when forced
+            raise LintError("syntax error (LibCST)")
+        raise _syntax_error(exc)
+    except lowering.CannotLower as why:
+        msg = f"syntax newer than {_grammar()}'s that gpulint could not rewrite for it: {why}"
+        loc = why.location or ((exc.lineno, exc.offset or 0) if exc is not None and exc.lineno else None)
+        if loc is not None:
+            raise LintError(f"syntax error at {loc[0]}:{loc[1]}: {msg}", loc, msg)
+        raise LintError(f"syntax error: {msg}")
+    except (RecursionError, MemoryError):
+        raise LintError("expression is nested too deeply to parse")
 
 
 def _wanted(rule: Rule, text: str) -> bool:
@@ -278,7 +314,10 @@ def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     findings = ctx.findings
     if findings:
         if options.noqa or options.gpulint_comments:
-            sup = Suppressions(text, noqa=options.noqa, directives=options.gpulint_comments)
+            sup = Suppressions(
+                text, noqa=options.noqa, directives=options.gpulint_comments,
+                tokens_text=getattr(tree, "gpulint_lowered_text", None),
+            )
             if sup.skip_file:
                 return []
             findings = [

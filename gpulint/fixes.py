@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field, replace
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple, Union
 
 from gpulint.edits import apply_edits
 from gpulint.engine import LintOptions, lint_source
@@ -42,13 +44,25 @@ class FixResult:
     fixed_count: int = 0
 
 
-def validate_code(text: str, path: str, code=None, flags: int = 0) -> Optional[str]:
+def validate_code(
+    text: str, path: str, code=None, flags: int = 0, prepare: Optional[Callable[[ast.Module], None]] = None
+) -> Optional[str]:
     """Why `text` is not valid code, or None. `code`: what compile() gets
-    instead of the text (a notebook's program, as an AST)."""
+    instead of the text (a notebook's program, as an AST). Text in syntax
+    newer than this Python's is compiled as the engine parses it: rewritten
+    for this Python (gpulint/lowering.py), `prepare` applied to its tree."""
+    from gpulint import engine
+
     try:
+        if engine._FORCE_LOWER_TO is not None and code is None:
+            raise SyntaxError("lowering forced")
         compile(text if code is None else code, path or "<fixed>", "exec", flags=flags, dont_inherit=True)
     except SyntaxError as exc:
-        return f"compile(): {exc.msg} at line {exc.lineno}"
+        newer = _compile_lowered(text, path, flags, prepare) if code is None else False
+        if newer is False:
+            return f"compile(): {exc.msg} at line {exc.lineno}"
+        if newer is not None:
+            return newer
     except (ValueError, RecursionError, MemoryError) as exc:
         return f"compile(): {exc}"
     try:
@@ -60,9 +74,60 @@ def validate_code(text: str, path: str, code=None, flags: int = 0) -> Optional[s
     return None
 
 
-def _overlaps(a: Tuple[int, int], b: Tuple[int, int]) -> bool:
-    (s1, e1), (s2, e2) = a, b
-    return (s1 < e2 and s2 < e1) or s1 == s2
+def _compile_lowered(text: str, path: str, flags: int, prepare) -> Union[None, bool, str]:
+    """Compile `text` rewritten for this Python: None when it compiles, why
+    not, or False when it is not syntax of a newer Python (nothing to rewrite)."""
+    from gpulint import engine, lowering
+
+    try:
+        lowered = lowering.lower(text, engine._FORCE_LOWER_TO)
+    except lowering.NotPython:
+        return False
+    except lowering.CannotLower as exc:
+        return f"newer syntax that could not be rewritten for this Python: {exc}"
+    if lowered == text and engine._FORCE_LOWER_TO is None:
+        return False
+    try:
+        tree = ast.parse(lowered, path or "<fixed>")
+        if prepare is not None:
+            prepare(tree)
+        compile(tree, path or "<fixed>", "exec", flags=flags, dont_inherit=True)
+    except SyntaxError as exc:
+        return f"compile() of the text rewritten for this Python: {exc.msg} at line {exc.lineno}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"compile(): {exc}"
+    return None
+
+
+class _TakenSpans:
+    """The spans of the fixes taken in one pass. A new span overlaps one of
+    them when they share text, or one is an insertion strictly inside the
+    other, or they start at the same offset. Sorted, so that a pass with
+    thousands of fixes checks each against its neighbours, not all of them."""
+
+    def __init__(self) -> None:
+        self._spans: List[Tuple[int, int]] = []
+        self._starts: set = set()
+        self._longest = 0
+
+    def overlaps(self, span: Tuple[int, int]) -> bool:
+        s1, e1 = span
+        if s1 in self._starts:
+            return True
+        spans = self._spans
+        # a taken span that ends after s1 starts after s1 - longest; it must also start before e1
+        i = bisect_left(spans, (e1, -1)) - 1
+        while i >= 0 and spans[i][0] > s1 - self._longest - 1:
+            s2, e2 = spans[i]
+            if s1 < e2 and s2 < e1:
+                return True
+            i -= 1
+        return False
+
+    def add(self, span: Tuple[int, int]) -> None:
+        insort(self._spans, span)
+        self._starts.add(span[0])
+        self._longest = max(self._longest, span[1] - span[0])
 
 
 def fix_source(
@@ -95,13 +160,14 @@ def fix_source(
             settled = findings
             break
         edits = []
-        taken: List[Tuple[int, int]] = []
+        taken = _TakenSpans()
         applied = []
         for f in todo:
             spans = [(e.start, e.end) for e in f.fix.edits]
-            if any(_overlaps(a, b) for a in spans for b in taken):
+            if any(taken.overlaps(a) for a in spans):
                 continue  # overlaps a fix taken this pass; the next pass sees it again
-            taken.extend(spans)
+            for a in spans:
+                taken.add(a)
             if newline != "\n":
                 edits.extend(replace(e, content=with_newline(e.content, newline)) for e in f.fix.edits)
             else:

@@ -33,6 +33,7 @@ import copy
 import dataclasses
 import json
 import re
+import sys
 import warnings
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -131,10 +132,20 @@ def _scan_line(line: str, st: _ScanState) -> int:
     return code_end
 
 
+_FSTRING_RE = re.compile(r"(?<![\w])(?:[fF][rR]?|[rR][fF])['\"]")
+
+
 def _parses(code: str) -> bool:
     try:
         ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # a PEP 701 f-string, before 3.12: parsed as the engine parses it (rewritten for this Python)
+        if sys.version_info < (3, 12) and _FSTRING_RE.search(code):
+            try:
+                parse(code, "<cell>")
+            except LintError:
+                return False
+            return True
         return False
     return True
 
@@ -564,9 +575,14 @@ def _validate_program(text: str, path: str) -> Optional[str]:
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return validate_code(text, path)  # which says why
-        tree.body = [s for s in tree.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
+            # which says why; or compiles it as rewritten for this Python, if it is a newer one's syntax
+            return validate_code(text, path, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, prepare=_drop_future_imports)
+        _drop_future_imports(tree)
         return validate_code(text, path, code=tree, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def _drop_future_imports(tree: ast.Module) -> None:
+    tree.body = [s for s in tree.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
 
 
 def fix_notebook(book: Notebook, path: str, options: LintOptions, unsafe: bool) -> NotebookFix:

@@ -29,10 +29,14 @@ SKIP_FILE_RE = re.compile(r"#\s*gpulint:\s*skip-file\b", re.I)
 ALL: FrozenSet[str] = frozenset({"*"})
 
 
-def _comments(text: str) -> Dict[int, str]:
+def _comments(text: str, tokens_text: Optional[str] = None) -> Dict[int, str]:
+    """{row: comment}. `tokens_text`: the file as the engine rewrote it for
+    this Python (gpulint/lowering.py: same lines and columns, its comments
+    kept), which this Python's tokenize reads where it misreads the original
+    (PEP 701 f-strings before 3.12)."""
     out: Dict[int, str] = {}
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        for tok in tokenize.generate_tokens(io.StringIO(tokens_text or text).readline):
             if tok.type == tokenize.COMMENT:
                 out[tok.start[0]] = tok.string
     except (tokenize.TokenError, IndentationError, SyntaxError):
@@ -48,13 +52,15 @@ class Suppressions:
     """The suppression comments of one file: `noqa` for `# noqa` comments,
     `directives` for `# gpulint: ignore[...]` and `# gpulint: skip-file`."""
 
-    def __init__(self, text: str, noqa: bool = True, directives: bool = True) -> None:
+    def __init__(
+        self, text: str, noqa: bool = True, directives: bool = True, tokens_text: Optional[str] = None
+    ) -> None:
         self.skip_file = False
         self.by_line: Dict[int, FrozenSet[str]] = {}
         lowered = text.lower()
         if not ((noqa and "noqa" in lowered) or (directives and "gpulint:" in lowered)):
             return
-        for row, comment in _comments(text).items():
+        for row, comment in _comments(text, tokens_text).items():
             if directives and SKIP_FILE_RE.search(comment):
                 self.skip_file = True
             codes = None
