@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
@@ -21,6 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from gpulint.globs import PatternSet
 from gpulint.rule import all_rules
 
 CONFIG_FILES = ("gpulint.toml", ".gpulint.toml", "pyproject.toml")
@@ -118,16 +119,46 @@ class Settings:
         codes = self.enabled_codes()
         if not self.per_file_ignores:
             return codes
-        ignored = set()
-        rel = _relpath(path, self.root)
-        base = os.path.basename(path)
-        for pattern, pcodes in self.per_file_ignores:
-            if _glob_match(pattern, rel) or _glob_match(pattern, base):
-                ignored.update(expand_selector(c) for c in pcodes)
-        flat = set()
-        for group in ignored:
-            flat.update(group)
-        return tuple(c for c in codes if c not in flat)
+        ignored = self.per_file_ignore_patterns.ignored(_relpath(path, self.root), os.path.basename(path))
+        return tuple(c for c in codes if c not in ignored) if ignored else codes
+
+    # the patterns, compiled once per Settings object (there may be 100,000)
+    @cached_property
+    def exclude_patterns(self) -> Optional[PatternSet]:
+        """`exclude` + `extend-exclude`, or None when both are empty."""
+        patterns = tuple(self.exclude) + tuple(self.extend_exclude)
+        return PatternSet(patterns) if patterns else None
+
+    @cached_property
+    def include_patterns(self) -> PatternSet:
+        return PatternSet(tuple(self.include) + tuple(self.extend_include))
+
+    @cached_property
+    def per_file_ignore_patterns(self) -> "PerFileIgnores":
+        return PerFileIgnores(self.per_file_ignores)
+
+
+class PerFileIgnores:
+    """`per-file-ignores`, compiled: each pattern that matches a file's path
+    from the config's root, or its name, ignores its codes there (the union
+    over the patterns; a `!pattern` matches nothing, as before)."""
+
+    def __init__(self, table: Tuple[Tuple[str, Tuple[str, ...]], ...]) -> None:
+        self.patterns = PatternSet(p for p, _ in table)
+        self._selectors = [codes for _, codes in table]
+        self._expanded: Dict[Tuple[str, ...], frozenset] = {}  # few distinct code lists, however many patterns
+
+    def ignored(self, rel: str, name: str) -> frozenset:
+        hits = set(self.patterns.matching(rel))
+        hits.update(self.patterns.matching(name))
+        out: frozenset = frozenset()
+        for i in hits:
+            selectors = self._selectors[i]
+            codes = self._expanded.get(selectors)
+            if codes is None:
+                codes = self._expanded[selectors] = frozenset(c for sel in selectors for c in expand_selector(sel))
+            out = out | codes
+        return out
 
 
 def _relpath(path: str, root: str) -> str:
@@ -135,51 +166,6 @@ def _relpath(path: str, root: str) -> str:
         return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
     except ValueError:
         return Path(os.path.abspath(path)).as_posix()
-
-
-@lru_cache(maxsize=None)
-def compiled_patterns(patterns: Tuple[str, ...]):
-    """gitignore-style patterns compiled once (per-file-ignores, exclude)."""
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
-
-
-# a gitignore pattern that is just a file or folder name: no slash, glob, negation, escape or comment
-_PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$|^\.[A-Za-z0-9_.\-]+$")
-
-
-@lru_cache(maxsize=None)
-def pattern_matcher(patterns: Tuple[str, ...]):
-    """A function path -> bool, the same as `compiled_patterns(patterns).match_file`.
-
-    When no pattern negates (`!keep`), any match means a match: the patterns
-    are joined into one regular expression, which is several times faster
-    than trying them one by one (discovery asks this for every file).
-    Patterns that are plain names (`build`, `.venv`: the defaults) match a
-    path component anywhere, as in git; their expression is built here
-    without importing pathspec (~50 ms of every run's start-up)."""
-    if patterns and all(_PLAIN_NAME_RE.match(p) for p in patterns):
-        alt = "|".join(re.escape(p) for p in patterns)
-        plain = re.compile(f"^(?:.+/)?(?:{alt})(?:/|$)")
-        return lambda path: plain.match(path) is not None
-    spec = compiled_patterns(patterns)
-    regexes = []
-    for p in spec.patterns:
-        if p.include is None:
-            continue  # a comment or blank line
-        rx = getattr(p, "regex", None)
-        if p.include is False or rx is None:
-            return spec.match_file
-        regexes.append(re.sub(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>", "(?:", rx.pattern))
-    if not regexes:
-        return lambda path: False
-    combined = re.compile("|".join(f"(?:{r})" for r in regexes))
-    return lambda path: combined.match(path) is not None
-
-
-def _glob_match(pattern: str, rel: str) -> bool:
-    return pattern_matcher((pattern,))(rel)
 
 
 # ------------------------------------------------------------------ selection
@@ -371,11 +357,15 @@ def settings_from_table(table: dict, path: str) -> Settings:
             kw[key.replace("-", "_")] = codes(key)
     if "per-file-ignores" in table:
         pfi = []
+        valid: Dict[str, bool] = {}  # each selector checked once: there may be 100,000 patterns
         for pattern, vals in table["per-file-ignores"].items():
             if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
                 raise ConfigError(f"{where} 'per-file-ignores.\"{pattern}\"' must be a list of codes")
             for v in vals:
-                if not is_valid_selector(v):
+                ok = valid.get(v)
+                if ok is None:
+                    ok = valid[v] = is_valid_selector(v)
+                if not ok:
                     raise ConfigError(f"{where} 'per-file-ignores.\"{pattern}\"': unknown rule code or prefix '{v}'")
             pfi.append((pattern, tuple(vals)))
         kw["per_file_ignores"] = tuple(pfi)

@@ -1,19 +1,26 @@
 """File discovery: recurse into directories for the files the config's
 `include` / `extend-include` name (default *.py, *.pyi and *.ipynb), skip the
 usual vendored and generated folders, the config's `exclude` /
-`extend-exclude`, and what `.gitignore` files ignore, as Ruff does. Explicit
-file paths are always linted."""
+`extend-exclude`, and what `.gitignore` files ignore, as Ruff does.
+
+Paths named on the command line are always linted: a named file, and
+everything below a named folder except what the patterns exclude there.
+Patterns are matched against each entry the walk finds (its name, and its
+path from the config's root or the `.gitignore`'s folder), never against the
+named folder or the folders above it, so `gpulint check build` lints
+`build/a.py` (but not `build/.venv/x.py` or `build/sub/build/y.py`) even
+though `build` is excluded by default, and a git-ignored folder named on the
+command line is linted too, as in Ruff and git. `--force-exclude` applies the
+excludes to the named paths and the folders above them as well."""
 
 from __future__ import annotations
 
 import errno
 import os
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-from gpulint.config import DEFAULT_INCLUDE, ConfigResolver, Settings, pattern_matcher
-
-if TYPE_CHECKING:
-    import pathspec
+from gpulint.config import DEFAULT_INCLUDE, ConfigResolver, Settings
+from gpulint.globs import PatternSet
 
 EXTENSIONS = (".py", ".pyi", ".ipynb")  # what DEFAULT_INCLUDE matches
 
@@ -22,7 +29,7 @@ class GitIgnore:
     """The .gitignore files (and .git/info/exclude) that apply to a path."""
 
     def __init__(self) -> None:
-        self._specs: Dict[str, Optional[pathspec.PathSpec]] = {}
+        self._specs: Dict[str, Optional[PatternSet]] = {}
         self._roots: Dict[str, Optional[str]] = {}
 
     def _repo_root(self, d: str) -> Optional[str]:
@@ -47,7 +54,7 @@ class GitIgnore:
             self._roots[s] = root
         return root
 
-    def _spec(self, d: str) -> Optional[pathspec.PathSpec]:
+    def _spec(self, d: str) -> Optional[PatternSet]:
         if d not in self._specs:
             lines: List[str] = []
             for name in (".gitignore", os.path.join(".git", "info", "exclude")):
@@ -57,15 +64,13 @@ class GitIgnore:
                         lines.extend(fh.read().splitlines())
                 except OSError:
                     pass
-            if lines:
-                import pathspec  # only where a .gitignore has lines: the import costs ~50 ms
-
-                self._specs[d] = pathspec.GitIgnoreSpec.from_lines(lines)
-            else:
-                self._specs[d] = None
+            self._specs[d] = PatternSet(lines) if lines else None
         return self._specs[d]
 
     def ignored(self, path: str, is_dir: bool, abs_path: Optional[str] = None) -> bool:
+        """Whether the rules ignore this entry of a walk. Only rules that match
+        the entry itself count: the walk has already tested (and entered) the
+        folders above it, or they were named on the command line."""
         path = abs_path or os.path.abspath(path)
         parent = os.path.dirname(path)
         root = self._repo_root(parent)
@@ -88,35 +93,29 @@ class GitIgnore:
             if spec is None:
                 continue
             rel = os.path.relpath(path, d).replace(os.sep, "/")
-            if is_dir:
-                rel += "/"
-            res = spec.check_file(rel)
-            if res.include is not None:
-                verdict = bool(res.include)
+            res = spec.check_entry(rel, is_dir)
+            if res is not None:
+                verdict = res
         return verdict
 
 
 _ABS_ROOTS: Dict[str, str] = {}
-# id(settings) -> (settings, its exclude matcher or None): asked for every file and folder
-_MATCHERS: Dict[int, tuple] = {}
 
 
 def _excluded(path: str, settings: Settings, is_dir: Optional[bool] = None, abs_path: Optional[str] = None) -> bool:
-    """Whether the config's exclude / extend-exclude patterns match `path`,
-    by its name or by its path relative to the config's root. The walk passes
-    what it already knows (whether it is a directory, its absolute path)."""
-    cached = _MATCHERS.get(id(settings))
-    if cached is None or cached[0] is not settings:
-        patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
-        cached = _MATCHERS[id(settings)] = (settings, pattern_matcher(patterns) if patterns else None)
-    match = cached[1]
-    if match is None:
+    """Whether the config's exclude / extend-exclude patterns match the entry
+    `path` itself (not a folder above it), by its name or by its path
+    relative to the config's root. The walk passes what it already knows
+    (whether it is a directory, its absolute path)."""
+    patterns = settings.exclude_patterns
+    if patterns is None:
         return False
-    suffix = "/" if (os.path.isdir(path) if is_dir is None else is_dir) else ""
-    if match(os.path.basename(path) + suffix):
+    if is_dir is None:
+        is_dir = os.path.isdir(path)
+    if patterns.match_entry(os.path.basename(path), is_dir):
         return True
     rel = _rel_to_root(abs_path or os.path.abspath(path), settings)
-    return rel is not None and match(rel + suffix)
+    return rel is not None and patterns.match_entry(rel, is_dir)
 
 
 def _rel_to_root(abs_path: str, settings: Settings) -> Optional[str]:
@@ -138,11 +137,11 @@ def _included(name: str, abs_dir: str, settings: Settings) -> bool:
     matched against its name or its path relative to the config's root)."""
     if not settings.extend_include and settings.include == DEFAULT_INCLUDE:
         return name.endswith(EXTENSIONS)
-    match = pattern_matcher(tuple(settings.include) + tuple(settings.extend_include))  # cached per patterns
-    if match(name):
+    patterns = settings.include_patterns
+    if patterns.match(name):
         return True
     rel = _rel_to_root(os.path.join(abs_dir, name), settings)
-    return rel is not None and match(rel)
+    return rel is not None and patterns.match(rel)
 
 
 def force_excluded(path: str, settings: Settings) -> bool:

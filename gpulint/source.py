@@ -8,12 +8,16 @@ This module is the one place that converts between them.
 from __future__ import annotations
 
 import ast
-from bisect import bisect_right
+import re
+from bisect import bisect_left, bisect_right
 from typing import List, Optional, Tuple
 
 
+_WIDE = re.compile(r"[^\x00-\x7f]")  # a character of more than one UTF-8 byte
+
+
 class Source:
-    __slots__ = ("text", "_starts", "_lines")
+    __slots__ = ("text", "_starts", "_lines", "_wide", "_wide_key", "_wide_extra")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -31,6 +35,9 @@ class Source:
             starts = _line_starts_with_cr(text)
         self._starts = starts
         self._lines: Optional[List[str]] = None
+        self._wide: Optional[List[int]] = None  # offsets of the non-ASCII characters (built when first needed)
+        self._wide_key: List[int] = []
+        self._wide_extra: List[int] = [0]
 
     @property
     def lines(self) -> List[str]:
@@ -48,19 +55,40 @@ class Source:
         return lines[row - 1] if 0 < row <= len(lines) else ""
 
     def offset(self, row: int, byte_col: int) -> int:
-        """Absolute character offset of an `ast` (1-based row, UTF-8 byte column)."""
+        """Absolute character offset of an `ast` (1-based row, UTF-8 byte column).
+
+        O(log n): a 10 MB line is never scanned from its start for each node."""
         start = self._starts[row - 1] if row - 1 < len(self._starts) else len(self.text)
-        line = self.text[start : start + byte_col + 1]
-        if line.isascii():
-            return start + byte_col
-        # Non-ASCII: walk characters until byte_col bytes are consumed.
-        consumed = 0
-        k = start
-        text = self.text
-        while consumed < byte_col and k < len(text):
-            consumed += len(text[k].encode("utf-8", "surrogatepass"))
-            k += 1
-        return k
+        if self._wide is None:
+            self._index_wide()
+        wide, extra = self._wide, self._wide_extra
+        lo = bisect_left(wide, start)  # type: ignore[arg-type]
+        if lo == len(wide):  # type: ignore[arg-type]
+            return start + byte_col  # only ASCII from here on
+        # the first non-ASCII character whose last byte reaches byte_col
+        j = bisect_left(self._wide_key, byte_col + start + extra[lo], lo)
+        k = byte_col + start - (extra[j] - extra[lo])  # ASCII up to there
+        if j == len(wide):  # type: ignore[arg-type]
+            return min(k, len(self.text))
+        return k if k <= wide[j] else wide[j] + 1  # type: ignore[index]
+
+    def _index_wide(self) -> None:
+        """Each non-ASCII character's offset, the extra UTF-8 bytes of those
+        before it (`_wide_extra`, one longer), and the byte count (relative to
+        offset 0, with the ASCII before it) at its end (`_wide_key`)."""
+        wide: List[int] = []
+        key: List[int] = []
+        extra = [0]
+        if not self.text.isascii():
+            total = 0
+            for m in _WIDE.finditer(self.text):
+                c = ord(m.group())
+                total += 1 if c < 0x800 else 2 if c < 0x10000 else 3  # a lone surrogate: 3 bytes
+                p = m.start()
+                wide.append(p)
+                extra.append(total)
+                key.append(p + 1 + total)
+        self._wide, self._wide_key, self._wide_extra = wide, key, extra
 
     def position(self, offset: int) -> Tuple[int, int]:
         """(1-based row, 1-based character column) of an absolute offset."""

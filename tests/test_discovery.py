@@ -76,6 +76,47 @@ def test_nested_gitignore_and_negation(tmp_path):
     assert linted_paths(tmp_path) == ["keep_gen.py", "local.py", "sub/b_gen.py"]
 
 
+def test_a_named_directory_is_linted_even_when_its_name_is_excluded(tmp_path):
+    """Patterns are matched against what the walk finds below a named path,
+    never because of the named path itself or a folder above it (Ruff's
+    behaviour): `build` is excluded by default, yet `gpulint check build`
+    lints it; what lies below it is still excluded."""
+    for rel in ("build/a.py", "build/.venv/x.py", "build/sub/build/y.py", "build/sub/b.py", "src/main.py"):
+        write(tmp_path, rel, DP)
+    assert linted_paths(tmp_path) == ["src/main.py"]
+    assert linted_paths(tmp_path, "build") == ["build/a.py", "build/sub/b.py"]
+    assert linted_paths(tmp_path, "build/sub") == ["build/sub/b.py"]  # a folder below an excluded one
+    assert linted_paths(tmp_path / "build") == ["a.py", "sub/b.py"]  # run from inside it
+    # --force-exclude keeps excluding a named path and what lies below it
+    res = invoke(["check", TWO, "--force-exclude", "build", "build/sub", "src"], tmp_path)
+    assert sorted({p for p, *_ in findings(res.stdout)}) == ["src/main.py"]
+
+
+def test_a_named_directory_and_config_patterns(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.gpulint]\nextend-exclude = ["third_party/", "vendor/gen/**", "*_pb2.py"]\n')
+    for rel in ("third_party/a.py", "third_party/deep/b.py", "third_party/x_pb2.py", "vendor/gen/c.py",
+                "vendor/gen/sub/d.py", "vendor/e.py"):
+        write(tmp_path, rel, DP)
+    assert linted_paths(tmp_path) == ["vendor/e.py"]
+    assert linted_paths(tmp_path, "third_party") == ["third_party/a.py", "third_party/deep/b.py"]
+    # `vendor/gen/**` names what is below vendor/gen: those entries are excluded, as in Ruff
+    assert linted_paths(tmp_path, "vendor/gen") == []
+    assert linted_paths(tmp_path, "vendor") == ["vendor/e.py"]
+
+
+def test_a_named_git_ignored_directory_is_linted(tmp_path):
+    """As Ruff (and git, for a path it is given): `.gitignore` rules apply to
+    what the walk finds below a named folder, not to the folder itself."""
+    git_init(tmp_path)
+    write(tmp_path, ".gitignore", "generated/\n*_pb2.py\nout\n")
+    for rel in ("generated/a.py", "generated/api_pb2.py", "generated/out/b.py", "generated/sub/c.py", "main.py"):
+        write(tmp_path, rel, DP)
+    assert linted_paths(tmp_path) == ["main.py"]
+    assert linted_paths(tmp_path, "generated") == ["generated/a.py", "generated/sub/c.py"]
+    assert linted_paths(tmp_path, "generated/sub") == ["generated/sub/c.py"]
+    assert linted_paths(tmp_path, "generated/out") == ["generated/out/b.py"]  # below an ignored folder
+
+
 def test_git_info_exclude(tmp_path):
     git_init(tmp_path)
     (tmp_path / ".git" / "info").mkdir(exist_ok=True)
@@ -210,9 +251,13 @@ def test_parallel_workers_give_the_same_result(tmp_path):
 
 
 def test_pattern_matcher_agrees_with_pathspec():
-    """Discovery matches every path against the exclude patterns with one joined
-    regular expression; it must say what pathspec says, negations included."""
-    from gpulint.config import DEFAULT_EXCLUDE, compiled_patterns, pattern_matcher
+    """The exclude patterns are matched by gpulint.globs, which must say what
+    pathspec's GitIgnoreSpec says, negations included (random patterns and
+    paths: tests/test_globs.py)."""
+    import pathspec
+
+    from gpulint.config import DEFAULT_EXCLUDE
+    from gpulint.globs import PatternSet
 
     paths = [
         ".git/", "venv/", "build/", "src/build/", "pkg/__pycache__/", "dist/x.py", "node_modules/",
@@ -223,8 +268,8 @@ def test_pattern_matcher_agrees_with_pathspec():
     ]
     for patterns in (DEFAULT_EXCLUDE, ("a.b", "a-b", ".git"), ("build",), ("src/gen/*.py", "*_pb2.py", "docs/"),
                      ("a/**/b", "/top.py", "x?y", "[ab]c", "# a comment", ""), ("*.py", "!keep*", "keep/")):
-        spec, match = compiled_patterns(tuple(patterns)), pattern_matcher(tuple(patterns))
-        assert [p for p in paths if spec.match_file(p) != match(p)] == [], patterns
+        spec, mine = pathspec.GitIgnoreSpec.from_lines(patterns), PatternSet(patterns)
+        assert [p for p in paths if spec.check_file(p).include != mine.check(p)] == [], patterns
 
 
 def test_cache_dir_option_and_environment(tmp_path, counting):

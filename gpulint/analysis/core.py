@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set
+from bisect import bisect_right
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from gpulint.analysis.walk import index_tree
 from gpulint.analysis.names import LOCAL, ImportTable, dotted, last_name
@@ -171,6 +172,29 @@ class FunctionInfo:
         self.batch_names = batch_names
         # name -> [((row, col) where a binding takes effect, kind or None)], in source order
         self.history: Dict[str, List[tuple]] = history or {}
+        # name -> the positions of its history, when they are sorted (for bisect)
+        self._positions: Dict[str, Optional[List[tuple]]] = {}
+
+    def kind_before(self, name: str, pos: tuple) -> Tuple[bool, Optional[str]]:
+        """(whether a binding of `name` takes effect by `pos`, the kind the last
+        such binding gave it), scanning the history up to its first entry
+        after `pos`."""
+        hist = self.history.get(name)
+        if not hist:
+            return False, None
+        positions = self._positions.get(name, False)
+        if positions is False:
+            at = [h[0] for h in hist]
+            positions = self._positions[name] = at if all(a <= b for a, b in zip(at, at[1:])) else None
+        if positions is not None:  # a name bound thousands of times: bisect, not a scan
+            i = bisect_right(positions, pos)
+            return (True, hist[i - 1][1]) if i else (False, None)
+        found, kind = False, None
+        for at, k in hist:
+            if at > pos:
+                break
+            found, kind = True, k
+        return found, kind
 
 
 class _KindsAt:
@@ -179,22 +203,16 @@ class _KindsAt:
     `loss = loss.item()` sees the tensor. A name bound only after the position
     (a loop-carried value) or never in the scope has its final kind."""
 
-    __slots__ = ("final", "history", "pos")
+    __slots__ = ("info", "pos")
 
-    def __init__(self, final: Dict[str, str], history: Dict[str, List[tuple]], pos: tuple) -> None:
-        self.final = final
-        self.history = history
+    def __init__(self, info: FunctionInfo, pos: tuple) -> None:
+        self.info = info
         self.pos = pos
 
     def get(self, name: str, default=None):
-        found = False
-        kind = None
-        for at, k in self.history.get(name, ()):
-            if at > self.pos:
-                break
-            found, kind = True, k
+        found, kind = self.info.kind_before(name, self.pos)
         if not found:
-            return self.final.get(name, default)
+            return self.info.kinds.get(name, default)
         return kind if kind is not None else default
 
     def __contains__(self, name: str) -> bool:
@@ -224,6 +242,8 @@ class FileAnalysis:
         self.uses_cuda = "cuda" in text
         self._memo: Dict[str, Dict[object, object]] = {}
         self._by_type: Optional[Dict[type, List[ast.AST]]] = None
+        self._slots: Optional[Dict[ast.AST, Tuple[ast.AST, str, int]]] = None
+        self._mentions: Dict[str, bool] = {}
         # anything that can put tensors on an accelerator: CUDA, a `.to(device)`,
         # accelerate / Fabric / Lightning, a `device` variable, MPS/XPU/NPU
         self.may_use_accelerator = may_use_accelerator(text)
@@ -257,6 +277,14 @@ class FileAnalysis:
             self._memo[key] = out  # type: ignore[index]
         return out  # type: ignore[return-value]
 
+    def mentions(self, word: str) -> bool:
+        """`word` occurs in the file's text (searched once per word, not once
+        per question: the text may be 10 MB)."""
+        hit = self._mentions.get(word)
+        if hit is None:
+            hit = self._mentions[word] = word in self.text
+        return hit
+
     def memo(self, namespace: str) -> Dict[object, object]:
         """A per-file dict for an analysis module's cached results."""
         return self._memo.setdefault(namespace, {})
@@ -278,6 +306,48 @@ class FileAnalysis:
                     parents[child] = node
             self._parents = parents
         return self._parents
+
+    def slot(self, stmt: ast.AST) -> Optional[Tuple[ast.AST, str, int]]:
+        """(parent, field, index) of a statement in its parent's `body`,
+        `orelse` or `finalbody` list; None for anything else. One index of
+        the file answers what `any(stmt is s for s in parent.body)` would
+        scan a block for (a 100,000-statement body, once per finding)."""
+        slots = self._slots
+        if slots is None:
+            slots = self._slots = {}
+            for n, _ in self.order:
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(n, field, None)
+                    if block.__class__ is list:
+                        for i, b in enumerate(block):
+                            slots[b] = (n, field, i)
+        return slots.get(stmt)
+
+    def in_block(self, child: ast.AST, parent: ast.AST, *fields: str) -> bool:
+        """`child` is a statement of one of `parent`'s blocks (default `body`)."""
+        where = self.slot(child)
+        return where is not None and where[0] is parent and where[1] in (fields or ("body",))
+
+    def block_of(self, parent: ast.AST, child: ast.AST) -> Optional[List[ast.AST]]:
+        """The `body`, `orelse` or `finalbody` list of `parent` that holds `child`."""
+        where = self.slot(child)
+        return getattr(parent, where[1]) if where is not None and where[0] is parent else None
+
+    def after_periodic_continue(self, parent: ast.AST, child: ast.AST) -> bool:
+        """An earlier statement of `child`'s block is `if step % k: continue`
+        (so `child` runs only on some steps)."""
+        where = self.slot(child)
+        if where is None or where[0] is not parent:
+            return False
+        firsts = self.memo("core.periodic_continue")
+        key = (parent, where[1])
+        first = firsts.get(key)  # type: ignore[call-overload]
+        if first is None:
+            block = getattr(parent, where[1])
+            first = firsts[key] = next(  # type: ignore[index]
+                (i for i, stmt in enumerate(block) if _is_periodic_continue(stmt)), len(block)
+            )
+        return first < where[2]  # type: ignore[operator]
 
     def ancestors(self, node: ast.AST) -> List[ast.AST]:
         """Ancestors from the module down to the node's parent."""
@@ -694,7 +764,7 @@ class FileAnalysis:
         `loss = criterion(...)` and before `loss = loss.item()`, `loss` is a tensor."""
         info = self.info_for(ancestors)
         pos = (getattr(expr, "lineno", 0), getattr(expr, "col_offset", 0))
-        return self._classify(expr, _KindsAt(info.kinds, info.history, pos), info.batch_names)  # type: ignore[arg-type]
+        return self._classify(expr, _KindsAt(info, pos), info.batch_names)  # type: ignore[arg-type]
 
     def is_tensor(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[bool]:
         """True: a torch tensor; False: known not to be one; None: unknown."""
@@ -719,7 +789,7 @@ class FileAnalysis:
           values, and names bound only to such values.
 
         False means "not known": it may well be on the host too."""
-        if "set_default_device" in self.text or "set_default_tensor_type" in self.text:
+        if self.mentions("set_default_device") or self.mentions("set_default_tensor_type"):
             return False
         scope = self.enclosing_scope(ancestors)
         return self._is_host(expr, scope if scope is not None else self.tree, set())
@@ -787,7 +857,7 @@ class FileAnalysis:
             return cached
         out: Dict[str, List[Optional[ast.AST]]] = {}
         info = self.function_info(scope if scope is not self.tree else None)
-        moves_batches = "prepare(" in self.text or "setup_dataloaders(" in self.text
+        moves_batches = self.mentions("prepare(") or self.mentions("setup_dataloaders(")
         claimed: Set[int] = set()
 
         def bind(target: ast.AST, value: Optional[ast.AST]) -> None:
@@ -864,7 +934,7 @@ class FileAnalysis:
                 if any(name in _target_names(g.target) for g in anc.generators):
                     return None
             elif isinstance(anc, (ast.For, ast.AsyncFor)) and name in _target_names(anc.target):
-                if not _in_list(child, anc.body):
+                if not self.in_block(child, anc):
                     return None  # the iterable, or the `else` after the last element
                 base, n_skip = _unwrap_iter(anc.iter)
                 target = anc.target
@@ -1145,6 +1215,14 @@ class FileAnalysis:
             self._loop_hot[loop] = cached
         return cached
 
+    def _if_takes_step(self, node: ast.If, ancestors: Sequence[ast.AST]) -> bool:
+        """`_block_takes_step` of an `if`'s body, once per `if`."""
+        cache = self.memo("core.if_takes_step")
+        hit = cache.get(node)
+        if hit is None:
+            hit = cache[node] = self._block_takes_step(node.body, ancestors)
+        return hit  # type: ignore[return-value]
+
     def _block_takes_step(self, body: List[ast.AST], ancestors: Sequence[ast.AST]) -> bool:
         """The block calls an optimizer step: `if (i + 1) % accum == 0:` around
         `optimizer.step()` marks the end of each training step, not a logging
@@ -1162,6 +1240,13 @@ class FileAnalysis:
     def is_training_step_loop(self, loop: ast.AST) -> bool:
         """The loop's own body calls `.backward()` (also `accelerator.backward`,
         `fabric.backward`, `manual_backward`) or an optimizer step."""
+        cache = self.memo("core.training_step_loop")
+        hit = cache.get(loop)
+        if hit is None:
+            hit = cache[loop] = self._is_training_step_loop(loop)
+        return hit  # type: ignore[return-value]
+
+    def _is_training_step_loop(self, loop: ast.AST) -> bool:
         inner = self.ancestors(loop) + [loop]
         for n in self._own_nodes(loop):
             if not isinstance(n, ast.Call):
@@ -1178,20 +1263,30 @@ class FileAnalysis:
         `.backward()` or an optimizer step (a GAN's batch loop around its
         critic loop, a batch loop around gradient-accumulation micro-steps).
         An epoch loop does neither itself."""
-        ancestors = self.ancestors(loop)
-        if self.loop_iterates_loader(loop, ancestors):
-            return True
-        inner = ancestors + [loop]
-        return any(
-            isinstance(n, ast.Call) and (self.is_backward_call(n) or self.is_optimizer_step(n, inner))
-            for n in self._own_nodes(loop)
-        )
+        cache = self.memo("core.step_loop")
+        hit = cache.get(loop)
+        if hit is None:
+            ancestors = self.ancestors(loop)
+            inner = ancestors + [loop]
+            hit = cache[loop] = self.loop_iterates_loader(loop, ancestors) or any(
+                isinstance(n, ast.Call) and (self.is_backward_call(n) or self.is_optimizer_step(n, inner))
+                for n in self._own_nodes(loop)
+            )
+        return hit  # type: ignore[return-value]
 
     def contains_hot_loop(self, loop: ast.AST) -> bool:
-        return any(self.is_hot_loop(inner) for inner in self._nested_loops(loop))
+        cache = self.memo("core.contains_hot_loop")
+        hit = cache.get(loop)
+        if hit is None:
+            hit = cache[loop] = any(self.is_hot_loop(inner) for inner in self._nested_loops(loop))
+        return hit  # type: ignore[return-value]
 
     def is_training_loop(self, loop: ast.AST) -> bool:
-        return any(isinstance(n, ast.Call) and self.is_backward_call(n) for n in self._own_nodes(loop))
+        cache = self.memo("core.training_loop")
+        hit = cache.get(loop)
+        if hit is None:
+            hit = cache[loop] = any(isinstance(n, ast.Call) and self.is_backward_call(n) for n in self._own_nodes(loop))
+        return hit  # type: ignore[return-value]
 
     def hot_loop(
         self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Optional[Callable[[ast.AST], bool]] = None
@@ -1214,8 +1309,8 @@ class FileAnalysis:
             if (
                 isinstance(anc, ast.If)
                 and _is_periodic_test(anc.test)
-                and _in_list(child, anc.body)
-                and not self._block_takes_step(anc.body, chain[: i + 1])
+                and self.in_block(child, anc)
+                and not self._if_takes_step(anc, chain[: i + 1])
             ):
                 return None
             if isinstance(anc, ast.IfExp) and child is anc.body and _is_periodic_test(anc.test):
@@ -1229,8 +1324,8 @@ class FileAnalysis:
                 return None  # error handling: runs when something failed, not every step
             if isinstance(anc, ast.Assert) and child is anc.msg:
                 return None  # the message is built only when the assertion fails
-            body = _stmt_list_of(anc, child)
-            if body is not None and _after_periodic_continue(body, child):
+            body = self.block_of(anc, child)
+            if body is not None and self.after_periodic_continue(anc, child):
                 return None
             if body is not None and body and isinstance(body[-1], (ast.Return, ast.Raise)):
                 return None  # a block that leaves the function runs once
@@ -1238,7 +1333,7 @@ class FileAnalysis:
                 once_per_loop = True
             if isinstance(anc, LOOPS):
                 # the loop's header (iter/test) and its `else` run once per pass of the outer code
-                if not _in_list(child, anc.body):
+                if not self.in_block(child, anc):
                     if not (isinstance(anc, ast.While) and child is anc.test):
                         continue
                 if (is_hot or self.is_hot_loop)(anc):
@@ -1351,7 +1446,7 @@ class FileAnalysis:
         `torch.compile` in a mode that uses them). A replayed graph reads and
         writes fixed addresses, so buffers such as gradients must stay
         allocated between steps."""
-        return any(w in self.text for w in _CUDA_GRAPH_WORDS)
+        return any(self.mentions(w) for w in _CUDA_GRAPH_WORDS)
 
     def is_test_file(self) -> bool:
         p = self.path.replace("\\", "/")
@@ -1498,28 +1593,12 @@ def _is_periodic_test(test: ast.AST) -> bool:
     return False
 
 
-def _in_list(node: ast.AST, body: List[ast.AST]) -> bool:
-    return any(node is b for b in body)
-
-
-def _stmt_list_of(parent: ast.AST, child: ast.AST) -> Optional[List[ast.AST]]:
-    for field in ("body", "orelse", "finalbody"):
-        lst = getattr(parent, field, None)
-        if isinstance(lst, list) and _in_list(child, lst):
-            return lst
-    return None
-
-
-def _after_periodic_continue(body: List[ast.AST], child: ast.AST) -> bool:
-    for stmt in body:
-        if stmt is child:
-            return False
-        if (
-            isinstance(stmt, ast.If)
-            and len(stmt.body) == 1
-            and isinstance(stmt.body[0], ast.Continue)
-            and not stmt.orelse
-            and _is_periodic_test(stmt.test)
-        ):
-            return True
-    return False
+def _is_periodic_continue(stmt: ast.AST) -> bool:
+    """`if step % k == 0: continue`."""
+    return (
+        isinstance(stmt, ast.If)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], ast.Continue)
+        and not stmt.orelse
+        and _is_periodic_test(stmt.test)
+    )

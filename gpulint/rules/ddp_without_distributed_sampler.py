@@ -361,7 +361,7 @@ class DdpWithoutDistributedSampler(Rule):
             return
         if not data_parallel_calls(fa) or node not in trained_loaders(fa):
             return
-        if any(w in fa.text for w in MODEL_PARALLEL_WORDS):
+        if any(fa.mentions(w) for w in MODEL_PARALLEL_WORDS):
             return
         for arg, pos in (("sampler", SAMPLER_POSITION), ("batch_sampler", BATCH_SAMPLER_POSITION)):
             present, value = keyword_value(node, arg, pos)
@@ -398,7 +398,7 @@ class DdpWithoutDistributedSampler(Rule):
     # ------------------------------------------------------------ no set_epoch
     def _check_sampler(self, node: ast.Call, ctx) -> None:
         fa = ctx.analysis
-        if "set_epoch" in fa.text or not is_distributed_sampler_call(fa, node):
+        if fa.mentions("set_epoch") or not is_distributed_sampler_call(fa, node):
             return
         present, shuffle = keyword_value(node, "shuffle", SAMPLER_SHUFFLE_POSITION)
         if present and _is_false(shuffle):

@@ -216,7 +216,7 @@ class Fp32WithoutTf32OrAmp(Rule):
         owner = node.func.value  # type: ignore[attr-defined]
         if isinstance(owner, ast.Name) and owner.id in FRAMEWORK_BACKWARD_OWNERS:
             return
-        loop = _innermost_loop(ctx.ancestors, node)
+        loop = _innermost_loop(ctx.ancestors, node, fa)
         if loop is None or id(loop) in self._loops:
             return
         self._loops.add(id(loop))
@@ -244,14 +244,14 @@ class Fp32WithoutTf32OrAmp(Rule):
         return self._eligible
 
 
-def _innermost_loop(ancestors, node) -> Optional[ast.AST]:
+def _innermost_loop(ancestors, node, fa) -> Optional[ast.AST]:
     chain = list(ancestors) + [node]
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
         if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return None
         if isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
-            if any(child is s for s in anc.body) or any(child is s for s in anc.orelse):
+            if fa.in_block(child, anc, "body", "orelse"):
                 return anc
             return None  # in the loop's header
     return None

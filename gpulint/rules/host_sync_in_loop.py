@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left
 from typing import Iterator, List
 
 from gpulint.analysis.core import LOOPS, SCOPES, TENSOR
@@ -145,17 +146,13 @@ def _has_host_read(node: ast.AST, analysis=None) -> bool:
     return False
 
 
-def _statement_and_block(chain):
+def _statement_and_block(chain, analysis):
     """(the innermost statement of `chain`, the statement list holding it)."""
     for i in range(len(chain) - 1, 0, -1):
         stmt = chain[i]
         if isinstance(stmt, ast.stmt):
-            parent = chain[i - 1]
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(parent, field, None)
-                if isinstance(block, list) and any(b is stmt for b in block):
-                    return stmt, block
-            return stmt, None
+            block = analysis.block_of(chain[i - 1], stmt)
+            return stmt, block
     return None, None
 
 
@@ -170,7 +167,7 @@ def _follows_host_read(node, ancestors, analysis, at=None) -> bool:
     evaluation makes the read (default `node`): for an f-string, the first
     tensor it formats."""
     chain = list(ancestors) + [node]
-    stmt, block = _statement_and_block(chain)
+    stmt, block = _statement_and_block(chain, analysis)
     if stmt is None:
         return False
     if _queues_model_work(stmt, list(ancestors), analysis):
@@ -213,16 +210,14 @@ def _synced_before(chain, analysis) -> bool:
         if not isinstance(stmt, ast.stmt):
             continue
         parent = chain[depth - 1]
-        field = next(
-            (f for f in ("body", "orelse", "finalbody") if any(b is stmt for b in getattr(parent, f, None) or ())),
-            None,
-        )
-        if field is None:
+        where = analysis.slot(stmt)
+        if where is None or where[0] is not parent:
             return False  # an `except` handler's body, a `match` case: stop
+        _, field, k = where
         block = getattr(parent, field)
-        k = next(i for i, b in enumerate(block) if b is stmt)
         outer = chain[: depth - 1]
-        for b in reversed(block[:k]):
+        for j in range(k - 1, -1, -1):  # the statements before, nearest first
+            b = block[j]
             if _ends_reading(b, analysis):
                 return True
             if not isinstance(b, _PASSABLE) and _is_compound(b):
@@ -319,28 +314,44 @@ def _is_host_read_call(n: ast.AST) -> bool:
     return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_METHODS and not n.args
 
 
-def _derived_from_host_read(name: str, ancestors) -> bool:
+def _derived_from_host_read(name: str, ancestors, analysis) -> bool:
     """`loss_to_log = running_loss.item() / n` earlier in the same block (or
     computed from names that were): the value comes from a host read this step,
     so formatting it waits only for that arithmetic."""
-    stmt, block = _statement_and_block(list(ancestors))
+    stmt, block = _statement_and_block(list(ancestors), analysis)
     if block is None:
         return False
-    k = next(i for i, b in enumerate(block) if b is stmt)
-    return _derived_before(name, block, k, depth=0)
+    k = analysis.slot(stmt)[2]
+    return _derived_before(name, block, k, _assignments(block, analysis), depth=0)
 
 
-def _derived_before(name: str, block, k: int, depth: int) -> bool:
+def _assignments(block, analysis):
+    """name -> the indices of the block's `name = ...` statements, in order."""
+    memo = analysis.memo("GPU101.block_assignments")
+    out = memo.get(id(block))
+    if out is None or out[0] is not block:
+        by_name = {}
+        for i, b in enumerate(block):
+            if isinstance(b, ast.Assign):
+                for name in {t.id for t in b.targets if isinstance(t, ast.Name)}:
+                    by_name.setdefault(name, []).append(i)
+        out = memo[id(block)] = (block, by_name)
+    return out[1]
+
+
+def _derived_before(name: str, block, k: int, assigned, depth: int) -> bool:
     if depth > 4:
         return False
-    for i in range(k - 1, -1, -1):
-        b = block[i]
-        if isinstance(b, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in b.targets):
-            if _has_host_read(b.value):
-                return True
-            names = {n.id for n in ast.walk(b.value) if isinstance(n, ast.Name)}
-            return any(_derived_before(n, block, i, depth + 1) for n in names if n != name)
-    return False
+    at = assigned.get(name, ())
+    j = bisect_left(at, k)  # the last assignment of `name` before statement k
+    if j == 0:
+        return False
+    i = at[j - 1]
+    value = block[i].value
+    if _has_host_read(value):
+        return True
+    names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    return any(_derived_before(n, block, i, assigned, depth + 1) for n in names if n != name)
 
 
 class HostSyncInLoop(Rule):
@@ -687,7 +698,7 @@ class HostSyncInLoop(Rule):
             return False
         if _follows_host_read(node, ctx.ancestors, analysis):
             return False
-        stmt, _ = _statement_and_block(list(ctx.ancestors) + [node])
+        stmt, _ = _statement_and_block(list(ctx.ancestors) + [node], analysis)
         key = (id(stmt), value.id)  # type: ignore[attr-defined]
         if key in self._element_statements:
             return True  # `e.item() + 1 if c else e.item()`: one read per statement and iteration
@@ -787,6 +798,6 @@ class HostSyncInLoop(Rule):
         """Known to be a tensor, and not known to be in host memory."""
         if ctx.analysis.kind_at(expr, ctx.ancestors) != TENSOR:
             return False
-        if isinstance(expr, ast.Name) and _derived_from_host_read(expr.id, ctx.ancestors):
+        if isinstance(expr, ast.Name) and _derived_from_host_read(expr.id, ctx.ancestors, ctx.analysis):
             return False
         return not ctx.analysis.is_host_tensor(expr, ctx.ancestors)
