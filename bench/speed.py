@@ -164,7 +164,7 @@ def median(xs: Sequence[float]) -> float:
 FILE_TIME_SCRIPT = """
 import statistics, sys, time
 from gpulint.config import ConfigResolver
-from gpulint.engine import lint_file
+from gpulint.files import lint_file
 from gpulint.runner import _options_for
 path = sys.argv[1]
 options = _options_for(ConfigResolver().for_path(path), path)

@@ -10,31 +10,19 @@ from typing import Dict, List, Optional, Tuple
 import click
 
 from gpulint import __version__
-from gpulint.config import OUTPUT_FORMATS, ConfigError, ConfigResolver, is_valid_selector
+from gpulint.config import OUTPUT_FORMATS, ConfigError, ConfigResolver
+from gpulint.console import split_codes, use_color, validate_codes
 from gpulint.rule import Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-def _split_codes(values: Tuple[str, ...]) -> List[str]:
-    out: List[str] = []
-    for v in values:
-        out.extend(p.strip() for p in v.split(",") if p.strip())
-    return out
-
-
-def _validate_codes(option: str, codes: List[str]) -> None:
-    for c in codes:
-        if not is_valid_selector(c):
-            raise click.UsageError(f"{option}: unknown rule code or prefix '{c}' (see `gpulint rules`)")
 
 
 def _parse_selection(select, ignore, extend_select) -> Tuple[List[str], List[str], List[str]]:
     """The three selection options, split on commas and checked."""
     out = []
     for option, values in (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select)):
-        codes = _split_codes(values)
-        _validate_codes(option, codes)
+        codes = split_codes(values)
+        validate_codes(option, codes)
         out.append(codes)
     return out[0], out[1], out[2]
 
@@ -44,17 +32,6 @@ def _config_error(exc: ConfigError) -> None:
     from gpulint.reporters.text import printable
 
     click.echo(f"gpulint: error: {printable(str(exc))}", err=True)
-
-
-def _use_color(no_color: bool, stream) -> bool:
-    if no_color or os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 class _Group(click.Group):
@@ -189,7 +166,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
         _add_noqa(result, list(paths) or ["."], no_color)
     if result.nothing_found and not stdin:
         _warn_nothing_found()
-    color = output_file is None and _use_color(no_color, sys.stdout)
+    color = output_file is None and use_color(no_color, sys.stdout)
     rctx = ReportContext(color=color, statistics=statistics, linted=result.linted_count, quiet=quiet,
                          unsafe_fixes=unsafe_fixes,
                          errors_count=len(errors))
@@ -201,7 +178,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
         from gpulint.reporters.text import error_line
 
         for path, why in errors:
-            click.echo(error_line(path, why, _use_color(no_color, sys.stderr)), err=True)
+            click.echo(error_line(path, why, use_color(no_color, sys.stderr)), err=True)
     if output_file:
         _write_output_or_exit(output_file, report.encode("utf-8"), "the report")
     else:
@@ -280,7 +257,7 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     fixable_paths = sorted({f.path for f in result.findings if f.fix is not None and f.fix.applicability in allowed})
     todo = [(p, result.options[p]) for p in fixable_paths if p in result.options]
     fr = run_fix(todo, unsafe=unsafe_fixes, write_roots=list(paths) or ["."], apply=apply_)
-    color_err = _use_color(no_color, sys.stderr)
+    color_err = use_color(no_color, sys.stderr)
     errors = list(result.all_errors) + fr.errors
     # findings in files that needed no fixing stay as they are
     untouched = [f for f in result.findings if f.path not in set(fixable_paths)]
@@ -294,7 +271,7 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
             click.echo(unified_diff(ff), nl=False)
     for path, why in errors:
         click.echo(error_line(path, why, color_err), err=True)
-    color_out = _use_color(no_color, sys.stdout)
+    color_out = use_color(no_color, sys.stdout)
     if apply_:
         written = [ff for ff in changed if ff.written]
         if not fix_only:
@@ -351,7 +328,7 @@ def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_
         _config_error(exc)
         sys.exit(EXIT_ERROR)
     name = stdin_filename or STDIN_NAME
-    color_err = _use_color(no_color, sys.stderr)
+    color_err = use_color(no_color, sys.stderr)
     if not result.results:  # excluded by the config under --force-exclude
         if apply_:
             out.write(data)
@@ -394,7 +371,7 @@ def _add_noqa(result, roots: List[str], no_color: bool) -> None:
         by_path.setdefault(f.path, []).append(f)
     todo = [(p, result.options[p], fs) for p, fs in sorted(by_path.items()) if p in result.options]
     nr = run_add_noqa(todo, write_roots=roots)
-    color_out, color_err = _use_color(no_color, sys.stdout), _use_color(no_color, sys.stderr)
+    color_out, color_err = use_color(no_color, sys.stdout), use_color(no_color, sys.stderr)
     for path, why in list(result.all_errors) + nr.errors:
         click.echo(error_line(path, why, color_err), err=True)
     for f in nr.unplaceable:  # still reported: no line of theirs can take a comment
@@ -517,8 +494,8 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_
         return
     if global_batch is not None:
         raise click.UsageError("--global-batch is for the --gpus study")
-    wanted = _split_codes(codes) or ["ALL"]
-    _validate_codes("CODES", wanted)
+    wanted = split_codes(codes) or ["ALL"]
+    validate_codes("CODES", wanted)
     selected = sorted({c for sel in wanted for c in expand_selector(sel)})
     rules = [all_rules()[c] for c in selected if all_rules()[c].bench is not None]
     missing = [c for c in selected if all_rules()[c].bench is None]
@@ -530,7 +507,7 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_
     click.echo(f"gpulint bench on {where}" + ("  [--small: smoke test, figures mean nothing]" if small else ""), err=True)
     for code in missing:
         click.echo(f"{code}: no workload yet, skipped", err=True)
-    tty = _use_color(False, sys.stderr)
+    tty = use_color(False, sys.stderr)
     failed = False
     for i, rule in enumerate(rules, 1):
         prefix = f"[{i}/{len(rules)}] {rule.code} {rule.name}"

@@ -20,13 +20,11 @@ import re
 import stat
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.analysis import FileAnalysis
-from gpulint.rule import (
-    INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, SAFE, UNSAFE, Edit, Finding, Fix, Rule, all_rules, file_diagnostic,
-)
+from gpulint.rule import INTERNAL_ERROR, SAFE, UNSAFE, Edit, Finding, Fix, Rule, all_rules
 from gpulint.source import Source
 from gpulint.suppress import Suppressions
 
@@ -45,34 +43,6 @@ class LintError(Exception):
         self.detail = detail
         self.code = code  # INVALID_SYNTAX, IO_ERROR or INTERNAL_ERROR; None: decided by where it was raised
         self.cell = cell  # a notebook's cell, where `location` is then
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: List[Finding] = field(default_factory=list)
-    error: Optional[str] = None  # why the file could not be checked, one line
-    source: Optional[str] = None  # kept only when asked (fix/diff)
-    # what kind of failure `error` is, and where (a syntax error's position)
-    error_code: str = IO_ERROR
-    error_location: Optional[Tuple[int, int]] = None
-    error_cell: Optional[int] = None
-    error_detail: str = ""
-
-    @property
-    def diagnostic(self) -> Optional[Finding]:
-        """The finding that reports `error` in every output format, or None."""
-        if self.error is None:
-            return None
-        message = self.error
-        if self.error_code == INVALID_SYNTAX and self.error_detail:
-            message = f"SyntaxError: {self.error_detail}"
-        return file_diagnostic(self.path, message, self.error_code, self.error_location, self.error_cell)
-
-    @classmethod
-    def failed(cls, path: str, exc: "LintError", code: str) -> "FileResult":
-        return cls(path, error=str(exc), error_code=exc.code or code, error_location=exc.location,
-                   error_cell=exc.cell, error_detail=exc.detail)
 
 
 @dataclass(frozen=True)
@@ -384,36 +354,3 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
-
-
-def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool = True) -> FileResult:
-    """A file's contents, linted as the file at `path` (a notebook when `path`
-    names one): what `lint_file` read, or what stdin gave."""
-    try:
-        if path.lower().endswith(".ipynb"):
-            from gpulint.notebook import Notebook, lint_notebook
-
-            return FileResult(path, lint_notebook(Notebook.from_bytes(data), path, options))
-        try:
-            text = decode_source(data, path)
-        except LintError as exc:
-            return FileResult.failed(path, exc, IO_ERROR)
-        return FileResult(path, lint_source(text, path, options), source=text if keep_source else None)
-    except LintError as exc:  # the text (or the notebook's JSON) does not parse
-        return FileResult.failed(path, exc, INVALID_SYNTAX)
-    except Exception as exc:  # a bug in a rule must not stop the run
-        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)",
-                          error_code=INTERNAL_ERROR)
-
-
-def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:
-    try:
-        if path.lower().endswith(".ipynb"):
-            from gpulint.notebook import MAX_NOTEBOOK_BYTES
-
-            data = read_bytes(path, MAX_NOTEBOOK_BYTES)
-        else:
-            data = read_bytes(path)
-    except LintError as exc:
-        return FileResult.failed(path, exc, IO_ERROR)
-    return lint_bytes(data, path, options, keep_source)

@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from gpulint import __version__
 from gpulint.config import ConfigResolver, Settings, with_cli_overrides
 from gpulint.discovery import discover
-from gpulint.engine import FileResult, LintOptions, collector_paused, lint_bytes, lint_file
+from gpulint.engine import LintOptions, collector_paused
+from gpulint.files import FileResult, lint_bytes, lint_file
 from gpulint.rule import IO_ERROR, Edit, Finding, Fix, file_diagnostic
 
 PARALLEL_MIN_FILES = 24

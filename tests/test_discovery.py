@@ -330,7 +330,7 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
     import gc
     import textwrap
 
-    from gpulint import engine, runner
+    from gpulint import engine, files, runner
     from gpulint.rule import all_rules
 
     seen = []
@@ -339,7 +339,7 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
         seen.append(gc.isenabled())
         if path == "boom":
             raise RuntimeError("boom")
-        return engine.FileResult(path, [])
+        return files.FileResult(path, [])
 
     monkeypatch.setattr(runner, "lint_file", fake_lint_file)
     assert gc.isenabled()
@@ -362,6 +362,6 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
     for _ in range(200):
         with engine.collector_paused():
             assert not gc.isenabled()
-            assert [x.code for x in engine.lint_file(str(f), opts).findings] == ["GPU101"]
+            assert [x.code for x in files.lint_file(str(f), opts).findings] == ["GPU101"]
     assert gc.isenabled()
     assert gc.get_count()[0] < 5000

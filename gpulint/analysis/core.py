@@ -531,7 +531,7 @@ class FileAnalysis:
                     self._bind(elt, elt_kind, kinds, batch, value)
 
     def _bind_loop_target(self, target, it, kinds, batch) -> None:
-        base, n_skip = _unwrap_iter(it)
+        base, n_skip = unwrap_iter(it)
         from_loader = self._is_loader(base, kinds)
         from_batch = self._is_batch_expr(base, kinds, batch)
         if not (from_loader or from_batch):
@@ -892,7 +892,7 @@ class FileAnalysis:
             elif isinstance(node, ast.NamedExpr):
                 bind(node.target, node.value)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
-                base, n_skip = _unwrap_iter(node.iter)
+                base, n_skip = unwrap_iter(node.iter)
                 target = node.target
                 if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
                     bind(target.elts[0], None)  # the enumerate index
@@ -936,7 +936,7 @@ class FileAnalysis:
             elif isinstance(anc, (ast.For, ast.AsyncFor)) and name in _target_names(anc.target):
                 if not self.in_block(child, anc):
                     return None  # the iterable, or the `else` after the last element
-                base, n_skip = _unwrap_iter(anc.iter)
+                base, n_skip = unwrap_iter(anc.iter)
                 target = anc.target
                 if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
                     target = target.elts[1]
@@ -997,7 +997,7 @@ class FileAnalysis:
     def loop_iterates_loader(self, loop: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
-        base, _ = _unwrap_iter(loop.iter)
+        base, _ = unwrap_iter(loop.iter)
         info = self.info_for(ancestors)
         return self._is_loader(base, info.kinds)
 
@@ -1122,7 +1122,7 @@ class FileAnalysis:
     def loader_of_loop(self, loop: ast.AST) -> Optional[ast.AST]:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return None
-        base, _ = _unwrap_iter(loop.iter)
+        base, _ = unwrap_iter(loop.iter)
         return base
 
     def is_model_call(self, call: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
@@ -1541,7 +1541,7 @@ def _is_cpu_device(expr: ast.AST) -> bool:
     return False
 
 
-def _unwrap_iter(it: ast.AST):
+def unwrap_iter(it: ast.AST):
     """enumerate(tqdm(loader)) -> (loader, 1 if enumerate was seen)."""
     skip = 0
     while isinstance(it, ast.Call) and it.args:

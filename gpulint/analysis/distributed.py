@@ -29,8 +29,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set
 from gpulint.analysis.core import FUNCS, LOOPS, SCOPES, FileAnalysis
 from gpulint.analysis.names import last_name, node_word
 from gpulint.analysis.placement import (
-    _assignments,
-    _binds_ref,
+    all_assignments,
+    binds_ref,
     dataloader_calls,
     file_cache,
     is_dataloader_call,
@@ -176,7 +176,7 @@ def loop_trains(fa: FileAnalysis, loop: ast.AST) -> bool:
 
 
 def _bound_in_file(fa: FileAnalysis, ref: ast.AST) -> bool:
-    return any(_binds_ref(t, ref) for t, v, _ in _assignments(fa) if v is not None)
+    return any(binds_ref(t, ref) for t, v, _ in all_assignments(fa) if v is not None)
 
 
 def trained_loaders(fa: FileAnalysis) -> Dict[ast.Call, ast.AST]:
@@ -274,7 +274,7 @@ def flows_from(fa: FileAnalysis, expr: Optional[ast.AST], depth: int = 4) -> Lis
     out: List[ast.AST] = [expr]
     seen: Set[str] = set()
     todo = [expr]
-    assignments = _assignments(fa)
+    assignments = all_assignments(fa)
     for _ in range(depth):
         nxt: List[ast.AST] = []
         for e in todo:
@@ -284,7 +284,7 @@ def flows_from(fa: FileAnalysis, expr: Optional[ast.AST], depth: int = 4) -> Lis
                     continue
                 seen.add(key)
                 for target, value, _stmt in assignments:
-                    if value is not None and _binds_ref(target, ref):
+                    if value is not None and binds_ref(target, ref):
                         out.append(value)
                         nxt.append(value)
         if not nxt:

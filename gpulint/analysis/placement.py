@@ -30,7 +30,7 @@ import ast
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.analysis.core import MODEL, NUMBER, SCOPES, TENSOR, FileAnalysis, _unwrap_iter, is_tensor_returning_torch
+from gpulint.analysis.core import MODEL, NUMBER, SCOPES, TENSOR, FileAnalysis, unwrap_iter, is_tensor_returning_torch
 from gpulint.analysis.names import last_name
 from gpulint.analysis.source_order import nodes_in_order
 
@@ -524,7 +524,7 @@ def _call_sites(fa: FileAnalysis, fn: ast.AST, param: str) -> List[ast.AST]:
             for n in fa.nodes(ast.Import, ast.ImportFrom)
             for a in n.names
         )
-        if defined != 1 or imported or any(_binds(t, fn.name) for t, _, _ in _assignments(fa)):
+        if defined != 1 or imported or any(_binds(t, fn.name) for t, _, _ in all_assignments(fa)):
             return []  # the name may call something else
         search = fa.tree
 
@@ -555,7 +555,7 @@ def _encloses(outer: ast.AST, inner: ast.AST) -> bool:
 
 
 def _from_iterable(fa, producer, it, ancestors, methods, depth, params=None) -> Optional[Tuple[ast.AST, ast.AST]]:
-    base, _ = _unwrap_iter(it)
+    base, _ = unwrap_iter(it)
     info = fa.info_for(ancestors)
     if fa._is_loader(base, info.kinds):
         return producer, base
@@ -624,7 +624,7 @@ def dataloader_calls(fa: FileAnalysis) -> List[ast.Call]:
     )
 
 
-def _assignments(fa: FileAnalysis) -> List[Tuple[ast.AST, ast.AST, ast.AST]]:
+def all_assignments(fa: FileAnalysis) -> List[Tuple[ast.AST, ast.AST, ast.AST]]:
     """(target, value, statement) for every simple or unpacking assignment in the file."""
 
     def build():
@@ -663,13 +663,13 @@ def _same_target(target: ast.AST, ref: ast.AST) -> bool:
     return False
 
 
-def _binds_ref(target: ast.AST, ref: ast.AST) -> bool:
+def binds_ref(target: ast.AST, ref: ast.AST) -> bool:
     if _same_target(target, ref):
         return True
     if isinstance(target, (ast.Tuple, ast.List)):
-        return any(_binds_ref(e, ref) for e in target.elts)
+        return any(binds_ref(e, ref) for e in target.elts)
     if isinstance(target, ast.Starred):
-        return _binds_ref(target.value, ref)
+        return binds_ref(target.value, ref)
     return False
 
 
@@ -697,8 +697,8 @@ def _resolve(fa: FileAnalysis, bindings, ref: ast.AST, depth: int = 0) -> Option
             scope = fa.enclosing_scope(v_ancestors)
             local = [
                 b
-                for b in _assignments(fa)
-                if _binds_ref(b[0], v) and fa.enclosing_scope(fa.ancestors(b[2])) is scope
+                for b in all_assignments(fa)
+                if binds_ref(b[0], v) and fa.enclosing_scope(fa.ancestors(b[2])) is scope
             ]
             inner = _resolve(fa, local, v, depth + 1) if local else None
             if inner is None:
@@ -793,7 +793,7 @@ def loader_constructions(
     )
     if ref_ok:
         scope = fa.enclosing_scope(ancestors)
-        all_bindings = [b for b in _assignments(fa) if _binds_ref(b[0], loader)]
+        all_bindings = [b for b in all_assignments(fa) if binds_ref(b[0], loader)]
         if isinstance(loader, ast.Name):
             local = [b for b in all_bindings if (fa.enclosing_scope(fa.ancestors(b[2])) is scope)]
             if local:
@@ -842,7 +842,7 @@ def _consumed_in_file(fa: FileAnalysis, ref: ast.AST) -> bool:
     iterated = passed = False
     for node in fa.nodes(ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.Return):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            base, _ = _unwrap_iter(node.iter)
+            base, _ = unwrap_iter(node.iter)
             if _same_target(base, ref):
                 iterated = True
         elif isinstance(node, ast.Call):

@@ -857,7 +857,7 @@ def doctor(as_json, python, timeout, no_color) -> None:
     nothing FAILs, 1 when something does, 2 when torch is not installed.
     Imports torch in a fresh interpreter; never imports your code.
     """
-    from gpulint.cli import _use_color
+    from gpulint.console import use_color
 
     try:
         facts = gather(python, timeout)
@@ -877,6 +877,6 @@ def doctor(as_json, python, timeout, no_color) -> None:
     if as_json:
         click.echo(json.dumps(report_json(facts, checks), indent=1))
     else:
-        color = _use_color(no_color, sys.stdout)
+        color = use_color(no_color, sys.stdout)
         click.echo(render_text(facts, checks, color), nl=False, color=color)
     sys.exit(EXIT_FAIL if overall(checks) == FAIL else EXIT_OK)

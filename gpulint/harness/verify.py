@@ -465,11 +465,11 @@ def verify(script, args, steps, warmup, device, unsafe_fixes, select, ignore, co
     A step is one `optimizer.step()` call: a script that steps several
     optimizers per iteration (a GAN) counts each.
     """
-    from gpulint.cli import _split_codes, _validate_codes
+    from gpulint.console import split_codes, validate_codes
 
-    select_l, ignore_l = _split_codes(select), _split_codes(ignore)
-    _validate_codes("--select", select_l)
-    _validate_codes("--ignore", ignore_l)
+    select_l, ignore_l = split_codes(select), split_codes(ignore)
+    validate_codes("--select", select_l)
+    validate_codes("--ignore", ignore_l)
     python = python or sys.executable
     try:
         info = _probe(python)
