@@ -84,7 +84,7 @@ def _reads_stdin(paths, stdin_filename) -> bool:
 def _read_stdin() -> bytes:
     from gpulint.engine import MAX_FILE_BYTES
 
-    data = click.get_binary_stream("stdin").read(MAX_FILE_BYTES + 1)
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         click.echo(f"gpulint: error: stdin: input is too large to lint (over {MAX_FILE_BYTES // (1024 * 1024)} MB)",
                    err=True)
@@ -317,7 +317,7 @@ def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_
     from gpulint.runner import STDIN_NAME, run_stdin
 
     data = _read_stdin()
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     try:
         resolver = ConfigResolver(config_path)
         result = run_stdin(data, stdin_filename, resolver, select=select_l or None, ignore=ignore_l,
