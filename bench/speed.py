@@ -165,9 +165,9 @@ FILE_TIME_SCRIPT = """
 import statistics, sys, time
 from gpulint.config import ConfigResolver
 from gpulint.files import lint_file
-from gpulint.runner import _options_for
+from gpulint.runner import options_for
 path = sys.argv[1]
-options = _options_for(ConfigResolver().for_path(path), path)
+options = options_for(ConfigResolver().for_path(path), path)
 result = lint_file(path, options)
 assert result.error is None, result.error
 times = []

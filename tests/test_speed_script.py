@@ -194,3 +194,15 @@ def test_cost_floor_floors_scale_with_kept_lines():
     assert table["method"]["parse_only_floor_s"] == (1.0 + 0.5 * 10.0) / 2
     text = floor.render({"files": 2, "lines": 100, "findings": 0, **res}, table, 5.0, 2)
     assert "| method | 50% | 4.5 s | 3.0 s | 0.9x |" in text
+
+
+def test_the_one_file_changed_script_runs():
+    """The one-file-changed scenario times one file with the script below in a
+    fresh interpreter; it imports gpulint's own names, so a rename breaks it
+    (it once imported a private name that had been renamed)."""
+    path = ROOT / "examples" / "train_classifier.py"
+    res = subprocess.run([sys.executable, "-c", speed.FILE_TIME_SCRIPT, str(path)], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    seconds = float(res.stdout.strip())
+    assert 0 < seconds < 60
