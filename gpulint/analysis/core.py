@@ -29,10 +29,12 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, TypeVar
 
 from gpulint.analysis.walk import index_tree
 from gpulint.analysis.names import LOCAL, ImportTable, dotted, last_name
+
+_T = TypeVar("_T")
 
 TENSOR = "tensor"
 MODEL = "model"
@@ -288,6 +290,14 @@ class FileAnalysis:
     def memo(self, namespace: str) -> Dict[object, object]:
         """A per-file dict for an analysis module's cached results."""
         return self._memo.setdefault(namespace, {})
+
+    def memoized(self, namespace: str, key: object, compute: Callable[[], _T]) -> _T:
+        """`compute()`, once per key of the namespace (a falsy answer is kept too)."""
+        cache = self.memo(namespace)
+        if key in cache:
+            return cache[key]  # type: ignore[return-value]
+        out = cache[key] = compute()
+        return out
 
     # ------------------------------------------------------------------ names
     def qualname(self, node: ast.AST) -> Optional[str]:
@@ -1217,11 +1227,7 @@ class FileAnalysis:
 
     def _if_takes_step(self, node: ast.If, ancestors: Sequence[ast.AST]) -> bool:
         """`_block_takes_step` of an `if`'s body, once per `if`."""
-        cache = self.memo("core.if_takes_step")
-        hit = cache.get(node)
-        if hit is None:
-            hit = cache[node] = self._block_takes_step(node.body, ancestors)
-        return hit  # type: ignore[return-value]
+        return self.memoized("core.if_takes_step", node, lambda: self._block_takes_step(node.body, ancestors))
 
     def _block_takes_step(self, body: List[ast.AST], ancestors: Sequence[ast.AST]) -> bool:
         """The block calls an optimizer step: `if (i + 1) % accum == 0:` around
@@ -1240,11 +1246,7 @@ class FileAnalysis:
     def is_training_step_loop(self, loop: ast.AST) -> bool:
         """The loop's own body calls `.backward()` (also `accelerator.backward`,
         `fabric.backward`, `manual_backward`) or an optimizer step."""
-        cache = self.memo("core.training_step_loop")
-        hit = cache.get(loop)
-        if hit is None:
-            hit = cache[loop] = self._is_training_step_loop(loop)
-        return hit  # type: ignore[return-value]
+        return self.memoized("core.training_step_loop", loop, lambda: self._is_training_step_loop(loop))
 
     def _is_training_step_loop(self, loop: ast.AST) -> bool:
         inner = self.ancestors(loop) + [loop]
@@ -1263,30 +1265,26 @@ class FileAnalysis:
         `.backward()` or an optimizer step (a GAN's batch loop around its
         critic loop, a batch loop around gradient-accumulation micro-steps).
         An epoch loop does neither itself."""
-        cache = self.memo("core.step_loop")
-        hit = cache.get(loop)
-        if hit is None:
+        def compute() -> bool:
             ancestors = self.ancestors(loop)
             inner = ancestors + [loop]
-            hit = cache[loop] = self.loop_iterates_loader(loop, ancestors) or any(
+            return self.loop_iterates_loader(loop, ancestors) or any(
                 isinstance(n, ast.Call) and (self.is_backward_call(n) or self.is_optimizer_step(n, inner))
                 for n in self._own_nodes(loop)
             )
-        return hit  # type: ignore[return-value]
+
+        return self.memoized("core.step_loop", loop, compute)
 
     def contains_hot_loop(self, loop: ast.AST) -> bool:
-        cache = self.memo("core.contains_hot_loop")
-        hit = cache.get(loop)
-        if hit is None:
-            hit = cache[loop] = any(self.is_hot_loop(inner) for inner in self._nested_loops(loop))
-        return hit  # type: ignore[return-value]
+        return self.memoized(
+            "core.contains_hot_loop", loop, lambda: any(self.is_hot_loop(inner) for inner in self._nested_loops(loop))
+        )
 
     def is_training_loop(self, loop: ast.AST) -> bool:
-        cache = self.memo("core.training_loop")
-        hit = cache.get(loop)
-        if hit is None:
-            hit = cache[loop] = any(isinstance(n, ast.Call) and self.is_backward_call(n) for n in self._own_nodes(loop))
-        return hit  # type: ignore[return-value]
+        return self.memoized(
+            "core.training_loop", loop,
+            lambda: any(isinstance(n, ast.Call) and self.is_backward_call(n) for n in self._own_nodes(loop)),
+        )
 
     def hot_loop(
         self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Optional[Callable[[ast.AST], bool]] = None
