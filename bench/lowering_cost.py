@@ -93,7 +93,7 @@ def main(argv=None) -> int:
         except engine.LintError:
             continue  # not valid here to begin with
         new = newer(text)
-        engine._FORCE_LOWER_TO = (3, 11) if force else None
+        engine.FORCE_LOWER_TO = (3, 11) if force else None
         try:
             engine.parse(new, str(path))
             fallback = best(lambda: engine.parse(new, str(path)), args.repeat)
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
             print(f"skipped {path}: {exc}", file=sys.stderr)
             continue
         finally:
-            engine._FORCE_LOWER_TO = None
+            engine.FORCE_LOWER_TO = None
         totals["fallback"] += fallback
         totals["lint_fallback"] += lint_fallback
         totals["native"] += best(lambda: engine.parse(text, str(path)), args.repeat)

@@ -195,12 +195,13 @@ def read_bytes(path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     return data
 
 
-# tests: lower every file to this grammar, as if the running Python were that old
-_FORCE_LOWER_TO: Optional[Tuple[int, int]] = None
+# lower every file to this grammar, as if the running Python were that old: the tests'
+# and bench/lowering_cost.py's switch, read by `parse` and by fixes.validate_code
+FORCE_LOWER_TO: Optional[Tuple[int, int]] = None
 
 
 def parse(text: str, path: str) -> ast.Module:
-    if _FORCE_LOWER_TO is not None:
+    if FORCE_LOWER_TO is not None:
         return _parse_newer(text, path, None)
     try:
         with warnings.catch_warnings():
@@ -232,7 +233,7 @@ def _parse_newer(text: str, path: str, exc: Optional[SyntaxError]) -> ast.Module
     from gpulint import lowering
 
     try:
-        return lowering.parse(text, path, _FORCE_LOWER_TO)
+        return lowering.parse(text, path, FORCE_LOWER_TO)
     except lowering.NotPython:
         if exc is None:  # only when forced
             raise LintError("syntax error (LibCST)")

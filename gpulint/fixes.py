@@ -54,7 +54,7 @@ def validate_code(
     from gpulint import engine
 
     try:
-        if engine._FORCE_LOWER_TO is not None and code is None:
+        if engine.FORCE_LOWER_TO is not None and code is None:
             raise SyntaxError("lowering forced")
         compile(text if code is None else code, path or "<fixed>", "exec", flags=flags, dont_inherit=True)
     except SyntaxError as exc:
@@ -80,12 +80,12 @@ def _compile_lowered(text: str, path: str, flags: int, prepare) -> Union[None, b
     from gpulint import engine, lowering
 
     try:
-        lowered = lowering.lower(text, engine._FORCE_LOWER_TO)
+        lowered = lowering.lower(text, engine.FORCE_LOWER_TO)
     except lowering.NotPython:
         return False
     except lowering.CannotLower as exc:
         return f"newer syntax that could not be rewritten for this Python: {exc}"
-    if lowered == text and engine._FORCE_LOWER_TO is None:
+    if lowered == text and engine.FORCE_LOWER_TO is None:
         return False
     try:
         tree = ast.parse(lowered, path or "<fixed>")

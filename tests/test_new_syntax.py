@@ -49,12 +49,12 @@ def native_parses(text: str) -> bool:
 @contextlib.contextmanager
 def lowered_to(target):
     """Lower every file to `target`'s grammar, as if this Python were that old."""
-    old = engine._FORCE_LOWER_TO
-    engine._FORCE_LOWER_TO = target
+    old = engine.FORCE_LOWER_TO
+    engine.FORCE_LOWER_TO = target
     try:
         yield
     finally:
-        engine._FORCE_LOWER_TO = old
+        engine.FORCE_LOWER_TO = old
 
 
 def key(f):
