@@ -151,13 +151,13 @@ def fetch(corpus: Path) -> dict:
 
 def all_codes() -> list:
     sys.path.insert(0, str(ROOT))
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     return list(all_rules())
 
 
 def default_on() -> set:
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     return {c for c, r in all_rules().items() if r.default}
 

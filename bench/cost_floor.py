@@ -10,7 +10,7 @@ way). For every file, in this order and each timed on its own:
 
   read      gpulint.engine.read_source (read, detect the encoding, decode)
   parse     gpulint.engine.parse (CPython's `ast.parse`)
-  index     gpulint.analysis.walk.index_tree (the pre-order list and parents)
+  index     gpulint.model.index.walk.index_tree (the pre-order list and parents)
   lint      gpulint.engine.lint_source with the tree already parsed: the index
             again, the shared analysis, the walk and every rule on by default
 
@@ -61,9 +61,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from speed import CACHE_DIR, DOC, fetch, machine, replace_between_markers, select_packages  # noqa: E402
 
-from gpulint.analysis.walk import index_tree  # noqa: E402
+from gpulint.model.index.walk import index_tree  # noqa: E402
 from gpulint.engine import LintError, LintOptions, collector_paused, lint_source, parse, read_source  # noqa: E402
-from gpulint.rule import all_rules  # noqa: E402
+from gpulint.registry import all_rules  # noqa: E402
 
 MARK_START, MARK_END = "<!-- floor:start -->", "<!-- floor:end -->"
 _FACTORIES = ("zeros", "ones", "arange", "empty", "full", "rand", "tensor(", "Tensor(", "eye(", "linspace")

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from gpulint import engine  # noqa: E402
 from gpulint.config import LATEST_TORCH  # noqa: E402
 from gpulint.engine import LintOptions, lint_source  # noqa: E402
-from gpulint.rule import all_rules  # noqa: E402
+from gpulint.registry import all_rules  # noqa: E402
 
 _DEF_RE = re.compile(r"^(\s*)(async\s+)?def\s+(\w+)\s*\(", re.M)
 

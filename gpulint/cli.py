@@ -392,7 +392,7 @@ def _add_noqa(result, roots: List[str], no_color: bool) -> None:
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def rules_cmd(output_format: str) -> None:
     """List every rule: code, name, default on/off, fix availability and safety."""
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     rules = all_rules()
     if output_format == "json":
@@ -414,7 +414,7 @@ def rules_cmd(output_format: str) -> None:
 def explain(rule: str) -> None:
     """Print the documentation of RULE (a code such as GPU101, or a name)."""
     from gpulint.docs import load_speedups, render_markdown
-    from gpulint.rule import rule_by_code_or_name
+    from gpulint.registry import rule_by_code_or_name
 
     cls = rule_by_code_or_name(rule)
     if cls is None:
@@ -485,7 +485,7 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_
     from gpulint.config import expand_selector
     from gpulint.harness import bench as bench_mod
     from gpulint.harness.probe import describe
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     if gpu_counts is not None:
         if codes or plot_path:

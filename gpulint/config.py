@@ -22,7 +22,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from gpulint.globs import PatternSet
-from gpulint.rule import all_rules
+from gpulint.registry import all_rules
 
 CONFIG_FILES = ("gpulint.toml", ".gpulint.toml", "pyproject.toml")
 LATEST_TORCH = (2, 13)

@@ -243,7 +243,7 @@ def render_index(rules, speedups: Optional[dict] = None) -> str:
 
 def generated_pages() -> dict:
     """{file name under docs/rules: text} for every rule page and the index."""
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     rules = all_rules()
     speedups = load_speedups()

@@ -23,8 +23,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from gpulint.analysis import FileAnalysis
-from gpulint.rule import INTERNAL_ERROR, SAFE, UNSAFE, Edit, Finding, Fix, Rule, all_rules
+from gpulint.model.file import FileModel
+from gpulint.rule import INTERNAL_ERROR, SAFE, UNSAFE, Edit, Finding, Fix, Rule
+from gpulint.registry import all_rules
 from gpulint.source import Source
 from gpulint.suppress import Suppressions
 
@@ -70,19 +71,19 @@ class FileContext:
         self.torch_version = options.torch_version
         self.ancestors: List[ast.AST] = []
         self.current: Optional[ast.AST] = None  # the node the engine is visiting
-        self.analysis = FileAnalysis(tree, source.text, path)
+        self.analysis = FileModel(tree, source.text, path)
         self.findings: List[Finding] = []
 
     # shortcuts into the shared analysis
     def qualname(self, node: ast.AST) -> Optional[str]:
-        return self.analysis.qualname(node)
+        return self.analysis.imports.qualname(node)
 
     def report(self, rule: Rule, node: ast.AST, message: str, fix: Optional[Fix] = None) -> None:
         src = self.source
         start, end = src.node_span(node)
         row, col = src.position(start)
         end_row, end_col = src.position(end)
-        ancestors = self.ancestors if self._is_current(node) else self.analysis.ancestors(node)
+        ancestors = self.ancestors if self._is_current(node) else self.analysis.index.ancestors(node)
         if fix is not None:
             fix = Fix(
                 fix.message,
@@ -324,7 +325,7 @@ def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
     ancestors = ctx.ancestors
     get, push = dispatch.get, ancestors.append
     try:
-        for cur, depth in ctx.analysis.order:
+        for cur, depth in ctx.analysis.index.order:
             if len(ancestors) > depth:
                 del ancestors[depth:]
             handlers = get(cur.__class__)

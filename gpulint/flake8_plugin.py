@@ -38,7 +38,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from gpulint import __version__
 from gpulint.config import ConfigError, ConfigResolver, parse_version
 from gpulint.engine import LintError, LintOptions, collector_paused, lint_source
-from gpulint.rule import all_rules
+from gpulint.registry import all_rules
 
 ERROR_CODE = "GPU000"  # the file could not be analysed (not a rule)
 

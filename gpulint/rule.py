@@ -7,16 +7,14 @@ Ruff's sections) and its bad/good `examples`. The examples are the tests
 (lint(bad) flags, lint(good) is clean, fix(bad) == good), they render the
 "Example" / "Use instead" sections of the docs, and the harness times them.
 
-Rules are discovered by walking the `gpulint.rules` package; nothing is
-registered by hand.
+Rules are discovered by walking the `gpulint.rules` package
+(`gpulint.registry`, which sits above the rules); nothing is registered by hand.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect
-import pkgutil
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -227,42 +225,3 @@ class Rule:
         if current is not None:
             out[current] = "\n".join(buf).strip()
         return out
-
-
-_REGISTRY: Optional[Dict[str, type]] = None
-
-
-def all_rules() -> Dict[str, type]:
-    """Every rule class, keyed by code, discovered from the gpulint.rules package."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        import gpulint.rules as pkg
-
-        found: Dict[str, type] = {}
-        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-            if info.name.startswith("_"):
-                continue
-            mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-            for obj in vars(mod).values():
-                if (
-                    inspect.isclass(obj)
-                    and issubclass(obj, Rule)
-                    and obj is not Rule
-                    and obj.__module__ == mod.__name__
-                    and obj.code
-                ):
-                    if obj.code in found:
-                        raise RuntimeError(f"duplicate rule code {obj.code}")
-                    found[obj.code] = obj
-        _REGISTRY = dict(sorted(found.items()))
-    return _REGISTRY
-
-
-def rule_by_code_or_name(key: str) -> Optional[type]:
-    rules = all_rules()
-    if key.upper() in rules:
-        return rules[key.upper()]
-    for r in rules.values():
-        if r.name == key:
-            return r
-    return None

@@ -9,7 +9,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 from gpulint.config import LATEST_TORCH
 from gpulint.engine import LintOptions, lint_source
 from gpulint.fixes import fix_source
-from gpulint.rule import all_rules
+from gpulint.registry import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

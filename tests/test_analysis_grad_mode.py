@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from gpulint.analysis import FileAnalysis
-from gpulint.analysis.grad_mode import (
+from gpulint.model.file import FileModel
+from gpulint.rules.inference_without_no_grad.grad_mode import (
     EVAL,
     TRAIN,
     grad_off_functions,
@@ -18,12 +18,12 @@ from gpulint.analysis.grad_mode import (
 )
 
 
-def analyse(code: str) -> FileAnalysis:
+def analyse(code: str) -> FileModel:
     text = textwrap.dedent(code).lstrip("\n")
-    return FileAnalysis(ast.parse(text), text, "x.py")
+    return FileModel(ast.parse(text), text, "x.py")
 
 
-def calls(fa: FileAnalysis, name: str):
+def calls(fa: FileModel, name: str):
     return [
         n
         for n in ast.walk(fa.tree)
@@ -72,8 +72,8 @@ def test_runs_with_grad_off_for_a_call_inside_such_a_function():
         """
     )
     inside, outside = calls(fa, "model")
-    assert runs_with_grad_off(fa, fa.ancestors(inside))
-    assert not runs_with_grad_off(fa, fa.ancestors(outside))
+    assert runs_with_grad_off(fa, fa.index.ancestors(inside))
+    assert not runs_with_grad_off(fa, fa.index.ancestors(outside))
 
 
 def test_mode_before_reads_switches_in_source_order():
@@ -135,6 +135,6 @@ def test_self_method_named_like_a_model_is_not_a_forward():
     run = fa.tree.body[0].body[2]
     c_save, c_model, c_best = [n.value for n in run.body]
     anc = [fa.tree, fa.tree.body[0], run]
-    assert not fa.is_model_call(c_save, anc)
-    assert fa.is_model_call(c_model, anc)
-    assert fa.is_model_call(c_best, anc)
+    assert not fa.steps.is_model_call(c_save, anc)
+    assert fa.steps.is_model_call(c_model, anc)
+    assert fa.steps.is_model_call(c_best, anc)

@@ -1,4 +1,4 @@
-"""The shared hot-loop and host-tensor analysis (gpulint/analysis/core.py),
+"""The shared hot-loop and host-tensor analysis (gpulint/model: control.loops and values.host),
 asked directly: which statement runs every step, what is on the host."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from gpulint.analysis import FileAnalysis
+from gpulint.model.file import FileModel
 
 
 def analyse(code: str):
     text = textwrap.dedent(code).lstrip("\n")
     tree = ast.parse(text)
-    return FileAnalysis(tree, text, "train.py"), tree
+    return FileModel(tree, text, "train.py"), tree
 
 
 def call_named(tree, text: str) -> ast.Call:
@@ -24,7 +24,7 @@ def call_named(tree, text: str) -> ast.Call:
 
 def hot(fa, tree, call_text):
     node = call_named(tree, call_text)
-    return fa.hot_loop(node, fa.ancestors(node))
+    return fa.loops.hot_loop(node, fa.index.ancestors(node))
 
 
 LOOPS = """
@@ -128,10 +128,10 @@ def test_kind_at_sees_rebinding_in_order():
     )
     item = call_named(tree, "loss.item()")
     use = call_named(tree, "use(loss)")
-    assert fa.kind_at(item.func.value, fa.ancestors(item)) == "tensor"
-    assert fa.kind_at(use.args[0], fa.ancestors(use)) == "number"
+    assert fa.values.kind_at(item.func.value, fa.index.ancestors(item)) == "tensor"
+    assert fa.values.kind_at(use.args[0], fa.index.ancestors(use)) == "number"
     # the flow-insensitive view keeps the final kind
-    assert fa.kind(item.func.value, fa.ancestors(item)) == "number"
+    assert fa.values.kind(item.func.value, fa.index.ancestors(item)) == "number"
 
 
 def test_is_host_tensor():
@@ -156,8 +156,8 @@ def test_is_host_tensor():
         """
     )
     call = call_named(tree, "probe(x, y['labels'], a, b, c, d, e, g, h, k, a < 0.5)")
-    anc = fa.ancestors(call)
-    got = [fa.is_host_tensor(arg, anc) for arg in call.args]
+    anc = fa.index.ancestors(call)
+    got = [fa.host.is_host_tensor(arg, anc) for arg in call.args]
     assert got == [True, True, True, False, True, True, False, True, True, False, True]
 
 
@@ -174,8 +174,8 @@ def test_host_batches_need_an_unmoved_name():
         """
     )
     call = call_named(tree, "probe(x, y)")
-    anc = fa.ancestors(call)
-    assert [fa.is_host_tensor(a, anc) for a in call.args] == [False, True]
+    anc = fa.index.ancestors(call)
+    assert [fa.host.is_host_tensor(a, anc) for a in call.args] == [False, True]
 
 
 def test_timing_reads():
@@ -196,5 +196,5 @@ def test_timing_reads():
         """
     )
     loop = next(n for n in ast.walk(tree) if isinstance(n, ast.For))
-    reads = sorted(ast.unparse(c) for c in fa.timing_reads(loop))
+    reads = sorted(ast.unparse(c) for c in fa.contexts.timing_reads(loop))
     assert reads == ["start.elapsed_time(end)", "time.perf_counter()", "timer()"]

@@ -32,7 +32,7 @@ from cli_helpers import (
 from gpulint import discovery, engine, runner
 from gpulint.config import KNOWN_KEYS
 from gpulint.reporters.text import printable
-from gpulint.rule import all_rules
+from gpulint.registry import all_rules
 from test_reporters import assert_valid, validator  # noqa: F401  (the official SARIF schema)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from gpulint.harness import bench as B
-from gpulint.rule import BENCH_METRICS, CHECKS, NONE, all_rules
+from gpulint.rule import BENCH_METRICS, CHECKS, NONE
+from gpulint.registry import all_rules
 
 from helpers import fix, lint
 

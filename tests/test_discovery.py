@@ -331,7 +331,7 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
     import textwrap
 
     from gpulint import engine, files, runner
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     seen = []
 

@@ -12,7 +12,8 @@ from cli_helpers import DP, invoke, write
 from helpers import ROOT, lint
 from gpulint import docs
 from gpulint.docs import SPEEDUPS_PAGE, generated_pages, speedups_page
-from gpulint.rule import DOCS_URL, all_rules
+from gpulint.rule import DOCS_URL
+from gpulint.registry import all_rules
 
 RULES_DIR = ROOT / "docs" / "rules"
 

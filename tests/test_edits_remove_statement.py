@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from gpulint.analysis import FileAnalysis
+from gpulint.model.file import FileModel
 from gpulint.edits import apply_edits, remove_statement
 from gpulint.source import Source
 
@@ -15,12 +15,12 @@ from gpulint.source import Source
 def remove(text: str, marker: str = "target()") -> str:
     """Remove every statement `marker` (one edit set per statement, applied together)."""
     tree = ast.parse(text)
-    fa = FileAnalysis(tree, text)
+    fa = FileModel(tree, text)
     source = Source(text)
     edits = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and ast.unparse(node) == marker:
-            edits.extend(e for e in remove_statement(source, node, fa.ancestors(node)) if e.start != e.end or e.content)
+            edits.extend(e for e in remove_statement(source, node, fa.index.ancestors(node)) if e.start != e.end or e.content)
     out = apply_edits(text, edits)
     compile(out, "<removed>", "exec")
     return out
@@ -72,10 +72,10 @@ def test_two_removals_that_would_empty_a_block_overlap():
     anchor, so a fix loop applies one of them per pass (never an empty block)."""
     text = "while True:\n    target()\n    target()\n"
     tree = ast.parse(text)
-    fa = FileAnalysis(tree, text)
+    fa = FileModel(tree, text)
     source = Source(text)
     stmts = [n for n in ast.walk(tree) if isinstance(n, ast.Expr)]
-    spans = [[(e.start, e.end) for e in remove_statement(source, s, fa.ancestors(s))] for s in stmts]
+    spans = [[(e.start, e.end) for e in remove_statement(source, s, fa.index.ancestors(s))] for s in stmts]
     line_start = text.index("    target()")
     # the first removal starts at the block's first line; the second carries a
     # zero-width edit there: the fix loop treats edits starting at one offset as overlapping
@@ -87,8 +87,8 @@ def test_two_removals_that_would_empty_a_block_overlap():
 def test_no_anchor_when_other_statements_stay():
     text = "for x in y:\n    z = x\n    target()\n"
     tree = ast.parse(text)
-    fa = FileAnalysis(tree, text)
+    fa = FileModel(tree, text)
     stmt = next(n for n in ast.walk(tree) if isinstance(n, ast.Expr))
-    edits = remove_statement(Source(text), stmt, fa.ancestors(stmt))
+    edits = remove_statement(Source(text), stmt, fa.index.ancestors(stmt))
     assert len(edits) == 1
     assert apply_edits(text, edits) == "for x in y:\n    z = x\n"

@@ -22,7 +22,8 @@ from cli_helpers import (
     findings, invoke, write,
 )
 from gpulint import engine
-from gpulint.rule import FILE_DIAGNOSTICS, all_rules
+from gpulint.rule import FILE_DIAGNOSTICS
+from gpulint.registry import all_rules
 from test_reporters import assert_valid, validator  # noqa: F401  (the official SARIF schema)
 
 DP_MSG = all_rules()["GPU001"].message

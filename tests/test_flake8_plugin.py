@@ -29,7 +29,7 @@ import pytest
 from cli_helpers import invoke
 from helpers import FIXTURES, ROOT
 from gpulint import __version__
-from gpulint.rule import all_rules
+from gpulint.registry import all_rules
 
 if sys.version_info >= (3, 11):
     import tomllib

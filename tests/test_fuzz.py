@@ -219,7 +219,7 @@ def test_fragment_strategy_makes_the_fixes_fire():
                 fixable.add(f.code)
 
     sample()
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     with_fix = {c for c, r in all_rules().items() if r.fix_safety != "none"}
     missing = with_fix - fixable

@@ -663,7 +663,7 @@ def test_a_file_cut_into_cells_lints_and_fixes_as_the_file(path):
     cells that join back into the fixed file (its magic lines kept)."""
     from helpers import fixture_torch_version
     from gpulint.fixes import fix_source
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     text = path.read_text(encoding="utf-8")
     opts = options(list(all_rules()), fixture_torch_version(text))
@@ -698,7 +698,7 @@ def test_the_cut_files_oracle_is_not_vacuous():
     # most of the corpus has findings, and a good part of it has fixes, so the oracle above checks real work
     from helpers import fixture_torch_version
     from gpulint.fixes import fix_source
-    from gpulint.rule import all_rules
+    from gpulint.registry import all_rules
 
     changed = 0
     for p in CORPUS:

@@ -18,7 +18,8 @@ from cli_helpers import CLEAN, DP, TWO, UNCLOSED_ERROR, UNCLOSED_LINE, ZG, diagn
 from gpulint import __version__
 from gpulint.reporters import ReportContext, get_reporter
 from gpulint.reporters import sarif
-from gpulint.rule import SAFE, UNSAFE, Edit, Finding, Fix, all_rules, file_diagnostic
+from gpulint.rule import SAFE, UNSAFE, Edit, Finding, Fix, file_diagnostic
+from gpulint.registry import all_rules
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 

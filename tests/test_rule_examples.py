@@ -7,7 +7,8 @@ import pytest
 
 from helpers import codes_of, fix
 from gpulint.config import LATEST_TORCH
-from gpulint.rule import NONE, all_rules
+from gpulint.rule import NONE
+from gpulint.registry import all_rules
 
 CASES = [
     pytest.param(cls, i, ex, id=f"{code}-{i}")

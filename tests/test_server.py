@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.rule import all_rules
+from gpulint.registry import all_rules
 
 from gpulint.server.core import (
     UTF8,

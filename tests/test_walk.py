@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from gpulint.analysis.walk import index_tree
+from gpulint.model.index.walk import index_tree
 
 SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
 
@@ -112,14 +112,14 @@ def test_index_tree_matches_a_plain_recursive_walk(code):
 
 @pytest.mark.parametrize("code", SNIPPETS)
 def test_nodes_by_type_are_every_node_of_that_type_in_source_order(code):
-    from gpulint.analysis.core import FileAnalysis
+    from gpulint.model.file import FileModel
 
     text = textwrap.dedent(code)
     tree = ast.parse(text)
-    fa = FileAnalysis(tree, text)
+    fa = FileModel(tree, text)
     order = [n for n, _ in reference(tree)[0]]
-    assert fa.nodes() == order
+    assert fa.index.nodes() == order
     for types in ((ast.Call,), (ast.Name, ast.Attribute), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        assert fa.nodes(*types) == [n for n in order if isinstance(n, types)]
-        if fa.nodes(*types):
-            assert fa.nodes(*types) is fa.nodes(*types)  # built once
+        assert fa.index.nodes(*types) == [n for n in order if isinstance(n, types)]
+        if fa.index.nodes(*types):
+            assert fa.index.nodes(*types) is fa.index.nodes(*types)  # built once

@@ -29,7 +29,8 @@ from urllib.parse import quote
 
 from gpulint import __version__
 from gpulint.reporters.text import printable
-from gpulint.rule import DOCS_URL, Finding, all_rules
+from gpulint.rule import DOCS_URL, Finding
+from gpulint.registry import all_rules
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/gpulint/gpulint"

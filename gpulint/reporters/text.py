@@ -8,7 +8,8 @@ from typing import List, Sequence
 
 import click
 
-from gpulint.rule import SAFE, UNSAFE, Finding, all_rules
+from gpulint.rule import SAFE, UNSAFE, Finding
+from gpulint.registry import all_rules
 
 
 # C0 and C1 controls, DEL, and lone surrogates (undecodable bytes of a file name)

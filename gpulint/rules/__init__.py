@@ -1,1 +1,1 @@
-"""One module per rule, named after the anti-pattern. Discovered by gpulint.rule.all_rules()."""
+"""One module per rule, named after the anti-pattern. (A rule may be a package.) Discovered by gpulint.registry.all_rules()."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from gpulint.analysis.placement import (
+from gpulint.model.values.placement import (
     CPU,
     DEVICE,
     DTYPE,
@@ -16,7 +16,7 @@ from gpulint.analysis.placement import (
     legacy_size_args,
     values_depend_on_device,
 )
-from gpulint.analysis.repetition import runs_repeatedly
+from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Edit, Example, Rule
 
@@ -253,7 +253,7 @@ class CpuTensorThenMoved(Rule):
             if legacy is not None:
                 self._legacy(ctx, node, inner, legacy)
             return
-        if name in _HOST_DATA_FACTORIES or fa.is_test_file():
+        if name in _HOST_DATA_FACTORIES or fa.index.is_test_file():
             return
         assert isinstance(inner, ast.Call)
         if find_keyword(inner, "out") is not None or any(kw.arg is None for kw in inner.keywords):
@@ -277,7 +277,7 @@ class CpuTensorThenMoved(Rule):
         """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
         Reported without a fix; the message names the `torch.empty` call."""
         fa = ctx.analysis
-        if fa.is_test_file() or not legacy_size_args(fa, inner, ctx.ancestors):
+        if fa.index.is_test_file() or not legacy_size_args(fa, inner, ctx.ancestors):
             return  # data (`torch.FloatTensor([1, 2])`) crosses from the host anyway
         if self._target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
             return

@@ -4,9 +4,9 @@ import ast
 import re
 from textwrap import dedent
 
-from gpulint.analysis.names import node_word
+from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
-from gpulint.rules._workloads import IN_MEMORY_TRAIN_LOOP
+from gpulint.workloads import IN_MEMORY_TRAIN_LOOP
 
 
 class DataParallel(Rule):
@@ -172,7 +172,7 @@ def _opt_in_or_rewrap(fa, test: ast.AST) -> bool:
             and isinstance(n.func, ast.Name)
             and n.func.id == "isinstance"
             and len(n.args) == 2
-            and any(fa.qualname(t) == "torch.nn.DataParallel" for t in ast.walk(n.args[1]))
+            and any(fa.imports.qualname(t) == "torch.nn.DataParallel" for t in ast.walk(n.args[1]))
         ):
             return True
     return False

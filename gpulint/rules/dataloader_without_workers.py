@@ -4,8 +4,8 @@ import ast
 from textwrap import dedent
 from typing import List, Optional, Set, Tuple
 
-from gpulint.analysis.names import last_name
-from gpulint.analysis.placement import (
+from gpulint.model.names import last_name
+from gpulint.model.values.placement import (
     DATALOADER_NAMES,
     file_cache,
     gpu_fed_loaders,
@@ -15,10 +15,10 @@ from gpulint.analysis.placement import (
     keyword_value,
     move_target,
 )
-from gpulint.analysis.repetition import called_repeatedly
+from gpulint.model.control.repetition import called_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Rule
-from gpulint.rules._workloads import LOADER_TRAIN_LOOP, RESNET_CLASSIFIER_WITH_STEM
+from gpulint.workloads import LOADER_TRAIN_LOOP, RESNET_CLASSIFIER_WITH_STEM
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
 NUM_WORKERS_POSITION = 5
@@ -72,7 +72,7 @@ def _inference_pass(fa, move: ast.AST) -> bool:
     one-off pass (predict, explain, embed, gather features after an
     experience) goes once over data that is usually in memory, where workers
     buy little and cost a process start each."""
-    ancestors = fa.ancestors(move)
+    ancestors = fa.index.ancestors(move)
     func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if func is None or called_repeatedly(fa, func.name):
         return False
@@ -83,7 +83,7 @@ def _inference_pass(fa, move: ast.AST) -> bool:
                 return False
             if n.func.attr == "eval" and not n.args:
                 evals = True
-    return evals or fa.grad_disabled(ancestors)
+    return evals or fa.contexts.grad_disabled(ancestors)
 
 
 def _local_def(fa, expr: Optional[ast.AST]) -> Optional[ast.AST]:
@@ -91,7 +91,7 @@ def _local_def(fa, expr: Optional[ast.AST]) -> Optional[ast.AST]:
     (through one assignment): `MyDataset(...)`, `collate`, `ds` with `ds = MyDataset(...)`."""
     if expr is None:
         return None
-    defs = {n.name: n for n in fa.nodes(ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)}
+    defs = {n.name: n for n in fa.index.nodes(ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)}
     if isinstance(expr, ast.Lambda):
         return expr
     if isinstance(expr, ast.Call):
@@ -111,7 +111,7 @@ def _local_def(fa, expr: Optional[ast.AST]) -> Optional[ast.AST]:
 def _bindings(fa) -> List[Tuple[ast.AST, ast.AST]]:
     def build():
         out = []
-        for node in fa.nodes(ast.Assign, ast.AnnAssign):
+        for node in fa.index.nodes(ast.Assign, ast.AnnAssign):
             if isinstance(node, ast.Assign):
                 out.extend((t, node.value) for t in node.targets)
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -263,7 +263,7 @@ class DataloaderWithoutWorkers(Rule):
         fa = ctx.analysis
         if last_name(node.func) not in DATALOADER_NAMES or not is_torch_dataloader_call(fa, node):
             return
-        if has_star_args(node) or fa.is_test_file():
+        if has_star_args(node) or fa.index.is_test_file():
             return
         present, workers = keyword_value(node, "num_workers", NUM_WORKERS_POSITION)
         if present and not (

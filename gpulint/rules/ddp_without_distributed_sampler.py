@@ -5,7 +5,7 @@ import re
 from textwrap import dedent
 from typing import List, Optional
 
-from gpulint.analysis.distributed import (
+from gpulint.model.control.distributed import (
     calls_in,
     conditions_in_scope,
     data_parallel_calls,
@@ -17,8 +17,13 @@ from gpulint.analysis.distributed import (
     trained_loaders,
     words_of,
 )
-from gpulint.analysis.names import last_name
-from gpulint.analysis.placement import DATALOADER_NAMES, has_star_args, is_torch_dataloader_call, keyword_value
+from gpulint.model.names import last_name
+from gpulint.model.values.placement import (
+    DATALOADER_NAMES,
+    has_star_args,
+    is_torch_dataloader_call,
+    keyword_value,
+)
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
@@ -343,7 +348,7 @@ class DdpWithoutDistributedSampler(Rule):
     )
 
     def begin_file(self, ctx) -> None:
-        self._skip = ctx.analysis.is_test_file()
+        self._skip = ctx.analysis.index.is_test_file()
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
         if self._skip:
@@ -361,7 +366,7 @@ class DdpWithoutDistributedSampler(Rule):
             return
         if not data_parallel_calls(fa) or node not in trained_loaders(fa):
             return
-        if any(fa.mentions(w) for w in MODEL_PARALLEL_WORDS):
+        if any(fa.index.mentions(w) for w in MODEL_PARALLEL_WORDS):
             return
         for arg, pos in (("sampler", SAMPLER_POSITION), ("batch_sampler", BATCH_SAMPLER_POSITION)):
             present, value = keyword_value(node, arg, pos)
@@ -385,7 +390,7 @@ class DdpWithoutDistributedSampler(Rule):
                 if kind == "iterable":
                     return
                 map_style = map_style or kind == "map"
-            q = fa.qualname(call.func) or ""
+            q = fa.imports.qualname(call.func) or ""
             if q.startswith("torchvision.datasets.") or last_name(call.func) in MAP_STYLE_DATASETS:
                 map_style = True
         shuffle_present, shuffle = keyword_value(node, "shuffle", SHUFFLE_POSITION)
@@ -398,7 +403,7 @@ class DdpWithoutDistributedSampler(Rule):
     # ------------------------------------------------------------ no set_epoch
     def _check_sampler(self, node: ast.Call, ctx) -> None:
         fa = ctx.analysis
-        if fa.mentions("set_epoch") or not is_distributed_sampler_call(fa, node):
+        if fa.index.mentions("set_epoch") or not is_distributed_sampler_call(fa, node):
             return
         present, shuffle = keyword_value(node, "shuffle", SAMPLER_SHUFFLE_POSITION)
         if present and _is_false(shuffle):

@@ -5,10 +5,10 @@ import re
 from textwrap import dedent
 from typing import Dict, List, Optional, Set, Tuple
 
-from gpulint.analysis.amp import torch_module_alias
+from gpulint.model.control.amp import torch_module_alias
 from gpulint.edits import statement_indent
 from gpulint.rule import SAFE, TIME, Bench, Edit, Example, Fix, Rule
-from gpulint.rules._workloads import RESNET18
+from gpulint.workloads import RESNET18
 
 # the deprecated callables -> their name in torch.amp
 DEPRECATED = {"torch.cuda.amp.autocast": "autocast", "torch.cuda.amp.GradScaler": "GradScaler"}
@@ -291,7 +291,7 @@ class _Planner:
     def _class_attribute(self, node: ast.Name) -> bool:
         """A name stored in a class body (`amp = False` as a class attribute):
         it does not shadow the module's name inside the class's methods."""
-        for anc in reversed(self.fa.ancestors(node)):
+        for anc in reversed(self.fa.index.ancestors(node)):
             if isinstance(anc, ast.ClassDef):
                 return True
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or isinstance(
@@ -307,7 +307,7 @@ class _Planner:
         return stmts[0]
 
     def _in_compat_code(self, node: ast.AST) -> bool:
-        chain = self.fa.ancestors(node) + [node]
+        chain = self.fa.index.ancestors(node) + [node]
         for i, anc in enumerate(chain[:-1]):
             if isinstance(anc, ast.ExceptHandler):
                 return True
@@ -332,11 +332,11 @@ class _Planner:
         return False
 
     def _in_torchscript(self, node: ast.AST) -> bool:
-        for anc in self.fa.ancestors(node):
+        for anc in self.fa.index.ancestors(node):
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for dec in anc.decorator_list:
                     target = dec.func if isinstance(dec, ast.Call) else dec
-                    if (self.fa.qualname(target) or "").startswith("torch.jit."):
+                    if (self.fa.imports.qualname(target) or "").startswith("torch.jit."):
                         return True
         return False
 
@@ -346,7 +346,7 @@ class _Planner:
         out: Dict[int, Tuple[str, Optional[Fix]]] = {}
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Call):
-                q = self.fa.qualname(node.func) or ""
+                q = self.fa.imports.qualname(node.func) or ""
                 if q in DEPRECATED and not self._in_compat_code(node):
                     if self._in_torchscript(node):
                         out[id(node)] = (DEPRECATED[q], None)  # TorchScript knows the cuda.amp spelling
@@ -392,12 +392,12 @@ class _Planner:
                 if isinstance(node.value, ast.IfExp):
                     values += [node.value.body, node.value.orelse]
             elif isinstance(node, ast.Call) and node.args:
-                if (self.fa.qualname(node.func) or "") == "functools.partial":
+                if (self.fa.imports.qualname(node.func) or "") == "functools.partial":
                     values.append(node.args[0])
             for v in values:
                 if not isinstance(v, (ast.Name, ast.Attribute)):
                     continue
-                q = self.fa.qualname(v) or ""
+                q = self.fa.imports.qualname(v) or ""
                 if q not in DEPRECATED or self._in_compat_code(v):
                     continue
                 if isinstance(v, ast.Name) and self._single_binding(v.id) is None:
@@ -408,9 +408,9 @@ class _Planner:
     def _non_call_refs(self, name: str) -> bool:
         """Is torch.cuda.amp.<name> referred to other than by being called?"""
         target = "torch.cuda.amp." + name
-        parents = self.fa.parents
+        parents = self.fa.index.parents
         for node in ast.walk(self.tree):
-            if isinstance(node, (ast.Name, ast.Attribute)) and self.fa.qualname(node) == target:
+            if isinstance(node, (ast.Name, ast.Attribute)) and self.fa.imports.qualname(node) == target:
                 parent = parents.get(node)
                 if not (isinstance(parent, ast.Call) and parent.func is node):
                     return True

@@ -4,10 +4,10 @@ import ast
 import re
 from typing import Optional, Sequence
 
-from gpulint.analysis.core import SCOPES
-from gpulint.analysis.names import node_word
+from gpulint.model.index.nodes import SCOPES
+from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
-from gpulint.rules._workloads import LANGUAGE_MODEL, LM_TRAIN_LOOP
+from gpulint.workloads import LANGUAGE_MODEL, LM_TRAIN_LOOP
 
 SET_ANOMALY = frozenset({"torch.autograd.set_detect_anomaly", "torch.set_anomaly_enabled"})
 DETECT_ANOMALY = "torch.autograd.detect_anomaly"
@@ -187,7 +187,7 @@ class DetectAnomalyEnabled(Rule):
     )
 
     def begin_file(self, ctx) -> None:
-        self._skip = ctx.analysis.is_test_file()
+        self._skip = ctx.analysis.index.is_test_file()
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
         if self._skip:

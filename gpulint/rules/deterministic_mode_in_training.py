@@ -4,10 +4,10 @@ import ast
 import re
 from typing import Dict, List, Optional, Sequence
 
-from gpulint.analysis.core import FUNCS, SCOPES
-from gpulint.analysis.distributed import conditions_in_scope
-from gpulint.analysis.names import last_name
-from gpulint.analysis.placement import file_cache
+from gpulint.model.index.nodes import FUNCS, SCOPES
+from gpulint.model.control.distributed import conditions_in_scope
+from gpulint.model.names import last_name
+from gpulint.model.values.placement import file_cache
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 USE_DETERMINISTIC = "torch.use_deterministic_algorithms"
@@ -45,9 +45,9 @@ def _is_platform_test(fa, test: ast.AST) -> bool:
         consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
         return bool(names and consts)
     if isinstance(test, ast.Call) and not test.args and not test.keywords:
-        return fa.qualname(test.func) in PLATFORM_CALLS
+        return fa.imports.qualname(test.func) in PLATFORM_CALLS
     if isinstance(test, ast.Attribute):
-        return fa.qualname(test) in PLATFORM_ATTRS
+        return fa.imports.qualname(test) in PLATFORM_ATTRS
     return False
 
 
@@ -75,16 +75,16 @@ def _trains(fa) -> bool:
     builds a `torch.optim` optimizer, or fits a Lightning-style trainer."""
 
     def build():
-        for call in fa.nodes(ast.Call):
+        for call in fa.index.nodes(ast.Call):
             func = call.func
-            if fa.is_backward_call(call) or (isinstance(func, ast.Attribute) and func.attr == "manual_backward"):
+            if fa.steps.is_backward_call(call) or (isinstance(func, ast.Attribute) and func.attr == "manual_backward"):
                 return True
             if isinstance(func, ast.Attribute):
                 if func.attr == "fit" and "trainer" in (last_name(func.value) or "").lower():
                     return True
-                if func.attr == "step" and fa.is_optimizer_step(call, fa.ancestors(call)):
+                if func.attr == "step" and fa.steps.is_optimizer_step(call, fa.index.ancestors(call)):
                     return True
-            q = fa.qualname(func) or ""
+            q = fa.imports.qualname(func) or ""
             if q in LIGHTNING_TRAINERS:
                 return True
             if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
@@ -102,7 +102,7 @@ def _call_sites(fa, fn: ast.AST) -> List[ast.Call]:
         fa, "gpu503_calls_by_name", lambda: _calls_by_name(fa)
     )
     name = fn.name  # type: ignore[attr-defined]
-    cls = fa.enclosing_class(fa.ancestors(fn))
+    cls = fa.index.enclosing_class(fa.index.ancestors(fn))
     out = []
     for call in sites.get(name, []):
         func = call.func
@@ -113,7 +113,7 @@ def _call_sites(fa, fn: ast.AST) -> List[ast.Call]:
             and isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id in ("self", "cls")
-            and fa.enclosing_class(fa.ancestors(call)) is cls
+            and fa.index.enclosing_class(fa.index.ancestors(call)) is cls
         ):
             out.append(call)
     return out
@@ -129,7 +129,7 @@ def _function_of(chain: Sequence[ast.AST]) -> Optional[ast.AST]:
 
 def _call_site_opts_in(fa, call: ast.Call) -> bool:
     """The call runs only when asked: under a condition, or in an opt-in function."""
-    chain = fa.ancestors(call) + [call]
+    chain = fa.index.ancestors(call) + [call]
     if _gated(fa, chain):
         return True
     fn = _function_of(chain)
@@ -138,7 +138,7 @@ def _call_site_opts_in(fa, call: ast.Call) -> bool:
 
 def _calls_by_name(fa) -> Dict[str, List[ast.Call]]:
     out: Dict[str, List[ast.Call]] = {}
-    for call in fa.nodes(ast.Call):
+    for call in fa.index.nodes(ast.Call):
         name = last_name(call.func)  # type: ignore[attr-defined]
         if name:
             out.setdefault(name, []).append(call)  # type: ignore[arg-type]
@@ -385,7 +385,7 @@ class DeterministicModeInTraining(Rule):
     )
 
     def begin_file(self, ctx) -> None:
-        self._skip = ctx.analysis.is_test_file()
+        self._skip = ctx.analysis.index.is_test_file()
         self._reported: set = set()
 
     def _flag(self, ctx, node: ast.AST, what: str) -> None:
@@ -403,7 +403,7 @@ class DeterministicModeInTraining(Rule):
         if not (_trains(fa) or (fn is not None and SEED_HELPER_RE.search(fn.name))):  # type: ignore[attr-defined]
             return
         # one finding per def (or module body): a helper that sets all the switches is one problem
-        key = fn if fn is not None else ctx.analysis.enclosing_class(ctx.ancestors) or fa.tree
+        key = fn if fn is not None else ctx.analysis.index.enclosing_class(ctx.ancestors) or fa.tree
         if key in self._reported:
             return
         self._reported.add(key)

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import ast
 
-from gpulint.analysis.core import LOOPS, SCOPES
+from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.edits import remove_statement
-from gpulint.analysis.repetition import is_one_shot_test
+from gpulint.model.control.repetition import is_one_shot_test
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
 
 

@@ -5,8 +5,8 @@ import re
 from textwrap import dedent
 from typing import Optional, Set, Tuple
 
-from gpulint.analysis.names import last_name
-from gpulint.analysis.placement import (
+from gpulint.model.names import last_name
+from gpulint.model.values.placement import (
     factory_device_arg,
     factory_name,
     has_generator,
@@ -16,7 +16,7 @@ from gpulint.analysis.placement import (
 )
 from gpulint.edits import add_keyword, find_keyword
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Example, Rule
-from gpulint.rules._workloads import GPT_TRAIN_LOOP
+from gpulint.workloads import GPT_TRAIN_LOOP
 
 # chained calls that take the tensor off the GPU path or move it themselves
 _CHAINED_SKIP = frozenset("to cuda cpu tolist numpy item".split())
@@ -256,7 +256,7 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if factory_device_arg(name, node) is not None or find_keyword(node, "out") is not None:
             return None
-        if any(kw.arg is None for kw in node.keywords) or has_generator(node) or fa.is_test_file():
+        if any(kw.arg is None for kw in node.keywords) or has_generator(node) or fa.index.is_test_file():
             return None  # a CPU generator needs a CPU tensor; tests run their modules on the CPU
         forward = self._forward(ctx, ancestors)
         if forward is None:
@@ -286,7 +286,7 @@ class FactoryWithoutDeviceInForward(Rule):
         could make it meet that tensor on another device (a rotary table
         computed on the CPU from several factories, then moved as a whole)."""
         fa = ctx.analysis
-        memo = fa.memo("gpu204_cpu_tensors")
+        memo = fa.index.memo("gpu204_cpu_tensors")
         if forward not in memo:
             first = None
             for n in ast.walk(forward):
@@ -297,7 +297,7 @@ class FactoryWithoutDeviceInForward(Rule):
                     continue
                 if name not in ("tensor", "as_tensor") and _builds_a_scalar(name, n):
                     continue  # a 0-dim or empty tensor: a CPU scalar mixes with CUDA tensors
-                verdict = self._assess(ctx, n, fa.ancestors(n))
+                verdict = self._assess(ctx, n, fa.index.ancestors(n))
                 if verdict is not None and verdict[2] is not None and verdict[3] is None:
                     continue  # fixed safely too: it moves with the others
                 if first is None or (n.lineno, n.col_offset) < (first.lineno, first.col_offset):
@@ -316,7 +316,7 @@ class FactoryWithoutDeviceInForward(Rule):
                 cls = ancestors[i - 1]
                 if (
                     isinstance(cls, ast.ClassDef)
-                    and ctx.analysis.is_module_class(cls)
+                    and ctx.analysis.values.is_module_class(cls)
                     and not _is_data_transform(ctx.analysis, cls)
                 ):
                     args = anc.args.posonlyargs + anc.args.args
@@ -332,7 +332,7 @@ class FactoryWithoutDeviceInForward(Rule):
         fa = ctx.analysis
         if _does_host_work(fa, forward):
             return True
-        parents = fa.parents
+        parents = fa.index.parents
         uses = [node]
         # the value the statement stores: `c = torch.randint(...)[0]`, `f = torch.rand(n) * k + lo`
         top = node
@@ -402,7 +402,7 @@ class FactoryWithoutDeviceInForward(Rule):
                         return True  # `torch.rand(drop_count)`: a size
                     if cur in p.args and fname in ("view", "reshape", "expand", "repeat", "new_zeros", "new_ones"):
                         return True  # a shape
-                    q = fa.qualname(p.func) or ""
+                    q = fa.imports.qualname(p.func) or ""
                     if q.startswith(("numpy.", "scipy.")):
                         return True
                     break  # a call's result is another value
@@ -431,7 +431,7 @@ class FactoryWithoutDeviceInForward(Rule):
     def _escapes(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
         """The tensor itself leaves the forward (returned, or stored on an
         object), so callers see its device."""
-        parents = ctx.analysis.parents
+        parents = ctx.analysis.index.parents
         cur = node
         p = parents.get(cur)
         while isinstance(p, (ast.Tuple, ast.List)):
@@ -485,7 +485,7 @@ class FactoryWithoutDeviceInForward(Rule):
             if isinstance(default, ast.Constant) and default.value is None:
                 return None
         if p.annotation is not None:
-            q = ctx.analysis.qualname(p.annotation) or ""
+            q = ctx.analysis.imports.qualname(p.annotation) or ""
             ann = p.annotation
             if q in _TENSOR_ANNOTATIONS or (isinstance(ann, ast.Constant) and ann.value == "torch.Tensor"):
                 return f"{p.arg}.device" if not _rebound(forward, p.arg) else None
@@ -505,7 +505,7 @@ def _is_data_transform(fa, cls: ast.ClassDef) -> bool:
         return True
     def build():
         names = set()
-        for n in fa.nodes(ast.Call):
+        for n in fa.index.nodes(ast.Call):
             if last_name(n.func) in ("Compose", "RandomApply", "RandomChoice"):
                 names.update(r.id for r in ast.walk(n) if isinstance(r, ast.Name))
         return names
@@ -520,7 +520,7 @@ def _does_host_work(fa, fn: ast.FunctionDef) -> bool:
     post-processing step does."""
     def build():
         out = {}
-        for f in fa.nodes(ast.FunctionDef):
+        for f in fa.index.nodes(ast.FunctionDef):
             if f.name == "forward":
                 out[f] = any(_host_call(fa, n) for n in ast.walk(f))
         return out
@@ -533,7 +533,7 @@ def _host_call(fa, n: ast.AST) -> bool:
         return False
     if isinstance(n.func, ast.Attribute) and n.func.attr in ("cpu", "numpy") and not n.args:
         return True
-    return (fa.qualname(n.func) or "").startswith("scipy.")
+    return (fa.imports.qualname(n.func) or "").startswith("scipy.")
 
 
 def _all_args(fn: ast.FunctionDef):

@@ -5,9 +5,9 @@ import re
 from textwrap import dedent
 from typing import Optional, Set
 
-from gpulint.analysis.amp import autocast_uses, dtype_of, torch_module_alias
+from gpulint.model.control.amp import autocast_uses, dtype_of, torch_module_alias
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Fix, Rule
-from gpulint.rules._workloads import WIDE_MLP_TRAINING
+from gpulint.workloads import WIDE_MLP_TRAINING
 
 # packages that manage precision (or drive the loop) themselves
 PRECISION_FRAMEWORKS = (
@@ -211,7 +211,7 @@ class Fp32WithoutTf32OrAmp(Rule):
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
         fa = ctx.analysis
-        if not fa.is_backward_call(node):
+        if not fa.steps.is_backward_call(node):
             return
         owner = node.func.value  # type: ignore[attr-defined]
         if isinstance(owner, ast.Name) and owner.id in FRAMEWORK_BACKWARD_OWNERS:
@@ -222,9 +222,9 @@ class Fp32WithoutTf32OrAmp(Rule):
         self._loops.add(id(loop))
         if not self._file_eligible(ctx):
             return
-        if fa.grad_disabled(ctx.ancestors):
+        if fa.contexts.grad_disabled(ctx.ancestors):
             return
-        if not _scope_uses_device(ctx, fa.enclosing_scope(ctx.ancestors)):
+        if not _scope_uses_device(ctx, fa.index.enclosing_scope(ctx.ancestors)):
             return  # e.g. a CPU toy loop in a file that also has GPU code
         if self._fix is None:
             self._fix = self.make_fix(
@@ -237,7 +237,7 @@ class Fp32WithoutTf32OrAmp(Rule):
         if self._eligible is None:
             self._eligible = (
                 ctx.torch_version >= (1, 12)
-                and not ctx.analysis.is_test_file()
+                and not ctx.analysis.index.is_test_file()
                 and _uses_cuda(ctx)
                 and not _precision_managed(ctx)
             )
@@ -251,14 +251,14 @@ def _innermost_loop(ancestors, node, fa) -> Optional[ast.AST]:
         if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return None
         if isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
-            if fa.in_block(child, anc, "body", "orelse"):
+            if fa.index.in_block(child, anc, "body", "orelse"):
                 return anc
             return None  # in the loop's header
     return None
 
 
 def _uses_cuda(ctx) -> bool:
-    if not ctx.analysis.uses_cuda:
+    if not ctx.analysis.index.uses_cuda:
         return False
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Attribute) and node.attr == "cuda":
@@ -283,7 +283,7 @@ def _scope_uses_device(ctx, scope: Optional[ast.AST]) -> bool:
                 return True
             if node.func.attr == "to" and (node.args or node.keywords):
                 first = node.args[0] if node.args else node.keywords[0].value
-                if dtype_of(fa, first) is None and not (fa.qualname(first) or "").startswith("torch.float"):
+                if dtype_of(fa, first) is None and not (fa.imports.qualname(first) or "").startswith("torch.float"):
                     return True
         elif isinstance(node, ast.keyword) and node.arg == "device":
             return True
@@ -315,7 +315,7 @@ def _precision_managed(ctx) -> bool:
         if ident and PRECISION_IDENT_RE.search(ident):
             return True
         if isinstance(node, (ast.Name, ast.Attribute)):
-            q = fa.qualname(node) or ""
+            q = fa.imports.qualname(node) or ""
             if q.startswith(("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.")):
                 return True
             if TRANSFORMERS_TRAINERS.match(q):
@@ -344,7 +344,7 @@ def _tf32_attr_is_deliberate(fa, node: ast.Attribute) -> bool:
     owner = node.value
     if isinstance(owner, ast.Attribute) and owner.attr == "matmul":
         return True
-    parent = fa.parents.get(node)
+    parent = fa.index.parents.get(node)
     if isinstance(parent, ast.Assign):
         v = parent.value
         return not (isinstance(v, ast.Constant) and v.value is True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from gpulint.analysis.amp import (
+from gpulint.model.control.amp import (
     BFLOAT16,
     autocast_dtype,
     autocast_enabled,
@@ -14,7 +14,7 @@ from gpulint.analysis.amp import (
     literal_bool,
 )
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
-from gpulint.rules._workloads import LANGUAGE_MODEL, LM_TRAIN_LOOP
+from gpulint.workloads import LANGUAGE_MODEL, LM_TRAIN_LOOP
 
 
 class GradScalerWithBfloat16(Rule):
@@ -143,7 +143,7 @@ class GradScalerWithBfloat16(Rule):
             return
         if has_unpacking(node):
             return
-        q = fa.qualname(node.func) or ""
+        q = fa.imports.qualname(node.func) or ""
         # torch.amp.GradScaler(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
         pos = 5 if q in ("torch.amp.GradScaler", "torch.GradScaler") else 4
         if "Sharded" in q:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from textwrap import dedent
 
 from gpulint.rule import NONE, TIME, Bench, Example
-from gpulint.rules._workloads import RESNET_CLASSIFIER
+from gpulint.workloads import RESNET_CLASSIFIER
 from gpulint.rules.host_sync_in_loop import HostSyncInLoop
 
 
@@ -165,6 +165,6 @@ class HostSyncInEvalLoop(HostSyncInLoop):
     @staticmethod
     def covers_loop(analysis, loop) -> bool:
         """Evaluation / inference loops: they iterate data and take no training step."""
-        if analysis.is_training_step_loop(loop):
+        if analysis.loops.is_training_step_loop(loop):
             return False
-        return analysis.is_step_loop(loop) or analysis.loop_iterates_data(loop)
+        return analysis.loops.is_step_loop(loop) or analysis.loops.loop_iterates_data(loop)

@@ -4,7 +4,7 @@ import ast
 from textwrap import dedent
 from typing import List, Optional
 
-from gpulint.analysis.placement import (
+from gpulint.model.values.placement import (
     CPU,
     DTYPE,
     batch_source,
@@ -16,7 +16,7 @@ from gpulint.analysis.placement import (
 )
 from gpulint.edits import find_keyword, replace_node, set_keyword
 from gpulint.rule import SAFE, TIME, Bench, Example, Rule
-from gpulint.rules._workloads import LOADER_TRAIN_LOOP_NON_BLOCKING, RESNET_CLASSIFIER_WITH_STEM
+from gpulint.workloads import LOADER_TRAIN_LOOP_NON_BLOCKING, RESNET_CLASSIFIER_WITH_STEM
 
 # taken from a batch without copying it: the result shares its pinned memory
 VIEW_METHODS = frozenset(
@@ -183,7 +183,7 @@ class NonBlockingWithoutPinMemory(Rule):
                 return  # a copy to the host, or a dtype cast
         recv = func.value
         ancestors = ctx.ancestors
-        if not fa.is_batch(recv, ancestors):
+        if not fa.values.is_batch(recv, ancestors):
             return
         methods: set = set()
         src = batch_source(fa, recv, list(ancestors) + [node, func], methods)
@@ -193,7 +193,7 @@ class NonBlockingWithoutPinMemory(Rule):
             # would not pin the tensor that is copied
             return
         producer, loader = src
-        calls = loader_constructions(fa, loader, fa.ancestors(loader))
+        calls = loader_constructions(fa, loader, fa.index.ancestors(loader))
         if not calls:
             return
         states = [unpinned(fa, c) for c in calls]

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import ast
 
-from gpulint.analysis.amp import autocast_region
-from gpulint.analysis.names import dotted
+from gpulint.model.control.amp import autocast_region
+from gpulint.model.names import dotted
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
-from gpulint.rules._workloads import LANGUAGE_MODEL
+from gpulint.workloads import LANGUAGE_MODEL
 
 
 class StepInsideAutocast(Rule):
@@ -123,9 +123,9 @@ class StepInsideAutocast(Rule):
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
         fa = ctx.analysis
-        if fa.is_backward_call(node):
+        if fa.steps.is_backward_call(node):
             what = ".backward()"
-        elif fa.is_optimizer_step(node, ctx.ancestors):
+        elif fa.steps.is_optimizer_step(node, ctx.ancestors):
             recv = node.func.value  # type: ignore[attr-defined]
             what = (dotted(recv) or "optimizer") + ".step()"
         else:

@@ -4,7 +4,7 @@ import ast
 
 from gpulint.edits import remove_statement
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
-from gpulint.rules._workloads import HOST_PIPELINE_TRAINING
+from gpulint.workloads import HOST_PIPELINE_TRAINING
 
 
 _SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
@@ -121,10 +121,10 @@ class SynchronizeInLoop(Rule):
         name = ctx.qualname(node.func)
         if name not in _SYNCHRONIZE:
             return
-        loop = ctx.analysis.hot_loop(node, ctx.ancestors)
+        loop = ctx.analysis.loops.hot_loop(node, ctx.ancestors)
         if loop is None:
             return
-        if ctx.analysis.timing_reads(loop):
+        if ctx.analysis.contexts.timing_reads(loop):
             return  # timing code: the synchronization is what makes the clock reads mean something
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None

@@ -4,7 +4,7 @@ import ast
 
 from gpulint.edits import find_keyword, replace_node
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
-from gpulint.rules._workloads import LANGUAGE_MODEL
+from gpulint.workloads import LANGUAGE_MODEL
 
 
 class ZeroGradNotSetToNone(Rule):
@@ -105,7 +105,7 @@ class ZeroGradNotSetToNone(Rule):
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "zero_grad"):
             return
-        if ctx.analysis.uses_cuda_graphs:
+        if ctx.analysis.index.uses_cuda_graphs:
             return  # a captured graph needs the gradient buffers to stay where they are
         kw = find_keyword(node, "set_to_none")
         if kw is not None:

@@ -1,0 +1,351 @@
+"""Loops: which loop is hot, which runs once per step, which fetches data.
+
+Definitions (the ones the rule docs promise):
+
+* **Hot loop**: the innermost `for`/`while` whose own body (not a nested loop,
+  def, lambda or class) calls `.backward()`, an optimizer's `.step()`, a model
+  forward, or iterates a DataLoader. A statement under a periodic guard
+  (`if step % log_every == 0:`, or after `if i % n: continue`; also the rest
+  of `step % n == 0 and ...` and `x if step % n == 0 else y`) runs rarely and
+  is not hot; neither is one that runs at most once per loop: in a block that
+  ends in `return` / `raise` (or in `break`, for the loop it leaves), in an
+  `except` handler, in an `assert` message, or in the loop's `else`. A loop
+  around a hot loop runs once per inner pass and is not hot (an epoch loop),
+  unless it is a step loop itself: it iterates a DataLoader or its own body
+  calls `.backward()` / an optimizer step (a GAN's batch loop around its
+  critic loop). A small loop with no trigger of its own nested inside a hot
+  loop (over a dict of metrics, say) runs every step and is hot.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, List, Optional, Sequence, Set
+
+from gpulint.model.index.nodes import LOOPS, SCOPES
+from gpulint.model.index.order import nested_loops, own_nodes, target_names
+from gpulint.model.names import dotted, last_name
+from gpulint.model.values.kinds import CRITERION, MODEL, TENSOR, unwrap_iter
+from gpulint.model.values.values import Values
+from gpulint.model.control.steps import Steps
+
+
+class Loops:
+    """The loops of one file."""
+
+    def __init__(self, values: Values, steps: Steps) -> None:
+        self.values = values
+        self.index = values.index
+        self.steps = steps
+        self._loop_hot: Dict[ast.AST, bool] = {}
+        self._loop_triggers: Dict[ast.AST, bool] = {}
+
+    def loop_iterates_loader(self, loop: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        base, _ = unwrap_iter(loop.iter)
+        info = self.values.info_for(ancestors)
+        return self.values.is_loader(base, info.kinds)
+
+    def loop_iterates_data(self, loop: ast.AST) -> bool:
+        """`for batch in batches:` / `for i, b in enumerate(tqdm(dataset)):`: a
+        loop over stored data, not over `range(...)` (decoding steps) or a tensor."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        base = self.loader_of_loop(loop)
+        while isinstance(base, ast.Call) and (last_name(base.func) or "") == "zip" and base.args:
+            base = base.args[0]
+        if not isinstance(base, (ast.Name, ast.Attribute, ast.Subscript)):
+            return False
+        return self.values.kind(base, self.index.ancestors(loop)) != TENSOR
+
+    def loop_fetches_data(self, loop: ast.AST) -> bool:
+        """A `for` loop (`for _ in range(steps):`) whose every pass takes fresh
+        data and runs the model on it: its own body (not a nested loop, and not
+        under a periodic `if`) draws `buffer.sample(...)`, `next(<iterator>)` or
+        `data[i]` / `data[i * bs:(i + 1) * bs]` indexed by the loop variable, and
+        that value, directly or through names bound from it in the loop, reaches
+        the arguments of a model forward or a criterion, or the receiver of a
+        `.backward()`. Not a fetch: `.sample()` of a model or a tensor,
+        `next(model.parameters())` (only `next(it)` / `next(iter(data))`).
+        The same inputs timed over and over (the benchmark pattern) take nothing
+        fresh."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        cache = self.index.memo("loop_fetches_data")
+        found = cache.get(loop)
+        if found is None:
+            found = self._loop_fetches_data(loop)
+            cache[loop] = found
+        return found  # type: ignore[return-value]
+
+    def _loop_fetches_data(self, loop: ast.AST) -> bool:
+        anc = self.index.ancestors(loop) + [loop]
+        body: List[ast.AST] = []
+        stack = list(loop.body)  # type: ignore[attr-defined]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, SCOPES):
+                continue
+            body.append(n)
+            stack.extend(ast.iter_child_nodes(n))
+        bindings = []
+        for n in body:
+            if isinstance(n, ast.Assign):
+                bindings.append((n.targets, n.value))
+            elif isinstance(n, (ast.AnnAssign, ast.AugAssign)):
+                bindings.append(([n.target], n.value))
+            elif isinstance(n, (ast.For, ast.AsyncFor)):
+                bindings.append(([n.target], n.iter))
+        # `out[i]` of an `out` computed in the loop is not stored data
+        bound_here = {dotted(n) for targets, _ in bindings for t in targets for n in ast.walk(t)} - {None}
+        loop_vars = set(target_names(loop.target))  # type: ignore[attr-defined]
+        fetches: Set[int] = set()
+        for node in own_nodes(loop):
+            if (
+                self._is_fetch(node, loop_vars, bound_here, anc)
+                and self.hot_loop(node, self.index.ancestors(node), is_hot=lambda lp: lp is loop) is loop
+            ):
+                fetches.add(id(node))
+        if not fetches:
+            return False
+        fresh: Set[str] = set()
+
+        def mentions(expr: Optional[ast.AST]) -> bool:
+            if expr is None:
+                return False
+            for n in ast.walk(expr):
+                if id(n) in fetches:
+                    return True
+                if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in fresh:
+                    return True
+            return False
+
+        changed = True
+        while changed:  # the names bound from fresh data, to a fixed point
+            changed = False
+            for targets, value in bindings:
+                if not mentions(value):
+                    continue
+                for t in targets:
+                    for n in ast.walk(t):
+                        key = dotted(n) if isinstance(n, (ast.Name, ast.Attribute)) else None
+                        if key is not None and key not in fresh:
+                            fresh.add(key)
+                            changed = True
+        for n in body:
+            if not isinstance(n, ast.Call):
+                continue
+            if self.steps.is_backward_call(n) and mentions(n.func.value):  # type: ignore[attr-defined]
+                return True
+            is_criterion = isinstance(n.func, (ast.Name, ast.Attribute)) and self.values.kind(n.func, anc) == CRITERION
+            if (is_criterion or self.steps.is_model_call(n, anc)) and any(
+                mentions(a) for a in list(n.args) + [kw.value for kw in n.keywords]
+            ):
+                return True
+        return False
+
+    def _is_fetch(
+        self, node: ast.AST, loop_vars: Set[str], bound_here: Set[Optional[str]], anc: Sequence[ast.AST]
+    ) -> bool:
+        """`x.sample(...)`, `next(it)`, `data[i]` with `i` a loop variable (see `loop_fetches_data`)."""
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "sample":
+                return self.values.kind(func.value, anc) not in (MODEL, TENSOR)
+            if isinstance(func, ast.Name) and func.id == "next" and node.args:
+                it = node.args[0]
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "iter" and it.args:
+                    it = it.args[0]
+                return isinstance(it, (ast.Name, ast.Attribute, ast.Subscript)) and self.values.kind(it, anc) != MODEL
+            return False
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            if dotted(node.value) in bound_here:
+                return False
+            return any(isinstance(n, ast.Name) and n.id in loop_vars for n in ast.walk(node.slice))
+        return False
+
+    def loader_of_loop(self, loop: ast.AST) -> Optional[ast.AST]:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return None
+        base, _ = unwrap_iter(loop.iter)
+        return base
+
+    def after_periodic_continue(self, parent: ast.AST, child: ast.AST) -> bool:
+        """An earlier statement of `child`'s block is `if step % k: continue`
+        (so `child` runs only on some steps)."""
+        where = self.index.slot(child)
+        if where is None or where[0] is not parent:
+            return False
+        firsts = self.index.memo("loops.periodic_continue")
+        key = (parent, where[1])
+        first = firsts.get(key)  # type: ignore[call-overload]
+        if first is None:
+            block = getattr(parent, where[1])
+            first = firsts[key] = next(  # type: ignore[index]
+                (i for i, stmt in enumerate(block) if is_periodic_continue(stmt)), len(block)
+            )
+        return first < where[2]  # type: ignore[operator]
+
+    def loop_has_triggers(self, loop: ast.AST) -> bool:
+        cached = self._loop_triggers.get(loop)
+        if cached is None:
+            ancestors = self.index.ancestors(loop) + [loop]
+            cached = self.loop_iterates_loader(loop, ancestors[:-1])
+            if not cached:
+                for node in own_nodes(loop):
+                    if isinstance(node, ast.Call) and (
+                        self.steps.is_backward_call(node)
+                        or self.steps.is_optimizer_step(node, ancestors)
+                        or self.steps.is_model_call(node, ancestors)
+                    ):
+                        cached = True
+                        break
+            self._loop_triggers[loop] = cached
+        return cached
+
+    def is_hot_loop(self, loop: ast.AST) -> bool:
+        cached = self._loop_hot.get(loop)
+        if cached is None:
+            cached = self.loop_has_triggers(loop) and (
+                not self.contains_hot_loop(loop) or self.is_step_loop(loop)
+            )
+            self._loop_hot[loop] = cached
+        return cached
+
+    def _if_takes_step(self, node: ast.If, ancestors: Sequence[ast.AST]) -> bool:
+        """`_block_takes_step` of an `if`'s body, once per `if`."""
+        return self.index.memoized("loops.if_takes_step", node, lambda: self._block_takes_step(node.body, ancestors))
+
+    def _block_takes_step(self, body: List[ast.AST], ancestors: Sequence[ast.AST]) -> bool:
+        """The block calls an optimizer step: `if (i + 1) % accum == 0:` around
+        `optimizer.step()` marks the end of each training step, not a logging
+        interval, so what it does runs every step."""
+        stack = list(body)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, SCOPES):
+                continue
+            if isinstance(n, ast.Call) and self.steps.is_optimizer_step(n, ancestors):
+                return True
+            stack.extend(ast.iter_child_nodes(n))
+        return False
+
+    def is_training_step_loop(self, loop: ast.AST) -> bool:
+        """The loop's own body calls `.backward()` (also `accelerator.backward`,
+        `fabric.backward`, `manual_backward`) or an optimizer step."""
+        return self.index.memoized("loops.training_step_loop", loop, lambda: self._is_training_step_loop(loop))
+
+    def _is_training_step_loop(self, loop: ast.AST) -> bool:
+        inner = self.index.ancestors(loop) + [loop]
+        for n in own_nodes(loop):
+            if not isinstance(n, ast.Call):
+                continue
+            if self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner):
+                return True
+            if isinstance(n.func, ast.Attribute) and n.func.attr == "manual_backward":
+                return True
+        return False
+
+    def is_step_loop(self, loop: ast.AST) -> bool:
+        """A loop that runs once per training/evaluation step even when a hot
+        loop is nested in it: it iterates a DataLoader, or its own body calls
+        `.backward()` or an optimizer step (a GAN's batch loop around its
+        critic loop, a batch loop around gradient-accumulation micro-steps).
+        An epoch loop does neither itself."""
+        def compute() -> bool:
+            ancestors = self.index.ancestors(loop)
+            inner = ancestors + [loop]
+            return self.loop_iterates_loader(loop, ancestors) or any(
+                isinstance(n, ast.Call) and (self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner))
+                for n in own_nodes(loop)
+            )
+
+        return self.index.memoized("loops.step_loop", loop, compute)
+
+    def contains_hot_loop(self, loop: ast.AST) -> bool:
+        return self.index.memoized(
+            "loops.contains_hot_loop", loop, lambda: any(self.is_hot_loop(inner) for inner in nested_loops(loop))
+        )
+
+    def is_training_loop(self, loop: ast.AST) -> bool:
+        return self.index.memoized(
+            "loops.training_loop", loop,
+            lambda: any(isinstance(n, ast.Call) and self.steps.is_backward_call(n) for n in own_nodes(loop)),
+        )
+
+    def hot_loop(
+        self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Optional[Callable[[ast.AST], bool]] = None
+    ) -> Optional[ast.AST]:
+        """The hot loop `node` runs in every iteration of, or None.
+
+        `ancestors` runs from the module down to node's parent. `is_hot`
+        replaces `is_hot_loop` as the test of which loops count (with
+        `lambda loop: True`: the innermost loop of the function whose every
+        pass runs `node`, under the same exemptions)."""
+        chain = list(ancestors) + [node]
+        # set when a block ending in `break` was passed: it runs at most once
+        # per pass of the innermost loop around it
+        once_per_loop = False
+        for i in range(len(chain) - 2, -1, -1):
+            anc = chain[i]
+            child = chain[i + 1]
+            if isinstance(anc, SCOPES):
+                return None
+            if (
+                isinstance(anc, ast.If)
+                and is_periodic_test(anc.test)
+                and self.index.in_block(child, anc)
+                and not self._if_takes_step(anc, chain[: i + 1])
+            ):
+                return None
+            if isinstance(anc, ast.IfExp) and child is anc.body and is_periodic_test(anc.test):
+                return None  # `loss.item() if step % 10 == 0 else None`
+            if isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
+                # `step % 10 == 0 and loss.item() > x`: evaluated only on periodic steps
+                earlier = anc.values[: next(k for k, v in enumerate(anc.values) if v is child)]
+                if any(is_periodic_test(v) for v in earlier):
+                    return None
+            if isinstance(anc, ast.ExceptHandler):
+                return None  # error handling: runs when something failed, not every step
+            if isinstance(anc, ast.Assert) and child is anc.msg:
+                return None  # the message is built only when the assertion fails
+            body = self.index.block_of(anc, child)
+            if body is not None and self.after_periodic_continue(anc, child):
+                return None
+            if body is not None and body and isinstance(body[-1], (ast.Return, ast.Raise)):
+                return None  # a block that leaves the function runs once
+            if body is not None and body and isinstance(body[-1], ast.Break):
+                once_per_loop = True
+            if isinstance(anc, LOOPS):
+                # the loop's header (iter/test) and its `else` run once per pass of the outer code
+                if not self.index.in_block(child, anc):
+                    if not (isinstance(anc, ast.While) and child is anc.test):
+                        continue
+                if (is_hot or self.is_hot_loop)(anc):
+                    return None if once_per_loop else anc
+                if self.contains_hot_loop(anc):
+                    return None
+                once_per_loop = False
+        return None
+
+
+def is_periodic_test(test: ast.AST) -> bool:
+    for n in ast.walk(test):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
+            # `"%d" % x` is formatting, not a modulus
+            if isinstance(n.left, ast.Constant) and isinstance(n.left.value, str):
+                continue
+            return True
+    return False
+
+
+def is_periodic_continue(stmt: ast.AST) -> bool:
+    """`if step % k == 0: continue`."""
+    return (
+        isinstance(stmt, ast.If)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], ast.Continue)
+        and not stmt.orelse
+        and is_periodic_test(stmt.test)
+    )

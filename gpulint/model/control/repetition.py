@@ -1,0 +1,311 @@
+"""Does a piece of code run repeatedly (per step, batch or call of a model),
+or once (construction, set-up, export)?
+
+Read from the file alone, without following imports:
+
+* **Once-only functions**: a node inside a function (or a function nested in
+  one) named `__init__`, `__post_init__`, `_init_weights`,
+  `reset_parameters`, `init*` / `_init*`, `setup*` / `_setup*`, `export*`,
+  `fuse*`, `load_model*` / `load_weights*` / `load_state_dict*` /
+  `load_checkpoint*` / `load_pretrained*` or `*dummy*` never runs repeatedly.
+* **Trace and export functions**: a function that traces or exports a model
+  whenever it runs (`torch.jit.trace`, `torch.onnx.export`,
+  `torch.export.export`, not under an `if` or a loop of its own) is a one-off
+  like `export*`: even if a callback calls it from a step loop, it does so
+  under a guard, and a trace costs far more than anything it builds.
+* **Once-only guards**: a lazily cached value, built under
+  `if not hasattr(...)`, `if len(...) == 0` (optimizer state) or
+  `if self.<attr> is None`, is built once.
+* **Repeated**: otherwise, a node in the body of a `for` / `while` loop of
+  the same function (not in the expression iterated), a node in a function
+  named like per-step code (`PER_STEP_WORDS`) unless this file calls that
+  function only from functions that drive a loop of their own, outside that
+  loop (a diffusers pipeline's `prepare_mask_latents`, called from
+  `__call__` before its denoising loop; never for `forward` and other
+  framework hooks), or in a
+  function called (by `name(...)` or `self.name(...)`) from such a place in
+  the same file. One level of calls is followed, not more, and not into
+  `main` / `run` (script entry points: a loop around them goes over
+  command-line items, not steps).
+
+Module-level code outside a loop runs once. A comprehension builds one
+collection: its element runs as often as the code around it does, so a
+comprehension alone does not make code repeated (step loops are `for` and
+`while` loops; a list of dummy inputs built once per shape is set-up).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.file import FileModel
+
+
+# substrings of a function name that say it runs per step / batch / call
+PER_STEP_WORDS = (
+    "forward",
+    "backward",
+    "step",
+    "batch",
+    "collate",
+    "mask",
+    "generate",
+    "sample",
+    "loss",
+    "decode",
+)
+_ONCE_RE = re.compile(
+    r"^(?:__init__|__post_init__|_init_weights|reset_parameters|_?init.*|_?setup.*|_?export.*|_?fuse.*|_?load_(?:model|weights|state_dict|checkpoint|pretrained).*)$"
+    r"|dummy",
+    re.IGNORECASE,
+)
+
+# entry points: being called from a loop does not make them per-step code
+_ENTRY_POINTS = frozenset(("main", "run"))
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def is_once_only_name(name: str) -> bool:
+    """A function name that says it runs once (construction, set-up, export)."""
+    return bool(_ONCE_RE.search(name))
+
+
+def is_per_step_name(name: str) -> bool:
+    """A function name that says it runs per step / batch / model call."""
+    low = name.lower()
+    return any(word in low for word in PER_STEP_WORDS)
+
+
+# calls that trace or export a model: a function making one is a one-off
+_TRACE_CALLS = frozenset(
+    (
+        "torch.jit.trace",
+        "torch.jit.trace_module",
+        "torch.onnx.export",
+        "torch.onnx.dynamo_export",
+        "torch.export.export",
+    )
+)
+
+
+def _traces_model(fa: "FileModel", func: ast.AST) -> bool:
+    """`func` traces or exports a model every time it runs: a trace/export
+    call in its own body that no `if`, loop, conditional expression or nested
+    function of its own encloses (`try` and `with` are fine)."""
+    cache = fa.index.memo("repetition.traces")
+    if func in cache:
+        return cache[func]  # type: ignore[return-value]
+    found = False
+    stack = list(func.body)  # type: ignore[attr-defined]
+    while stack and not found:
+        n = stack.pop()
+        if isinstance(n, (ast.If, ast.IfExp, ast.BoolOp, ast.Lambda, ast.ClassDef) + _FUNCS + _LOOPS + _COMPS):
+            continue
+        if isinstance(n, ast.Try):
+            stack.extend(n.body)  # handlers and `else` run only sometimes
+            stack.extend(n.finalbody)
+            continue
+        if isinstance(n, ast.Call) and fa.imports.call_qualname(n) in _TRACE_CALLS:
+            found = True
+        stack.extend(ast.iter_child_nodes(n))
+    cache[func] = found
+    return found
+
+
+def _once_only_function(fa: "FileModel", ancestors: Sequence[ast.AST]) -> bool:
+    """Some function around the node runs once: by its name, or because it traces a model."""
+    return any(
+        isinstance(a, _FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a)) for a in ancestors
+    )
+
+
+def _in_loop_body(loop: ast.AST, child: ast.AST) -> bool:
+    """`child` (a direct child of `loop`) is repeated by it (not the iterated expression)."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return child is not loop.iter
+    if isinstance(loop, _COMPS):
+        # the first generator's iterable is evaluated once
+        return child is not loop.generators[0]
+    return True
+
+
+_COUNTER_HINTS = ("step", "iter", "update", "idx", "count")
+
+
+def is_one_shot_test(test: ast.AST) -> bool:
+    """`if step == 0:` / `if iters == 1000:` / `if cuda and num_updates() == 0:`:
+    a counter compared for equality with a number, true on one iteration only
+    (a remainder, `step % n == 0`, is periodic and does not count)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(is_one_shot_test(v) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    left, right = test.left, test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    if not (isinstance(right, ast.Constant) and type(right.value) is int):
+        return False
+    if isinstance(left, ast.BinOp):
+        return False
+    target = left.func if isinstance(left, ast.Call) else left
+    text = ast.unparse(target).lower()
+    name = text.rsplit(".", 1)[-1]
+    return name in ("i", "it", "n") or any(h in name for h in _COUNTER_HINTS)
+
+
+def _is_once_guard(test: ast.AST) -> bool:
+    if is_one_shot_test(test):
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = test.operand
+        return isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "hasattr"
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if (
+            isinstance(op, ast.Eq)
+            and isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Name)
+            and left.func.id == "len"
+            and isinstance(right, ast.Constant)
+            and right.value == 0
+        ):
+            return True
+        if (
+            isinstance(op, ast.Is)
+            and isinstance(right, ast.Constant)
+            and right.value is None
+            and isinstance(left, ast.Attribute)
+            and isinstance(left.value, ast.Name)
+            and left.value.id == "self"
+        ):
+            return True
+    return False
+
+
+def _callee_name(call: ast.Call) -> Optional[str]:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
+        return f.attr
+    return None
+
+
+def _directly_repeated(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """Repeated by its own function: a loop or a per-step name, without following callers."""
+    if _once_only_function(fa, ancestors):
+        return False
+    func, in_loop = _guarded_context(node, ancestors)
+    if func is _ONCE:
+        return False
+    if in_loop:
+        return True
+    return func is not None and is_per_step_name(func.name) and not _called_once_here(fa, func)
+
+
+_ONCE = object()
+# what PyTorch or a framework calls, never this file: the name is the only evidence
+_CALLED_BY_FRAMEWORK = ("forward", "backward", "training_step", "validation_step", "test_step", "predict_step")
+
+
+def _called_once_here(fa: "FileModel", func: ast.AST) -> bool:
+    """A function named like per-step code (`prepare_mask_latents`,
+    `decode_latents`) that this file calls only from functions that drive a
+    loop of their own, and outside that loop (a pipeline's `__call__`, before
+    or after its denoising loop): its call sites say more than its name. False when the file never calls it (a framework
+    does) and for `forward`-style hooks."""
+    name = func.name  # type: ignore[attr-defined]
+    if any(w in name for w in _CALLED_BY_FRAMEWORK):
+        return False
+    cache = fa.index.memo("repetition.called_once")
+    if func in cache:
+        return cache[func]  # type: ignore[return-value]
+    cache[func] = False  # while the callers are looked at (recursion): per-step, as the name says
+    sites = _calls_by_callee(fa).get(name, [])
+    once = bool(sites)
+    for call in sites:
+        ancestors = fa.index.ancestors(call)
+        caller = next((a for a in reversed(ancestors) if isinstance(a, _FUNCS)), None)
+        # the caller drives a loop of its own and calls this outside it (before or after):
+        # a call from a loop-less method says nothing, other files may call that in a loop
+        if caller is None or not _has_own_loop(caller) or _directly_repeated(fa, call, ancestors):
+            once = False
+            break
+    cache[func] = once
+    return once
+
+
+def _has_own_loop(func: ast.AST) -> bool:
+    stack = list(func.body)  # type: ignore[attr-defined]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _LOOPS):
+            return True
+        if isinstance(n, _FUNCS + (ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
+    child = node
+    in_loop = False
+    for anc in reversed(ancestors):
+        if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and _is_once_guard(anc.test):
+            return _ONCE, False
+        if isinstance(anc, _FUNCS):
+            return anc, in_loop
+        if isinstance(anc, _LOOPS) and _in_loop_body(anc, child):
+            in_loop = True
+        child = anc
+    return None, in_loop
+
+
+def _calls_by_callee(fa: "FileModel") -> Dict[str, List[ast.Call]]:
+    """The file's `name(...)` / `self.name(...)` calls, by name, in source order."""
+    cache = fa.index.memo("repetition")
+    if "calls_by_callee" not in cache:
+        out: Dict[str, List[ast.Call]] = {}
+        for call in fa.index.nodes(ast.Call):
+            name = _callee_name(call)
+            if name is not None:
+                out.setdefault(name, []).append(call)
+        cache["calls_by_callee"] = out
+    return cache["calls_by_callee"]  # type: ignore[return-value]
+
+
+def _hot_callees(fa: "FileModel") -> Set[str]:
+    """Names of functions called from repeated code of this file."""
+    cache = fa.index.memo("repetition")
+    if "hot_callees" in cache:
+        return cache["hot_callees"]
+    out: Set[str] = {
+        name
+        for name, calls in _calls_by_callee(fa).items()
+        if any(_directly_repeated(fa, c, fa.index.ancestors(c)) for c in calls)
+    }
+    cache["hot_callees"] = out
+    return out
+
+
+def called_repeatedly(fa: "FileModel", name: str) -> bool:
+    """This file calls the function `name` (by `name(...)` or `self.name(...)`)
+    from repeated code: a loop, or per-step code."""
+    return name in _hot_callees(fa)
+
+
+def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """Whether `node` runs repeatedly (see the module docstring)."""
+    if _directly_repeated(fa, node, ancestors):
+        return True
+    if _once_only_function(fa, ancestors):
+        return False
+    func, in_loop = _guarded_context(node, ancestors)
+    if func is _ONCE or func is None:
+        return False
+    return func.name not in _ENTRY_POINTS and func.name in _hot_callees(fa)

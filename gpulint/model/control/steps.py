@@ -1,0 +1,55 @@
+"""What a call does to training: a model forward, a `.backward()`, an optimizer step."""
+
+from __future__ import annotations
+
+import ast
+from typing import Sequence
+
+from gpulint.model.names import last_name
+from gpulint.model.values.kinds import MODEL, OPTIMIZER, OPTIMIZER_NAME_RE, SCALER, SCALER_NAME_RE
+from gpulint.model.values.values import Values
+
+
+class Steps:
+    """The training-step calls of one file."""
+
+    def __init__(self, values: Values) -> None:
+        self.values = values
+
+    def is_model_call(self, call: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+        """`model(x)`, `self.net(x)`, `model.module(x)`; not `model.eval()`."""
+        if not isinstance(call, ast.Call):
+            return False
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.values.kind(func, ancestors) == MODEL
+        if isinstance(func, ast.Attribute):
+            if isinstance(func.value, ast.Name) and func.value.id == "self":
+                return self.values.self_attr_kind(func) == MODEL
+            if func.attr in ("forward",):
+                return self.values.kind(func.value, ancestors) == MODEL
+            if func.attr in ("module", "_orig_mod"):
+                return self.values.kind(func.value, ancestors) == MODEL
+            # model.encoder(x) style sub-module call on a known model
+            return False
+        return False
+
+    @staticmethod
+    def is_backward_call(call: ast.AST) -> bool:
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "backward"
+        )
+
+    def is_optimizer_step(self, call: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+        """`optimizer.step()`, `opt.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
+            return False
+        recv = call.func.value
+        k = self.values.kind(recv, ancestors)
+        if k in (OPTIMIZER, SCALER):
+            return True
+        name = last_name(recv) or ""
+        name = name.lstrip("_")
+        return bool(OPTIMIZER_NAME_RE.match(name) or SCALER_NAME_RE.match(name))

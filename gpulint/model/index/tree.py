@@ -1,0 +1,175 @@
+"""The per-file index: the text, the tree walked once, and the questions about
+the tree's shape that every layer asks (parents, ancestors, the block a
+statement sits in, every node of a type). Each answer is built once per file."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+
+from gpulint.model.index.walk import index_tree
+
+_T = TypeVar("_T")
+
+# plain substrings first (`in` is several times faster than one alternation)
+_ACCELERATOR_WORDS = ("cuda", ".to(", "device", "gpu", "accelerat", "Fabric", "fabric", "lightning", "Trainer")
+_ACCELERATOR_DEVICES_RE = re.compile(r"\b(mps|xpu|npu|hpu)\b")
+_CUDA_GRAPH_WORDS = (
+    "CUDAGraph", "cuda.graph(", "make_graphed_callables", "CudaGraphModule", "reduce-overhead", "max-autotune",
+    "cudagraphs",
+)
+
+
+def may_use_accelerator(text: str) -> bool:
+    """The text mentions anything that can put tensors on an accelerator: CUDA,
+    `.to(`, a device, a GPU, accelerate / Fabric / Lightning / a Trainer, or
+    MPS / XPU / NPU / HPU."""
+    return any(w in text for w in _ACCELERATOR_WORDS) or _ACCELERATOR_DEVICES_RE.search(text) is not None
+
+
+def is_test_path(path: str) -> bool:
+    """A test module by its path: `test_*.py`, `*_test.py`, `conftest.py`, or under `tests/` / `test/`."""
+    p = path.replace("\\", "/")
+    base = p.rsplit("/", 1)[-1]
+    return (
+        base.startswith("test_")
+        or base.endswith("_test.py")
+        or base == "conftest.py"
+        or "/tests/" in "/" + p
+        or "/test/" in "/" + p
+    )
+
+
+class TreeIndex:
+    """One file's text and tree, indexed once."""
+
+    def __init__(self, tree: ast.Module, text: str, path: str = "") -> None:
+        self.tree = tree
+        self.text = text
+        self.path = path
+        # one fast walk gives every node in pre-order with its depth, and parents
+        self.order, self.parents = index_tree(tree)
+        self.uses_cuda = "cuda" in text
+        # anything that can put tensors on an accelerator: CUDA, a `.to(device)`,
+        # accelerate / Fabric / Lightning, a `device` variable, MPS/XPU/NPU
+        self.may_use_accelerator = may_use_accelerator(text)
+        self._memo: Dict[str, Dict[object, object]] = {}
+        self._by_type: Optional[Dict[type, List[ast.AST]]] = None
+        self._slots: Optional[Dict[ast.AST, Tuple[ast.AST, str, int]]] = None
+        self._mentions: Dict[str, bool] = {}
+
+    def nodes(self, *types: type) -> List[ast.AST]:
+        """Every node of the file of these types (every node, with none), in
+        source order. Rules and analyses ask this instead of `ast.walk`-ing the
+        tree again: the file is indexed once, and each list is built once
+        (shared: read it, never change it)."""
+        by_type = self._by_type
+        if by_type is None:
+            by_type = self._by_type = {}
+            for n, _ in self.order:
+                bucket = by_type.get(n.__class__)
+                if bucket is None:
+                    by_type[n.__class__] = [n]
+                else:
+                    bucket.append(n)
+        if not types:
+            every = self._memo.get("nodes.all")
+            if every is None:
+                every = self._memo["nodes.all"] = [n for n, _ in self.order]  # type: ignore[assignment]
+            return every  # type: ignore[return-value]
+        if len(types) == 1:
+            return by_type.get(types[0], [])
+        key = ("nodes",) + types
+        out = self._memo.get(key)  # type: ignore[call-overload]
+        if out is None:
+            wanted = set(types)
+            out = [n for n, _ in self.order if n.__class__ in wanted]
+            self._memo[key] = out  # type: ignore[index]
+        return out  # type: ignore[return-value]
+
+    def mentions(self, word: str) -> bool:
+        """`word` occurs in the file's text (searched once per word, not once
+        per question: the text may be 10 MB)."""
+        hit = self._mentions.get(word)
+        if hit is None:
+            hit = self._mentions[word] = word in self.text
+        return hit
+
+    def memo(self, namespace: str) -> Dict[object, object]:
+        """A per-file dict for an analysis module's cached results."""
+        return self._memo.setdefault(namespace, {})
+
+    def memoized(self, namespace: str, key: object, compute: Callable[[], _T]) -> _T:
+        """`compute()`, once per key of the namespace (a falsy answer is kept too)."""
+        cache = self.memo(namespace)
+        if key in cache:
+            return cache[key]  # type: ignore[return-value]
+        out = cache[key] = compute()
+        return out
+
+    # ------------------------------------------------------------ blocks
+    def slot(self, stmt: ast.AST) -> Optional[Tuple[ast.AST, str, int]]:
+        """(parent, field, index) of a statement in its parent's `body`,
+        `orelse` or `finalbody` list; None for anything else. One index of
+        the file answers what `any(stmt is s for s in parent.body)` would
+        scan a block for (a 100,000-statement body, once per finding)."""
+        slots = self._slots
+        if slots is None:
+            slots = self._slots = {}
+            for n, _ in self.order:
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(n, field, None)
+                    if block.__class__ is list:
+                        for i, b in enumerate(block):  # type: ignore[arg-type]
+                            slots[b] = (n, field, i)
+        return slots.get(stmt)
+
+    def in_block(self, child: ast.AST, parent: ast.AST, *fields: str) -> bool:
+        """`child` is a statement of one of `parent`'s blocks (default `body`)."""
+        where = self.slot(child)
+        return where is not None and where[0] is parent and where[1] in (fields or ("body",))
+
+    def block_of(self, parent: ast.AST, child: ast.AST) -> Optional[List[ast.AST]]:
+        """The `body`, `orelse` or `finalbody` list of `parent` that holds `child`."""
+        where = self.slot(child)
+        return getattr(parent, where[1]) if where is not None and where[0] is parent else None
+
+    # --------------------------------------------------------- ancestors
+    def ancestors(self, node: ast.AST) -> List[ast.AST]:
+        """Ancestors from the module down to the node's parent."""
+        out = []
+        parents = self.parents
+        cur = parents.get(node)
+        while cur is not None:
+            out.append(cur)
+            cur = parents.get(cur)
+        out.reverse()
+        return out
+
+    @staticmethod
+    def enclosing_scope(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+        for anc in reversed(ancestors):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return anc
+        return None
+
+    @staticmethod
+    def enclosing_class(ancestors: Sequence[ast.AST]) -> Optional[ast.ClassDef]:
+        for anc in reversed(ancestors):
+            if isinstance(anc, ast.ClassDef):
+                return anc
+        return None
+
+    # ------------------------------------------------------- text facts
+    @property
+    def uses_cuda_graphs(self) -> bool:
+        """The file captures CUDA graphs (`torch.cuda.graph`, `CUDAGraph`,
+        `make_graphed_callables`, tensordict's `CudaGraphModule`, or
+        `torch.compile` in a mode that uses them). A replayed graph reads and
+        writes fixed addresses, so buffers such as gradients must stay
+        allocated between steps."""
+        return any(self.mentions(w) for w in _CUDA_GRAPH_WORDS)
+
+    def is_test_file(self) -> bool:
+        return is_test_path(self.path)

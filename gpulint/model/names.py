@@ -1,0 +1,176 @@
+"""Qualified names: what a name or dotted expression refers to, through imports.
+
+`nn.DataParallel` (with `from torch import nn`), `DP` (with
+`from torch.nn.parallel import DataParallel as DP`) and `torch.nn.DataParallel`
+all resolve to `torch.nn.DataParallel`; a class named `DataParallel` defined
+in the linted file resolves to `<local>.DataParallel` and is told apart.
+
+This is a deliberately light analysis on the stdlib `ast` (LibCST's scope
+provider costs 30x a parse): imports anywhere in the module bind names
+module-wide, and module-level `class`/`def` statements shadow imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Dict, Optional
+
+LOCAL = "<local>"
+
+# Different spellings of the same public object -> one canonical name.
+CANONICAL: Dict[str, str] = {
+    "torch.nn.parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.utils.data.dataloader.DataLoader": "torch.utils.data.DataLoader",
+    "torch.utils.data.dataset.TensorDataset": "torch.utils.data.TensorDataset",
+    "torch.autograd.no_grad": "torch.no_grad",
+    "torch.autograd.grad_mode.no_grad": "torch.no_grad",
+    "torch.autograd.grad_mode.inference_mode": "torch.inference_mode",
+    "torch.autograd.inference_mode": "torch.inference_mode",
+    "torch.autograd.grad_mode.set_grad_enabled": "torch.set_grad_enabled",
+    "torch.autograd.set_grad_enabled": "torch.set_grad_enabled",
+    "torch.autograd.grad_mode.enable_grad": "torch.enable_grad",
+    "torch.autograd.enable_grad": "torch.enable_grad",
+    "torch.autocast": "torch.amp.autocast",
+    "torch.amp.autocast_mode.autocast": "torch.amp.autocast",
+    "torch.cuda.amp.autocast_mode.autocast": "torch.cuda.amp.autocast",
+    "torch.cuda.amp.grad_scaler.GradScaler": "torch.cuda.amp.GradScaler",
+    "torch.amp.grad_scaler.GradScaler": "torch.amp.GradScaler",
+    "torch.autograd.anomaly_mode.detect_anomaly": "torch.autograd.detect_anomaly",
+    "torch.autograd.anomaly_mode.set_detect_anomaly": "torch.autograd.set_detect_anomaly",
+    "torch.nn.modules.module.Module": "torch.nn.Module",
+    "torch.nn.modules.Module": "torch.nn.Module",
+}
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+# compound statements and the fields that hold their nested statements
+_NESTED = {
+    ast.FunctionDef: ("body",), ast.AsyncFunctionDef: ("body",), ast.ClassDef: ("body",),
+    ast.If: ("body", "orelse"), ast.For: ("body", "orelse"), ast.AsyncFor: ("body", "orelse"),
+    ast.While: ("body", "orelse"), ast.With: ("body",), ast.AsyncWith: ("body",),
+    ast.Try: ("body", "handlers", "orelse", "finalbody"),
+}
+if hasattr(ast, "TryStar"):
+    _NESTED[ast.TryStar] = ("body", "handlers", "orelse", "finalbody")
+if hasattr(ast, "Match"):
+    _NESTED[ast.Match] = ("cases",)
+_IMPORTS = (ast.Import, ast.ImportFrom)
+
+
+def _imports(body, out: list) -> list:
+    """The import statements under `body`, nested ones too, in source order:
+    only compound statements are entered, never an expression."""
+    for node in body:
+        cls = node.__class__
+        if cls in _IMPORTS:
+            out.append(node)
+            continue
+        fields = _NESTED.get(cls)
+        if fields:
+            for f in fields:
+                if f == "handlers" or f == "cases":  # except clauses, match cases: each has a body
+                    for clause in getattr(node, f):
+                        _imports(clause.body, out)
+                else:
+                    _imports(getattr(node, f), out)
+    return out
+
+
+class ImportTable:
+    """Maps each name bound by an import (or a module-level def) to what it is."""
+
+    def __init__(self, tree: ast.Module, nodes=None) -> None:
+        self.names: Dict[str, str] = {}
+        self.modules_imported: set = set()
+        for node in nodes if nodes is not None else _imports(tree.body, []):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    self.modules_imported.add(alias.name)
+                    if alias.asname:
+                        self.names[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        self.names[top] = top
+            elif isinstance(node, ast.ImportFrom):
+                if node.level or not node.module:
+                    # relative import: a project module, never torch itself
+                    for alias in node.names:
+                        self.names[alias.asname or alias.name] = f"{LOCAL}.{alias.name}"
+                    continue
+                self.modules_imported.add(node.module)
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        for node in tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.names[node.name] = f"{LOCAL}.{node.name}"
+
+    def imports_module(self, prefix: str) -> bool:
+        return any(m == prefix or m.startswith(prefix + ".") for m in self.modules_imported)
+
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        """Canonical qualified name of a Name / dotted Attribute, or None."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.names.get(node.id)
+        if base is None:
+            if node.id in _BUILTINS:
+                base = f"builtins.{node.id}"
+            else:
+                return None
+        parts.append(base)
+        full = ".".join(reversed(parts))
+        return canonical(full)
+
+    def call_qualname(self, call: ast.AST) -> Optional[str]:
+        """The qualified name of what a call calls (`torch.zeros` for `th.zeros(3)`), or None."""
+        return self.qualname(call.func) if isinstance(call, ast.Call) else None
+
+
+def canonical(name: str) -> str:
+    return CANONICAL.get(name, name)
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """The source spelling of a Name / Attribute chain (`self.model`), or None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def node_word(node: ast.AST) -> Optional[str]:
+    """The word a node of a condition spells, for tests such as `if args.debug:`:
+    a name, an attribute, a string constant or a keyword's name; else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.keyword):
+        return node.arg
+    return None
+
+
+def last_name(node: ast.AST) -> Optional[str]:
+    """`loss` for `loss`, `model` for `self.model`, None otherwise."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None

@@ -1,0 +1,1 @@
+"""Layer 5, the project: what crosses function boundaries (`callgraph`)."""

@@ -1,0 +1,11 @@
+"""Layer 3, values: what an expression is.
+
+* `kinds`: the kinds of value (tensor, model, loader, optimizer, number, ...)
+  and what torch's names say about them;
+* `scopes`: what each name of a function holds, statement by statement;
+* `values`: the kind of any expression, and the questions built on it (is
+  this a model call, an optimizer step, a batch, a DataLoader?);
+* `host`: which tensors are known to live in host memory;
+* `placement`: where tensors are built and moved, and which DataLoader a
+  batch comes from.
+"""

@@ -1,0 +1,210 @@
+"""Which tensors are known to live in host memory, so that reading them does
+not wait for the GPU."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Sequence, Set
+
+from gpulint.model.index.nodes import LOOPS, SCOPES
+from gpulint.model.index.order import target_names, walk_scope
+from gpulint.model.values.kinds import HOST_FACTORIES, TENSOR, is_cpu_device, is_tensor_returning_torch, unwrap_iter
+from gpulint.model.values.values import Values
+
+LOADER_BATCH = object()  # a binding by a DataLoader loop (see HostValues.host_bindings)
+
+
+class HostValues:
+    """Host-memory tensors of one file."""
+
+    def __init__(self, values: Values) -> None:
+        self.values = values
+        self.index = values.index
+        self.imports = values.imports
+        self._bindings: Dict[ast.AST, Dict[str, List[Optional[ast.AST]]]] = {}
+
+    def is_host_tensor(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+        """Known to live in host memory, so reading it does not wait for the GPU:
+
+        * a batch straight from a DataLoader loop (`for x, y in loader:`), or a
+          part of one (`batch["labels"]`), that is never moved: the name is
+          bound by that loop only (not when the file hands its loaders to a
+          library that moves batches itself: accelerate's `prepare`, Fabric's
+          `setup_dataloaders`);
+        * a torch factory without `device=` (`torch.rand([])`, `torch.tensor(xs)`,
+          `torch.from_numpy(a)`), `.cpu()` / `.numpy()` results, `.to("cpu")`;
+        * torch functions, tensor methods, arithmetic and comparisons of such
+          values, and names bound only to such values.
+
+        False means "not known": it may well be on the host too."""
+        if self.index.mentions("set_default_device") or self.index.mentions("set_default_tensor_type"):
+            return False
+        scope = self.index.enclosing_scope(ancestors)
+        return self._is_host(expr, scope if scope is not None else self.index.tree, set())
+
+    def _is_host(self, expr: ast.AST, scope: ast.AST, seen: Set[str]) -> bool:
+        if isinstance(expr, (ast.Subscript, ast.Attribute)):
+            if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                return False
+            return self._is_host(expr.value, scope, seen)
+        if isinstance(expr, ast.Name):
+            if expr.id in seen:
+                return False
+            bindings = self.host_bindings(scope).get(expr.id)
+            if not bindings:
+                return False
+            inner = seen | {expr.id}
+            return all(b is LOADER_BATCH or (b is not None and self._is_host(b, scope, inner)) for b in bindings)
+        if isinstance(expr, ast.UnaryOp):
+            return self._is_host(expr.operand, scope, seen)
+        if isinstance(expr, (ast.BinOp, ast.Compare)):
+            operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left] + list(expr.comparators)
+            return self._host_operands(operands, scope, seen)
+        if not isinstance(expr, ast.Call):
+            return False
+        func = expr.func
+        if any(kw.arg == "device" for kw in expr.keywords):
+            return is_cpu_device(next(kw.value for kw in expr.keywords if kw.arg == "device"))
+        q = self.imports.qualname(func) or ""
+        if q.startswith("torch."):
+            name = q.rsplit(".", 1)[-1]
+            if name in HOST_FACTORIES and q.count(".") == 1:
+                return True
+            if is_tensor_returning_torch(q) and not name.endswith("_like"):
+                return self._host_operands(list(expr.args), scope, seen)
+            return False
+        if isinstance(func, ast.Attribute):
+            if func.attr in ("cpu", "numpy"):
+                return True
+            if func.attr == "to":
+                return any(is_cpu_device(a) for a in expr.args)
+            if func.attr in ("cuda", "pin_memory") or func.attr.startswith("_"):
+                return False
+            return self._is_host(func.value, scope, seen)
+        return False
+
+    def _host_operands(self, operands, scope, seen) -> bool:
+        """At least one operand is a host tensor and no other one is a tensor not
+        known to be on the host (a CUDA tensor would make the result a CUDA one)."""
+        info = self.values.function_info(scope if scope is not self.index.tree else None)
+        found = False
+        for o in operands:
+            if self._is_host(o, scope, seen):
+                found = True
+            elif self.values.classify(o, info.kinds, info.batch_names) == TENSOR:
+                return False
+        return found
+
+    def host_bindings(self, scope: ast.AST) -> Dict[str, List[Optional[ast.AST]]]:
+        """name -> what each binding in the scope assigns: an expression (the
+        value, or the iterable/value it is unpacked from), `LOADER_BATCH` for a
+        DataLoader loop target, None for anything else (arguments, `with`,
+        imports, ...)."""
+        cached = self._bindings.get(scope)
+        if cached is not None:
+            return cached
+        out: Dict[str, List[Optional[ast.AST]]] = {}
+        info = self.values.function_info(scope if scope is not self.index.tree else None)
+        moves_batches = self.index.mentions("prepare(") or self.index.mentions("setup_dataloaders(")
+        claimed: Set[int] = set()
+
+        def bind(target: ast.AST, value: Optional[ast.AST]) -> None:
+            if isinstance(target, ast.Name):
+                out.setdefault(target.id, []).append(value)
+                claimed.add(id(target))
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                    for t, v in zip(target.elts, value.elts):
+                        bind(t, v)
+                else:
+                    for t in target.elts:
+                        bind(t.value if isinstance(t, ast.Starred) else t, value)
+            elif isinstance(target, ast.Starred):
+                bind(target.value, value)
+
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = scope.args
+            for arg in list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs) + [a.vararg, a.kwarg]:
+                if arg is not None:
+                    out.setdefault(arg.arg, []).append(None)
+        body = scope.body if isinstance(scope.body, list) else [scope.body]
+        nodes = list(walk_scope(body))
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    bind(t, node.value)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                bind(node.target, node.value)
+            elif isinstance(node, ast.AugAssign):
+                bind(node.target, node.value if isinstance(node.target, ast.Name) else None)
+            elif isinstance(node, ast.NamedExpr):
+                bind(node.target, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                base, n_skip = unwrap_iter(node.iter)
+                target = node.target
+                if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+                    bind(target.elts[0], None)  # the enumerate index
+                    target = target.elts[1]
+                if self.values.is_loader(base, info.kinds) and not moves_batches:
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Name):
+                            out.setdefault(n.id, []).append(LOADER_BATCH)
+                            claimed.add(id(n))
+                else:
+                    bind(target, base)
+        for node in nodes:
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in claimed:
+                out.setdefault(node.id, []).append(None)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    out.setdefault(name, []).append(None)
+        self._bindings[scope] = out
+        return out
+
+    def tensor_loop_element(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+        """`expr` is the element a `for` loop takes from a tensor, as that loop
+        bound it: in `for idx in hits: idx.item()` (also `enumerate(hits)`),
+        the name `idx` read in the loop's body, with `hits` known to be a tensor
+        and not known to be in host memory. Returns the iterated expression, or
+        None. The name must not be rebound in the loop before the read (a
+        rebinding later in the same statement, `idx = idx.item()`, is fine), nor
+        anywhere in an inner loop around the read, nor by a comprehension."""
+        if not isinstance(expr, ast.Name):
+            return None
+        name = expr.id
+        chain = list(ancestors)
+        child: ast.AST = expr
+        for i in range(len(chain) - 1, -1, -1):
+            anc = chain[i]
+            if isinstance(anc, SCOPES):
+                return None
+            if isinstance(anc, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                if any(name in target_names(g.target) for g in anc.generators):
+                    return None
+            elif isinstance(anc, (ast.For, ast.AsyncFor)) and name in target_names(anc.target):
+                if not self.index.in_block(child, anc):
+                    return None  # the iterable, or the `else` after the last element
+                base, n_skip = unwrap_iter(anc.iter)
+                target = anc.target
+                if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+                    target = target.elts[1]
+                if not (isinstance(target, ast.Name) and target.id == name):
+                    return None  # the index of `enumerate`, or a part of an unpacked row
+                loop_anc = chain[:i]
+                if self.values.kind_at(base, loop_anc) != TENSOR or self.is_host_tensor(base, loop_anc):
+                    return None
+                # rebinding inside the loop: before the read, or in an inner loop around it
+                for n in walk_scope(anc.body):
+                    if n is expr:
+                        break
+                    if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+                        return None
+                for inner in chain[i + 1 :]:
+                    if isinstance(inner, LOOPS) and any(
+                        isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                        for n in walk_scope([inner])
+                    ):
+                        return None
+                return base
+            child = anc
+        return None

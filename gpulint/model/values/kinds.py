@@ -1,0 +1,186 @@
+"""The kinds of value the model tells apart, and what names say about them.
+
+A kind is one of the strings below; unknown is None. What torch's own names
+say (which `torch.*` functions return tensors, which tensor methods and
+attributes do not) and what a variable's name suggests (`model`, `loader`,
+`optimizer`, `loss`) live here, so that the layers above ask one place.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from gpulint.model.names import last_name
+
+TENSOR = "tensor"
+MODEL = "model"
+LOADER = "loader"
+LOADER_ITER = "loader_iter"
+OPTIMIZER = "optimizer"
+SCALER = "scaler"
+CRITERION = "criterion"
+NUMPY = "numpy"
+NUMBER = "number"
+OTHER = "other"
+
+MODEL_NAME_RE = re.compile(
+    r"^(model|net|network|backbone|classifier|encoder|decoder|generator|discriminator|"
+    r"critic|actor|policy|teacher|student|unet|vae|transformer|netG|netD|G|D)$"
+    r"|^(model|net)_\w+$|^\w+_(model|net|network)$",
+)
+LOADER_NAME_RE = re.compile(r"^(\w+_)?(data)?loader(_\w+)?$|^(\w+_)?dl$|^dataloader\w*$", re.I)
+OPTIMIZER_NAME_RE = re.compile(r"^(\w+_)?(opt|optim|optimizer|optimiser)(_\w+)?$|^opt[A-Z]\w*$")
+SCALER_NAME_RE = re.compile(r"^(\w+_)?(grad_)?scaler$")
+CRITERION_NAME_RE = re.compile(
+    r"^(criterion|criterion_\w+|\w+_criterion|loss_fn|loss_func|lossfn|loss_function|\w+_loss_fn)$"
+)
+LOSS_NAME_RE = re.compile(r"^(loss|\w+_loss|loss_\w+)$")
+LOSS_ACCUMULATOR_RE = re.compile(
+    r"^(total|running|epoch|avg|mean|sum|cum|accum|acc|train|val|valid|test|eval|best|prev|last|min|max|"
+    r"batch_avg|smoothed|ema|log)_"
+)
+# `compute_loss`, `use_loss`, `return_loss`: a function or a flag, not a loss value
+LOSS_NOT_VALUE_RE = re.compile(
+    r"^(compute|calc|calculate|get|use|with|has|return|do|enable|skip|apply|no|is|should|need|build|make|"
+    r"init|create|add|set|update|log|print|report)_"
+)
+NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)
+
+# torch.<sub>.* namespaces whose calls do not return tensors
+_NON_TENSOR_TORCH_PREFIXES = (
+    "torch.cuda.",
+    "torch.backends.",
+    "torch.distributed.",
+    "torch.utils.",
+    "torch.optim.",
+    "torch.jit.",
+    "torch.onnx.",
+    "torch.hub.",
+    "torch.amp.",
+    "torch.profiler.",
+    "torch.multiprocessing.",
+    "torch.compiler.",
+    "torch._dynamo.",
+    "torch.testing.",
+    "torch.export.",
+    "torch.fx.",
+    "torch.package.",
+    "torch.mps.",
+    "torch.xpu.",
+    "torch.autograd.profiler.",
+)
+_NON_TENSOR_TORCH_FUNCS = frozenset(
+    """device dtype no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled
+    is_tensor is_storage is_floating_point is_complex is_nonzero numel manual_seed seed initial_seed
+    save load get_default_dtype set_default_dtype set_default_device set_default_tensor_type compile
+    Generator Size finfo iinfo set_float32_matmul_precision get_float32_matmul_precision
+    use_deterministic_algorithms are_deterministic_algorithms_enabled set_printoptions
+    set_num_threads get_num_threads set_num_interop_threads get_num_interop_threads
+    get_rng_state set_rng_state set_anomaly_enabled is_anomaly_enabled autocast
+    set_autocast_enabled is_autocast_enabled typename memory_format layout
+    vmap func cond sym_int sym_float""".split()
+)
+# tensor methods whose result is not a tensor
+NON_TENSOR_METHODS = frozenset(
+    """item tolist numpy size dim ndimension numel nelement element_size data_ptr stride
+    storage untyped_storage get_device is_contiguous is_floating_point is_complex
+    backward register_hook retain_grad type_as_string __len__ is_pinned is_shared
+    is_set_to equal allclose has_names storage_offset""".split()
+)
+NON_TENSOR_ATTRS = frozenset(
+    """shape device dtype is_cuda requires_grad ndim is_leaf layout names grad_fn is_sparse
+    is_quantized is_meta output_nr""".split()
+)
+TENSOR_ATTRS = frozenset("grad data T mT H mH real imag".split())
+# methods of a model that return the model itself
+MODEL_SELF_METHODS = frozenset("to cuda cpu train eval half float double bfloat16 requires_grad_".split())
+MODEL_TELL_METHODS = frozenset(
+    "parameters named_parameters train eval state_dict load_state_dict modules named_modules".split()
+)
+# torch factories that build a tensor on the default (CPU) device unless given `device=`
+HOST_FACTORIES = frozenset(
+    """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
+    tensor from_numpy frombuffer scalar_tensor""".split()
+)
+# names of functions that compute with a model (and so on its device)
+MODEL_CODE_WORDS = ("forward", "backward", "step", "generate", "sample", "decode", "loss")
+ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "progress_bar", "track", "islice"})
+
+
+
+def is_tensor_returning_torch(q: str) -> bool:
+    if any(q.startswith(p) for p in _NON_TENSOR_TORCH_PREFIXES):
+        return False
+    parts = q.split(".")
+    if len(parts) == 2:
+        name = parts[1]
+        if name in _NON_TENSOR_TORCH_FUNCS or name.startswith("_"):
+            return False
+        if name[:1].isupper():
+            return name.endswith("Tensor")
+        return name.islower() or "_" in name
+    if parts[1] in ("linalg", "fft", "special", "sparse", "nested"):
+        return True
+    if parts[1] == "nn" and len(parts) >= 4 and parts[2] == "functional":
+        return True
+    if parts[1] == "nn" and parts[-1] in ("clip_grad_norm_", "get_total_norm", "parameters_to_vector"):
+        return True  # torch.nn.utils.clip_grad_norm_ returns the total norm as a tensor
+    if parts[1] == "autograd" and parts[-1] == "grad":
+        return False
+    return False
+
+
+def kind_from_name(name: str) -> Optional[str]:
+    if name in ("self", "cls"):
+        return None
+    name = name.lstrip("_")  # `self._optimizer`, `self._model` name the same things
+    if not name:
+        return None
+    if NOT_MODEL_HINT_RE.search(name):
+        return None
+    if MODEL_NAME_RE.match(name):
+        return MODEL
+    if LOADER_NAME_RE.match(name):
+        return LOADER
+    if OPTIMIZER_NAME_RE.match(name):
+        return OPTIMIZER
+    if SCALER_NAME_RE.match(name):
+        return SCALER
+    if CRITERION_NAME_RE.match(name):
+        return CRITERION
+    if (
+        LOSS_NAME_RE.match(name)
+        and not LOSS_ACCUMULATOR_RE.match(name)
+        and not LOSS_NOT_VALUE_RE.match(name)
+        and not name.endswith("_fn")
+    ):
+        return TENSOR
+    return None
+
+
+def is_cpu_device(expr: ast.AST) -> bool:
+    """`"cpu"`, `torch.device("cpu")`."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str) and expr.value.split(":")[0] == "cpu"
+    if isinstance(expr, ast.Call) and (last_name(expr.func) or "") == "device" and expr.args:
+        return is_cpu_device(expr.args[0])
+    return False
+
+
+def unwrap_iter(it: ast.AST):
+    """enumerate(tqdm(loader)) -> (loader, 1 if enumerate was seen)."""
+    skip = 0
+    while isinstance(it, ast.Call) and it.args:
+        name = last_name(it.func) or ""
+        if name == "enumerate":
+            skip = 1
+            it = it.args[0]
+        elif name in ITER_WRAPPERS:
+            it = it.args[0]
+        else:
+            break
+    return it, skip
+
+

@@ -1,0 +1,977 @@
+"""Where tensors are built and where they go: tensor factories, device
+arguments, and which `DataLoader(...)` a batch comes from.
+
+* **Tensor factory**: `torch.<name>(...)` for a name in `TENSOR_FACTORIES`
+  (resolved through imports; `*_like` and `Tensor.new_*` are not factories:
+  they take the device of their input).
+* **Device argument**: what the argument of `.to(...)` / a `device=` is, read
+  from the expression alone: `"cpu"`, a dtype, a device (`"cuda:0"`, `0`,
+  `torch.device("cuda")`, `x.device`, `device`, `args.gpu`, `local_rank`), or
+  unknown (a tensor, anything else).
+* **Batch source**: for a batch expression (`images`, `batch["input_ids"]`,
+  `v` in `{k: v.to(dev) for k, v in batch.items()}`), the loop (or `next()`
+  call) that produced it and the loader expression it iterates, found by
+  walking from the use to the binding of its root name: the enclosing
+  `for`/comprehension that binds it, else the last assignment before it in
+  the same function.
+* **Loader construction**: the `DataLoader(...)` call(s) a loader expression
+  refers to: a name assigned in the same function, else the same name (or
+  `self` attribute) assigned elsewhere in the file, else, for a parameter or
+  an unknown loader, the file's only `DataLoader(...)` call. `None` when that
+  cannot be told (the name is also bound to something else, several files'
+  worth of loaders, ...).
+
+Everything is cached per file on the `FileModel`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from gpulint.model.index.nodes import SCOPES
+from gpulint.model.values.kinds import MODEL, NUMBER, TENSOR, unwrap_iter, is_tensor_returning_torch
+from gpulint.model.names import last_name
+from gpulint.model.index.order import nodes_in_order
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.file import FileModel
+
+# torch.<name>(...) that build a new tensor and take `device=`
+TENSOR_FACTORIES = frozenset(
+    """zeros ones empty empty_strided full arange range linspace logspace eye
+    rand randn randint randperm tensor as_tensor scalar_tensor tril_indices triu_indices
+    hann_window hamming_window blackman_window bartlett_window kaiser_window""".split()
+)
+# factories whose numbers come from a random generator: the CPU and the CUDA
+# generators give different numbers for the same seed
+RANDOM_FACTORIES = frozenset("rand randn randint randperm normal bernoulli multinomial poisson".split())
+# factories whose values are computed by a kernel that may round differently
+# on another device (window functions, float ranges)
+_COMPUTED_FACTORIES = frozenset(
+    "linspace logspace hann_window hamming_window blackman_window bartlett_window kaiser_window".split()
+)
+_RANGE_FACTORIES = frozenset(("arange", "range"))
+_FLOAT_DTYPES = frozenset(
+    "float float32 float64 double half float16 bfloat16 complex64 complex128 cfloat cdouble".split()
+)
+TORCH_DTYPES = _FLOAT_DTYPES | frozenset(
+    "int int8 int16 int32 int64 long short uint8 uint16 uint32 uint64 bool qint8 quint8 qint32".split()
+)
+
+DEVICE_STRING_RE = re.compile(r"^(cuda|mps|xpu|hpu|npu|xla|mtia|privateuseone)(:\d+)?$")
+CPU_STRING_RE = re.compile(r"^cpu(:\d+)?$")
+DEVICE_NAME_RE = re.compile(
+    r"^(device|dev|gpu|gpu_id|gpu_idx|gpu_index|cuda_device|device_id|device_index|local_rank|rank)$"
+    r"|_device$|_dev$",
+    re.I,
+)
+
+DTYPE_NAME_RE = re.compile(r"^(dtype|\w+_dtype|dtype_\w+)$")
+
+CPU = "cpu"
+DTYPE = "dtype"
+DEVICE = "device"
+
+
+def file_cache(fa: "FileModel", key: str, build: Callable[[], object]) -> object:
+    """`build()`, computed once per file and key."""
+    cache = fa.index.memo("placement")
+    if key not in cache:
+        cache[key] = build()
+    return cache[key]
+
+
+# ------------------------------------------------------------------ factories
+def factory_name(fa: "FileModel", call: ast.AST) -> Optional[str]:
+    """`zeros` for `torch.zeros(...)` (any import form), else None."""
+    if not isinstance(call, ast.Call) or last_name(call.func) not in TENSOR_FACTORIES:
+        return None
+    q = fa.imports.qualname(call.func) or ""
+    if q.startswith("torch.") and q.count(".") == 1:
+        name = q[6:]
+        if name in TENSOR_FACTORIES:
+            return name
+    return None
+
+
+def factory_device_arg(name: str, call: ast.Call) -> Optional[ast.AST]:
+    """The expression given as the factory's device (keyword, or the third
+    positional argument of `as_tensor`), or None."""
+    for kw in call.keywords:
+        if kw.arg == "device":
+            return kw.value
+    if name == "as_tensor" and len(call.args) >= 3:
+        return call.args[2]
+    return None
+
+
+# in-place fills that draw random numbers: `torch.empty(n).bernoulli_(p)`
+RANDOM_FILLS = frozenset((
+    "bernoulli_", "uniform_", "normal_", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_",
+))
+
+
+def has_generator(call: ast.Call) -> bool:
+    """`generator=g`: the numbers come from that generator, which must be on
+    the device the tensor is built on. Code that builds on the CPU with one
+    works only because the generator is a CPU one (`torch.Generator()`), so
+    the tensor has to be built on the CPU and copied: passing `device=`
+    would raise."""
+    return any(
+        kw.arg == "generator" and not (isinstance(kw.value, ast.Constant) and kw.value.value is None)
+        for kw in call.keywords
+    )
+
+
+def values_depend_on_device(fa: "FileModel", name: str, call: ast.Call) -> Optional[str]:
+    """Why the factory's numbers could differ when it runs on another device,
+    or None when they are the same everywhere."""
+    if name in RANDOM_FACTORIES:
+        return "the CPU and CUDA random generators give different numbers"
+    parent = fa.index.parents.get(call)
+    if (
+        isinstance(parent, ast.Attribute)
+        and parent.attr in RANDOM_FILLS
+        and isinstance(fa.index.parents.get(parent), ast.Call)
+    ):
+        return "it is filled with random numbers, which the CPU and CUDA generators draw differently"
+    if name in _COMPUTED_FACTORIES:
+        return "the CUDA kernel may round differently in the last bit"
+    if name in _RANGE_FACTORIES:
+        dtype = next((kw.value for kw in call.keywords if kw.arg == "dtype"), None)
+        if dtype is not None:
+            q = fa.imports.qualname(dtype) or ""
+            if q.startswith("torch.") and q[6:] in TORCH_DTYPES and q[6:] not in _FLOAT_DTYPES:
+                return None  # an integer range is exact anywhere
+            if q.startswith("torch.") and q[6:] in _FLOAT_DTYPES:
+                return "a floating-point range may round differently in the last bit on the GPU"
+        for arg in list(call.args) + [kw.value for kw in call.keywords if kw.arg in ("start", "end", "step")]:
+            for n in ast.walk(arg):
+                if isinstance(n, ast.Constant) and isinstance(n.value, float):
+                    return "a floating-point range may round differently in the last bit on the GPU"
+                if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+                    return "a floating-point range may round differently in the last bit on the GPU"
+    return None
+
+
+# --------------------------------------------------- legacy typed constructors
+# `torch.FloatTensor(...)` and friends build on the CPU (`torch.cuda.FloatTensor`
+# builds on the GPU); the dtype each one gives, None for `torch.Tensor` (the
+# default dtype)
+LEGACY_CONSTRUCTORS: Dict[str, Optional[str]] = {
+    "Tensor": None,
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "ByteTensor": "uint8",
+    "CharTensor": "int8",
+    "ShortTensor": "int16",
+    "IntTensor": "int32",
+    "LongTensor": "int64",
+    "BoolTensor": "bool",
+}
+# calls and methods that give an int (or a torch.Size)
+_SIZE_FUNCS = frozenset(("builtins.len", "builtins.int", "builtins.round", "math.ceil", "math.floor", "math.prod"))
+_SIZE_METHODS = frozenset(("size", "numel", "nelement", "dim", "ndimension"))
+
+
+def legacy_constructor(fa: "FileModel", call: ast.AST) -> Optional[str]:
+    """`FloatTensor` for `torch.FloatTensor(...)` (any import form), else None.
+    `torch.cuda.FloatTensor(...)` is not one: it builds on the GPU."""
+    if not isinstance(call, ast.Call) or last_name(call.func) not in LEGACY_CONSTRUCTORS:
+        return None
+    q = fa.imports.qualname(call.func) or ""
+    if q.startswith("torch.") and q.count(".") == 1 and q[6:] in LEGACY_CONSTRUCTORS:
+        return q[6:]
+    return None
+
+
+def legacy_size_args(fa: "FileModel", call: ast.Call, ancestors: Sequence[ast.AST]) -> bool:
+    """The legacy constructor's arguments are surely sizes, and not zero: an
+    uninitialised tensor. Several arguments (`torch.FloatTensor(b, n)`) can
+    only be sizes; one must be a size by its form (`3`, `len(xs)`,
+    `x.size(0)`, `x.shape[1] * 2`, `x.size()`, a tensor's `x.shape`, `*shape`) or a name that the
+    function binds only to such values (`n = x.size(0)`) or to a number.
+    False for data (`torch.FloatTensor([1, 2])`, an array, a storage), for a
+    value that could be either (`torch.Tensor(n)` with `n` a parameter), and
+    for an empty tensor (no arguments, a literal 0)."""
+    if not call.args or call.keywords:
+        return False
+    if any(isinstance(a, ast.Constant) and a.value == 0 for a in call.args):
+        return False  # an empty tensor: nothing is copied
+    if len(call.args) > 1:
+        # only the `(*sizes)` form takes several arguments (`(data)` takes one)
+        return not any(
+            isinstance(a, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.JoinedStr))
+            or (isinstance(a, ast.Constant) and not isinstance(a.value, int))
+            for a in call.args
+        )
+    scope = fa.index.enclosing_scope(ancestors)
+    arg = call.args[0]
+    return isinstance(arg, ast.Starred) or _is_size(fa, arg, ancestors, scope, set())
+
+
+def _is_size(fa: "FileModel", expr: ast.AST, ancestors: Sequence[ast.AST], scope, seen: Set[str]) -> bool:
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
+    if isinstance(expr, ast.Attribute):
+        if expr.attr == "shape":
+            # a tensor's torch.Size is sizes; a numpy shape is a tuple, which is data
+            return fa.values.kind_at(expr.value, ancestors) == TENSOR
+        return expr.attr == "ndim"
+    if isinstance(expr, ast.Subscript):
+        inner = expr.value
+        return (isinstance(inner, ast.Attribute) and inner.attr == "shape") or (
+            isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "size"
+        )
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _SIZE_METHODS:
+            return True
+        q = fa.imports.qualname(func) or ""
+        return q in _SIZE_FUNCS or q == "torch.Size"
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+        return _is_size(fa, expr.left, ancestors, scope, seen) and _is_size(fa, expr.right, ancestors, scope, seen)
+    if isinstance(expr, ast.Name):
+        if fa.values.kind_at(expr, ancestors) == NUMBER:
+            return True
+        # `batch_size = x.size(0)`: every binding of the name in the function is a size
+        if expr.id in seen or len(seen) > 8:
+            return False
+        bindings = fa.host.host_bindings(scope if scope is not None else fa.tree).get(expr.id)
+        return bool(bindings) and all(
+            isinstance(b, ast.AST) and _is_size(fa, b, ancestors, scope, seen | {expr.id}) for b in bindings
+        )
+    return False
+
+
+# ------------------------------------------------------------------ devices
+def device_arg_kind(fa: "FileModel", expr: Optional[ast.AST]) -> Optional[str]:
+    """CPU, DTYPE or DEVICE (an accelerator, or a device variable) for an
+    argument of `.to()` / `device=`; None when it cannot be told (a tensor,
+    an unknown value)."""
+    if expr is None:
+        return None
+    if isinstance(expr, ast.Constant):
+        v = expr.value
+        if isinstance(v, str):
+            if CPU_STRING_RE.match(v):
+                return CPU
+            if DEVICE_STRING_RE.match(v):
+                return DEVICE
+            return None
+        if isinstance(v, int) and not isinstance(v, bool):
+            return DEVICE  # a CUDA device index
+        return None
+    if isinstance(expr, ast.JoinedStr):
+        first = expr.values[0] if expr.values else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            if first.value.startswith("cpu"):
+                return CPU
+            if re.match(r"^(cuda|mps|xpu|hpu|npu)(:|$)", first.value):
+                return DEVICE
+        return None
+    if isinstance(expr, ast.Call):
+        q = fa.imports.qualname(expr.func) or ""
+        if q == "torch.device":
+            a = expr.args[0] if expr.args else next((k.value for k in expr.keywords if k.arg == "type"), None)
+            return device_arg_kind(fa, a) if isinstance(a, ast.Constant) and isinstance(a.value, str) else DEVICE
+        if q in ("torch.cuda.current_device",):
+            return DEVICE
+        return None
+    q = fa.imports.qualname(expr) or ""
+    if q.startswith("torch.") and q[6:] in TORCH_DTYPES:
+        return DTYPE
+    name = last_name(expr)
+    if name is None:
+        return None
+    if name == "dtype" or DTYPE_NAME_RE.match(name):
+        return DTYPE
+    if isinstance(expr, ast.Attribute) and name == "device":
+        return DEVICE  # x.device, self.device, accelerator.device, args.device
+    if DEVICE_NAME_RE.match(name):
+        return DEVICE
+    return None
+
+
+def move_target(fa: "FileModel", call: ast.AST) -> Optional[Tuple[ast.AST, Optional[ast.AST]]]:
+    """For `x.cuda(...)` / `x.to(<device>, ...)` moving to an accelerator:
+    (x, the device expression, None for `.cuda()`); else None."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    attr = call.func.attr
+    if attr == "cuda":
+        dev = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+        return call.func.value, dev
+    if attr == "to":
+        dev = next((k.value for k in call.keywords if k.arg == "device"), None)
+        if dev is None and call.args:
+            dev = call.args[0]
+        if dev is not None and not isinstance(dev, ast.Starred) and device_arg_kind(fa, dev) == DEVICE:
+            return call.func.value, dev
+    return None
+
+
+# helpers whose name says they move a (nested) batch to a device:
+# `batch_to_device(batch, device)`, `move_to_device(batch, device)`,
+# accelerate's `send_to_device(batch, device)`, `to_device(batch, device)`
+MOVE_HELPER_RE = re.compile(r"^(batch_to_device|(move|send)_(batch_)?to_device|to_device)$")
+
+
+def helper_move_target(fa: "FileModel", call: ast.AST) -> Optional[Tuple[ast.AST, ast.AST]]:
+    """For `batch_to_device(batch, device)` (a function named for moving a
+    batch to a device, see `MOVE_HELPER_RE`) whose device argument (second
+    positional, or `device=`) is a device expression: (batch, the device
+    expression); else None. `x.to_device(dev)`, with the value as the
+    receiver, is not such a call."""
+    if not isinstance(call, ast.Call) or not call.args or isinstance(call.args[0], ast.Starred):
+        return None
+    name = last_name(call.func)
+    if name is None or not MOVE_HELPER_RE.match(name):
+        return None
+    dev = next((k.value for k in call.keywords if k.arg == "device"), None)
+    if dev is None and len(call.args) >= 2:
+        dev = call.args[1]
+    if dev is None or isinstance(dev, ast.Starred) or device_arg_kind(fa, dev) != DEVICE:
+        return None
+    return call.args[0], dev
+
+
+# ------------------------------------------------------------- batch sources
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _root(expr: ast.AST, methods: Optional[Set[str]] = None) -> ast.AST:
+    """`batch` for `batch["x"]`, `batch.items()`, `batch[0].float()`; the
+    names of the methods called on the way go into `methods`."""
+    while True:
+        if isinstance(expr, (ast.Subscript, ast.Attribute, ast.Starred)):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            if methods is not None:
+                methods.add(expr.func.attr)
+            expr = expr.func.value
+        else:
+            return expr
+
+
+def _binds(target: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+def _in_list(node: ast.AST, body: Sequence[ast.AST]) -> bool:
+    return any(node is b for b in body)
+
+
+def _pos(node: ast.AST) -> Tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def _end(node: ast.AST) -> Tuple[int, int]:
+    row = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+    return (row, getattr(node, "end_col_offset", None) or 0)
+
+
+def _scope_nodes(scope: ast.AST):
+    body = scope.body if isinstance(getattr(scope, "body", None), list) else [scope.body]  # type: ignore[attr-defined]
+    return nodes_in_order(body)
+
+
+def batch_source(
+    fa: "FileModel",
+    expr: ast.AST,
+    ancestors: Sequence[ast.AST],
+    methods: Optional[Set[str]] = None,
+    _depth: int = 0,
+    params: Optional[List[Tuple[ast.AST, str]]] = None,
+) -> Optional[Tuple[ast.AST, ast.AST]]:
+    """(producer, loader expression) for a batch expression: the `for` loop
+    (or `next(...)` call) over a loader that the value comes from, and the
+    loader it iterates. None when the value cannot be traced to a loader.
+    The names of the methods applied to the value on its way from the loader
+    (`pin_memory`, `float`, `items`, ...) are added to `methods`. When the
+    value comes, unchanged or unpacked, from a parameter of the enclosing
+    function (bound nowhere before the use in it), (function, parameter
+    name) is appended to `params`."""
+    if _depth > 12:
+        return None
+    root = _root(expr, methods)
+    if isinstance(root, ast.Call):
+        return _next_source(fa, root, ancestors)
+    if not isinstance(root, ast.Name):
+        return None
+    name = root.id
+    chain = list(ancestors) + [expr]
+    scope: ast.AST = fa.tree
+    loop: Optional[Tuple[ast.AST, ast.AST, List[ast.AST]]] = None  # (producer, iterable, its ancestors)
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if loop is None and isinstance(anc, (ast.For, ast.AsyncFor)):
+            if (_in_list(child, anc.body) or _in_list(child, anc.orelse)) and _binds(anc.target, name):
+                loop = (anc, anc.iter, chain[:i])
+        elif loop is None and isinstance(anc, _COMPREHENSIONS):
+            # a use inside generator k (its iter or ifs) sees the targets of the
+            # generators before it; one in the element sees them all
+            gens = list(anc.generators)
+            for k, gen in enumerate(gens):
+                if child is gen:
+                    gens = gens[:k]
+                    break
+            for gen in reversed(gens):
+                if _binds(gen.target, name):
+                    loop = (anc, gen.iter, chain[: i + 1])
+                    break
+        elif isinstance(anc, SCOPES):
+            scope = anc
+            break
+    # the last assignment to the name before the use, in the same scope
+    best: Optional[ast.AST] = None
+    use = _pos(root)
+    for node in _scope_nodes(scope):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_binds(t, name) for t in targets) and _end(node) <= use:
+                if best is None or _pos(node) > _pos(best):
+                    best = node
+    if loop is not None and (best is None or not _encloses(loop[0], best)):
+        return _from_iterable(fa, loop[0], loop[1], loop[2], methods, _depth, params)
+    if best is None:
+        if params is not None and loop is None and name not in ("self", "cls"):
+            if _is_param(scope, name) and not _rebound(scope, name):
+                params.append((scope, name))
+        return None
+    targets = best.targets if isinstance(best, ast.Assign) else [best.target]  # type: ignore[attr-defined]
+    value = best.value  # type: ignore[attr-defined]
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+            if len(t.elts) == len(value.elts):
+                for te, ve in zip(t.elts, value.elts):
+                    if _binds(te, name):
+                        value = ve
+                        break
+    if isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Call)):
+        return batch_source(fa, value, fa.index.ancestors(value), methods, _depth + 1, params)
+    return None
+
+
+def _is_param(scope: ast.AST, name: str) -> bool:
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    a = scope.args
+    return any(p.arg == name for p in a.posonlyargs + a.args + a.kwonlyargs)
+
+
+def _rebound(scope: ast.AST, name: str) -> bool:
+    """The parameter is assigned somewhere in the function (other than in
+    nested functions): its value at a use may not be the argument's."""
+    todo: List[ast.AST] = list(scope.body)  # type: ignore[attr-defined]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        targets: List[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        if any(_binds(t, name) for t in targets):
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _call_sites(fa: "FileModel", fn: ast.AST, param: str) -> List[ast.AST]:
+    """The arguments given for parameter `param` of `fn` at its call sites in
+    the file: `self.<fn>(...)` in the class that defines the method, or
+    `<fn>(...)` for a function defined once at module level. Empty when `fn`
+    is neither, or a call site passes `*args` / `**kwargs` over the
+    parameter's position."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    owner = fa.index.parents.get(fn)
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args]
+    decorators = {last_name(d) for d in fn.decorator_list}
+    if isinstance(owner, ast.ClassDef):
+        if decorators & {"staticmethod", "classmethod", "property"} or not positional or positional[0] != "self":
+            return []
+        if sum(
+            isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)) and i.name == fn.name for i in owner.body
+        ) != 1:
+            return []
+        positional = positional[1:]
+        search: ast.AST = owner
+
+        def is_call(c: ast.Call) -> bool:
+            f = c.func
+            return (
+                isinstance(f, ast.Attribute)
+                and f.attr == fn.name
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "self"
+                and fa.index.enclosing_class(fa.index.ancestors(c)) is owner
+            )
+
+    elif isinstance(owner, ast.Module):
+        defined = sum(
+            isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and i.name == fn.name
+            for i in fa.index.nodes(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        )
+        imported = any(
+            (a.asname or a.name.split(".")[0]) == fn.name
+            for n in fa.index.nodes(ast.Import, ast.ImportFrom)
+            for a in n.names
+        )
+        if defined != 1 or imported or any(_binds(t, fn.name) for t, _, _ in all_assignments(fa)):
+            return []  # the name may call something else
+        search = fa.tree
+
+        def is_call(c: ast.Call) -> bool:
+            return isinstance(c.func, ast.Name) and c.func.id == fn.name
+
+    else:
+        return []
+    index = positional.index(param) if param in positional else None
+    out: List[ast.AST] = []
+    for node in ast.walk(search):
+        if not (isinstance(node, ast.Call) and is_call(node)):
+            continue
+        arg = next((k.value for k in node.keywords if k.arg == param), None)
+        if arg is None and index is not None:
+            before = node.args[: index + 1]
+            if any(isinstance(x, ast.Starred) for x in before):
+                continue
+            if len(node.args) > index:
+                arg = node.args[index]
+        if arg is not None:
+            out.append(arg)
+    return out
+
+
+def _encloses(outer: ast.AST, inner: ast.AST) -> bool:
+    return _pos(outer) <= _pos(inner) and _end(inner) <= _end(outer)
+
+
+def _from_iterable(fa, producer, it, ancestors, methods, depth, params=None) -> Optional[Tuple[ast.AST, ast.AST]]:
+    base, _ = unwrap_iter(it)
+    info = fa.values.info_for(ancestors)
+    if fa.values.is_loader(base, info.kinds):
+        return producer, base
+    if isinstance(base, ast.Call) and last_name(base.func) == "zip":
+        return None
+    # iterating something taken from a batch (`batch.items()`, `batch`): follow it
+    return batch_source(fa, base, fa.index.ancestors(base), methods, depth + 1, params)
+
+
+def _next_source(fa: "FileModel", call: ast.Call, ancestors) -> Optional[Tuple[ast.AST, ast.AST]]:
+    if not (isinstance(call.func, ast.Name) and call.func.id == "next" and call.args):
+        return None
+    it = call.args[0]
+    info = fa.values.info_for(ancestors)
+    if isinstance(it, ast.Call) and last_name(it.func) == "iter" and it.args:
+        if fa.values.is_loader(it.args[0], info.kinds):
+            return call, it.args[0]
+        return None
+    if isinstance(it, ast.Name):
+        scope = fa.index.enclosing_scope(ancestors) or fa.tree
+        values = [
+            n.value
+            for n in _scope_nodes(scope)
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == it.id for t in n.targets)
+        ]
+        if len(values) >= 1 and all(
+            isinstance(v, ast.Call) and last_name(v.func) == "iter" and v.args for v in values
+        ):
+            loaders = {ast.dump(v.args[0]) for v in values}  # type: ignore[attr-defined]
+            if len(loaders) == 1 and fa.values.is_loader(values[0].args[0], info.kinds):  # type: ignore[attr-defined]
+                return call, values[0].args[0]  # type: ignore[attr-defined]
+    return None
+
+
+# ------------------------------------------------------ loader constructions
+# class names of DataLoaders: torch's, and torchdata's resumable drop-in
+# replacement (same arguments, same worker processes)
+DATALOADER_NAMES = frozenset(("DataLoader", "StatefulDataLoader"))
+
+
+def is_dataloader_call(fa: "FileModel", node: ast.AST) -> bool:
+    """Any call of a class named DataLoader (torch's or another library's),
+    or torchdata's `StatefulDataLoader`."""
+    return isinstance(node, ast.Call) and last_name(node.func) in DATALOADER_NAMES
+
+
+def is_torch_dataloader_call(fa: "FileModel", node: ast.AST) -> bool:
+    """`torch.utils.data.DataLoader(...)` (any import form) or a subclass that
+    takes its arguments (PyG, MONAI, torchdata's `StatefulDataLoader`)."""
+    if not isinstance(node, ast.Call):
+        return False
+    q = fa.imports.qualname(node.func) or ""
+    return q in (
+        "torch.utils.data.DataLoader",
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.data.DataLoader",
+        "monai.data.DataLoader",
+        "torchdata.stateful_dataloader.StatefulDataLoader",
+        "torchdata.stateful_dataloader.stateful_dataloader.StatefulDataLoader",
+    )
+
+
+def dataloader_calls(fa: "FileModel") -> List[ast.Call]:
+    return file_cache(  # type: ignore[return-value]
+        fa, "dataloader_calls", lambda: [n for n in fa.index.nodes(ast.Call) if is_dataloader_call(fa, n)]
+    )
+
+
+def all_assignments(fa: "FileModel") -> List[Tuple[ast.AST, ast.AST, ast.AST]]:
+    """(target, value, statement) for every simple or unpacking assignment in the file."""
+
+    def build():
+        out = []
+        kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.With,
+                 ast.AsyncWith, ast.NamedExpr)
+        for node in fa.index.nodes(*kinds):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    out.append((t, node.value, node))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                out.append((node.target, node.value, node))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                out.append((node.target, None, node))
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        out.append((item.optional_vars, None, node))
+            elif isinstance(node, ast.NamedExpr):
+                out.append((node.target, node.value, node))
+        return out
+
+    return file_cache(fa, "assignments", build)  # type: ignore[return-value]
+
+
+def _same_target(target: ast.AST, ref: ast.AST) -> bool:
+    if isinstance(ref, ast.Name):
+        return isinstance(target, ast.Name) and target.id == ref.id
+    if isinstance(ref, ast.Attribute) and isinstance(ref.value, ast.Name) and ref.value.id == "self":
+        return (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            and target.attr == ref.attr
+        )
+    return False
+
+
+def binds_ref(target: ast.AST, ref: ast.AST) -> bool:
+    if _same_target(target, ref):
+        return True
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(binds_ref(e, ref) for e in target.elts)
+    if isinstance(target, ast.Starred):
+        return binds_ref(target.value, ref)
+    return False
+
+
+def _resolve(fa: "FileModel", bindings, ref: ast.AST, depth: int = 0) -> Optional[List[ast.Call]]:
+    """All bindings must assign a DataLoader(...) (or None): directly, or
+    through a method of the same class that returns one (`self.loader =
+    self._setup_data(...)`, `self.sampler, self.loader = self._setup_data(...)`
+    with `return sampler, loader`)."""
+    calls: List[ast.Call] = []
+    for target, value, stmt in bindings:
+        if value is None:
+            return None
+        values = _bound_values(fa, target, value, ref, stmt, depth)
+        if values is None:
+            return None
+        for v, v_ancestors in values:
+            if isinstance(v, ast.Constant) and v.value is None:
+                continue
+            if is_dataloader_call(fa, v):
+                calls.append(v)  # type: ignore[arg-type]
+                continue
+            if v_ancestors is None or not isinstance(v, ast.Name) or depth >= 3:
+                return None
+            # a name returned by the method: only its bindings in that method
+            scope = fa.index.enclosing_scope(v_ancestors)
+            local = [
+                b
+                for b in all_assignments(fa)
+                if binds_ref(b[0], v) and fa.index.enclosing_scope(fa.index.ancestors(b[2])) is scope
+            ]
+            inner = _resolve(fa, local, v, depth + 1) if local else None
+            if inner is None:
+                return None
+            calls.extend(inner)
+    return calls or None
+
+
+def _bound_values(
+    fa: "FileModel", target: ast.AST, value: ast.AST, ref: ast.AST, stmt: ast.AST, depth: int
+) -> Optional[List[Tuple[ast.AST, Optional[List[ast.AST]]]]]:
+    """The expression(s) that `target = value` binds `ref` to, each with its
+    ancestors when it comes from a `return` of a method (None otherwise);
+    None when that cannot be told."""
+    index: Optional[int] = None
+    size = 0
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if any(isinstance(e, ast.Starred) for e in target.elts):
+            return None
+        hits = [i for i, e in enumerate(target.elts) if _same_target(e, ref)]
+        if len(hits) != 1:
+            return None
+        index, size = hits[0], len(target.elts)
+    elif not _same_target(target, ref):
+        return None
+
+    def pick(v: ast.AST) -> Optional[ast.AST]:
+        if index is None:
+            return v
+        if isinstance(v, (ast.Tuple, ast.List)) and len(v.elts) == size:
+            return v.elts[index]
+        return None
+
+    returns = _method_returns(fa, value, stmt) if depth < 3 else None
+    if not returns:
+        direct = pick(value)
+        return None if direct is None else [(direct, None)]
+    out: List[Tuple[ast.AST, Optional[List[ast.AST]]]] = []
+    for ret in returns:
+        if ret.value is None:
+            continue  # a bare `return`: no loader
+        v = pick(ret.value)
+        if v is None:
+            return None
+        out.append((v, fa.index.ancestors(v)))
+    return out or None
+
+
+def _method_returns(fa: "FileModel", value: ast.AST, stmt: ast.AST) -> Optional[List[ast.Return]]:
+    """The `return` statements of the method of the enclosing class that
+    `value` calls (`self.<method>(...)`); None when `value` is no such call,
+    or the method is a generator or returns nothing."""
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == "self"
+    ):
+        return None
+    cls = fa.index.enclosing_class(fa.index.ancestors(stmt))
+    if cls is None:
+        return None
+    methods = [
+        item
+        for item in cls.body
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == value.func.attr
+    ]
+    if len(methods) != 1:
+        return None
+    returns: List[ast.Return] = []
+    todo: List[ast.AST] = list(methods[0].body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # their returns are not the method's
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return None
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return returns or None
+
+
+def loader_constructions(
+    fa: "FileModel", loader: ast.AST, ancestors: Sequence[ast.AST]
+) -> Optional[List[ast.Call]]:
+    """The DataLoader(...) call(s) a loader expression refers to, or None."""
+    if isinstance(loader, ast.Call):
+        return [loader] if is_dataloader_call(fa, loader) else None
+    ref_ok = isinstance(loader, ast.Name) or (
+        isinstance(loader, ast.Attribute) and isinstance(loader.value, ast.Name) and loader.value.id == "self"
+    )
+    if ref_ok:
+        scope = fa.index.enclosing_scope(ancestors)
+        all_bindings = [b for b in all_assignments(fa) if binds_ref(b[0], loader)]
+        if isinstance(loader, ast.Name):
+            local = [b for b in all_bindings if (fa.index.enclosing_scope(fa.index.ancestors(b[2])) is scope)]
+            if local:
+                return _resolve(fa, local, loader)
+        else:
+            # `self.x`: the bindings of the same class, when it has any (two
+            # classes of one file may each have their own `self.loader`)
+            cls = fa.index.enclosing_class(ancestors)
+            own = [b for b in all_bindings if cls is not None and fa.index.enclosing_class(fa.index.ancestors(b[2])) is cls]
+            if own:
+                return _resolve(fa, own, loader)
+        if all_bindings:
+            return _resolve(fa, all_bindings, loader)
+    elif not isinstance(loader, ast.Attribute):
+        return None
+    return _only_construction(fa)
+
+
+def _only_construction(fa: "FileModel") -> Optional[List[ast.Call]]:
+    """The file's single DataLoader(...) call, unless the file consumes it
+    itself in a loop (then a loop over some other loader is not its)."""
+
+    def build():
+        calls = dataloader_calls(fa)
+        if len(calls) != 1:
+            return None
+        call = calls[0]
+        parent = fa.index.parents.get(call)
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return None
+        if isinstance(parent, ast.Call) and last_name(parent.func) in ("enumerate", "tqdm", "iter"):
+            return None
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            names = [t for t in targets if isinstance(t, (ast.Name, ast.Attribute))]
+            for ref in names:
+                if _consumed_in_file(fa, ref):
+                    return None
+        return [call]
+
+    return file_cache(fa, "only_construction", build)  # type: ignore[return-value]
+
+
+def _consumed_in_file(fa: "FileModel", ref: ast.AST) -> bool:
+    """The loader is iterated directly in the file and never handed to other code."""
+    iterated = passed = False
+    for node in fa.index.nodes(ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.Return):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            base, _ = unwrap_iter(node.iter)
+            if _same_target(base, ref):
+                iterated = True
+        elif isinstance(node, ast.Call):
+            if last_name(node.func) in ("enumerate", "tqdm", "iter", "trange", "islice"):
+                continue
+            for a in list(node.args) + [k.value for k in node.keywords]:
+                if _same_target(a, ref):
+                    passed = True
+        elif isinstance(node, ast.Return) and node.value is not None and _same_target(node.value, ref):
+            passed = True
+    return iterated and not passed
+
+
+def gpu_fed_loaders(fa: "FileModel") -> Dict[ast.Call, ast.AST]:
+    """DataLoader(...) calls whose batches this file moves to an accelerator
+    (`.cuda()`, `.to(device)`, or a helper such as `batch_to_device(batch,
+    device)`), each with the first such move. The move may be in a method
+    of the same class, or a module-level function of the file, that the
+    loop passes the batch to (one call deep): `self.forward_step(batch)`
+    whose parameter (or a part of it) is moved."""
+
+    def build():
+        out: Dict[ast.Call, ast.AST] = {}
+        if not dataloader_calls(fa):
+            return out
+        for node in fa.index.nodes(ast.Call):
+            mv = move_target(fa, node)
+            if mv is not None:
+                recv = mv[0]
+                path = [node, node.func]  # type: ignore[attr-defined]
+            else:
+                mv = helper_move_target(fa, node)
+                if mv is None:
+                    continue
+                recv = mv[0]
+                path = [node]
+            ancestors = fa.index.ancestors(node)
+            params: List[Tuple[ast.AST, str]] = []
+            src = batch_source(fa, recv, ancestors + path, params=params)
+            sources: List[Tuple[ast.AST, ast.AST]] = []
+            if src is not None:
+                if fa.values.is_batch(recv, ancestors):
+                    sources.append(src)
+            else:
+                # the value is a parameter of this function (or part of one):
+                # a batch when a call site of the same class / file passes one
+                for fn, name in params:
+                    for arg in _call_sites(fa, fn, name):
+                        arg_ancestors = fa.index.ancestors(arg)
+                        if fa.values.is_batch(arg, arg_ancestors):
+                            outer = batch_source(fa, arg, arg_ancestors)
+                            if outer is not None:
+                                sources.append(outer)
+            for producer, loader in sources:
+                calls = loader_constructions(fa, loader, fa.index.ancestors(loader))
+                for c in calls or ():
+                    prev = out.get(c)
+                    if prev is None or _pos(node) < _pos(prev):
+                        out[c] = node
+        return out
+
+    return file_cache(fa, "gpu_fed_loaders", build)  # type: ignore[return-value]
+
+
+def keyword_value(call: ast.Call, name: str, position: Optional[int] = None) -> Tuple[bool, Optional[ast.AST]]:
+    """(present, value) of an argument given by keyword or at `position`."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return True, kw.value
+    if position is not None and len(call.args) > position:
+        return True, call.args[position]
+    return False, None
+
+
+def has_star_args(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
+
+
+# ------------------------------------------------------------- parameters
+# attributes and methods that only a tensor (or an array) has
+_TENSOR_EVIDENCE = frozenset(
+    """shape size device dtype dim ndim view reshape transpose permute unsqueeze squeeze flatten
+    contiguous float half bfloat16 long bool masked_fill masked_fill_ matmul mean sum softmax
+    new_zeros new_ones new_full new_empty new_tensor type_as expand expand_as repeat chunk narrow
+    numel norm clamp exp log sigmoid tanh argmax unbind flip roll is_cuda""".split()
+)
+_CONTAINER_METHODS = frozenset("items keys values get pop update append extend".split())
+
+
+def param_used_as_tensor(fa: "FileModel", fn: ast.FunctionDef, name: str) -> bool:
+    """Evidence in the body that the parameter is a tensor (tensor attributes,
+    arithmetic, `x[:, None]`, the input of a torch function or of an `nn` layer
+    of the module), and none that it is a container."""
+    cls = fa.index.enclosing_class(fa.index.ancestors(fn))
+    layers = {attr for attr, kind in fa.values.class_kinds(cls).items() if kind == MODEL} if cls is not None else set()
+    evidence = False
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
+            f = n.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+                if f.attr in layers:
+                    evidence = True
+            else:
+                q = fa.imports.qualname(f) or ""
+                if q.startswith("torch.") and is_tensor_returning_torch(q):
+                    evidence = True
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name:
+            if n.attr in _CONTAINER_METHODS:
+                return False
+            if n.attr in _TENSOR_EVIDENCE:
+                evidence = True
+        elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+            sl = n.slice
+            if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
+                return False
+            if isinstance(sl, ast.Tuple) and any(
+                isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value in (None, Ellipsis))
+                for e in sl.elts
+            ):
+                evidence = True  # x[:, None], x[..., 0]: only arrays index like this
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
+            if any(isinstance(side, ast.Name) and side.id == name for side in (n.left, n.right)):
+                evidence = True
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance":
+            if n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
+                return False
+    return evidence

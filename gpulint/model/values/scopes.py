@@ -1,0 +1,214 @@
+"""What each name of a function (or of module level) holds, statement by
+statement: the bindings of a scope, read in source order, each classified by
+the values layer."""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+
+from gpulint.model.index.order import target_names, walk_scope
+from gpulint.model.names import ImportTable
+from gpulint.model.values.kinds import LOADER, MODEL, NUMBER, OPTIMIZER, TENSOR, kind_from_name, unwrap_iter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.values.values import Values
+
+
+class FunctionInfo:
+    """What the names of one function (or of module level) hold."""
+
+    def __init__(
+        self,
+        node: ast.AST,
+        kinds: Dict[str, str],
+        batch_names: Set[str],
+        history: Optional[Dict[str, List[tuple]]] = None,
+    ) -> None:
+        self.node = node
+        self.kinds = kinds  # what each name holds after the whole scope ran
+        self.batch_names = batch_names
+        # name -> [((row, col) where a binding takes effect, kind or None)], in source order
+        self.history: Dict[str, List[tuple]] = history or {}
+        # name -> the positions of its history, when they are sorted (for bisect)
+        self._positions: Dict[str, Optional[List[tuple]]] = {}
+
+    def kind_before(self, name: str, pos: tuple) -> Tuple[bool, Optional[str]]:
+        """(whether a binding of `name` takes effect by `pos`, the kind the last
+        such binding gave it), scanning the history up to its first entry
+        after `pos`."""
+        hist = self.history.get(name)
+        if not hist:
+            return False, None
+        positions = self._positions.get(name, False)
+        if positions is False:
+            at = [h[0] for h in hist]
+            positions = self._positions[name] = at if all(a <= b for a, b in zip(at, at[1:])) else None
+        if positions is not None:  # a name bound thousands of times: bisect, not a scan
+            i = bisect_right(positions, pos)
+            return (True, hist[i - 1][1]) if i else (False, None)
+        found, kind = False, None
+        for at, k in hist:
+            if at > pos:
+                break
+            found, kind = True, k
+        return found, kind
+
+
+class KindsAt:
+    """A read-only view of a FunctionInfo's kinds as they stand at one source
+    position: the last binding before it, so that `loss.item()` in
+    `loss = loss.item()` sees the tensor. A name bound only after the position
+    (a loop-carried value) or never in the scope has its final kind."""
+
+    __slots__ = ("info", "pos")
+
+    def __init__(self, info: FunctionInfo, pos: tuple) -> None:
+        self.info = info
+        self.pos = pos
+
+    def get(self, name: str, default=None):
+        found, kind = self.info.kind_before(name, self.pos)
+        if not found:
+            return self.info.kinds.get(name, default)
+        return kind if kind is not None else default
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+    def __getitem__(self, name: str) -> str:
+        k = self.get(name)
+        if k is None:
+            raise KeyError(name)
+        return k
+
+
+def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
+    """What each name of `scope` (a def, a lambda or the module) holds, statement by statement."""
+    kinds: Dict[str, str] = {}
+    batch: Set[str] = set()
+    history: Dict[str, List[tuple]] = {}
+    # inherit from the enclosing function for closures, and from module level
+    if scope is not values.index.tree:
+        outer = values.index.enclosing_scope(values.index.ancestors(scope))
+        base = values.function_info(outer)
+        kinds.update(base.kinds)
+        batch.update(base.batch_names)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = scope.args
+        for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs):
+            kinds.pop(a.arg, None)
+            batch.discard(a.arg)
+            k = kind_from_annotation(a.annotation, values.imports) or kind_from_name(a.arg)
+            if k is not None:
+                kinds[a.arg] = k
+            history.setdefault(a.arg, []).append(((0, 0), k))
+    body = scope.body if isinstance(scope.body, list) else [scope.body]
+    for node in walk_scope(body):
+        if isinstance(node, ast.Assign):
+            k = values.classify(node.value, kinds, batch)
+            for t in node.targets:
+                _bind(values, t, k, kinds, batch, node.value)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            k = values.classify(node.value, kinds, batch)
+            _bind(values, node.target, k, kinds, batch, node.value)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            k = values.classify(node.value, kinds, batch)
+            if k == TENSOR:
+                kinds[node.target.id] = TENSOR
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            _bind_loop_target(values, node.target, node.iter, kinds, batch)
+        elif isinstance(node, ast.comprehension):
+            _bind_loop_target(values, node.target, node.iter, kinds, batch)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            pass
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            _record_bindings(node, kinds, history)
+    return FunctionInfo(scope, kinds, batch, history)
+
+def _record_bindings(node: ast.AST, kinds: Dict[str, str], history: Dict[str, List[tuple]]) -> None:
+    """Note what the names bound by `node` hold from the end of the statement
+    (of the loop target, for a `for`) on."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+        where = node
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        targets = [node.target]
+        where = node.target
+    else:
+        targets = [node.target]  # type: ignore[attr-defined]
+        where = node
+    at = (getattr(where, "end_lineno", None) or where.lineno, getattr(where, "end_col_offset", None) or 0)
+    for t in targets:
+        for name in target_names(t):
+            history.setdefault(name, []).append((at, kinds.get(name)))
+
+def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
+    if isinstance(target, ast.Name):
+        if kind is None:
+            # unknown value: keep a name-derived guess only if nothing was known
+            kinds.pop(target.id, None)
+            if values.is_batch_expr(value, kinds, batch):
+                batch.add(target.id)
+                kinds[target.id] = TENSOR
+            return
+        kinds[target.id] = kind
+        if values.is_batch_expr(value, kinds, batch):
+            batch.add(target.id)
+        else:
+            batch.discard(target.id)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        is_batch = values.is_batch_expr(value, kinds, batch)
+        elt_kind = TENSOR if (kind == TENSOR or is_batch) else None
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            for t, v in zip(target.elts, value.elts):
+                _bind(values, t, values.classify(v, kinds, batch), kinds, batch, v)
+            return
+        for elt in target.elts:
+            if isinstance(elt, ast.Starred):
+                elt = elt.value
+            if isinstance(elt, ast.Name):
+                if elt_kind:
+                    kinds[elt.id] = elt_kind
+                else:
+                    kinds.pop(elt.id, None)
+                if is_batch:
+                    batch.add(elt.id)
+            else:
+                _bind(values, elt, elt_kind, kinds, batch, value)
+
+def _bind_loop_target(values: "Values", target, it, kinds, batch) -> None:
+    base, n_skip = unwrap_iter(it)
+    from_loader = values.is_loader(base, kinds)
+    from_batch = values.is_batch_expr(base, kinds, batch)
+    if not (from_loader or from_batch):
+        for name in target_names(target):
+            kinds.pop(name, None)
+            batch.discard(name)
+        return
+    # enumerate(loader): the first element is the index
+    if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+        for name in target_names(target.elts[0]):
+            kinds[name] = NUMBER
+            batch.discard(name)
+        target = target.elts[1]
+    for name in target_names(target):
+        batch.add(name)
+        kinds[name] = TENSOR
+
+
+def kind_from_annotation(ann: Optional[ast.AST], imports: ImportTable) -> Optional[str]:
+    """The kind a parameter's annotation declares (`x: torch.Tensor`), or None."""
+    if ann is None:
+        return None
+    q = imports.qualname(ann) or ""
+    if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+        return TENSOR
+    if q == "torch.nn.Module":
+        return MODEL
+    if q == "torch.utils.data.DataLoader":
+        return LOADER
+    if q.startswith("torch.optim.") and q.split(".")[-1][:1].isupper():
+        return OPTIMIZER
+    return None

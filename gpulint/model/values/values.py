@@ -1,0 +1,385 @@
+"""The kind of any expression, and the questions built on it.
+
+**Tensor inference**: within a function, which names hold torch tensors:
+results of torch calls, model and criterion outputs, losses, batches from a
+DataLoader, results of tensor methods and arithmetic on tensors. Values known
+to be numpy arrays or Python numbers are known *not* to be tensors.
+
+Kinds of value tracked per name: tensor, model, loader, optimizer, scaler,
+criterion, numpy, number, other (`gpulint.model.values.kinds`). Unknown is None.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional, Sequence, Set
+
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.tree import TreeIndex
+from gpulint.model.names import LOCAL, ImportTable, dotted, last_name
+from gpulint.model.values.kinds import (
+    CRITERION,
+    LOADER,
+    LOADER_ITER,
+    LOADER_NAME_RE,
+    MODEL,
+    MODEL_CODE_WORDS,
+    MODEL_SELF_METHODS,
+    NON_TENSOR_ATTRS,
+    NON_TENSOR_METHODS,
+    NOT_MODEL_HINT_RE,
+    NUMBER,
+    NUMPY,
+    OPTIMIZER,
+    OTHER,
+    SCALER,
+    TENSOR,
+    TENSOR_ATTRS,
+    is_tensor_returning_torch,
+    kind_from_name,
+)
+from gpulint.model.values.scopes import FunctionInfo, KindsAt, build_function_info
+
+
+class Values:
+    """What the expressions of one file are."""
+
+    def __init__(self, index: TreeIndex, imports: ImportTable) -> None:
+        self.index = index
+        self.imports = imports
+        self._func_info: Dict[ast.AST, FunctionInfo] = {}
+        self._module_classes: Optional[Set[str]] = None
+        self._class_attr_kinds: Dict[ast.AST, Dict[str, str]] = {}
+
+    @property
+    def module_classes(self) -> Set[str]:
+        """Names of classes in this file that subclass torch.nn.Module (transitively)."""
+        if self._module_classes is None:
+            classes = {n.name: n for n, _ in self.index.order if isinstance(n, ast.ClassDef)}
+            result: Set[str] = set()
+            changed = True
+            while changed:
+                changed = False
+                for name, cls in classes.items():
+                    if name in result:
+                        continue
+                    for base in cls.bases:
+                        q = self.imports.qualname(base) or ""
+                        b = last_name(base) or ""
+                        if (
+                            q == "torch.nn.Module"
+                            or (q.startswith("torch.nn.") and q.split(".")[-1][:1].isupper())
+                            or b in result
+                            or (b in ("Module", "LightningModule", "PreTrainedModel") and q != "")
+                        ):
+                            result.add(name)
+                            changed = True
+                            break
+            self._module_classes = result
+        return self._module_classes
+
+    def is_module_class(self, cls: ast.ClassDef) -> bool:
+        return cls.name in self.module_classes
+
+    def class_kinds(self, cls: ast.ClassDef) -> Dict[str, str]:
+        """Kinds of `self.<attr>` assigned anywhere in the class's methods."""
+        kinds = self._class_attr_kinds.get(cls)
+        if kinds is None:
+            kinds = {}
+            self._class_attr_kinds[cls] = kinds
+            for node in ast.walk(cls):
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if (
+                            isinstance(t, ast.Attribute)
+                            and isinstance(t.value, ast.Name)
+                            and t.value.id == "self"
+                        ):
+                            k = self.classify(node.value, {}, set())
+                            if k is not None:
+                                kinds[t.attr] = k
+        return kinds
+
+    def function_info(self, scope: Optional[ast.AST]) -> FunctionInfo:
+        key = scope if scope is not None else self.index.tree
+        info = self._func_info.get(key)
+        if info is None:
+            info = build_function_info(self, key)
+            self._func_info[key] = info
+        return info
+
+    def info_for(self, ancestors: Sequence[ast.AST]) -> FunctionInfo:
+        return self.function_info(self.index.enclosing_scope(ancestors))
+
+    # --------------------------------------------------------- classification
+    def classify(self, expr: ast.AST, kinds: Dict[str, str], batch: Set[str]) -> Optional[str]:
+        if isinstance(expr, ast.Constant):
+            v = expr.value
+            if isinstance(v, bool) or v is None:
+                return OTHER
+            if isinstance(v, (int, float, complex)):
+                return NUMBER
+            return OTHER
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr)):
+            return OTHER
+        if isinstance(expr, ast.Name):
+            k = kinds.get(expr.id)
+            if k:
+                return k
+            if expr.id in self.imports.names:
+                # bound by an import or a module-level def/class: a module,
+                # function or class (`model_type_to_name`), not a model or tensor
+                return OTHER
+            return kind_from_name(expr.id)
+        if isinstance(expr, ast.Attribute):
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                return self.self_attr_kind(expr)
+            base = self.classify(expr.value, kinds, batch)
+            if base == TENSOR:
+                if expr.attr in NON_TENSOR_ATTRS or expr.attr.startswith(("is_", "has_")):
+                    return OTHER
+                if expr.attr in TENSOR_ATTRS:
+                    return TENSOR
+                if isinstance(expr.value, ast.Attribute) and expr.value.attr not in TENSOR_ATTRS:
+                    # `outputs.cache.is_croppable`: a field of a field of a model
+                    # output is some object, not known to be a tensor
+                    return None
+                return TENSOR  # a ModelOutput field (.loss, .logits)
+            if base == MODEL and expr.attr in ("module", "_orig_mod"):
+                return MODEL
+            q = self.imports.qualname(expr)
+            if q and q.startswith("torch.") and q.split(".")[-1] in ("float32", "float16", "bfloat16", "int64"):
+                return OTHER
+            return None
+        if isinstance(expr, ast.Subscript):
+            base = self.classify(expr.value, kinds, batch)
+            if base in (TENSOR, NUMPY):
+                return base
+            if base is None and self.is_batch_expr(expr.value, kinds, batch):
+                return TENSOR
+            return None
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.left, ast.JoinedStr) or (
+                isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, (str, bytes))
+            ):
+                return OTHER  # `"loss %.3f" % loss`: string formatting
+            left = self.classify(expr.left, kinds, batch)
+            right = self.classify(expr.right, kinds, batch)
+            if TENSOR in (left, right):
+                return TENSOR
+            if NUMPY in (left, right):
+                return NUMPY
+            if left == NUMBER and right == NUMBER:
+                return NUMBER
+            return None
+        if isinstance(expr, ast.UnaryOp):
+            if isinstance(expr.op, ast.Not):
+                return OTHER
+            return self.classify(expr.operand, kinds, batch)
+        if isinstance(expr, ast.Compare):
+            operands = [expr.left] + list(expr.comparators)
+            if any(isinstance(o, ast.Constant) and (o.value is None or isinstance(o.value, (str, bytes))) for o in operands):
+                return OTHER  # `loss == "masks"`: a name compared with a string is not a tensor
+            if all(isinstance(op, (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in expr.ops):
+                for operand in [expr.left] + list(expr.comparators):
+                    if self.classify(operand, kinds, batch) == TENSOR:
+                        return TENSOR
+            return OTHER
+        if isinstance(expr, ast.IfExp):
+            a = self.classify(expr.body, kinds, batch)
+            b = self.classify(expr.orelse, kinds, batch)
+            return a if a == b else (a or b if None in (a, b) else None)
+        if isinstance(expr, ast.Await):
+            return None
+        if isinstance(expr, ast.Call):
+            return self._classify_call(expr, kinds, batch)
+        return None
+
+    def _classify_call(self, call: ast.Call, kinds, batch) -> Optional[str]:
+        func = call.func
+        q = self.imports.qualname(func)
+        if q:
+            k = self._kind_of_qualified_call(q, call, kinds, batch)
+            if k is not None:
+                return k
+        if isinstance(func, ast.Attribute):
+            method = func.attr
+            recv = self.classify(func.value, kinds, batch)
+            if recv == TENSOR:
+                if method in ("item",):
+                    return NUMBER
+                if method == "numpy":
+                    return NUMPY
+                if method in NON_TENSOR_METHODS:
+                    return OTHER
+                return TENSOR
+            if recv == NUMPY:
+                if method in ("item",):
+                    return NUMBER
+                if method == "tolist":
+                    return OTHER
+                return NUMPY
+            if recv == MODEL:
+                if method in MODEL_SELF_METHODS:
+                    return MODEL
+                if method in ("forward", "generate", "encode", "decode"):
+                    return TENSOR
+                return None
+            if recv in (LOADER, LOADER_ITER):
+                return None
+            if method == "from_pretrained":
+                owner = dotted(func.value) or ""
+                if NOT_MODEL_HINT_RE.search(owner):
+                    return OTHER
+                return MODEL
+            return None
+        if isinstance(func, ast.Name):
+            k = kinds.get(func.id) or kind_from_name(func.id)
+            if k == MODEL:
+                return TENSOR
+            if k == CRITERION:
+                return TENSOR
+            if func.id in ("next",) and call.args:
+                if self.classify(call.args[0], kinds, batch) in (LOADER, LOADER_ITER) or self.is_loader(call.args[0], kinds):
+                    return TENSOR
+            if func.id == "iter" and call.args and self.is_loader(call.args[0], kinds):
+                return LOADER_ITER
+        return None
+
+    def _kind_of_qualified_call(self, q: str, call: ast.Call, kinds, batch) -> Optional[str]:
+        last = q.rsplit(".", 1)[-1]
+        if q.startswith(LOCAL + "."):
+            if last in self.module_classes:
+                return MODEL
+            return None
+        if q.startswith("builtins."):
+            if last in ("float", "int", "len", "round", "abs") and last != "abs":
+                return NUMBER
+            if last in ("list", "dict", "tuple", "str", "repr", "bool", "set", "range", "enumerate", "zip", "sorted"):
+                return OTHER
+            if last == "iter" and call.args and self.is_loader(call.args[0], kinds):
+                return LOADER_ITER
+            if last == "next" and call.args:
+                a = call.args[0]
+                if self.classify(a, kinds, batch) in (LOADER, LOADER_ITER) or self.is_loader(a, kinds):
+                    return TENSOR
+            return None
+        if q == "torch.utils.data.DataLoader" or last == "DataLoader":
+            return LOADER
+        if q.startswith("numpy.") or q == "numpy":
+            return NUMPY
+        if q.startswith("torch.optim.lr_scheduler"):
+            return OTHER
+        if q.startswith("torch.optim.") and last[:1].isupper():
+            return OPTIMIZER
+        if last == "GradScaler":
+            return SCALER
+        if q in ("torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel") or last in (
+            "DistributedDataParallel",
+            "FullyShardedDataParallel",
+            "DDP",
+            "FSDP",
+        ):
+            return MODEL
+        if q == "torch.compile":
+            if call.args and self.classify(call.args[0], kinds, batch) == MODEL:
+                return MODEL
+            return OTHER
+        if q.startswith("torch.nn.functional."):
+            return TENSOR
+        if q.startswith("torch.nn.") and last[:1].isupper():
+            if last.endswith("Loss"):
+                return CRITERION
+            if last in ("Parameter",):
+                return TENSOR
+            return MODEL
+        if q.startswith("torchvision.models.") or q in ("timm.create_model",):
+            return MODEL
+        if q.startswith("torch.") and is_tensor_returning_torch(q):
+            return TENSOR
+        if q.startswith("torch."):
+            return OTHER
+        return None
+
+    def self_attr_kind(self, expr: ast.Attribute) -> Optional[str]:
+        cls = self.index.enclosing_class(self.index.ancestors(expr))
+        if cls is not None:
+            k = self.class_kinds(cls).get(expr.attr)
+            if k is not None:
+                return k
+            if any(isinstance(item, FUNCS) and item.name == expr.attr for item in cls.body):
+                # `self.save_model()`: a method of the class, not a sub-module
+                return OTHER
+        return kind_from_name(expr.attr)
+
+    # ------------------------------------------------------- public queries
+    def kind(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[str]:
+        info = self.info_for(ancestors)
+        return self.classify(expr, info.kinds, info.batch_names)
+
+    def kind_at(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[str]:
+        """Like `kind`, with names as they stand where `expr` is: after
+        `loss = criterion(...)` and before `loss = loss.item()`, `loss` is a tensor."""
+        info = self.info_for(ancestors)
+        pos = (getattr(expr, "lineno", 0), getattr(expr, "col_offset", 0))
+        return self.classify(expr, KindsAt(info, pos), info.batch_names)  # type: ignore[arg-type]
+
+    def is_tensor(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[bool]:
+        """True: a torch tensor; False: known not to be one; None: unknown."""
+        k = self.kind(expr, ancestors)
+        if k == TENSOR:
+            return True
+        if k is None:
+            return None
+        return False
+
+    def is_batch(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+        info = self.info_for(ancestors)
+        return self.is_batch_expr(expr, info.kinds, info.batch_names)
+
+    def is_batch_expr(self, expr, kinds, batch) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.id in batch
+        if isinstance(expr, ast.Subscript):
+            return self.is_batch_expr(expr.value, kinds, batch)
+        if isinstance(expr, ast.Attribute):
+            return self.is_batch_expr(expr.value, kinds, batch)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            # batch.items() / batch.values() / batch.float() / batch.to(...)
+            return self.is_batch_expr(expr.func.value, kinds, batch)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "next" and expr.args:
+            return self.is_loader(expr.args[0], kinds) or self.classify(expr.args[0], kinds, batch) == LOADER_ITER
+        return False
+
+    def is_loader(self, expr, kinds) -> bool:
+        if isinstance(expr, ast.Call):
+            q = self.imports.qualname(expr.func) or ""
+            return q == "torch.utils.data.DataLoader" or q.endswith(".DataLoader")
+        if isinstance(expr, ast.Name):
+            k = kinds.get(expr.id)
+            if k is not None:
+                return k in (LOADER, LOADER_ITER)
+            return kind_from_name(expr.id) == LOADER
+        if isinstance(expr, ast.Attribute):
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                return self.self_attr_kind(expr) == LOADER
+            return LOADER_NAME_RE.match(expr.attr) is not None
+        return False
+
+    def in_model_code(self, ancestors: Sequence[ast.AST]) -> bool:
+        """Code that computes with a model, so its tensors live on the model's
+        device: a method of an `nn.Module` subclass of this file, or a function
+        named like model computation (`forward`, `generate`, `_sample`,
+        `training_step`, `compute_loss`, ...). Data preparation (image
+        processors, feature extractors, collate functions) usually runs on the CPU."""
+        for i in range(len(ancestors) - 1, -1, -1):
+            anc = ancestors[i]
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                low = anc.name.lower()
+                if any(w in low for w in MODEL_CODE_WORDS):
+                    return True
+                parent = ancestors[i - 1] if i > 0 else None
+                return isinstance(parent, ast.ClassDef) and self.is_module_class(parent)
+            if isinstance(anc, (ast.Lambda, ast.ClassDef)):
+                return False
+        return False

@@ -1,0 +1,804 @@
+from __future__ import annotations
+
+import ast
+import re
+from bisect import bisect_left
+from typing import Iterator, List
+
+from gpulint.model.index.nodes import LOOPS, SCOPES
+from gpulint.model.values.kinds import TENSOR
+from gpulint.rules.host_sync_in_loop.eval_order import evaluation_order
+from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.rule import NONE, TIME, Bench, Example, Rule
+from gpulint.workloads import HOST_PIPELINE_TRAINING
+
+# Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
+# on little else than tensors (and numpy values, which inference tells apart),
+# so they are flagged unless the receiver is known not to be a tensor;
+# `.tolist()` is common on numpy arrays too and needs a known tensor.
+_TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
+_HOST_METHODS = _TENSOR_ONLY_METHODS | {"tolist"}
+_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# builtins that turn their argument into text (a tensor's values, read on the host)
+_TEXT_CONVERSIONS = frozenset({"builtins.str", "builtins.repr"})
+# builtins that compare their arguments with `<` / `>` and take the result's truth value
+_COMPARING_BUILTINS = frozenset({"builtins.max", "builtins.min"})
+_BUILTIN_NAMES = frozenset({"float", "int", "bool", "print", "str", "repr", "max", "min"})
+_MAX_SNIPPET = 56
+# reads of a loop element that pull its value to the host
+_ELEMENT_READ_METHODS = frozenset({"item", "tolist"})
+
+
+def _snippet(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= _MAX_SNIPPET else text[: _MAX_SNIPPET - 3].rstrip() + "..."
+
+
+def _links(node: ast.AST, ctx) -> List[str]:
+    """`torch.cat(xs).permute(0, 2, 1).cpu()` -> ["torch.cat(...)", ".permute(...)", ".cpu()"]."""
+    if isinstance(node, ast.Call):
+        links = _links(node.func, ctx)
+        links[-1] += "(...)" if node.args or node.keywords else "()"
+        return links
+    if isinstance(node, ast.Attribute):
+        inner = _links(node.value, ctx)
+        if len(inner) == 1 and isinstance(node.value, (ast.Name, ast.Attribute)):
+            return [f"{inner[0]}.{node.attr}"]  # keep dotted names whole: `torch.cuda`, `self.model`
+        return inner + [f".{node.attr}"]
+    if isinstance(node, ast.Subscript):
+        links = _links(node.value, ctx)
+        links[-1] += "[...]"
+        return links
+    if isinstance(node, ast.Name):
+        return [node.id]
+    text = re.sub(r"\s+", " ", ctx.node_text(node)).strip()
+    return [f"({text})" if len(text) <= _MAX_SNIPPET // 2 else "(...)"]
+
+
+def _call_snippet(ctx, call: ast.Call) -> str:
+    text = re.sub(r"\s+", " ", ctx.node_text(call)).strip()
+    if len(text) <= _MAX_SNIPPET:
+        return text
+    links = _links(call, ctx)
+    text = "".join(links)
+    if len(text) <= _MAX_SNIPPET:
+        return text
+    # the receiver's root and as many trailing links as fit: `model(...)....mean(...).cpu()`
+    head, tail = links[0], [links[-1]]
+    for link in reversed(links[1:-1]):
+        if len(head) + 3 + len(link) + sum(map(len, tail)) > _MAX_SNIPPET:
+            break
+        tail.insert(0, link)
+    return head + "..." + "".join(tail)
+
+
+def _on_host_already(expr: ast.AST) -> bool:
+    """`x.cpu().numpy()`, `x.cpu().tolist()`: the copy happened in an inner call
+    (reported there); what follows works on host memory."""
+    while True:
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in _HOST_METHODS:
+                return True
+            expr = func
+        elif isinstance(expr, (ast.Attribute, ast.Subscript)):
+            expr = expr.value
+        else:
+            return False
+
+
+def _is_str_expr(node: ast.AST) -> bool:
+    """A string built from literals: `"%d"`, `f"..."`, `"%11s" * 2 + "%11.4g" * 5`."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_str_expr(node.left) or _is_str_expr(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _is_str_expr(node.left) or _is_str_expr(node.right)
+    return False
+
+
+def _candidate(ctx, ancestors) -> bool:
+    """Cheap first checks: the file can put tensors on an accelerator at all
+    (a file that never mentions CUDA, a device, `.to(...)` or a library that
+    moves tensors computes on the CPU), and a for/while encloses the node
+    within its function."""
+    if not ctx.analysis.index.may_use_accelerator or ctx.analysis.index.is_test_file():
+        return False  # a test's per-step reads cost nothing that matters
+    for anc in reversed(ancestors):
+        if isinstance(anc, SCOPES):
+            return False
+        if isinstance(anc, LOOPS):
+            return True
+    return False
+
+
+def _truth_operands(test: ast.AST) -> Iterator[ast.AST]:
+    """The values whose truth an `if`/`while` test takes: through `not`, `and`, `or`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from _truth_operands(test.operand)
+    elif isinstance(test, ast.BoolOp):
+        for v in test.values:
+            yield from _truth_operands(v)
+    elif isinstance(test, ast.NamedExpr):
+        yield from _truth_operands(test.value)
+    else:
+        yield test
+
+
+def _has_host_read(node: ast.AST, analysis=None) -> bool:
+    """`node` surely reads a tensor on the host when it runs: reads in the
+    branches of `x if c else y`, after the first operand of `and`/`or`, or in
+    lambdas and comprehensions may not run, and do not count. With
+    `analysis`, nor do reads known not to wait for the GPU (`_may_sync`)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if _is_host_read_call(n) and (analysis is None or _may_sync(n, analysis)):
+            return True
+        if isinstance(n, ast.IfExp):
+            stack.append(n.test)
+        elif isinstance(n, ast.BoolOp):
+            stack.append(n.values[0])
+        elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _statement_and_block(chain, analysis):
+    """(the innermost statement of `chain`, the statement list holding it)."""
+    for i in range(len(chain) - 1, 0, -1):
+        stmt = chain[i]
+        if isinstance(stmt, ast.stmt):
+            block = analysis.index.block_of(chain[i - 1], stmt)
+            return stmt, block
+    return None, None
+
+
+def _follows_host_read(node, ancestors, analysis, at=None) -> bool:
+    """The loop has just waited for the GPU, and this read only waits for what
+    was queued since, a few small kernels: an earlier statement of the step
+    surely read a tensor on the host (`a = x.item()` then `b = y.item()`;
+    also an `if`/`try`/`with` each of whose paths ends with such a
+    statement) and nothing since queued model work (see `_synced_before`),
+    or this statement did, in a part evaluated before this read and every
+    time (`{"a": a.item(), "b": b.item()}`). `at` is the node whose
+    evaluation makes the read (default `node`): for an f-string, the first
+    tensor it formats."""
+    chain = list(ancestors) + [node]
+    stmt, block = _statement_and_block(chain, analysis)
+    if stmt is None:
+        return False
+    if _queues_model_work(stmt, list(ancestors), analysis):
+        return False  # this statement queues real work of its own (before reading, or we cannot tell)
+    return _synced_before(chain, analysis) or _read_earlier_in_statement(stmt, node if at is None else at, analysis)
+
+
+def _queues_model_work(node, ancestors, analysis) -> bool:
+    """`node` calls a model, `.backward()` or an optimizer step somewhere: GPU
+    work worth waiting for (small tensor ops such as `clamp`, `mse_loss` or
+    `mean` are not)."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and (
+            analysis.steps.is_model_call(n, ancestors) or analysis.steps.is_backward_call(n) or analysis.steps.is_optimizer_step(n, ancestors)
+        ):
+            return True
+    return False
+
+
+# compound statements that a walk back may pass (when they queue no model work
+# and hold no loop) and whose bodies it may leave for the statements before them
+_PASSABLE = (ast.If, ast.With, ast.AsyncWith, ast.Try) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_LOOP_STMTS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _synced_before(chain, analysis) -> bool:
+    """Walking back from the innermost statement of `chain` through the
+    statements run before it in this step, a statement that surely read on
+    the host (`_ends_reading`) comes before any that queues model work.
+
+    The walk passes simple statements and `if`/`with`/`try` statements that
+    queue no model work and hold no loop; from the top of the body of an
+    `if` (or its `else`), a `with` or a `try` it goes on before that
+    statement, once its header (an `if` test, `with` items) has been checked
+    the same way. It stops at the top of a loop's body (what ran before is
+    the previous iteration, or the code before the loop), at an `except`,
+    `else` or `finally` block of a `try`, and at a function's body."""
+    for depth in range(len(chain) - 1, 0, -1):
+        stmt = chain[depth]
+        if not isinstance(stmt, ast.stmt):
+            continue
+        parent = chain[depth - 1]
+        where = analysis.index.slot(stmt)
+        if where is None or where[0] is not parent:
+            return False  # an `except` handler's body, a `match` case: stop
+        _, field, k = where
+        block = getattr(parent, field)
+        outer = chain[: depth - 1]
+        for j in range(k - 1, -1, -1):  # the statements before, nearest first
+            b = block[j]
+            if _ends_reading(b, analysis):
+                return True
+            if not isinstance(b, _PASSABLE) and _is_compound(b):
+                return False  # a loop, a def, a `match`: stop
+            if _holds_loop(b) or _queues_model_work(b, chain[:depth], analysis):
+                return False
+        # the top of the block: leave it for the statements before `parent`?
+        if isinstance(parent, (ast.If, ast.With, ast.AsyncWith)) and field in ("body", "orelse"):
+            header = parent.test if isinstance(parent, ast.If) else parent.items
+            headers = header if isinstance(header, list) else [header]
+            if any(_queues_model_work(h, outer, analysis) for h in headers):
+                return False
+            if any(_has_host_read(h.context_expr if isinstance(h, ast.withitem) else h, analysis) for h in headers):
+                return True  # `if loss.item() > 0:` ran before its body
+            continue  # on before `parent`, in the block holding it
+        if isinstance(parent, _PASSABLE) and field == "body":  # a `try` body
+            continue
+        return False
+    return False
+
+
+def _is_compound(stmt) -> bool:
+    return any(isinstance(getattr(stmt, f, None), list) for f in ("body", "orelse", "finalbody", "cases"))
+
+
+def _holds_loop(stmt) -> bool:
+    return any(isinstance(n, _LOOP_STMTS) for n in ast.walk(stmt))
+
+
+_NO_FALLTHROUGH = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+
+
+def _ends_reading(stmt, analysis) -> bool:
+    """Every path through `stmt` that goes on to the next statement ends with
+    a simple statement that surely read a tensor on the host: the statement
+    itself, or the last statement of each branch of an `if` with an `else`
+    (a branch ending in `continue`, `break`, `return` or `raise` does not go
+    on), of a `with` body, of a `try` (its `else` if any, and each
+    handler; or its `finally`)."""
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return _has_host_read(stmt, analysis)
+    if isinstance(stmt, ast.If):
+        return _block_ends_reading(stmt.body, analysis) and _block_ends_reading(stmt.orelse, analysis)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return _block_ends_reading(stmt.body, analysis)
+    if isinstance(stmt, ast.Try):
+        if stmt.finalbody:
+            return _block_ends_reading(stmt.finalbody, analysis)
+        return _block_ends_reading(stmt.orelse or stmt.body, analysis) and all(
+            _block_ends_reading(h.body, analysis) for h in stmt.handlers
+        )
+    return False
+
+
+def _block_ends_reading(block, analysis) -> bool:
+    if not block:
+        return False  # an `if` without `else`: that path reads nothing
+    last = block[-1]
+    return isinstance(last, _NO_FALLTHROUGH) or _ends_reading(last, analysis)
+
+
+def _read_earlier_in_statement(stmt, at, analysis) -> bool:
+    """A host read of `stmt` is evaluated every time the statement runs, and
+    before `at`: `d.update({"a": a.item(), "b": b.item()})`,
+    `f(x.item()) + y.item()`, `y.item() if x.item() > 0 else 0` (not a read
+    in a branch of `... if ... else ...`, after the first operand of
+    `and`/`or`, or in a lambda or comprehension; and never `at` itself when
+    it lies in a lambda or runs once per item of a comprehension)."""
+    memo = analysis.index.memo("GPU101.statement_reads")
+    entry = memo.get(stmt)
+    if entry is None:
+        order = evaluation_order(stmt)
+        first = next((i for i, (n, sure) in enumerate(order) if sure and _is_host_read_call(n)), None)
+        entry = memo[stmt] = ({id(n): i for i, (n, _) in enumerate(order)}, first)
+    position, first = entry
+    i = position.get(id(at))
+    return first is not None and i is not None and first < i
+
+
+def _may_sync(call: ast.Call, analysis) -> bool:
+    """A host read (`x.item()`, `x.cpu()`, ...) not known to skip the GPU: its
+    receiver is not known to be a numpy array, a number or a model, nor a
+    tensor in host memory, nor already copied (`x.cpu().numpy()`)."""
+    recv = call.func.value  # type: ignore[attr-defined]
+    if _on_host_already(recv):
+        return False
+    ancestors = analysis.index.ancestors(call)
+    if analysis.values.kind_at(recv, ancestors) not in (TENSOR, None):
+        return False
+    return not analysis.host.is_host_tensor(recv, ancestors)
+
+
+def _is_host_read_call(n: ast.AST) -> bool:
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_METHODS and not n.args
+
+
+def _derived_from_host_read(name: str, ancestors, analysis) -> bool:
+    """`loss_to_log = running_loss.item() / n` earlier in the same block (or
+    computed from names that were): the value comes from a host read this step,
+    so formatting it waits only for that arithmetic."""
+    stmt, block = _statement_and_block(list(ancestors), analysis)
+    if block is None:
+        return False
+    k = analysis.index.slot(stmt)[2]
+    return _derived_before(name, block, k, _assignments(block, analysis), depth=0)
+
+
+def _assignments(block, analysis):
+    """name -> the indices of the block's `name = ...` statements, in order."""
+    memo = analysis.index.memo("GPU101.block_assignments")
+    out = memo.get(id(block))
+    if out is None or out[0] is not block:
+        by_name = {}
+        for i, b in enumerate(block):
+            if isinstance(b, ast.Assign):
+                for name in {t.id for t in b.targets if isinstance(t, ast.Name)}:
+                    by_name.setdefault(name, []).append(i)
+        out = memo[id(block)] = (block, by_name)
+    return out[1]
+
+
+def _derived_before(name: str, block, k: int, assigned, depth: int) -> bool:
+    if depth > 4:
+        return False
+    at = assigned.get(name, ())
+    j = bisect_left(at, k)  # the last assignment of `name` before statement k
+    if j == 0:
+        return False
+    i = at[j - 1]
+    value = block[i].value
+    if _has_host_read(value):
+        return True
+    names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    return any(_derived_before(n, block, i, assigned, depth + 1) for n in names if n != name)
+
+
+class HostSyncInLoop(Rule):
+    """
+    ## What it does
+    Flags code that copies a CUDA tensor's value to the host on every step of a
+    training loop: the hot loop (the innermost loop that runs a model forward,
+    `backward()`, an optimizer step or iterates a DataLoader) when it calls
+    `backward()` (also `accelerator.backward`, `manual_backward`) or an
+    optimizer step. Evaluation and inference loops are covered by GPU104
+    (host-sync-in-eval-loop), which is off by default:
+
+    - `.item()`, `.cpu()`, `.numpy()` on a value not known to be a numpy array,
+      a Python number or a model; `.tolist()` on a tensor;
+    - `float(t)`, `int(t)`, `bool(t)` of a tensor;
+    - `print()` of a tensor, `str(t)` / `repr(t)`, and formatting a tensor in
+      an f-string (or with `str.format` / `%`, also `"%(loss).3f" % {...}`);
+    - a tensor's truth value taken by a condition: `if t:` / `while t:`
+      (including `if torch.isnan(loss).any():`), a comparison or a boolean
+      of a tensor (`if loss < best:`, `if (pred == y).all():`,
+      `while not done.all():`), an `assert` on a tensor
+      (`assert torch.isfinite(loss)`), a conditional expression
+      (`scale = 0.5 if loss > 2 else 1.0`), and `max()` / `min()` of a tensor
+      and other values (`lowest = min(lowest, loss)` compares them with
+      `<` and takes the result's truth value).
+
+    It also flags, in any loop and not only a training loop, a `for` loop over
+    a tensor that reads each element it takes on the host:
+    `for idx in expert_hit: e = int(idx.item())`, `int(idx)`, `float(idx)`,
+    `idx.tolist()` (also through `enumerate`). Each iteration is a sync, where
+    `for e in expert_hit.tolist():` reads them all with one. Only the loop's
+    own name counts (not other tensors, not the name once rebound, not an
+    alias), the tensor must be known to be one and not known to be in host
+    memory (`for i in torch.randperm(n)` is on the CPU), and the loop must be
+    in model code (a method of an `nn.Module` subclass, or a function named
+    like `forward`, `generate`, `sample`, `step`, `decode`, `loss`) or in a
+    training loop: data preparation such as image processors usually runs on
+    the CPU. Code that runs once (`__init__`, set-up, loading) is not flagged,
+    and a statement reading the element twice is reported once.
+
+    Not flagged, because it does not run every step or does not wait for the
+    GPU:
+
+    - code under a periodic guard (`if step % log_every == 0:`, or after
+      `if step % n: continue`), code that runs at most once per loop (a block
+      ending in `break`, `return` or `raise`, an `except` handler, an `assert`
+      message, the loop's `else`), and an outer loop around the hot loop (an
+      epoch loop; a batch loop around an inner critic or micro-batch loop
+      still counts);
+    - values known to be numpy arrays, Python numbers or models
+      (`probs.tolist()` after `.numpy()`, `model.cpu()`), and tensors known to
+      be in host memory: batches straight from a DataLoader that were never
+      moved, results of `.cpu()`, torch factories without `device=`
+      (`torch.rand([])`);
+    - values whose type is unknown, except for `.item()`, `.cpu()` and
+      `.numpy()`, which hardly exist on anything but tensors; comparisons of
+      sizes, shapes and numbers (`if x.size(0) < 2:`, `assert x.shape == y.shape`,
+      `max(longest, len(x))`), and `max()` / `min()` with `key=` or a single
+      iterable;
+    - a `for` loop over a CUDA tensor on its own (`for row in logits:`):
+      iterating a tensor takes views of its rows (`t.unbind(0)`) and reads
+      nothing on the host; reading each element it takes is what syncs (see
+      below);
+    - files that never mention CUDA, a device, `.to(...)` or a library that
+      places tensors (accelerate, Lightning): they compute on the CPU.
+    - test files (`test_*.py`, `*_test.py`, `conftest.py`, files under
+      `tests/`): their loops check results, they are not hot paths;
+    - a read after another: when an earlier statement of the step already
+      read a tensor on the host (`a = x.item()` then `b = y.item()`), or the
+      value was computed from such a read (`shown = loss.item() / n`, then
+      `f"{shown}"`), the loop has just waited for the GPU and this read only
+      waits for the few small kernels queued since. The earlier read may lie
+      several statements back (`pg_losses.append(policy_loss.item())`, then
+      `value_loss = F.mse_loss(...)`, then `value_losses.append(value_loss.item())`)
+      as long as none in between calls a model, `backward()` or an optimizer
+      step, or holds a loop; small tensor ops (`clamp`, `mse_loss`, `mean`)
+      and `if`/`with`/`try` statements of such ops are fine. The walk back
+      also leaves an `if`, `with` or `try` body for the statements before it
+      (a read at the top of `with torch.no_grad():` follows a read just
+      before it; so does a read in the body of `if loss.item() > 0:`), but
+      it stops at the top of the loop's body (the previous step's reads do
+      not count) and of a nested loop's. The earlier read must be one that
+      waits for the GPU: not of a numpy array, a number or a tensor known to
+      be in host memory. The same holds after an `if`/`else`, `try` or
+      `with` each of whose paths ends with such a statement (a branch
+      ending in `continue`, `break`, `return` or `raise` does not reach
+      the next one), and within one statement for the reads
+      Python evaluates after a read of that statement that always runs:
+      in `log({"loss": loss.item(), "norm": norm.item()})`, in
+      `f(x.item()) + y.item()` or in `y.item() if x.item() > 0 else 0` only
+      the first read is flagged. A read that may not run is no first read: in a
+      branch of `... if ... else ...`, after the first operand of
+      `and`/`or`, after the first comparison of a chain (`a < b < x.item()`),
+      in a lambda or in a comprehension. And no read follows another when
+      its own statement also calls a model, `backward()` or an optimizer
+      step (`c = model(x).sum().item()` after `a = loss.item()`);
+    - loops that run no backward and no optimizer step: evaluation and
+      inference loops (see GPU104), token-by-token decoding, iterative
+      refinement, a model's own loop over experts. There a per-step read often
+      *is* the point (collecting predictions, a stop token, a streamer), and
+      the labelled study in docs/accuracy.md found most such findings could
+      not be avoided. The one exception is the loop over a tensor's own
+      elements described above, where one `.tolist()` before the loop
+      replaces every per-element read.
+
+    ## Why is this bad?
+    CUDA runs asynchronously: the CPU queues kernels and races ahead while the
+    GPU works through them. Reading a tensor's value on the host forces the CPU
+    to wait until every queued kernel up to that value has finished, and
+    then the GPU idles while the CPU prepares and launches the next step.
+    Done every step, this removes the overlap between CPU and GPU work; on
+    small and medium models it is often the largest single slowdown of a
+    training loop.
+
+    Keep running values on the GPU (`running = running + loss.detach()`) and
+    read them once per logging interval, or in one transfer at the end of
+    evaluation (`torch.cat(preds).cpu()`).
+
+    ## Fix safety
+    No automatic fix: moving the read out of the loop changes where values are
+    available and how they are logged. For a loop over a tensor's elements,
+    `for x in t.tolist():` is not a drop-in either: the loop then takes Python
+    numbers (or nested lists, for rows of a 2-D `nonzero()`), and every other
+    use of `x` in the body (indexing, arithmetic with tensors) would change.
+
+    ## References
+    - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
+    - [PyTorch performance tuning guide: avoid unnecessary CPU-GPU synchronization](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization)
+    - [torch.Tensor.item](https://pytorch.org/docs/stable/generated/torch.Tensor.item.html)
+    - [torch.cuda.set_sync_debug_mode](https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html)
+    """
+
+    code = "GPU101"
+    name = "host-sync-in-loop"
+    message = "`{expr}` in a hot loop waits for the GPU every step (host-device sync)"
+    fix_safety = NONE
+    # every finding is inside a loop
+    needles = ("for", "while")
+    examples = (
+        Example(
+            bad="""
+            import torch
+
+            running_loss = 0.0
+            for step, (images, labels) in enumerate(loader):
+                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
+                loss = criterion(model(images), labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                running_loss += loss.item()
+                if step % 100 == 99:
+                    print(f"step {step + 1}: loss {running_loss / 100:.4f}")
+                    running_loss = 0.0
+            """,
+            good="""
+            import torch
+
+            running_loss = torch.zeros((), device="cuda")
+            for step, (images, labels) in enumerate(loader):
+                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
+                loss = criterion(model(images), labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                running_loss = running_loss + loss.detach()
+                if step % 100 == 99:
+                    print(f"step {step + 1}: loss {running_loss.item() / 100:.4f}")
+                    running_loss.zero_()
+            """,
+        ),
+    )
+    bench = Bench(
+        setup=HOST_PIPELINE_TRAINING + "log_every = 50\nhistory = []\nstep = 0\n",
+        bad='''
+            running_loss = 0.0
+
+
+            def run(steps):
+                global running_loss, step
+                for _ in range(steps):
+                    images, labels = next_batch()
+                    images, labels = images.to(DEVICE, non_blocking=True), labels.to(DEVICE, non_blocking=True)
+                    loss = F.cross_entropy(model(images), labels)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    running_loss += loss.item()
+                    step += 1
+                    if step % log_every == 0:
+                        history.append(running_loss / log_every)
+                        running_loss = 0.0
+                return running_loss
+        ''',
+        good='''
+            running_loss = torch.zeros((), device=DEVICE)
+
+
+            def run(steps):
+                global running_loss, step
+                for _ in range(steps):
+                    images, labels = next_batch()
+                    images, labels = images.to(DEVICE, non_blocking=True), labels.to(DEVICE, non_blocking=True)
+                    loss = F.cross_entropy(model(images), labels)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    running_loss = running_loss + loss.detach()
+                    step += 1
+                    if step % log_every == 0:
+                        history.append(running_loss.item() / log_every)
+                        running_loss.zero_()
+                return running_loss.item()
+        ''',
+        metric=TIME,
+        steps=20,
+        warmup=5,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-5,
+        note=(
+            "ResNet-style training step on a batch of 256 64x64 crops that the host prepares with numpy (about as long "
+            "as the GPU step), copied from pinned memory; bad reads loss.item() every step, good sums the loss on the "
+            "GPU and reads it every 50 steps. Same kernels in the same order: the running loss agrees up to float32 vs "
+            "float64 summation and cuDNN's run-to-run rounding (rtol 1e-4)"
+        ),
+    )
+
+    # reads of the elements of a tensor that a `for` loop iterates (GPU101's own)
+    element_reads = True
+
+    def begin_file(self, ctx) -> None:
+        self._element_statements = set()
+
+    # ----------------------------------------------------------- which loops
+    def _hot(self, analysis, node, ancestors, at=None):
+        """The hot loop around `node` if it is one this rule covers. `at`: the
+        part of `node` whose evaluation reads on the host, when not all of it."""
+        loop = analysis.loops.hot_loop(node, ancestors)
+        if loop is None or not self.covers_loop(analysis, loop):
+            return None
+        if _follows_host_read(node, ancestors, analysis, at):
+            return None
+        return loop
+
+    @staticmethod
+    def covers_loop(analysis, loop) -> bool:
+        """Training step loops: the loop calls `.backward()` or an optimizer step."""
+        return analysis.loops.is_training_step_loop(loop)
+
+    def _in_covered_loop(self, analysis, ancestors) -> bool:
+        """Some loop around the node (within its function) is one this rule
+        covers. `_hot` can only answer for such a loop, and this costs no type
+        inference: model code, full of loops but with no training step in
+        them, stops here (asked before whether a value is a tensor)."""
+        seen = analysis.index.memo(f"{self.code}.covers")
+        for anc in reversed(ancestors):
+            if isinstance(anc, SCOPES):
+                return False
+            if isinstance(anc, LOOPS):
+                covered = seen.get(anc)
+                if covered is None:
+                    covered = seen[anc] = self.covers_loop(analysis, anc)
+                if covered:
+                    return True
+        return False
+
+    # ---------------------------------------------------------------- calls
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in _HOST_METHODS:
+                self._host_method(node, ctx)
+            elif func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
+                args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
+                self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
+            return
+        if not isinstance(func, ast.Name) or func.id not in _BUILTIN_NAMES:
+            return
+        if not _candidate(ctx, ctx.ancestors):
+            return
+        q = ctx.analysis.imports.qualname(func)
+        if q in _CONVERSIONS and len(node.args) == 1 and not node.keywords and self._element_read(node, node.args[0], ctx):
+            return  # int(idx) of a tensor's element, in a loop over that tensor
+        if not self._in_covered_loop(ctx.analysis, ctx.ancestors):
+            return
+        if q in _CONVERSIONS:
+            if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
+                return
+        elif q == "builtins.print":
+            if not any(self._is_device_tensor(a, ctx) for a in node.args):
+                return
+        elif q in _TEXT_CONVERSIONS:
+            if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
+                return
+        elif q in _COMPARING_BUILTINS:
+            # `max(best, acc)` compares the two (`acc > best`) and takes the truth
+            # value of the result; one argument is an iterable, `key=` compares keys
+            if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                return
+            if not any(self._is_device_tensor(a, ctx) for a in node.args):
+                return
+        else:
+            return
+        if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
+            self.report(ctx, node, expr=_call_snippet(ctx, node))
+
+    def _host_method(self, node: ast.Call, ctx) -> None:
+        func = node.func
+        if node.args:
+            return  # none of these tensor methods takes a positional argument
+        if func.attr in ("item", "tolist") and node.keywords:
+            return
+        if not _candidate(ctx, ctx.ancestors):
+            return
+        recv = func.value
+        if func.attr in _ELEMENT_READ_METHODS and self._element_read(node, recv, ctx):
+            return
+        if _on_host_already(recv) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
+            return
+        kind = ctx.analysis.values.kind_at(recv, ctx.ancestors)
+        if func.attr in _TENSOR_ONLY_METHODS:
+            if kind not in (TENSOR, None):
+                return  # a numpy array, a number, a model (`model.cpu()`), ...
+        elif kind != TENSOR:
+            return
+        if ctx.analysis.host.is_host_tensor(recv, ctx.ancestors):
+            return
+        if self._hot(ctx.analysis, node, ctx.ancestors) is None:
+            return
+        self.report(ctx, node, expr=_call_snippet(ctx, node))
+
+    def _element_read(self, node: ast.Call, value: ast.AST, ctx) -> bool:
+        """`for idx in hits: e = idx.item()`: the loop reads each element of a
+        GPU tensor on the host, one sync per element, in any loop that runs
+        repeatedly (not only a training loop). Reports it and returns True."""
+        if not self.element_reads:
+            return False
+        analysis = ctx.analysis
+        iterated = analysis.host.tensor_loop_element(value, ctx.ancestors)
+        if iterated is None or not runs_repeatedly(analysis, node, ctx.ancestors):
+            return False
+        if not (analysis.values.in_model_code(ctx.ancestors) or self._hot(analysis, node, ctx.ancestors) is not None):
+            return False
+        if _follows_host_read(node, ctx.ancestors, analysis):
+            return False
+        stmt, _ = _statement_and_block(list(ctx.ancestors) + [node], analysis)
+        key = (id(stmt), value.id)  # type: ignore[attr-defined]
+        if key in self._element_statements:
+            return True  # `e.item() + 1 if c else e.item()`: one read per statement and iteration
+        self._element_statements.add(key)
+        it = _snippet(ctx.node_text(iterated))
+        self.report(
+            ctx,
+            node,
+            message=(
+                f"`{_call_snippet(ctx, node)}` reads each element of the tensor `{it}` on the host as the loop "
+                "iterates it, one GPU sync per element; read them all at once (`.tolist()`) before the loop"
+            ),
+        )
+        return True
+
+    # ------------------------------------------------------------ formatting
+    def visit_JoinedStr(self, node: ast.JoinedStr, ctx) -> None:
+        values = [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
+        self._formatted(node, values, ctx)
+
+    def visit_BinOp(self, node: ast.BinOp, ctx) -> None:
+        # `"%.4f" % loss`, `("%11s" * 2 + "%11.4g" * 3) % (epoch, mem, *mloss)`
+        if not (isinstance(node.op, ast.Mod) and _is_str_expr(node.left)):
+            return
+        right = node.right
+        if isinstance(right, ast.Tuple):
+            values = list(right.elts)
+        elif isinstance(right, ast.Dict):
+            values = [v for k, v in zip(right.keys, right.values) if k is not None]  # `"%(loss).3f" % {...}`
+        else:
+            values = [right]
+        self._formatted(node, [v.value if isinstance(v, ast.Starred) else v for v in values], ctx)
+
+    def _formatted(self, node: ast.AST, values, ctx) -> None:
+        if not values or not _candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
+            return
+        tensors = [v for v in values if self._is_device_tensor(v, ctx)]
+        # an f-string formats each part as it comes (`f"{t} {x.item()}"` reads `t` first);
+        # `%` and `.format` format once every operand is evaluated
+        at = tensors[0] if tensors and isinstance(node, ast.JoinedStr) else None
+        if not tensors or self._hot(ctx.analysis, node, ctx.ancestors, at) is None:
+            return
+        names = ", ".join(f"`{_snippet(ctx.node_text(t))}`" for t in tensors[:2])
+        self.report(
+            ctx,
+            node,
+            message=f"formatting the tensor {names} as text in a hot loop waits for the GPU every step (host-device sync)",
+        )
+
+    # ------------------------------------------------------------- if/while
+    def visit_If(self, node: ast.If, ctx) -> None:
+        self._truth_test(node, node.test, ctx.ancestors, ctx, "if {test}:")
+
+    def visit_While(self, node: ast.While, ctx) -> None:
+        # the test runs every iteration of this loop (and of the loop around it)
+        self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "while {test}:")
+
+    def visit_Assert(self, node: ast.Assert, ctx) -> None:
+        # the test runs every time (the message only when it fails)
+        self._truth_test(node, node.test, ctx.ancestors, ctx, "assert {test}")
+
+    def visit_IfExp(self, node: ast.IfExp, ctx) -> None:
+        # `best = loss if loss < best else best`: the test runs every time
+        self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "... if {test} else ...")
+
+    def _truth_test(self, stmt, test, ancestors, ctx, form: str) -> None:
+        if not _candidate(ctx, ancestors) or not self._in_covered_loop(ctx.analysis, ancestors):
+            return
+        analysis = ctx.analysis
+        if not any(
+            self._is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.index.ancestors(t)) is not None
+            for t in _truth_operands(test)
+        ):
+            return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
+        if isinstance(stmt, ast.IfExp):
+            span: ast.AST = test  # the condition inside the expression
+        else:
+            # the finding spans the header `if <test>`, not the whole block
+            span = ast.Pass(
+                lineno=stmt.lineno,
+                col_offset=stmt.col_offset,
+                end_lineno=test.end_lineno,
+                end_col_offset=test.end_col_offset,
+            )
+        self.report(
+            ctx,
+            span,
+            message=(
+                f"`{form.format(test=_snippet(ctx.node_text(test)))}` takes a tensor's truth value in a hot loop, "
+                "which waits for the GPU every step (host-device sync)"
+            ),
+        )
+
+    # -------------------------------------------------------------- helpers
+    @staticmethod
+    def _is_device_tensor(expr: ast.AST, ctx) -> bool:
+        """Known to be a tensor, and not known to be in host memory."""
+        if ctx.analysis.values.kind_at(expr, ctx.ancestors) != TENSOR:
+            return False
+        if isinstance(expr, ast.Name) and _derived_from_host_read(expr.id, ctx.ancestors, ctx.analysis):
+            return False
+        return not ctx.analysis.host.is_host_tensor(expr, ctx.ancestors)

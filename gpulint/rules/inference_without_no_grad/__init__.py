@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+import ast
+from textwrap import dedent
+from typing import List
+
+from gpulint.rules.inference_without_no_grad.grad_mode import (
+    EVAL,
+    forward_model_key,
+    grad_explicitly_on,
+    is_frozen_model,
+    mode_before,
+    needs_grad_call,
+    runs_with_grad_off,
+)
+from gpulint.model.index.order import end_of, loops_around, scope_nodes, start_of
+from gpulint.rule import MEMORY, NONE, Bench, Example, Rule
+from gpulint.workloads import RESNET18
+
+
+class InferenceWithoutNoGrad(Rule):
+    """
+    ## What it does
+    Flags a model forward call inside a loop (a `for`/`while` loop or a
+    comprehension) when the same function switched that model to evaluation
+    mode first (`model.eval()` or `model.train(False)`, before the loop or
+    inside it) and no `torch.no_grad()` / `torch.inference_mode()` is in
+    effect: no enclosing `with` block, no decorator on the function, no
+    `torch.set_grad_enabled(False)`.
+
+    It does not flag:
+    - loops that need gradients: a `.backward()`, `torch.autograd.grad`,
+      Lightning's `manual_backward`, gradient clipping, an optimizer step, a
+      call handed the optimizer (`loss_scaler(loss, optimizer)`), or a call of
+      a function of the same file that does one of these, in the loop or
+      after it (fine-tuning in eval mode, e.g. with frozen BatchNorm
+      statistics, is legitimate); a training loop that merely runs before an
+      evaluation loop does not count;
+    - functions that only run with grad off: decorated with
+      `@torch.no_grad()` / `@torch.inference_mode()` or a project wrapper
+      named after them (`@smart_inference_mode()`), or called from inside a
+      `with torch.no_grad():` / `inference_mode()` block (or from another such
+      function) in the same file;
+    - contexts that may turn grad off: `with torch.set_grad_enabled(phase ==
+      "train"):`, `with (torch.no_grad() if evaluating else nullcontext()):`
+      or a name bound to such a context;
+    - models whose parameters were all frozen with `requires_grad_(False)`
+      (no graph is recorded for them);
+    - code under an explicit `with torch.enable_grad():`;
+    - models in training mode (no `.eval()` seen in the function, as in a
+      `training_step`).
+
+    ## Why is this bad?
+    `model.eval()` only changes how layers such as dropout and batch norm
+    behave; it does not turn autograd off. Every forward pass in the loop
+    still records the autograd graph and keeps every intermediate activation
+    alive until its outputs are freed, which costs memory (much more than
+    inference alone needs, which limits the batch size) and time (graph
+    bookkeeping, version counters, view tracking). Evaluation and inference
+    loops should run under `torch.inference_mode()` (or `torch.no_grad()` when
+    the outputs are later used with autograd).
+
+    ## Fix safety
+    No automatic fix. Wrapping the loop in `with torch.inference_mode():`
+    changes what the outputs are: tensors created in inference mode cannot be
+    used later in autograd-recorded computations, and with `no_grad` they have
+    no `grad_fn`. Whether the loop's outputs are used for gradients elsewhere
+    (an adversarial attack, a saliency map computed in another function) is
+    something the linter cannot see.
+
+    ## References
+    - [Autograd mechanics: evaluation mode (nn.Module.eval())](https://pytorch.org/docs/stable/notes/autograd.html#evaluation-mode-nn-module-eval)
+    - [Autograd mechanics: locally disabling gradient computation](https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation)
+    - [torch.inference_mode](https://pytorch.org/docs/stable/generated/torch.inference_mode.html)
+    - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    """
+
+    code = "GPU501"
+    name = "inference-without-no-grad"
+    message = (
+        "`{model}` is in eval mode but this forward runs with autograd on: it records a graph and keeps "
+        "activations alive that nothing uses; wrap the loop in `with torch.inference_mode():`"
+    )
+    fix_safety = NONE
+    needles = (".eval(", ".train(")
+    examples = (
+        Example(
+            bad="""
+            import torch
+
+            def evaluate(model, loader, device):
+                model.eval()
+                correct = 0
+                for images, labels in loader:
+                    images, labels = images.to(device), labels.to(device)
+                    logits = model(images)
+                    correct += (logits.argmax(1) == labels).sum().item()
+                return correct / len(loader.dataset)
+            """,
+            good="""
+            import torch
+
+            def evaluate(model, loader, device):
+                model.eval()
+                correct = 0
+                with torch.inference_mode():
+                    for images, labels in loader:
+                        images, labels = images.to(device), labels.to(device)
+                        logits = model(images)
+                        correct += (logits.argmax(1) == labels).sum().item()
+                return correct / len(loader.dataset)
+            """,
+        ),
+        Example(
+            title="Hugging Face style evaluation loop",
+            bad="""
+            def evaluate(model, eval_dataloader, accelerator):
+                model.eval()
+                losses = []
+                for batch in eval_dataloader:
+                    outputs = model(**batch)
+                    losses.append(accelerator.gather_for_metrics(outputs.loss.repeat(len(batch["input_ids"]))))
+                return losses
+            """,
+            good="""
+            import torch
+
+            @torch.no_grad()
+            def evaluate(model, eval_dataloader, accelerator):
+                model.eval()
+                losses = []
+                for batch in eval_dataloader:
+                    outputs = model(**batch)
+                    losses.append(accelerator.gather_for_metrics(outputs.loss.repeat(len(batch["input_ids"]))))
+                return losses
+            """,
+        ),
+    )
+
+    bench = Bench(
+        setup=dedent("""
+            import torch
+            from torch import nn
+
+            """)
+        + RESNET18
+        + dedent("""\
+            val_batches = [
+                (
+                    torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last),
+                    torch.randint(0, classes, (batch,), device=DEVICE),
+                )
+                for _ in range(4)
+            ]
+            """),
+        bad="""
+        def run(steps):
+            model.eval()
+            correct = 0
+            for step in range(steps):
+                images, labels = val_batches[step % len(val_batches)]
+                logits = model(images)
+                correct += (logits.argmax(1) == labels).sum().item()
+            return {"correct": correct, "logits": logits}
+        """,
+        good="""
+        def run(steps):
+            model.eval()
+            correct = 0
+            with torch.inference_mode():
+                for step in range(steps):
+                    images, labels = val_batches[step % len(val_batches)]
+                    logits = model(images)
+                    correct += (logits.argmax(1) == labels).sum().item()
+            return {"correct": correct, "logits": logits}
+        """,
+        metric=MEMORY,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-4,
+        note=(
+            "evaluation loop of a ResNet-18-sized conv net over 256x3x224x224 batches: with autograd on, each forward"
+            " keeps its activations for a graph nothing uses (two batches' worth at the peak, while the next forward runs);"
+            " inference mode runs the same kernels, so logits agree up to cuDNN algorithm choice"
+        ),
+    )
+
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        fa = ctx.analysis
+        ancestors = ctx.ancestors
+        # cheap checks first: tensor inference (is_model_call) costs the most
+        key = forward_model_key(node)
+        if key is None:
+            return
+        chain = list(ancestors) + [node]
+        loops = loops_around(chain)
+        if not loops:
+            return
+        scope = fa.index.enclosing_scope(ancestors) or fa.tree
+        if mode_before(fa, key, node, scope) != EVAL:
+            return
+        if not fa.steps.is_model_call(node, ancestors):
+            return
+        if runs_with_grad_off(fa, ancestors) or grad_explicitly_on(fa, ancestors):
+            return
+        if self._frozen(fa, key, scope, ancestors):
+            return
+        if self._gradients_needed(fa, node, loops, scope):
+            return
+        self.report(ctx, node, model=key)
+
+    @staticmethod
+    def _frozen(fa, key: str, scope: ast.AST, ancestors) -> bool:
+        if is_frozen_model(fa, key, scope):
+            return True
+        if key.startswith("self."):
+            cls = fa.index.enclosing_class(ancestors)
+            if cls is not None:
+                return any(
+                    is_frozen_model(fa, key, item)
+                    for item in cls.body
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                )
+        return False
+
+    @staticmethod
+    def _gradients_needed(fa, node: ast.AST, loops: List[ast.AST], scope: ast.AST) -> bool:
+        """A gradient call in the forward's innermost loop, or after that loop at
+        the same or a shallower loop level (the outputs may feed it)."""
+        inner = loops[0]
+        fwd_loops = set(map(id, loops))
+        scope_anc: List[ast.AST] = [] if isinstance(scope, ast.Module) else [scope]
+        for call in scope_nodes(scope):
+            if not isinstance(call, ast.Call) or not needs_grad_call(fa, call, scope_anc):
+                continue
+            call_loops = loops_around(fa.index.ancestors(call) + [call])
+            if any(lp is inner for lp in call_loops):
+                return True
+            if start_of(call) >= end_of(inner) and all(id(lp) in fwd_loops for lp in call_loops):
+                return True
+        return False

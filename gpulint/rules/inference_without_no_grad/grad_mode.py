@@ -1,0 +1,410 @@
+"""Autograd mode: where gradient recording is off, and train/eval switches.
+
+Small, general queries over a FileModel (results cached on it):
+
+* `grad_off_functions(fa)`: names of the functions of this file that only run
+  with autograd off: decorated with `no_grad` / `inference_mode`, or called
+  (by name, or as a method by attribute name) from a `with no_grad()` /
+  `inference_mode()` / `set_grad_enabled(...)` block or from another such
+  function, transitively. A function called *anywhere* under a grad-off
+  context counts (callers treat "may run with grad off" as off).
+* `runs_with_grad_off(fa, ancestors)`: `FileModel.grad_disabled` plus those
+  functions, `with` items that may disable grad (`torch.no_grad() if c else
+  nullcontext()`, or a name bound to such a context in the same function),
+  wrappers named after them (`@smart_inference_mode()`), and
+  a statement `torch.set_grad_enabled(<not True>)` in the enclosing function or
+  at module level. An explicit `with torch.enable_grad():` (innermost) wins;
+  `grad_explicitly_on(fa, ancestors)` tells that case.
+* `model_key(expr)`: one spelling for a model, `self.model.module` ->
+  `self.model`, to tell whether two expressions name the same model.
+* `mode_before(fa, key, node, scope)`: "eval" / "train" / None, the last
+  `<model>.eval()` / `.train(...)` switch of that model in `scope` before
+  `node` (source order).
+* `is_gradient_call(fa, call, ancestors)`: calls that need the autograd graph:
+  `.backward()`, `manual_backward`, `torch.autograd.grad/backward`, gradient
+  clipping, an optimizer step, a call given an optimizer (`loss_scaler(loss,
+  optimizer)`); `needs_grad_call` adds calls of functions of this file that
+  make one (`gradient_functions`).
+* `is_frozen_model(fa, key, scope)`: `<model>.requires_grad_(False)` or
+  `for p in <model>.parameters(): p.requires_grad = False` (or
+  `p.requires_grad_(False)`) in `scope`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.values.kinds import OPTIMIZER
+from gpulint.model.names import dotted, last_name
+from gpulint.model.index.order import callee_name, end_of, scope_nodes, start_of
+from gpulint.model.project.callgraph import functions_reaching
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.file import FileModel
+
+EVAL = "eval"
+TRAIN = "train"
+_MODEL_WRAPPER_ATTRS = ("module", "_orig_mod")
+GRAD_ON_QUALNAMES = frozenset({"torch.enable_grad"})
+GRAD_OFF_WORDS = ("no_grad", "nograd", "inference_mode")
+GRADIENT_QUALNAMES = frozenset(
+    {
+        "torch.autograd.grad",
+        "torch.autograd.backward",
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad_value_",
+    }
+)
+
+
+def _is_grad_on_ctx(fa: FileModel, expr: ast.AST) -> bool:
+    """`torch.enable_grad()` / `set_grad_enabled(True)`: grad explicitly on."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    q = fa.imports.qualname(target)
+    if q in GRAD_ON_QUALNAMES:
+        return True
+    if q == "torch.set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
+        a = expr.args[0]
+        return isinstance(a, ast.Constant) and a.value is True
+    return False
+
+
+def is_grad_off_like(fa: FileModel, expr: ast.AST) -> bool:
+    """`FileModel._is_grad_off_ctx`, or a project's own wrapper of it named
+    after it (yolov5/ultralytics `@smart_inference_mode()`, `@torch_no_grad`),
+    unless its first argument is a literal False."""
+    if fa.contexts.is_grad_off_ctx(expr):
+        return True
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    name = (last_name(target) or "").lower()
+    if not any(w in name for w in GRAD_OFF_WORDS) or "enable" in name or name.startswith("is_"):
+        return False
+    if isinstance(expr, ast.Call) and expr.args:
+        a = expr.args[0]
+        return not (isinstance(a, ast.Constant) and a.value is False)
+    return True
+
+
+def _decorated_grad_off(fa: FileModel, func: ast.AST) -> bool:
+    return any(is_grad_off_like(fa, d) for d in getattr(func, "decorator_list", ()))
+
+
+def grad_off_functions(fa: FileModel) -> FrozenSet[str]:
+    """Names of functions of this file that run with autograd off (see module doc)."""
+    cache = fa.index.memo("grad_mode")
+    found = cache.get("grad_off_functions")
+    if found is not None:
+        return found  # type: ignore[return-value]
+    seeds: Set[str] = set()
+    calls_from: Dict[str, Set[str]] = {}
+    # (node, grad is off here, name of the innermost enclosing def)
+    stack: List[Tuple[ast.AST, bool, Optional[str]]] = [(fa.tree, False, None)]
+    while stack:
+        node, off, fname = stack.pop()
+        if isinstance(node, FUNCS):
+            dec_off = _decorated_grad_off(fa, node)
+            if dec_off:
+                seeds.add(node.name)
+            for d in node.decorator_list:
+                stack.append((d, off, fname))
+            for stmt in node.body:
+                stack.append((stmt, dec_off, node.name))
+            continue
+        if isinstance(node, ast.Lambda):
+            stack.append((node.body, False, fname))
+            continue
+        if isinstance(node, ast.Call):
+            name = callee_name(node)
+            if name is not None:
+                if off:
+                    seeds.add(name)
+                elif fname is not None:
+                    calls_from.setdefault(fname, set()).add(name)
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            inner = off
+            for item in node.items:
+                if is_grad_off_like(fa, item.context_expr):
+                    inner = True
+                elif _is_grad_on_ctx(fa, item.context_expr):
+                    inner = False
+                stack.append((item, off, fname))
+            for stmt in node.body:
+                stack.append((stmt, inner, fname))
+            continue
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, off, fname))
+    result = set(seeds)
+    todo = list(seeds)
+    while todo:
+        name = todo.pop()
+        for callee in calls_from.get(name, ()):
+            if callee not in result:
+                result.add(callee)
+                todo.append(callee)
+    found = frozenset(result)
+    cache["grad_off_functions"] = found
+    return found
+
+
+def _may_disable_grad(fa: FileModel, expr: ast.AST, scope: Optional[ast.AST]) -> bool:
+    """A `with` item that may turn grad off: a grad-off context, either branch
+    of a conditional expression, or a name bound to one in `scope`."""
+    if is_grad_off_like(fa, expr):
+        return True
+    if isinstance(expr, ast.IfExp):
+        return _may_disable_grad(fa, expr.body, scope) or _may_disable_grad(fa, expr.orelse, scope)
+    if isinstance(expr, ast.BoolOp):
+        return any(_may_disable_grad(fa, v, scope) for v in expr.values)
+    if isinstance(expr, ast.Name) and scope is not None:
+        for node in scope_nodes(scope):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == expr.id for t in node.targets
+            ):
+                if not isinstance(node.value, ast.Name) and _may_disable_grad(fa, node.value, None):
+                    return True
+    return False
+
+
+def _grad_off_statement(fa: FileModel, nodes: Sequence[ast.AST]) -> bool:
+    """A bare `torch.set_grad_enabled(<anything but True>)` statement among `nodes`."""
+    for node in nodes:
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and fa.imports.call_qualname(node.value) == "torch.set_grad_enabled"
+            and fa.contexts.is_grad_off_ctx(node.value)
+        ):
+            return True
+    return False
+
+
+def _module_grad_off(fa: FileModel) -> bool:
+    cache = fa.index.memo("grad_mode")
+    v = cache.get("module_grad_off")
+    if v is None:
+        v = _grad_off_statement(fa, list(scope_nodes(fa.tree)))
+        cache["module_grad_off"] = v
+    return bool(v)
+
+
+def runs_with_grad_off(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
+    """Whether code with these ancestors (module -> parent) may run with autograd off."""
+    scope = fa.index.enclosing_scope(ancestors)
+    for anc in reversed(ancestors):
+        if isinstance(anc, (ast.With, ast.AsyncWith)):
+            for item in anc.items:
+                if _is_grad_on_ctx(fa, item.context_expr):
+                    return False
+                if _may_disable_grad(fa, item.context_expr, scope):
+                    return True
+        elif isinstance(anc, FUNCS):
+            if _decorated_grad_off(fa, anc) or anc.name in grad_off_functions(fa):
+                return True
+            if _grad_off_statement(fa, list(scope_nodes(anc))):
+                return True
+    if fa.contexts.grad_disabled(ancestors):
+        return True
+    return _module_grad_off(fa)
+
+
+def grad_explicitly_on(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
+    """Inside `with torch.enable_grad():` / `set_grad_enabled(True)` (or a function
+    decorated with them), with no grad-off context nested inside it: the code
+    asked for gradients on purpose."""
+    for anc in reversed(ancestors):
+        if isinstance(anc, (ast.With, ast.AsyncWith)):
+            for item in anc.items:
+                if _is_grad_on_ctx(fa, item.context_expr):
+                    return True
+                if is_grad_off_like(fa, item.context_expr):
+                    return False
+        elif isinstance(anc, FUNCS):
+            if any(_is_grad_on_ctx(fa, d) for d in anc.decorator_list):
+                return True
+            if _decorated_grad_off(fa, anc):
+                return False
+    return False
+
+
+# ------------------------------------------------------------ train / eval
+def model_key(expr: ast.AST) -> Optional[str]:
+    """`model`, `self.model`; wrappers (`.module`, `._orig_mod`) are dropped."""
+    while isinstance(expr, ast.Attribute) and expr.attr in _MODEL_WRAPPER_ATTRS:
+        expr = expr.value
+    return dotted(expr)
+
+
+def forward_model_key(call: ast.Call) -> Optional[str]:
+    """The model a forward call runs: `model(x)`, `model.forward(x)`, `model.module(x)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        func = func.value
+    return model_key(func)
+
+
+def _mode_of_switch(call: ast.Call) -> Optional[str]:
+    """EVAL for `.eval()` / `.train(False)`; TRAIN for `.train()`, `.train(True)`
+    and `.train(<expr>)` (which may switch training on)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    if func.attr == "eval" and not call.args and not call.keywords:
+        return EVAL
+    if func.attr == "train":
+        arg = call.args[0] if call.args else None
+        for kw in call.keywords:
+            if kw.arg == "mode":
+                arg = kw.value
+        if isinstance(arg, ast.Constant) and arg.value is False:
+            return EVAL
+        return TRAIN
+    return None
+
+
+def mode_switches(fa: FileModel, scope: ast.AST) -> List[Tuple[Tuple[int, int], str, str]]:
+    """(position, model key, EVAL/TRAIN) of every train/eval switch in `scope`,
+    in source order. `model = Net().to(dev).eval()` switches `model` at the
+    assignment."""
+    cache = fa.index.memo("grad_mode")
+    key = ("mode_switches", id(scope))
+    found = cache.get(key)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    out: List[Tuple[Tuple[int, int], str, str]] = []
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Call):
+            mode = _mode_of_switch(node)
+            if mode is not None:
+                k = model_key(node.func.value)  # type: ignore[attr-defined]
+                if k is not None:
+                    out.append((end_of(node), k, mode))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            # `model = build().eval()`: the eval() receiver has no name of its own
+            mode = None
+            cur = node.value
+            while isinstance(cur, ast.Call) and isinstance(cur.func, ast.Attribute):
+                m = _mode_of_switch(cur)
+                if m is not None and model_key(cur.func.value) is None:
+                    mode = mode or m
+                cur = cur.func.value
+            if mode is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    k = model_key(t)
+                    if k is not None:
+                        out.append((end_of(node), k, mode))
+    out.sort()
+    cache[key] = out
+    return out
+
+
+def mode_before(fa: FileModel, key: str, node: ast.AST, scope: ast.AST) -> Optional[str]:
+    """The last train/eval switch of model `key` in `scope` before `node`, or None."""
+    last = None
+    start = start_of(node)
+    for pos, k, mode in mode_switches(fa, scope):
+        if pos > start:
+            break
+        if k == key:
+            last = mode
+    return last
+
+
+def is_gradient_call(fa: FileModel, call: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """A call that needs the autograd graph: `.backward()`, Lightning's
+    `manual_backward`, `torch.autograd.grad` / `backward`, gradient clipping,
+    an optimizer step, or a call that is handed an optimizer."""
+    if not isinstance(call, ast.Call):
+        return False
+    if isinstance(call.func, ast.Attribute) and call.func.attr in ("backward", "manual_backward"):
+        return True
+    if fa.imports.call_qualname(call) in GRADIENT_QUALNAMES:
+        return True
+    if fa.steps.is_optimizer_step(call, ancestors):
+        return True
+    # `loss_scaler(loss, optimizer, ...)`, `train_step(model, batch, optimizer)`
+    args = list(call.args) + [kw.value for kw in call.keywords]
+    return any(fa.values.kind(a, ancestors) == OPTIMIZER for a in args if isinstance(a, (ast.Name, ast.Attribute)))
+
+
+def gradient_functions(fa: FileModel) -> FrozenSet[str]:
+    """Names of the functions of this file whose code needs the autograd graph
+    (`is_gradient_call`), directly or through calls to other such functions
+    (by name, or as a method by attribute name)."""
+    cache = fa.index.memo("grad_mode")
+    found = cache.get("gradient_functions")
+    if found is not None:
+        return found  # type: ignore[return-value]
+    found = functions_reaching(
+        fa.tree, lambda node, anc: isinstance(node, ast.Call) and is_gradient_call(fa, node, anc)
+    )
+    cache["gradient_functions"] = found
+    return found
+
+
+def needs_grad_call(fa: FileModel, call: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """`is_gradient_call`, or a call of a function of this file that makes one."""
+    if not isinstance(call, ast.Call):
+        return False
+    if is_gradient_call(fa, call, ancestors):
+        return True
+    name = callee_name(call)
+    return name is not None and name in gradient_functions(fa)
+
+
+def _is_false_call(call: ast.AST, method: str) -> bool:
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == method
+        and bool(call.args)
+        and isinstance(call.args[0], ast.Constant)
+        and call.args[0].value is False
+    )
+
+
+def is_frozen_model(fa: FileModel, key: str, scope: ast.AST) -> bool:
+    """Whether `scope` turns off `requires_grad` on every parameter of model `key`."""
+    for node in scope_nodes(scope):
+        if _is_false_call(node, "requires_grad_") and model_key(node.func.value) == key:  # type: ignore[attr-defined]
+            return True
+        if not isinstance(node, ast.For):
+            continue
+        it = node.iter
+        target = node.target
+        if isinstance(target, ast.Tuple) and target.elts:  # `for name, p in m.named_parameters()`
+            target = target.elts[-1]
+        if not (
+            isinstance(target, ast.Name)
+            and isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Attribute)
+            and it.func.attr in ("parameters", "named_parameters")
+            and model_key(it.func.value) == key
+        ):
+            continue
+        p = target.id
+        # only an unconditional freeze (`if "lora" not in n:` keeps some parameters live)
+        for stmt in node.body:
+            inner = stmt.value if isinstance(stmt, ast.Expr) else stmt
+            if (
+                isinstance(inner, ast.Assign)
+                and isinstance(inner.value, ast.Constant)
+                and inner.value.value is False
+                and any(
+                    isinstance(t, ast.Attribute)
+                    and t.attr == "requires_grad"
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == p
+                    for t in inner.targets
+                )
+            ):
+                return True
+            if (
+                _is_false_call(inner, "requires_grad_")
+                and isinstance(inner.func.value, ast.Name)  # type: ignore[attr-defined]
+                and inner.func.value.id == p  # type: ignore[attr-defined]
+            ):
+                return True
+    return False

@@ -1,0 +1,229 @@
+from __future__ import annotations
+
+from textwrap import dedent
+
+from gpulint.model.index.nodes import FUNCS
+from gpulint.rules.unsynchronized_timing.clock_intervals import clock_intervals, unsynchronized_work
+from gpulint.rule import NONE, TIME, Bench, Example, Rule
+from gpulint.workloads import RESNET18
+
+
+class UnsynchronizedTiming(Rule):
+    """
+    ## What it does
+    Flags a host clock read (`time.time()`, `time.perf_counter()`,
+    `time.monotonic()`, `timeit.default_timer()`, in any import form) that ends
+    a timed interval around CUDA work when nothing waits for the GPU between
+    the last of that work and the read.
+
+    An interval is `t0 = clock()` followed, in the same function, by
+    `clock() - t0`, or by `t1 = clock()` used as `t1 - t0`. A start assigned at
+    the end of a loop body times the next pass through the loop (the
+    `end = time.time()` of the PyTorch ImageNet example). CUDA work is a model
+    forward, a criterion, `.backward()`, an optimizer step, torch operations
+    and arithmetic on tensors, and `non_blocking=True` copies. What waits for
+    the GPU: `torch.cuda.synchronize()`, `event.synchronize()`,
+    `torch.cuda.current_stream().synchronize()`, `dist.barrier()`, and host
+    reads of a tensor (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
+    `float(t)`, printing or formatting a tensor, `if t:`), a blocking
+    `.to(device)` copy, or a call of a function of the same file that does one
+    of these.
+
+    Not flagged:
+    - intervals around CPU-only work: data loading, tokenization, file IO
+      (moving or reshaping a batch that came from a DataLoader counts as data
+      loading);
+    - an interval that ends with a sync, and a loop inside the interval that
+      syncs in every pass (timing a whole epoch whose steps call
+      `loss.item()`: at most one step's tail is missed);
+    - a whole pass over data inside the interval (a loop over a DataLoader, or
+      one that runs the model on each item): the CPU runs at most a few steps
+      ahead of the GPU, a small part of an epoch or an evaluation run. A loop
+      that repeats work a counted number of times (`for _ in range(iters):`,
+      the benchmark pattern) is flagged, unless every pass takes fresh data
+      for the model: `range(len(data))`, or a body that draws
+      `buffer.sample(...)`, `next(it)` or `data[i]` / `data[i * bs:(i + 1) *
+      bs]` indexed by the loop variable (not under a periodic `if`), whose
+      value, directly or through names bound from it in the loop, reaches a
+      model forward, a criterion or a `.backward()` (the minibatch loop of a
+      replay-buffer or PPO update). The same inputs timed over and over take
+      nothing fresh and are flagged;
+    - a meter over many passes of a loop that is such a pass over data or that
+      syncs in every pass: the clock is read in a block that does not run
+      every pass (`if step % log_every == 0:`), and the interval starts before
+      the loop or is restarted in such a block (a throughput meter over
+      `log_every` steps). A per-step time read only now and then is flagged;
+    - model calls on raw inputs (`model("bus.jpg")`, `model(numpy_image)`):
+      predictors that do their own pre- and post-processing;
+    - differences that are compared (`if time.time() - t0 > timeout:`):
+      timeouts and log throttles, not measurements;
+    - files that never mention CUDA.
+
+    ## Why is this bad?
+    CUDA kernels run asynchronously: a forward, a backward or an optimizer
+    step returns as soon as its kernels are queued, long before the GPU has
+    run them. A host clock read right after measures how long it took to
+    *launch* the work, and the time the GPU actually spends is billed to
+    whatever line next waits for it. Latency and throughput figures computed
+    this way can be off by a wide margin, and optimizations chosen from them
+    are chosen blind. Even in a loop that waits for the GPU once per step,
+    each step's figure holds part of the previous step's GPU work instead of
+    its own tail, so per-step timings and per-phase meters are misattributed.
+
+    ## Fix safety
+    No automatic fix: where to synchronize is part of what is being measured.
+    Call `torch.cuda.synchronize()` right before reading the clock (and before
+    starting it), time on the GPU with `torch.cuda.Event(enable_timing=True)`
+    and `start.elapsed_time(end)` after synchronizing the end event, or use
+    `torch.utils.benchmark.Timer`, which synchronizes and warms up for you.
+
+    ## References
+    - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
+    - [torch.cuda.synchronize](https://pytorch.org/docs/stable/generated/torch.cuda.synchronize.html)
+    - [torch.cuda.Event](https://pytorch.org/docs/stable/generated/torch.cuda.Event.html)
+    - [PyTorch benchmark recipe (torch.utils.benchmark)](https://pytorch.org/tutorials/recipes/recipes/benchmark.html)
+    """
+
+    code = "GPU601"
+    name = "unsynchronized-timing"
+    message = (
+        "`{clock}` ends a timed interval while CUDA work may still be queued: kernels run asynchronously, "
+        "so this measures launch time, not GPU time; call `torch.cuda.synchronize()` before reading the clock"
+    )
+    fix_safety = NONE
+    needles = ("time(", "time_ns", "perf_counter", "monotonic", "default_timer", "from time import")
+    examples = (
+        Example(
+            bad="""
+            import time
+
+            import torch
+
+            model = torch.nn.Linear(4096, 4096).cuda()
+            x = torch.randn(256, 4096, device="cuda")
+            with torch.inference_mode():
+                start = time.perf_counter()
+                for _ in range(100):
+                    y = model(x)
+                elapsed = time.perf_counter() - start
+            print(f"{elapsed / 100 * 1e3:.2f} ms per batch")
+            """,
+            good="""
+            import time
+
+            import torch
+
+            model = torch.nn.Linear(4096, 4096).cuda()
+            x = torch.randn(256, 4096, device="cuda")
+            with torch.inference_mode():
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(100):
+                    y = model(x)
+                torch.cuda.synchronize()
+                elapsed = time.perf_counter() - start
+            print(f"{elapsed / 100 * 1e3:.2f} ms per batch")
+            """,
+        ),
+        Example(
+            title="CUDA events",
+            bad="""
+            import time
+
+            import torch
+
+            def step_time(model, images, labels, optimizer):
+                images, labels = images.cuda(), labels.cuda()
+                t0 = time.time()
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
+                loss.backward()
+                optimizer.step()
+                t1 = time.time()
+                return t1 - t0
+            """,
+            good="""
+            import torch
+
+            def step_time(model, images, labels, optimizer):
+                images, labels = images.cuda(), labels.cuda()
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
+                loss.backward()
+                optimizer.step()
+                end.record()
+                end.synchronize()
+                return start.elapsed_time(end) / 1000
+            """,
+        ),
+    )
+
+    bench = Bench(
+        setup=dedent("""
+            import time
+
+            import torch
+            from torch import nn
+
+            if DEVICE == "cuda":
+                torch.backends.cudnn.benchmark = True
+
+            """)
+        + RESNET18
+        + dedent("""\
+            images = torch.randn(batch, 3, size, size, device=DEVICE).to(memory_format=torch.channels_last)
+            model.eval()
+            timings = []
+            """),
+        bad="""
+        def run(steps):
+            # measure the inference latency per batch
+            with torch.inference_mode():
+                start = time.perf_counter()
+                for _ in range(steps):
+                    output = model(images)
+                elapsed = time.perf_counter() - start
+            timings.append(elapsed / steps)
+            return output
+        """,
+        good="""
+        def run(steps):
+            # measure the inference latency per batch
+            with torch.inference_mode():
+                if DEVICE == "cuda":
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(steps):
+                    output = model(images)
+                if DEVICE == "cuda":
+                    torch.cuda.synchronize()
+                elapsed = time.perf_counter() - start
+            timings.append(elapsed / steps)
+            return output
+        """,
+        metric=TIME,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-4,
+        note=(
+            "inference latency benchmark of a ResNet-18-sized conv net on 256x3x224x224 (channels_last): the fix buys a"
+            " correct latency figure (the bad side records launch time), not speed; two syncs per timed run cost"
+            " nothing measurable, so expect no measurable gain; same kernels, outputs agree up to cuDNN nondeterminism"
+        ),
+    )
+
+    def end_file(self, ctx) -> None:
+        fa = ctx.analysis
+        if not fa.index.uses_cuda:
+            return
+        scopes = [fa.tree] + list(fa.index.nodes(*FUNCS))
+        for scope in scopes:
+            flagged = set()
+            for interval in clock_intervals(fa, scope):
+                if id(interval.end) in flagged:
+                    continue
+                if unsynchronized_work(fa, scope, interval):
+                    flagged.add(id(interval.end))
+                    clock = ctx.node_text(interval.end.func) + "()"
+                    self.report(ctx, interval.end, clock=clock)
