@@ -62,7 +62,7 @@ def _comment_lines(text: str) -> Tuple[Set[int], Dict[int, Tuple[int, str]]]:
 def _tokens_text(text: str) -> str:
     """What tokenize reads: before 3.12 it misreads PEP 701 f-strings, so a
     file in syntax newer than this Python's is read as the engine parses it,
-    rewritten for this Python (gpulint/lowering.py: same lines and UTF-8
+    rewritten for this Python (gpulint/lowering/: same lines and UTF-8
     columns, comments kept)."""
     if sys.version_info >= (3, 12):
         return text

@@ -5,7 +5,7 @@ Parsing with the stdlib `ast` costs about a tenth of a LibCST parse, and the
 shared analysis is lazy: a file that never mentions what a rule looks for is
 not parsed for it at all. LibCST is used by fixes, on the files that have
 findings, and to parse a file `ast.parse` refuses: syntax of a newer Python,
-rewritten for this one (gpulint/lowering.py).
+rewritten for this one (gpulint/lowering/).
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def _syntax_error(exc: SyntaxError) -> LintError:
 
 def _parse_newer(text: str, path: str, exc: Optional[SyntaxError]) -> ast.Module:
     """A file `ast.parse` refused: syntax of a newer Python, parsed by LibCST
-    and rewritten for this one (gpulint/lowering.py), or the syntax error."""
+    and rewritten for this one (gpulint/lowering/), or the syntax error."""
     from gpulint import lowering
 
     try:

@@ -50,7 +50,7 @@ def validate_code(
     """Why `text` is not valid code, or None. `code`: what compile() gets
     instead of the text (a notebook's program, as an AST). Text in syntax
     newer than this Python's is compiled as the engine parses it: rewritten
-    for this Python (gpulint/lowering.py), `prepare` applied to its tree."""
+    for this Python (gpulint/lowering/), `prepare` applied to its tree."""
     from gpulint import engine
 
     try:

@@ -31,7 +31,7 @@ ALL: FrozenSet[str] = frozenset({"*"})
 
 def _comments(text: str, tokens_text: Optional[str] = None) -> Dict[int, str]:
     """{row: comment}. `tokens_text`: the file as the engine rewrote it for
-    this Python (gpulint/lowering.py: same lines and columns, its comments
+    this Python (gpulint/lowering/: same lines and columns, its comments
     kept), which this Python's tokenize reads where it misreads the original
     (PEP 701 f-strings before 3.12)."""
     out: Dict[int, str] = {}

@@ -192,7 +192,7 @@ def test_python2_syntax(tmp_path, validator):
 
 
 # one construct per Python release that introduced it. gpulint rewrites those up to 3.13 for an
-# older Python (gpulint/lowering.py, tests/test_new_syntax.py); the test uses the first newer one it cannot
+# older Python (gpulint/lowering/, tests/test_new_syntax.py); the test uses the first newer one it cannot
 NEWER_SYNTAX = [
     ((3, 10), "match command:\n    case 'go':\n        pass\n"),
     ((3, 11), "try:\n    pass\nexcept* ValueError:\n    pass\n"),

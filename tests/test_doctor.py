@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from gpulint.cli import cli
 from gpulint.harness import doctor as D
 from gpulint.harness import doctor_facts as F
+from gpulint.harness import doctor_versions as V
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {"NO_COLOR": "1", "OMP_NUM_THREADS": "1"}
@@ -357,7 +358,7 @@ def test_driver_of_the_same_major_runs_under_minor_version_compatibility():
     assert c.status == D.WARN
     assert "minor version compatibility (any CUDA 12.x driver from 525.60.13" in c.summary
     assert "≥ 570.26 on Linux" in c.fix
-    assert D.MINOR_COMPAT_URL in c.refs
+    assert V.MINOR_COMPAT_URL in c.refs
 
 
 def test_driver_of_the_same_major_but_cuda_unavailable_fails():
@@ -404,18 +405,18 @@ def test_windows_driver_versions_are_not_read_with_the_linux_table():
 
 
 def test_driver_tables():
-    assert D.cuda_from_linux_driver("570.86.15") == (12, 8)
-    assert D.cuda_from_linux_driver("535.104.05") == (12, 2)
-    assert D.cuda_from_linux_driver("450.80.02") == (11, 0)
-    assert D.cuda_from_linux_driver("418.39") is None
-    assert D.parse_cuda(12040) == (12, 4) and D.parse_cuda("12.8") == (12, 8) and D.parse_cuda(0) is None
+    assert V.cuda_from_linux_driver("570.86.15") == (12, 8)
+    assert V.cuda_from_linux_driver("535.104.05") == (12, 2)
+    assert V.cuda_from_linux_driver("450.80.02") == (11, 0)
+    assert V.cuda_from_linux_driver("418.39") is None
+    assert V.parse_cuda(12040) == (12, 4) and V.parse_cuda("12.8") == (12, 8) and V.parse_cuda(0) is None
     # every minor release's driver reaches its major's minor-version-compatibility minimum
-    for (major, _), need in D.LINUX_MIN_DRIVER.items():
-        floor = D.MINOR_COMPAT_MIN_DRIVER[major][0]
-        assert D._vtuple(need) >= D._vtuple(floor) or (major, _) == (11, 0)
+    for (major, _), need in V.LINUX_MIN_DRIVER.items():
+        floor = V.MINOR_COMPAT_MIN_DRIVER[major][0]
+        assert V.vtuple(need) >= V.vtuple(floor) or (major, _) == (11, 0)
     # and the table only grows
-    items = sorted(D.LINUX_MIN_DRIVER.items())
-    assert all(D._vtuple(a[1]) < D._vtuple(b[1]) for a, b in zip(items, items[1:]))
+    items = sorted(V.LINUX_MIN_DRIVER.items())
+    assert all(V.vtuple(a[1]) < V.vtuple(b[1]) for a, b in zip(items, items[1:]))
 
 
 def test_proc_version_both_forms():
@@ -486,7 +487,7 @@ def test_package_cuda_major():
         ("cuda-python", "12.6.0"): None, ("nvidia-dali-cuda120", "1.40.0"): 12, ("triton", "3.4.0"): None,
     }
     for (name, version), want in cases.items():
-        assert D.package_cuda_major(name, version) == want, (name, version)
+        assert V.package_cuda_major(name, version) == want, (name, version)
 
 
 def test_torch_pins_replaced_by_another_package():
@@ -501,11 +502,11 @@ def test_torch_pins_replaced_by_another_package():
 
 
 def test_pin_spec_matching():
-    assert D._spec_ok("==12.8.90", "12.8.90") is True
-    assert D._spec_ok("==12.8.90", "12.8.57") is False
-    assert D._spec_ok("==13.0.96.*", "13.0.96.1") is True and D._spec_ok("==13.0.96.*", "13.0.96") is True
-    assert D._spec_ok("==13.0.96.*", "13.0.97") is False
-    assert D._spec_ok(">=12.1", "12.4") is None  # not a pin: not judged
+    assert V.spec_ok("==12.8.90", "12.8.90") is True
+    assert V.spec_ok("==12.8.90", "12.8.57") is False
+    assert V.spec_ok("==13.0.96.*", "13.0.96.1") is True and V.spec_ok("==13.0.96.*", "13.0.96") is True
+    assert V.spec_ok("==13.0.96.*", "13.0.97") is False
+    assert V.spec_ok(">=12.1", "12.4") is None  # not a pin: not judged
 
 
 def test_loaded_runtime_outside_the_wheel_and_twice():

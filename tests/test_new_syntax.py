@@ -1,4 +1,4 @@
-"""Syntax newer than the running Python's (gpulint/lowering.py): PEP 695,
+"""Syntax newer than the running Python's (gpulint/lowering/): PEP 695,
 701 and 696, `match` and `except*` are linted on every supported Python,
 with the findings a native parse gives.
 
@@ -516,7 +516,7 @@ def test_core_node_positions_without_libcst_internals(monkeypatch):
         def __init__(self, module):
             raise AttributeError("no such internals")
 
-    monkeypatch.setattr(lowering, "_SpanState", Broken)
+    monkeypatch.setattr("gpulint.lowering.cst_nodes._SpanState", Broken)
     assert [lowering.lower(t, target=OLDEST) for t in texts] == fast
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from gpulint.model.values.placement import (
+from gpulint.model.values.devices import (
     CPU,
     DEVICE,
     DTYPE,

@@ -5,16 +5,8 @@ from textwrap import dedent
 from typing import List, Optional, Set, Tuple
 
 from gpulint.model.names import last_name
-from gpulint.model.values.placement import (
-    DATALOADER_NAMES,
-    file_cache,
-    gpu_fed_loaders,
-    has_star_args,
-    helper_move_target,
-    is_torch_dataloader_call,
-    keyword_value,
-    move_target,
-)
+from gpulint.model.values.devices import has_star_args, helper_move_target, keyword_value, move_target
+from gpulint.model.values.loaders import DATALOADER_NAMES, gpu_fed_loaders, is_torch_dataloader_call
 from gpulint.model.control.repetition import called_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Rule
@@ -118,7 +110,7 @@ def _bindings(fa) -> List[Tuple[ast.AST, ast.AST]]:
                 out.append((node.target, node.value))
         return out
 
-    return file_cache(fa, "gpu202_bindings", build)  # type: ignore[return-value]
+    return fa.index.memoized("placement", "gpu202_bindings", build)  # type: ignore[return-value]
 
 
 class DataloaderWithoutWorkers(Rule):

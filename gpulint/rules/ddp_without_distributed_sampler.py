@@ -18,12 +18,8 @@ from gpulint.model.control.distributed import (
     words_of,
 )
 from gpulint.model.names import last_name
-from gpulint.model.values.placement import (
-    DATALOADER_NAMES,
-    has_star_args,
-    is_torch_dataloader_call,
-    keyword_value,
-)
+from gpulint.model.values.devices import has_star_args, keyword_value
+from gpulint.model.values.loaders import DATALOADER_NAMES, is_torch_dataloader_call
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)

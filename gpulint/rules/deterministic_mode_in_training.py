@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence
 from gpulint.model.index.nodes import FUNCS, SCOPES
 from gpulint.model.control.distributed import conditions_in_scope
 from gpulint.model.names import last_name
-from gpulint.model.values.placement import file_cache
+
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 USE_DETERMINISTIC = "torch.use_deterministic_algorithms"
@@ -92,15 +92,13 @@ def _trains(fa) -> bool:
                     return True
         return False
 
-    return bool(file_cache(fa, "gpu503_trains", build))
+    return bool(fa.index.memoized("placement", "gpu503_trains", build))
 
 
 def _call_sites(fa, fn: ast.AST) -> List[ast.Call]:
     """Calls of `fn` in the file: `name(...)` for a module-level function,
     `self.name(...)` in its class for a method."""
-    sites: Dict[str, List[ast.Call]] = file_cache(  # type: ignore[assignment]
-        fa, "gpu503_calls_by_name", lambda: _calls_by_name(fa)
-    )
+    sites: Dict[str, List[ast.Call]] = fa.index.memoized("gpu503", "calls_by_name", lambda: _calls_by_name(fa))
     name = fn.name  # type: ignore[attr-defined]
     cls = fa.index.enclosing_class(fa.index.ancestors(fn))
     out = []

@@ -6,11 +6,10 @@ from textwrap import dedent
 from typing import Optional, Set, Tuple
 
 from gpulint.model.names import last_name
-from gpulint.model.values.placement import (
+from gpulint.model.values.devices import (
     factory_device_arg,
     factory_name,
     has_generator,
-    file_cache,
     param_used_as_tensor,
     values_depend_on_device,
 )
@@ -48,6 +47,73 @@ def _no_elements(args) -> bool:
     literal 0 dimension, a placeholder with nothing to copy."""
     dims = args[0].elts if args and isinstance(args[0], (ast.Tuple, ast.List)) else args
     return any(isinstance(d, ast.Constant) and d.value == 0 and type(d.value) is int for d in dims)
+
+
+# FactoryWithoutDeviceInForward's bench program (see `Bench` in gpulint/rule.py)
+BENCH = Bench(
+        setup='''
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            # GPT-style causal language model (8 layers, d_model 768, about 90M parameters)
+            # trained on 16 sequences of 512 tokens; synthetic tokens already on the GPU
+            vocab, dim, heads, layers, batch_size, seq_len = (100, 32, 4, 2, 2, 16) if SMALL else (32000, 768, 12, 8, 16, 512)
+            n_batches = 4
+            tokens = torch.randint(0, vocab, (n_batches, batch_size, seq_len + 1), device=DEVICE)
+        ''',
+        bad=dedent('''
+            class GPT(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.tok = nn.Embedding(vocab, dim)
+                    self.pos = nn.Embedding(seq_len, dim)
+                    layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
+                    self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+                    self.head = nn.Linear(dim, vocab, bias=False)
+
+                def forward(self, idx):
+                    n = idx.size(1)
+                    positions = torch.arange(n)
+                    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+                    x = self.tok(idx) + self.pos(positions.to(idx.device))
+                    return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
+
+
+            ''')
+        + GPT_TRAIN_LOOP,
+        good=dedent('''
+            class GPT(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.tok = nn.Embedding(vocab, dim)
+                    self.pos = nn.Embedding(seq_len, dim)
+                    layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
+                    self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+                    self.head = nn.Linear(dim, vocab, bias=False)
+
+                def forward(self, idx):
+                    n = idx.size(1)
+                    positions = torch.arange(n, device=idx.device)
+                    mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=idx.device), diagonal=1)
+                    x = self.tok(idx) + self.pos(positions.to(idx.device))
+                    return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
+
+
+            ''')
+        + GPT_TRAIN_LOOP,
+        metric=TIME,
+        steps=20,
+        warmup=5,
+        check="allclose",
+        rtol=1e-4,
+        atol=1e-5,
+        note=(
+            "GPT-style training step (8 layers, d_model 768, 16x512 tokens) whose forward builds the position ids and "
+            "the causal mask on the CPU and copies them (bad) or builds them on the input's device (good). Integer and "
+            "boolean values are the same on either device: the last loss agrees up to run-to-run rounding (rtol 1e-4)"
+        ),
+    )
 
 
 class FactoryWithoutDeviceInForward(Rule):
@@ -161,70 +227,7 @@ class FactoryWithoutDeviceInForward(Rule):
             """,
         ),
     )
-    bench = Bench(
-        setup='''
-            import torch
-            import torch.nn.functional as F
-            from torch import nn
-
-            # GPT-style causal language model (8 layers, d_model 768, about 90M parameters)
-            # trained on 16 sequences of 512 tokens; synthetic tokens already on the GPU
-            vocab, dim, heads, layers, batch_size, seq_len = (100, 32, 4, 2, 2, 16) if SMALL else (32000, 768, 12, 8, 16, 512)
-            n_batches = 4
-            tokens = torch.randint(0, vocab, (n_batches, batch_size, seq_len + 1), device=DEVICE)
-        ''',
-        bad=dedent('''
-            class GPT(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.tok = nn.Embedding(vocab, dim)
-                    self.pos = nn.Embedding(seq_len, dim)
-                    layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
-                    self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-                    self.head = nn.Linear(dim, vocab, bias=False)
-
-                def forward(self, idx):
-                    n = idx.size(1)
-                    positions = torch.arange(n)
-                    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-                    x = self.tok(idx) + self.pos(positions.to(idx.device))
-                    return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
-
-
-            ''')
-        + GPT_TRAIN_LOOP,
-        good=dedent('''
-            class GPT(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.tok = nn.Embedding(vocab, dim)
-                    self.pos = nn.Embedding(seq_len, dim)
-                    layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
-                    self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-                    self.head = nn.Linear(dim, vocab, bias=False)
-
-                def forward(self, idx):
-                    n = idx.size(1)
-                    positions = torch.arange(n, device=idx.device)
-                    mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=idx.device), diagonal=1)
-                    x = self.tok(idx) + self.pos(positions.to(idx.device))
-                    return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
-
-
-            ''')
-        + GPT_TRAIN_LOOP,
-        metric=TIME,
-        steps=20,
-        warmup=5,
-        check="allclose",
-        rtol=1e-4,
-        atol=1e-5,
-        note=(
-            "GPT-style training step (8 layers, d_model 768, 16x512 tokens) whose forward builds the position ids and "
-            "the causal mask on the CPU and copies them (bad) or builds them on the input's device (good). Integer and "
-            "boolean values are the same on either device: the last loss agrees up to run-to-run rounding (rtol 1e-4)"
-        ),
-    )
+    bench = BENCH
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
         verdict = self._assess(ctx, node, ctx.ancestors)
@@ -510,7 +513,7 @@ def _is_data_transform(fa, cls: ast.ClassDef) -> bool:
                 names.update(r.id for r in ast.walk(n) if isinstance(r, ast.Name))
         return names
 
-    cache = file_cache(fa, "gpu204_transform_names", build)
+    cache = fa.index.memoized("placement", "gpu204_transform_names", build)
     return cls.name in cache
 
 
@@ -525,7 +528,7 @@ def _does_host_work(fa, fn: ast.FunctionDef) -> bool:
                 out[f] = any(_host_call(fa, n) for n in ast.walk(f))
         return out
 
-    return file_cache(fa, "gpu204_host_work", build).get(fn, False)
+    return fa.index.memoized("placement", "gpu204_host_work", build).get(fn, False)
 
 
 def _host_call(fa, n: ast.AST) -> bool:

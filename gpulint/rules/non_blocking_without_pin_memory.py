@@ -4,16 +4,8 @@ import ast
 from textwrap import dedent
 from typing import List, Optional
 
-from gpulint.model.values.placement import (
-    CPU,
-    DTYPE,
-    batch_source,
-    device_arg_kind,
-    has_star_args,
-    is_torch_dataloader_call,
-    keyword_value,
-    loader_constructions,
-)
+from gpulint.model.values.devices import CPU, DTYPE, device_arg_kind, has_star_args, keyword_value
+from gpulint.model.values.loaders import batch_source, is_torch_dataloader_call, loader_constructions
 from gpulint.edits import find_keyword, replace_node, set_keyword
 from gpulint.rule import SAFE, TIME, Bench, Example, Rule
 from gpulint.workloads import LOADER_TRAIN_LOOP_NON_BLOCKING, RESNET_CLASSIFIER_WITH_STEM

@@ -7,7 +7,7 @@
   import form.
 * **Trained loader**: a `DataLoader(...)` call whose batches a training loop
   of the same file iterates: a `for` loop over the loader (by name, `self`
-  attribute, or the call itself; see `placement.loader_constructions`) whose
+  attribute, or the call itself; see `loaders.loader_constructions`) whose
   body (nested loops included, nested defs not) calls `.backward()`,
   `manual_backward`, or an optimizer step, or calls a function or method of
   the same file whose own body does. A loop over something that is neither
@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.names import last_name, node_word
-from gpulint.model.values.placement import (
+from gpulint.model.values.loaders import (
     all_assignments,
     binds_ref,
     dataloader_calls,
-    file_cache,
     is_dataloader_call,
     loader_constructions,
 )
@@ -85,7 +84,7 @@ def data_parallel_calls(fa: "FileModel") -> List[ast.Call]:
                 out.append(call)
         return out
 
-    return file_cache(fa, "distributed.dp_calls", build)  # type: ignore[return-value]
+    return fa.index.memoized("placement", "distributed.dp_calls", build)  # type: ignore[return-value]
 
 
 def is_distributed_sampler_call(fa: "FileModel", node: ast.AST) -> bool:
@@ -150,7 +149,7 @@ def _training_functions(fa: "FileModel") -> Dict[str, List[ast.AST]]:
                 out.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
         return out
 
-    return file_cache(fa, "distributed.training_functions", build)  # type: ignore[return-value]
+    return fa.index.memoized("placement", "distributed.training_functions", build)  # type: ignore[return-value]
 
 
 def loop_trains(fa: "FileModel", loop: ast.AST) -> bool:
@@ -208,7 +207,7 @@ def trained_loaders(fa: "FileModel") -> Dict[ast.Call, ast.AST]:
                 out.setdefault(c, loop)
         return out
 
-    return file_cache(fa, "distributed.trained_loaders", build)  # type: ignore[return-value]
+    return fa.index.memoized("placement", "distributed.trained_loaders", build)  # type: ignore[return-value]
 
 
 def runs_many_epochs(fa: "FileModel", loop: ast.AST) -> bool:

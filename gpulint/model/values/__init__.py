@@ -6,6 +6,8 @@
 * `values`: the kind of any expression, and the questions built on it (is
   this a model call, an optimizer step, a batch, a DataLoader?);
 * `host`: which tensors are known to live in host memory;
-* `placement`: where tensors are built and moved, and which DataLoader a
-  batch comes from.
+* `devices`: where tensors are built and moved (factories, device arguments);
+* `loaders`: which DataLoader a batch comes from;
+* `torch_signatures`: what torch's own stubs say each function and Tensor
+  method returns (a table generated from the torch wheel).
 """

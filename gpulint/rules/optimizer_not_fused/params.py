@@ -28,7 +28,7 @@ from gpulint.model.file import FileModel
 from gpulint.model.index.nodes import SCOPES
 from gpulint.model.values.kinds import MODEL_SELF_METHODS
 from gpulint.model.names import dotted
-from gpulint.model.values.placement import file_cache, move_target
+from gpulint.model.values.devices import move_target
 
 _PARAM_METHODS = frozenset(("parameters", "named_parameters"))
 _MODULE_WALKS = _PARAM_METHODS | {"modules", "named_modules", "children", "named_children"}
@@ -227,7 +227,7 @@ def accelerator_models(fa: FileModel) -> Dict[str, List[Tuple[str, ast.AST]]]:
                     add(dotted(e.value if isinstance(e, ast.Starred) else e), how, move)
         return out
 
-    return file_cache(fa, "params.accelerator_models", build)  # type: ignore[return-value]
+    return fa.index.memoized("placement", "params.accelerator_models", build)  # type: ignore[return-value]
 
 
 def placements(fa: FileModel, owner: str, ancestors: Sequence[ast.AST]) -> List[Tuple[str, ast.AST]]:

@@ -1,0 +1,383 @@
+"""Where tensors are built and where they are moved: tensor factories and
+device arguments.
+
+* **Tensor factory**: `torch.<name>(...)` for a name in `TENSOR_FACTORIES`
+  (resolved through imports; `*_like` and `Tensor.new_*` are not factories:
+  they take the device of their input).
+* **Device argument**: what the argument of `.to(...)` / a `device=` is, read
+  from the expression alone: `"cpu"`, a dtype, a device (`"cuda:0"`, `0`,
+  `torch.device("cuda")`, `x.device`, `device`, `args.gpu`, `local_rank`), or
+  unknown (a tensor, anything else).
+
+Everything is cached per file on the file's index.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Set, Tuple
+
+from gpulint.model.names import last_name
+from gpulint.model.values.kinds import MODEL, NUMBER, TENSOR, is_tensor_returning_torch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.file import FileModel
+
+# torch.<name>(...) that build a new tensor and take `device=`
+TENSOR_FACTORIES = frozenset(
+    """zeros ones empty empty_strided full arange range linspace logspace eye
+    rand randn randint randperm tensor as_tensor scalar_tensor tril_indices triu_indices
+    hann_window hamming_window blackman_window bartlett_window kaiser_window""".split()
+)
+# factories whose numbers come from a random generator: the CPU and the CUDA
+# generators give different numbers for the same seed
+RANDOM_FACTORIES = frozenset("rand randn randint randperm normal bernoulli multinomial poisson".split())
+# factories whose values are computed by a kernel that may round differently
+# on another device (window functions, float ranges)
+_COMPUTED_FACTORIES = frozenset(
+    "linspace logspace hann_window hamming_window blackman_window bartlett_window kaiser_window".split()
+)
+_RANGE_FACTORIES = frozenset(("arange", "range"))
+_FLOAT_DTYPES = frozenset(
+    "float float32 float64 double half float16 bfloat16 complex64 complex128 cfloat cdouble".split()
+)
+TORCH_DTYPES = _FLOAT_DTYPES | frozenset(
+    "int int8 int16 int32 int64 long short uint8 uint16 uint32 uint64 bool qint8 quint8 qint32".split()
+)
+
+DEVICE_STRING_RE = re.compile(r"^(cuda|mps|xpu|hpu|npu|xla|mtia|privateuseone)(:\d+)?$")
+CPU_STRING_RE = re.compile(r"^cpu(:\d+)?$")
+DEVICE_NAME_RE = re.compile(
+    r"^(device|dev|gpu|gpu_id|gpu_idx|gpu_index|cuda_device|device_id|device_index|local_rank|rank)$"
+    r"|_device$|_dev$",
+    re.I,
+)
+
+DTYPE_NAME_RE = re.compile(r"^(dtype|\w+_dtype|dtype_\w+)$")
+
+CPU = "cpu"
+DTYPE = "dtype"
+DEVICE = "device"
+
+
+# ------------------------------------------------------------------ factories
+def factory_name(fa: "FileModel", call: ast.AST) -> Optional[str]:
+    """`zeros` for `torch.zeros(...)` (any import form), else None."""
+    if not isinstance(call, ast.Call) or last_name(call.func) not in TENSOR_FACTORIES:
+        return None
+    q = fa.imports.qualname(call.func) or ""
+    if q.startswith("torch.") and q.count(".") == 1:
+        name = q[6:]
+        if name in TENSOR_FACTORIES:
+            return name
+    return None
+
+
+def factory_device_arg(name: str, call: ast.Call) -> Optional[ast.AST]:
+    """The expression given as the factory's device (keyword, or the third
+    positional argument of `as_tensor`), or None."""
+    for kw in call.keywords:
+        if kw.arg == "device":
+            return kw.value
+    if name == "as_tensor" and len(call.args) >= 3:
+        return call.args[2]
+    return None
+
+
+# in-place fills that draw random numbers: `torch.empty(n).bernoulli_(p)`
+RANDOM_FILLS = frozenset((
+    "bernoulli_", "uniform_", "normal_", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_",
+))
+
+
+def has_generator(call: ast.Call) -> bool:
+    """`generator=g`: the numbers come from that generator, which must be on
+    the device the tensor is built on. Code that builds on the CPU with one
+    works only because the generator is a CPU one (`torch.Generator()`), so
+    the tensor has to be built on the CPU and copied: passing `device=`
+    would raise."""
+    return any(
+        kw.arg == "generator" and not (isinstance(kw.value, ast.Constant) and kw.value.value is None)
+        for kw in call.keywords
+    )
+
+
+def values_depend_on_device(fa: "FileModel", name: str, call: ast.Call) -> Optional[str]:
+    """Why the factory's numbers could differ when it runs on another device,
+    or None when they are the same everywhere."""
+    if name in RANDOM_FACTORIES:
+        return "the CPU and CUDA random generators give different numbers"
+    parent = fa.index.parents.get(call)
+    if (
+        isinstance(parent, ast.Attribute)
+        and parent.attr in RANDOM_FILLS
+        and isinstance(fa.index.parents.get(parent), ast.Call)
+    ):
+        return "it is filled with random numbers, which the CPU and CUDA generators draw differently"
+    if name in _COMPUTED_FACTORIES:
+        return "the CUDA kernel may round differently in the last bit"
+    if name in _RANGE_FACTORIES:
+        dtype = next((kw.value for kw in call.keywords if kw.arg == "dtype"), None)
+        if dtype is not None:
+            q = fa.imports.qualname(dtype) or ""
+            if q.startswith("torch.") and q[6:] in TORCH_DTYPES and q[6:] not in _FLOAT_DTYPES:
+                return None  # an integer range is exact anywhere
+            if q.startswith("torch.") and q[6:] in _FLOAT_DTYPES:
+                return "a floating-point range may round differently in the last bit on the GPU"
+        for arg in list(call.args) + [kw.value for kw in call.keywords if kw.arg in ("start", "end", "step")]:
+            for n in ast.walk(arg):
+                if isinstance(n, ast.Constant) and isinstance(n.value, float):
+                    return "a floating-point range may round differently in the last bit on the GPU"
+                if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+                    return "a floating-point range may round differently in the last bit on the GPU"
+    return None
+
+
+# --------------------------------------------------- legacy typed constructors
+# `torch.FloatTensor(...)` and friends build on the CPU (`torch.cuda.FloatTensor`
+# builds on the GPU); the dtype each one gives, None for `torch.Tensor` (the
+# default dtype)
+LEGACY_CONSTRUCTORS: Dict[str, Optional[str]] = {
+    "Tensor": None,
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "ByteTensor": "uint8",
+    "CharTensor": "int8",
+    "ShortTensor": "int16",
+    "IntTensor": "int32",
+    "LongTensor": "int64",
+    "BoolTensor": "bool",
+}
+# calls and methods that give an int (or a torch.Size)
+_SIZE_FUNCS = frozenset(("builtins.len", "builtins.int", "builtins.round", "math.ceil", "math.floor", "math.prod"))
+_SIZE_METHODS = frozenset(("size", "numel", "nelement", "dim", "ndimension"))
+
+
+def legacy_constructor(fa: "FileModel", call: ast.AST) -> Optional[str]:
+    """`FloatTensor` for `torch.FloatTensor(...)` (any import form), else None.
+    `torch.cuda.FloatTensor(...)` is not one: it builds on the GPU."""
+    if not isinstance(call, ast.Call) or last_name(call.func) not in LEGACY_CONSTRUCTORS:
+        return None
+    q = fa.imports.qualname(call.func) or ""
+    if q.startswith("torch.") and q.count(".") == 1 and q[6:] in LEGACY_CONSTRUCTORS:
+        return q[6:]
+    return None
+
+
+def legacy_size_args(fa: "FileModel", call: ast.Call, ancestors: Sequence[ast.AST]) -> bool:
+    """The legacy constructor's arguments are surely sizes, and not zero: an
+    uninitialised tensor. Several arguments (`torch.FloatTensor(b, n)`) can
+    only be sizes; one must be a size by its form (`3`, `len(xs)`,
+    `x.size(0)`, `x.shape[1] * 2`, `x.size()`, a tensor's `x.shape`, `*shape`) or a name that the
+    function binds only to such values (`n = x.size(0)`) or to a number.
+    False for data (`torch.FloatTensor([1, 2])`, an array, a storage), for a
+    value that could be either (`torch.Tensor(n)` with `n` a parameter), and
+    for an empty tensor (no arguments, a literal 0)."""
+    if not call.args or call.keywords:
+        return False
+    if any(isinstance(a, ast.Constant) and a.value == 0 for a in call.args):
+        return False  # an empty tensor: nothing is copied
+    if len(call.args) > 1:
+        # only the `(*sizes)` form takes several arguments (`(data)` takes one)
+        return not any(
+            isinstance(a, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.JoinedStr))
+            or (isinstance(a, ast.Constant) and not isinstance(a.value, int))
+            for a in call.args
+        )
+    scope = fa.index.enclosing_scope(ancestors)
+    arg = call.args[0]
+    return isinstance(arg, ast.Starred) or _is_size(fa, arg, ancestors, scope, set())
+
+
+def _is_size(fa: "FileModel", expr: ast.AST, ancestors: Sequence[ast.AST], scope, seen: Set[str]) -> bool:
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
+    if isinstance(expr, ast.Attribute):
+        if expr.attr == "shape":
+            # a tensor's torch.Size is sizes; a numpy shape is a tuple, which is data
+            return fa.values.kind_at(expr.value, ancestors) == TENSOR
+        return expr.attr == "ndim"
+    if isinstance(expr, ast.Subscript):
+        inner = expr.value
+        return (isinstance(inner, ast.Attribute) and inner.attr == "shape") or (
+            isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "size"
+        )
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _SIZE_METHODS:
+            return True
+        q = fa.imports.qualname(func) or ""
+        return q in _SIZE_FUNCS or q == "torch.Size"
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+        return _is_size(fa, expr.left, ancestors, scope, seen) and _is_size(fa, expr.right, ancestors, scope, seen)
+    if isinstance(expr, ast.Name):
+        if fa.values.kind_at(expr, ancestors) == NUMBER:
+            return True
+        # `batch_size = x.size(0)`: every binding of the name in the function is a size
+        if expr.id in seen or len(seen) > 8:
+            return False
+        bindings = fa.host.host_bindings(scope if scope is not None else fa.tree).get(expr.id)
+        return bool(bindings) and all(
+            isinstance(b, ast.AST) and _is_size(fa, b, ancestors, scope, seen | {expr.id}) for b in bindings
+        )
+    return False
+
+
+# ------------------------------------------------------------------ devices
+def device_arg_kind(fa: "FileModel", expr: Optional[ast.AST]) -> Optional[str]:
+    """CPU, DTYPE or DEVICE (an accelerator, or a device variable) for an
+    argument of `.to()` / `device=`; None when it cannot be told (a tensor,
+    an unknown value)."""
+    if expr is None:
+        return None
+    if isinstance(expr, ast.Constant):
+        v = expr.value
+        if isinstance(v, str):
+            if CPU_STRING_RE.match(v):
+                return CPU
+            if DEVICE_STRING_RE.match(v):
+                return DEVICE
+            return None
+        if isinstance(v, int) and not isinstance(v, bool):
+            return DEVICE  # a CUDA device index
+        return None
+    if isinstance(expr, ast.JoinedStr):
+        first = expr.values[0] if expr.values else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            if first.value.startswith("cpu"):
+                return CPU
+            if re.match(r"^(cuda|mps|xpu|hpu|npu)(:|$)", first.value):
+                return DEVICE
+        return None
+    if isinstance(expr, ast.Call):
+        q = fa.imports.qualname(expr.func) or ""
+        if q == "torch.device":
+            a = expr.args[0] if expr.args else next((k.value for k in expr.keywords if k.arg == "type"), None)
+            return device_arg_kind(fa, a) if isinstance(a, ast.Constant) and isinstance(a.value, str) else DEVICE
+        if q in ("torch.cuda.current_device",):
+            return DEVICE
+        return None
+    q = fa.imports.qualname(expr) or ""
+    if q.startswith("torch.") and q[6:] in TORCH_DTYPES:
+        return DTYPE
+    name = last_name(expr)
+    if name is None:
+        return None
+    if name == "dtype" or DTYPE_NAME_RE.match(name):
+        return DTYPE
+    if isinstance(expr, ast.Attribute) and name == "device":
+        return DEVICE  # x.device, self.device, accelerator.device, args.device
+    if DEVICE_NAME_RE.match(name):
+        return DEVICE
+    return None
+
+
+def move_target(fa: "FileModel", call: ast.AST) -> Optional[Tuple[ast.AST, Optional[ast.AST]]]:
+    """For `x.cuda(...)` / `x.to(<device>, ...)` moving to an accelerator:
+    (x, the device expression, None for `.cuda()`); else None."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    attr = call.func.attr
+    if attr == "cuda":
+        dev = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+        return call.func.value, dev
+    if attr == "to":
+        dev = next((k.value for k in call.keywords if k.arg == "device"), None)
+        if dev is None and call.args:
+            dev = call.args[0]
+        if dev is not None and not isinstance(dev, ast.Starred) and device_arg_kind(fa, dev) == DEVICE:
+            return call.func.value, dev
+    return None
+
+
+# helpers whose name says they move a (nested) batch to a device:
+# `batch_to_device(batch, device)`, `move_to_device(batch, device)`,
+# accelerate's `send_to_device(batch, device)`, `to_device(batch, device)`
+MOVE_HELPER_RE = re.compile(r"^(batch_to_device|(move|send)_(batch_)?to_device|to_device)$")
+
+
+def helper_move_target(fa: "FileModel", call: ast.AST) -> Optional[Tuple[ast.AST, ast.AST]]:
+    """For `batch_to_device(batch, device)` (a function named for moving a
+    batch to a device, see `MOVE_HELPER_RE`) whose device argument (second
+    positional, or `device=`) is a device expression: (batch, the device
+    expression); else None. `x.to_device(dev)`, with the value as the
+    receiver, is not such a call."""
+    if not isinstance(call, ast.Call) or not call.args or isinstance(call.args[0], ast.Starred):
+        return None
+    name = last_name(call.func)
+    if name is None or not MOVE_HELPER_RE.match(name):
+        return None
+    dev = next((k.value for k in call.keywords if k.arg == "device"), None)
+    if dev is None and len(call.args) >= 2:
+        dev = call.args[1]
+    if dev is None or isinstance(dev, ast.Starred) or device_arg_kind(fa, dev) != DEVICE:
+        return None
+    return call.args[0], dev
+
+
+def keyword_value(call: ast.Call, name: str, position: Optional[int] = None) -> Tuple[bool, Optional[ast.AST]]:
+    """(present, value) of an argument given by keyword or at `position`."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return True, kw.value
+    if position is not None and len(call.args) > position:
+        return True, call.args[position]
+    return False, None
+
+
+def has_star_args(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
+
+
+# ------------------------------------------------------------- parameters
+# attributes and methods that only a tensor (or an array) has
+_TENSOR_EVIDENCE = frozenset(
+    """shape size device dtype dim ndim view reshape transpose permute unsqueeze squeeze flatten
+    contiguous float half bfloat16 long bool masked_fill masked_fill_ matmul mean sum softmax
+    new_zeros new_ones new_full new_empty new_tensor type_as expand expand_as repeat chunk narrow
+    numel norm clamp exp log sigmoid tanh argmax unbind flip roll is_cuda""".split()
+)
+_CONTAINER_METHODS = frozenset("items keys values get pop update append extend".split())
+
+
+def param_used_as_tensor(fa: "FileModel", fn: ast.FunctionDef, name: str) -> bool:
+    """Evidence in the body that the parameter is a tensor (tensor attributes,
+    arithmetic, `x[:, None]`, the input of a torch function or of an `nn` layer
+    of the module), and none that it is a container."""
+    cls = fa.index.enclosing_class(fa.index.ancestors(fn))
+    layers = {attr for attr, kind in fa.values.class_kinds(cls).items() if kind == MODEL} if cls is not None else set()
+    evidence = False
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
+            f = n.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+                if f.attr in layers:
+                    evidence = True
+            else:
+                q = fa.imports.qualname(f) or ""
+                if q.startswith("torch.") and is_tensor_returning_torch(q):
+                    evidence = True
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name:
+            if n.attr in _CONTAINER_METHODS:
+                return False
+            if n.attr in _TENSOR_EVIDENCE:
+                evidence = True
+        elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+            sl = n.slice
+            if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
+                return False
+            if isinstance(sl, ast.Tuple) and any(
+                isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value in (None, Ellipsis))
+                for e in sl.elts
+            ):
+                evidence = True  # x[:, None], x[..., 0]: only arrays index like this
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
+            if any(isinstance(side, ast.Name) and side.id == name for side in (n.left, n.right)):
+                evidence = True
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance":
+            if n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
+                return False
+    return evidence

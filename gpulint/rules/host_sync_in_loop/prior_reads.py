@@ -1,0 +1,262 @@
+"""Reads the host already waits for: a statement that follows a host read of
+the same step (or a sync), or a value derived from one, waits for nothing
+new. GPU101's walk back over the statements before a read."""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_left
+
+from gpulint.model.values.kinds import TENSOR
+from gpulint.rules.host_sync_in_loop.eval_order import evaluation_order
+
+# Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
+# on little else than tensors (and numpy values, which inference tells apart),
+# so they are flagged unless the receiver is known not to be a tensor;
+# `.tolist()` is common on numpy arrays too and needs a known tensor.
+TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
+HOST_METHODS = TENSOR_ONLY_METHODS | {"tolist"}
+
+
+def on_host_already(expr: ast.AST) -> bool:
+    """`x.cpu().numpy()`, `x.cpu().tolist()`: the copy happened in an inner call
+    (reported there); what follows works on host memory."""
+    while True:
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in HOST_METHODS:
+                return True
+            expr = func
+        elif isinstance(expr, (ast.Attribute, ast.Subscript)):
+            expr = expr.value
+        else:
+            return False
+
+
+def has_host_read(node: ast.AST, analysis=None) -> bool:
+    """`node` surely reads a tensor on the host when it runs: reads in the
+    branches of `x if c else y`, after the first operand of `and`/`or`, or in
+    lambdas and comprehensions may not run, and do not count. With
+    `analysis`, nor do reads known not to wait for the GPU (`may_sync`)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)):
+            return True
+        if isinstance(n, ast.IfExp):
+            stack.append(n.test)
+        elif isinstance(n, ast.BoolOp):
+            stack.append(n.values[0])
+        elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def statement_and_block(chain, analysis):
+    """(the innermost statement of `chain`, the statement list holding it)."""
+    for i in range(len(chain) - 1, 0, -1):
+        stmt = chain[i]
+        if isinstance(stmt, ast.stmt):
+            block = analysis.index.block_of(chain[i - 1], stmt)
+            return stmt, block
+    return None, None
+
+
+def follows_host_read(node, ancestors, analysis, at=None) -> bool:
+    """The loop has just waited for the GPU, and this read only waits for what
+    was queued since, a few small kernels: an earlier statement of the step
+    surely read a tensor on the host (`a = x.item()` then `b = y.item()`;
+    also an `if`/`try`/`with` each of whose paths ends with such a
+    statement) and nothing since queued model work (see `synced_before`),
+    or this statement did, in a part evaluated before this read and every
+    time (`{"a": a.item(), "b": b.item()}`). `at` is the node whose
+    evaluation makes the read (default `node`): for an f-string, the first
+    tensor it formats."""
+    chain = list(ancestors) + [node]
+    stmt, block = statement_and_block(chain, analysis)
+    if stmt is None:
+        return False
+    if queues_model_work(stmt, list(ancestors), analysis):
+        return False  # this statement queues real work of its own (before reading, or we cannot tell)
+    return synced_before(chain, analysis) or read_earlier_in_statement(stmt, node if at is None else at, analysis)
+
+
+def queues_model_work(node, ancestors, analysis) -> bool:
+    """`node` calls a model, `.backward()` or an optimizer step somewhere: GPU
+    work worth waiting for (small tensor ops such as `clamp`, `mse_loss` or
+    `mean` are not)."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and (
+            analysis.steps.is_model_call(n, ancestors) or analysis.steps.is_backward_call(n) or analysis.steps.is_optimizer_step(n, ancestors)
+        ):
+            return True
+    return False
+
+
+# compound statements that a walk back may pass (when they queue no model work
+# and hold no loop) and whose bodies it may leave for the statements before them
+PASSABLE = (ast.If, ast.With, ast.AsyncWith, ast.Try) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+LOOP_STMTS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def synced_before(chain, analysis) -> bool:
+    """Walking back from the innermost statement of `chain` through the
+    statements run before it in this step, a statement that surely read on
+    the host (`ends_reading`) comes before any that queues model work.
+
+    The walk passes simple statements and `if`/`with`/`try` statements that
+    queue no model work and hold no loop; from the top of the body of an
+    `if` (or its `else`), a `with` or a `try` it goes on before that
+    statement, once its header (an `if` test, `with` items) has been checked
+    the same way. It stops at the top of a loop's body (what ran before is
+    the previous iteration, or the code before the loop), at an `except`,
+    `else` or `finally` block of a `try`, and at a function's body."""
+    for depth in range(len(chain) - 1, 0, -1):
+        stmt = chain[depth]
+        if not isinstance(stmt, ast.stmt):
+            continue
+        parent = chain[depth - 1]
+        where = analysis.index.slot(stmt)
+        if where is None or where[0] is not parent:
+            return False  # an `except` handler's body, a `match` case: stop
+        _, field, k = where
+        block = getattr(parent, field)
+        outer = chain[: depth - 1]
+        for j in range(k - 1, -1, -1):  # the statements before, nearest first
+            b = block[j]
+            if ends_reading(b, analysis):
+                return True
+            if not isinstance(b, PASSABLE) and is_compound(b):
+                return False  # a loop, a def, a `match`: stop
+            if holds_loop(b) or queues_model_work(b, chain[:depth], analysis):
+                return False
+        # the top of the block: leave it for the statements before `parent`?
+        if isinstance(parent, (ast.If, ast.With, ast.AsyncWith)) and field in ("body", "orelse"):
+            header = parent.test if isinstance(parent, ast.If) else parent.items
+            headers = header if isinstance(header, list) else [header]
+            if any(queues_model_work(h, outer, analysis) for h in headers):
+                return False
+            if any(has_host_read(h.context_expr if isinstance(h, ast.withitem) else h, analysis) for h in headers):
+                return True  # `if loss.item() > 0:` ran before its body
+            continue  # on before `parent`, in the block holding it
+        if isinstance(parent, PASSABLE) and field == "body":  # a `try` body
+            continue
+        return False
+    return False
+
+
+def is_compound(stmt) -> bool:
+    return any(isinstance(getattr(stmt, f, None), list) for f in ("body", "orelse", "finalbody", "cases"))
+
+
+def holds_loop(stmt) -> bool:
+    return any(isinstance(n, LOOP_STMTS) for n in ast.walk(stmt))
+
+
+NO_FALLTHROUGH = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+
+
+def ends_reading(stmt, analysis) -> bool:
+    """Every path through `stmt` that goes on to the next statement ends with
+    a simple statement that surely read a tensor on the host: the statement
+    itself, or the last statement of each branch of an `if` with an `else`
+    (a branch ending in `continue`, `break`, `return` or `raise` does not go
+    on), of a `with` body, of a `try` (its `else` if any, and each
+    handler; or its `finally`)."""
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return has_host_read(stmt, analysis)
+    if isinstance(stmt, ast.If):
+        return block_ends_reading(stmt.body, analysis) and block_ends_reading(stmt.orelse, analysis)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return block_ends_reading(stmt.body, analysis)
+    if isinstance(stmt, ast.Try):
+        if stmt.finalbody:
+            return block_ends_reading(stmt.finalbody, analysis)
+        return block_ends_reading(stmt.orelse or stmt.body, analysis) and all(
+            block_ends_reading(h.body, analysis) for h in stmt.handlers
+        )
+    return False
+
+
+def block_ends_reading(block, analysis) -> bool:
+    if not block:
+        return False  # an `if` without `else`: that path reads nothing
+    last = block[-1]
+    return isinstance(last, NO_FALLTHROUGH) or ends_reading(last, analysis)
+
+
+def read_earlier_in_statement(stmt, at, analysis) -> bool:
+    """A host read of `stmt` is evaluated every time the statement runs, and
+    before `at`: `d.update({"a": a.item(), "b": b.item()})`,
+    `f(x.item()) + y.item()`, `y.item() if x.item() > 0 else 0` (not a read
+    in a branch of `... if ... else ...`, after the first operand of
+    `and`/`or`, or in a lambda or comprehension; and never `at` itself when
+    it lies in a lambda or runs once per item of a comprehension)."""
+    memo = analysis.index.memo("GPU101.statement_reads")
+    entry = memo.get(stmt)
+    if entry is None:
+        order = evaluation_order(stmt)
+        first = next((i for i, (n, sure) in enumerate(order) if sure and is_host_read_call(n)), None)
+        entry = memo[stmt] = ({id(n): i for i, (n, _) in enumerate(order)}, first)
+    position, first = entry
+    i = position.get(id(at))
+    return first is not None and i is not None and first < i
+
+
+def may_sync(call: ast.Call, analysis) -> bool:
+    """A host read (`x.item()`, `x.cpu()`, ...) not known to skip the GPU: its
+    receiver is not known to be a numpy array, a number or a model, nor a
+    tensor in host memory, nor already copied (`x.cpu().numpy()`)."""
+    recv = call.func.value  # type: ignore[attr-defined]
+    if on_host_already(recv):
+        return False
+    ancestors = analysis.index.ancestors(call)
+    if analysis.values.kind_at(recv, ancestors) not in (TENSOR, None):
+        return False
+    return not analysis.host.is_host_tensor(recv, ancestors)
+
+
+def is_host_read_call(n: ast.AST) -> bool:
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in HOST_METHODS and not n.args
+
+
+def derived_from_host_read(name: str, ancestors, analysis) -> bool:
+    """`loss_to_log = running_loss.item() / n` earlier in the same block (or
+    computed from names that were): the value comes from a host read this step,
+    so formatting it waits only for that arithmetic."""
+    stmt, block = statement_and_block(list(ancestors), analysis)
+    if block is None:
+        return False
+    k = analysis.index.slot(stmt)[2]
+    return derived_before(name, block, k, assignments(block, analysis), depth=0)
+
+
+def assignments(block, analysis):
+    """name -> the indices of the block's `name = ...` statements, in order."""
+    memo = analysis.index.memo("GPU101.block_assignments")
+    out = memo.get(id(block))
+    if out is None or out[0] is not block:
+        by_name = {}
+        for i, b in enumerate(block):
+            if isinstance(b, ast.Assign):
+                for name in {t.id for t in b.targets if isinstance(t, ast.Name)}:
+                    by_name.setdefault(name, []).append(i)
+        out = memo[id(block)] = (block, by_name)
+    return out[1]
+
+
+def derived_before(name: str, block, k: int, assigned, depth: int) -> bool:
+    if depth > 4:
+        return False
+    at = assigned.get(name, ())
+    j = bisect_left(at, k)  # the last assignment of `name` before statement k
+    if j == 0:
+        return False
+    i = at[j - 1]
+    value = block[i].value
+    if has_host_read(value):
+        return True
+    names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    return any(derived_before(n, block, i, assigned, depth + 1) for n in names if n != name)
