@@ -24,6 +24,10 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.model.file import FileModel
+from gpulint.model.index.tree import may_use_accelerator
+from gpulint.model.project.facts import model_with_facts
+from gpulint.model.project.modules import is_package, module_names
+from gpulint.model.project.summary import TRIGGER_WORDS
 from gpulint.rule import INTERNAL_ERROR, SAFE, UNSAFE, Edit, Finding, Fix, Rule
 from gpulint.registry import all_rules
 from gpulint.source import Source
@@ -63,7 +67,8 @@ class LintOptions:
 class FileContext:
     """What a rule sees while the engine walks one file."""
 
-    def __init__(self, path: str, source: Source, tree: ast.Module, options: LintOptions) -> None:
+    def __init__(self, path: str, source: Source, tree: ast.Module, options: LintOptions,
+                 model: Optional[FileModel] = None) -> None:
         self.path = path
         self.source = source
         self.tree = tree
@@ -71,7 +76,7 @@ class FileContext:
         self.torch_version = options.torch_version
         self.ancestors: List[ast.AST] = []
         self.current: Optional[ast.AST] = None  # the node the engine is visiting
-        self.analysis = FileModel(tree, source.text, path)
+        self.analysis = model if model is not None else FileModel(tree, source.text, path)
         self.findings: List[Finding] = []
 
     # shortcuts into the shared analysis
@@ -253,18 +258,79 @@ def _wanted(rule: Rule, text: str) -> bool:
     return not rule.needles or any(n in text for n in rule.needles)
 
 
+@dataclass(frozen=True)
+class ProjectInput:
+    """How the project sees a file: the module names it can be imported as
+    (main one first), and the facts table of the project's call graph for
+    it (None: read the file alone, with its own call graph)."""
+
+    names: Tuple[str, ...]
+    package: bool = False
+    table: Optional[dict] = None
+    # summarize the file even when nothing in it can start a step (see `lint_module`)
+    summarize: bool = False
+
+
+@dataclass
+class ModuleResult:
+    findings: List[Finding]
+    summary: Optional[dict] = None  # the file's summary for the project's call graph
+    table: Optional[dict] = None  # the facts table the file was read with
+    deferred: bool = False  # the summary was left for when the project asks for it
+
+
+# words without which a file adds nothing to the project's call graph: no
+# step, no generator, no loader, no device (its calls reach nothing hot)
+_PROJECT_WORDS = ("backward", ".step(", "yield", "DataLoader", ".item()")
+
+
+def starts_steps(text: str) -> bool:
+    """The text has a word without which none of its loops steps over data
+    and none of its functions steps, yields or returns a loader."""
+    return any(w in text for w in TRIGGER_WORDS)
+
+
+def takes_part(text: str) -> bool:
+    """The file may add to the project's call graph (see `_PROJECT_WORDS`)."""
+    return "def " in text and (may_use_accelerator(text) or any(w in text for w in _PROJECT_WORDS))
+
+
 def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None) -> List[Finding]:
     """Lint one file's text. Raises LintError when it cannot be parsed.
 
     `tree` is `ast.parse(text)` where the caller has it already (flake8 hands
-    its plugins the tree); the rules do not modify it."""
+    its plugins the tree); the rules do not modify it. The file is read
+    alone: its own functions' summaries answer for calls among them."""
+    return lint_module(text, path, options, tree).findings
+
+
+def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None,
+                project: Optional[ProjectInput] = None) -> ModuleResult:
+    """`lint_source`, as a module of a project: also the file's summary and
+    the facts it was read with (`ProjectInput.table`, or its own)."""
     selected = [(r, v) for r, v in _rules_for(tuple(options.codes)) if _wanted(r, text)]
     if tree is None:
         tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
+    model = summary = table = None
+    deferred = False
+    if takes_part(text):
+        if project is None:
+            project = ProjectInput(tuple(module_names(path, ())), is_package(path))
+        if project.table is None and not project.summarize and not starts_steps(text):
+            # nothing here can start a step: its summary matters only if per-step code calls
+            # into it, which the project finds out and asks for (`ProjectInput.summarize`)
+            deferred = True
+        else:
+            model, summary, table = model_with_facts(tree, text, path, project.names, project.package, project.table)
     if not selected:
-        return []
+        return ModuleResult([], summary, table, deferred)
+    return ModuleResult(_lint_tree(text, path, options, tree, selected, model), summary, table, deferred)
+
+
+def _lint_tree(text: str, path: str, options: LintOptions, tree: ast.Module, selected: list,
+               model: Optional[FileModel]) -> List[Finding]:
     source = Source(text)
-    ctx = FileContext(path, source, tree, options)
+    ctx = FileContext(path, source, tree, options, model)
     rules = [r for r, _ in selected]
     dispatch: Dict[type, list] = {}
     for _, visitors in selected:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from gpulint.engine import LintError, LintOptions, decode_source, lint_source, read_bytes
+from gpulint.engine import LintError, LintOptions, ProjectInput, decode_source, lint_module, read_bytes
 from gpulint.rule import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, file_diagnostic
 
 
@@ -25,6 +25,11 @@ class FileResult:
     error_location: Optional[Tuple[int, int]] = None
     error_cell: Optional[int] = None
     error_detail: str = ""
+    # for the project's call graph: the file's summary, and the facts table it was read with
+    summary: Optional[dict] = None
+    table: Optional[dict] = None
+    facts_key: str = ""  # the table's key (`runner.table_key`), where only that is known (a cache hit)
+    deferred: bool = False  # no summary yet: the project asks for it if per-step code calls into the file
 
     @property
     def diagnostic(self) -> Optional[Finding]:
@@ -42,9 +47,11 @@ class FileResult:
                    error_cell=exc.cell, error_detail=exc.detail)
 
 
-def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool = True) -> FileResult:
+def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool = True,
+               project: Optional[ProjectInput] = None) -> FileResult:
     """A file's contents, linted as the file at `path` (a notebook when `path`
-    names one): what `lint_file` read, or what stdin gave."""
+    names one): what `lint_file` read, or what stdin gave. `project`: how the
+    project's call graph sees the file (default: the file read alone)."""
     try:
         if path.lower().endswith(".ipynb"):
             from gpulint.notebook import Notebook, lint_notebook  # only for notebooks: its import costs
@@ -54,7 +61,9 @@ def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool =
             text = decode_source(data, path)
         except LintError as exc:
             return FileResult.failed(path, exc, IO_ERROR)
-        return FileResult(path, lint_source(text, path, options), source=text if keep_source else None)
+        res = lint_module(text, path, options, project=project)
+        return FileResult(path, res.findings, source=text if keep_source else None, summary=res.summary,
+                          table=res.table, deferred=res.deferred)
     except LintError as exc:  # the text (or the notebook's JSON) does not parse
         return FileResult.failed(path, exc, INVALID_SYNTAX)
     except Exception as exc:  # a bug in a rule must not stop the run
@@ -62,7 +71,8 @@ def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool =
                           error_code=INTERNAL_ERROR)
 
 
-def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> FileResult:
+def lint_file(path: str, options: LintOptions, keep_source: bool = False,
+              project: Optional[ProjectInput] = None) -> FileResult:
     try:
         if path.lower().endswith(".ipynb"):
             from gpulint.notebook import MAX_NOTEBOOK_BYTES
@@ -72,4 +82,4 @@ def lint_file(path: str, options: LintOptions, keep_source: bool = False) -> Fil
             data = read_bytes(path)
     except LintError as exc:
         return FileResult.failed(path, exc, IO_ERROR)
-    return lint_bytes(data, path, options, keep_source)
+    return lint_bytes(data, path, options, keep_source, project)

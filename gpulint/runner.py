@@ -13,12 +13,30 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from gpulint import __version__
 from gpulint.config import ConfigResolver, Settings, with_cli_overrides
 from gpulint.discovery import discover
-from gpulint.engine import LintOptions, collector_paused
+from gpulint.engine import LintOptions, ProjectInput, collector_paused
 from gpulint.files import FileResult, lint_bytes, lint_file
+from gpulint.model.project.graph import ProjectGraph, digest, is_empty
+from gpulint.model.project.modules import is_package, module_names
 from gpulint.rule import IO_ERROR, Edit, Finding, Fix, file_diagnostic
 
 PARALLEL_MIN_FILES = 24
 CACHE_DIR = ".gpulint_cache"
+# the project's call graph is joined this many times at most (each round
+# re-reads only the files whose facts changed); real projects settle in two
+PROJECT_ROUNDS = 4
+# how far imports are followed out of the linted files for their summaries
+CONTEXT_DEPTH = 3
+
+
+def table_key(table: Optional[dict]) -> str:
+    """What a file's findings depend on beyond its own text: the digest of
+    the project facts it was read with ("" for none)."""
+    return "" if table is None or is_empty(table) else digest(table)
+
+
+def facts_key(res: FileResult) -> str:
+    """The key of the facts a result was read with."""
+    return table_key(res.table) if res.table is not None else res.facts_key
 
 
 @dataclass
@@ -143,7 +161,9 @@ class Cache:
             key = cls._keys[options] = hashlib.sha1(raw.encode()).hexdigest()[:16]
         return key
 
-    def get(self, path: str, options: LintOptions) -> Optional[List[Finding]]:
+    def get(self, path: str, options: LintOptions) -> Optional[FileResult]:
+        """The cached result of `path` (its findings, summary and the key of
+        the facts it was read with), if the file and options are unchanged."""
         e = self.entries.get(os.path.abspath(path))
         if not e:
             return None
@@ -159,9 +179,9 @@ class Cache:
             return None
         for f in findings:
             f.path = path  # as this run names the file, not as the run that cached it did
-        return findings
+        return FileResult(path, findings, summary=e.get("y"), facts_key=e.get("t", ""), deferred=bool(e.get("d")))
 
-    def put(self, path: str, options: LintOptions, findings: List[Finding]) -> None:
+    def put(self, path: str, options: LintOptions, res: FileResult) -> None:
         try:
             st = os.stat(path)
         except OSError:
@@ -170,7 +190,10 @@ class Cache:
             "m": st.st_mtime_ns,
             "s": st.st_size,
             "k": self.options_key(options),
-            "f": [finding_to_dict(f) for f in findings],
+            "f": [finding_to_dict(f) for f in res.findings],
+            "y": res.summary,
+            "t": facts_key(res),
+            "d": res.deferred,
         }
         self.dirty = True
 
@@ -214,9 +237,18 @@ def options_for(s: Settings, path: str) -> LintOptions:
 
 
 def _lint_job(args) -> FileResult:
-    path, options, keep_source = args
+    path, options, keep_source, project = args
     with collector_paused():
-        return lint_file(path, options, keep_source)
+        return lint_file(path, options, keep_source, project)
+
+
+def _lint_all(args: list, jobs: int) -> List[FileResult]:
+    if jobs > 1 and len(args) >= PARALLEL_MIN_FILES:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(_lint_job, args, chunksize=max(1, len(args) // (jobs * 8))))
+    return [_lint_job(a) for a in args]
 
 
 STDIN_NAME = "-"
@@ -276,8 +308,11 @@ def run(
         todo.append((path, options, s))
         out.options[path] = options
 
+    roots = _project_roots(paths, [s for _, _, s in todo])
+    inputs = {path: ProjectInput(tuple(module_names(path, roots)), is_package(path)) for path, _, _ in todo}
     caches: Dict[str, Cache] = {}
     pending: List[Tuple[str, LintOptions, Settings]] = []
+    done: Dict[str, FileResult] = {}
     for path, options, s in todo:
         if use_cache and not keep_source:
             cache = caches.get(s.root)
@@ -285,25 +320,140 @@ def run(
                 cache = caches[s.root] = Cache(s.root, cache_dir)
             hit = cache.get(path, options)
             if hit is not None:
-                out.results.append(FileResult(path, hit))
+                done[path] = hit
                 continue
         pending.append((path, options, s))
 
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    args = [(p, o, keep_source) for p, o, _ in pending]
-    if jobs > 1 and len(args) >= PARALLEL_MIN_FILES:
-        from concurrent.futures import ProcessPoolExecutor
+    args = [(p, o, keep_source, inputs[p]) for p, o, _ in pending]
+    for (path, _, _), res in zip(pending, _lint_all(args, jobs)):
+        done[path] = res
+    fresh = {path for path, _, _ in pending}
 
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(_lint_job, args, chunksize=max(1, len(args) // (jobs * 8))))
-    else:
-        results = [_lint_job(a) for a in args]
+    # the project: join every file's summary, and read again the files whose facts changed
+    settings_of = {path: (options, s) for path, options, s in todo}
+    context = _context_summaries(done, inputs, roots, settings_of, jobs)
+    for _ in range(PROJECT_ROUNDS):
+        graph = ProjectGraph({
+            p: (inputs[p].names, r.summary) for p, r in list(done.items()) + list(context.items())
+            if r.summary is not None and p in inputs
+        })
+        redo = [
+            (path, ProjectInput(inputs[path].names, inputs[path].package, summarize=True))
+            for path in _demanded(graph, done, inputs)
+        ]
+        for path, res in done.items():
+            if res.summary is None or res.error is not None:
+                continue
+            table = graph.facts_for(path)
+            if table_key(table) != facts_key(res):
+                redo.append((path, ProjectInput(inputs[path].names, inputs[path].package, table)))
+        if not redo:
+            break
+        args = [(p, settings_of[p][0], keep_source, inp) for p, inp in redo]
+        for (path, _), res in zip(redo, _lint_all(args, jobs)):
+            done[path] = res
+            fresh.add(path)
 
-    for (path, options, s), res in zip(pending, results):
+    for path, options, s in todo:
+        res = done[path]
         out.results.append(res)
-        if use_cache and not keep_source and res.error is None:
-            caches[s.root].put(path, options, res.findings)
+        if use_cache and not keep_source and res.error is None and path in fresh:
+            caches[s.root].put(path, options, res)
     for cache in caches.values():
         cache.save()
     out.results.sort(key=lambda r: r.path)
+    return out
+
+
+def _demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
+    """The files whose summaries were deferred (nothing in them starts a
+    step) but that per-step code calls into: a call in the every-step part of
+    a hot loop, or on every run of a function that runs every step, whose
+    callee the graph cannot find yet."""
+    by_name = {n: p for p, r in done.items() if r.deferred and r.error is None for n in inputs[p].names}
+    if not by_name:
+        return []
+    out: List[str] = []
+    for fid, f in graph.functions.items():
+        per_step = fid in graph.every_step
+        for call in f.get("calls", ()):
+            ref, where = call[0], call[1]
+            if where not in ("train", "eval") and not (per_step and where == "body"):
+                continue
+            if graph.resolve(ref) is not None:
+                continue
+            parts = ref.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                path = by_name.get(".".join(parts[:i]))
+                if path is not None:
+                    if path not in out:
+                        out.append(path)
+                    break
+    return out
+
+
+def _project_roots(paths: Sequence[str], settings: Sequence[Settings]) -> List[str]:
+    """Where module names start: the config roots, their `src/` folders, and
+    the folders named on the command line."""
+    roots: List[str] = []
+    for s in settings:
+        for r in (s.root, os.path.join(s.root, "src")):
+            if r not in roots and os.path.isdir(r):
+                roots.append(r)
+    for p in paths:
+        d = os.path.abspath(p if os.path.isdir(p) else os.path.dirname(p) or ".")
+        if d not in roots:
+            roots.append(d)
+    return roots
+
+
+def _context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInput], roots: List[str],
+                       settings_of: Dict[str, tuple], jobs: int) -> Dict[str, FileResult]:
+    """Summaries of the project files that the linted files import but that
+    are not linted themselves (a file linted alone, as in pre-commit, still
+    sees the helpers it calls), a few imports deep. Their findings are not
+    reported."""
+    linted = {os.path.abspath(p) for p in done}
+    out: Dict[str, FileResult] = {}
+    frontier = [r.summary for r in done.values() if r.summary]
+    none = LintOptions(codes=())
+    for _ in range(CONTEXT_DEPTH):
+        wanted = []
+        for summary in frontier:
+            for module in summary.get("imports", ()):
+                for path in _module_files(module, roots):
+                    ap = os.path.abspath(path)
+                    if ap not in linted and path not in out and path not in inputs and path not in wanted:
+                        wanted.append(path)
+        if not wanted:
+            break
+        for path in wanted:
+            inputs[path] = ProjectInput(tuple(module_names(path, roots)), is_package(path))
+        results = _lint_all([(p, none, False, inputs[p]) for p in wanted], jobs)
+        frontier = []
+        for path, res in zip(wanted, results):
+            out[path] = res
+            if res.summary:
+                frontier.append(res.summary)
+    return out
+
+
+def _module_files(module: str, roots: List[str]) -> List[str]:
+    """The files of the project that `module` (or its parent, for a member
+    imported from it) can be: `<root>/a/b.py` or `<root>/a/b/__init__.py`."""
+    parts = module.split(".")
+    out = []
+    for r in roots:
+        for cut in (len(parts), len(parts) - 1):
+            if cut <= 0:
+                continue
+            base = os.path.join(r, *parts[:cut])
+            for cand in (base + ".py", os.path.join(base, "__init__.py")):
+                if os.path.isfile(cand):
+                    out.append(os.path.relpath(cand) if not os.path.isabs(r) else cand)
+                    break
+            else:
+                continue
+            break
     return out

@@ -4,6 +4,7 @@ from textwrap import dedent
 
 from gpulint.rule import NONE, TIME, Bench, Example
 from gpulint.workloads import RESNET_CLASSIFIER
+from gpulint.model.values.callfacts import EVAL
 from gpulint.rules.host_sync_in_loop import HostSyncInLoop
 
 
@@ -45,9 +46,11 @@ class HostSyncInEvalLoop(HostSyncInLoop):
     code = "GPU104"
     name = "host-sync-in-eval-loop"
     message = "`{expr}` in an evaluation loop waits for the GPU every batch (host-device sync)"
+    function_message = "`{expr}` in `{function}`, which runs every evaluation batch, waits for the GPU (host-device sync)"
     fix_safety = NONE
     default = False
     element_reads = False  # loops over a tensor's elements are GPU101's, in any loop
+    step_kind = EVAL  # functions that run every step of an evaluation loop
     examples = (
         Example(
             bad="""

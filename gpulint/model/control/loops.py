@@ -22,10 +22,10 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, List, Optional, Sequence, Set
 
-from gpulint.model.index.nodes import LOOPS, SCOPES
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import nested_loops, own_nodes, target_names
 from gpulint.model.names import dotted, last_name
-from gpulint.model.values.kinds import CRITERION, MODEL, TENSOR, unwrap_iter
+from gpulint.model.values.kinds import CRITERION, MODEL, TENSOR
 from gpulint.model.values.values import Values
 from gpulint.model.control.steps import Steps
 
@@ -43,7 +43,7 @@ class Loops:
     def loop_iterates_loader(self, loop: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
-        base, _ = unwrap_iter(loop.iter)
+        base, _ = self.values.unwrap(loop.iter)
         info = self.values.info_for(ancestors)
         return self.values.is_loader(base, info.kinds)
 
@@ -168,7 +168,7 @@ class Loops:
     def loader_of_loop(self, loop: ast.AST) -> Optional[ast.AST]:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return None
-        base, _ = unwrap_iter(loop.iter)
+        base, _ = self.values.unwrap(loop.iter)
         return base
 
     def after_periodic_continue(self, parent: ast.AST, child: ast.AST) -> bool:
@@ -198,6 +198,7 @@ class Loops:
                         self.steps.is_backward_call(node)
                         or self.steps.is_optimizer_step(node, ancestors)
                         or self.steps.is_model_call(node, ancestors)
+                        or self.steps.helper_steps(node)
                     ):
                         cached = True
                         break
@@ -226,7 +227,7 @@ class Loops:
             n = stack.pop()
             if isinstance(n, SCOPES):
                 continue
-            if isinstance(n, ast.Call) and self.steps.is_optimizer_step(n, ancestors):
+            if isinstance(n, ast.Call) and (self.steps.is_optimizer_step(n, ancestors) or self.steps.helper_steps(n)):
                 return True
             stack.extend(ast.iter_child_nodes(n))
         return False
@@ -245,6 +246,8 @@ class Loops:
                 return True
             if isinstance(n.func, ast.Attribute) and n.func.attr == "manual_backward":
                 return True
+            if self.steps.helper_steps(n):
+                return True
         return False
 
     def is_step_loop(self, loop: ast.AST) -> bool:
@@ -257,15 +260,20 @@ class Loops:
             ancestors = self.index.ancestors(loop)
             inner = ancestors + [loop]
             return self.loop_iterates_loader(loop, ancestors) or any(
-                isinstance(n, ast.Call) and (self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner))
+                isinstance(n, ast.Call) and (
+                    self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner) or self.steps.helper_steps(n)
+                )
                 for n in own_nodes(loop)
             )
 
         return self.index.memoized("loops.step_loop", loop, compute)
 
     def contains_hot_loop(self, loop: ast.AST) -> bool:
+        facts = self.steps.facts
         return self.index.memoized(
-            "loops.contains_hot_loop", loop, lambda: any(self.is_hot_loop(inner) for inner in nested_loops(loop))
+            "loops.contains_hot_loop", loop,
+            lambda: any(self.is_hot_loop(inner) for inner in nested_loops(loop))
+            or any(isinstance(n, ast.Call) and facts.drives(n) for n in own_nodes(loop)),
         )
 
     def is_training_loop(self, loop: ast.AST) -> bool:
@@ -283,6 +291,42 @@ class Loops:
         replaces `is_hot_loop` as the test of which loops count (with
         `lambda loop: True`: the innermost loop of the function whose every
         pass runs `node`, under the same exemptions)."""
+        found = self._every_pass(node, ancestors, is_hot or self.is_hot_loop)
+        return found if isinstance(found, LOOPS) else None
+
+    def every_step(self, node: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+        """The hot loop `node` runs in every iteration of (`hot_loop`), or the
+        function it sits in when every call of that function runs it and the
+        function runs every step of a hot loop elsewhere (in this file or
+        another, through calls: `CallFacts.every_step`)."""
+        found = self._every_pass(node, ancestors, self.is_hot_loop)
+        if isinstance(found, LOOPS):
+            return found
+        return found if isinstance(found, FUNCS) and self.steps.facts.every_step(found) else None
+
+    def region(
+        self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Optional[Callable[[ast.AST], bool]] = None,
+        contains_hot: Optional[Callable[[ast.AST], bool]] = None,
+        takes_step: Optional[Callable[[ast.If], bool]] = None,
+    ) -> Optional[ast.AST]:
+        """Where `node` runs every time: the hot loop around it, else its
+        function (each call of the function runs it), else None (it runs
+        only on some passes or calls: under a periodic guard, in an error
+        handler, in a block that leaves, ...). `is_hot`, `contains_hot` and
+        `takes_step` replace `is_hot_loop`, `contains_hot_loop` and the test
+        of a periodic `if` that ends a step (the project's call graph reads
+        every call of a file with cheaper tests)."""
+        return self._every_pass(node, ancestors, is_hot or self.is_hot_loop, contains_hot, takes_step)
+
+    def _every_pass(
+        self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Callable[[ast.AST], bool],
+        contains_hot: Optional[Callable[[ast.AST], bool]] = None,
+        takes_step: Optional[Callable[[ast.If], bool]] = None,
+    ) -> Optional[ast.AST]:
+        """The innermost hot loop (by `is_hot`) whose every pass runs `node`;
+        else the enclosing def, lambda or class when every run of its body
+        runs `node` (the module, outside any); None when `node` runs only on
+        some passes."""
         chain = list(ancestors) + [node]
         # set when a block ending in `break` was passed: it runs at most once
         # per pass of the innermost loop around it
@@ -291,12 +335,12 @@ class Loops:
             anc = chain[i]
             child = chain[i + 1]
             if isinstance(anc, SCOPES):
-                return None
+                return None if once_per_loop else anc
             if (
                 isinstance(anc, ast.If)
                 and is_periodic_test(anc.test)
                 and self.index.in_block(child, anc)
-                and not self._if_takes_step(anc, chain[: i + 1])
+                and not (takes_step(anc) if takes_step is not None else self._if_takes_step(anc, chain[: i + 1]))
             ):
                 return None
             if isinstance(anc, ast.IfExp) and child is anc.body and is_periodic_test(anc.test):
@@ -322,12 +366,12 @@ class Loops:
                 if not self.index.in_block(child, anc):
                     if not (isinstance(anc, ast.While) and child is anc.test):
                         continue
-                if (is_hot or self.is_hot_loop)(anc):
+                if is_hot(anc):
                     return None if once_per_loop else anc
-                if self.contains_hot_loop(anc):
+                if (contains_hot or self.contains_hot_loop)(anc):
                     return None
                 once_per_loop = False
-        return None
+        return None if once_per_loop else chain[0]
 
 
 def is_periodic_test(test: ast.AST) -> bool:

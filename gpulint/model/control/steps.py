@@ -7,14 +7,22 @@ from typing import Sequence
 
 from gpulint.model.names import last_name
 from gpulint.model.values.kinds import MODEL, OPTIMIZER, OPTIMIZER_NAME_RE, SCALER, SCALER_NAME_RE
+from gpulint.model.values.callfacts import NO_FACTS, CallFacts
 from gpulint.model.values.values import Values
 
 
 class Steps:
     """The training-step calls of one file."""
 
-    def __init__(self, values: Values) -> None:
+    def __init__(self, values: Values, facts: CallFacts = NO_FACTS) -> None:
         self.values = values
+        self.facts = facts
+
+    def helper_steps(self, call: ast.AST) -> bool:
+        """A call of a function that runs `.backward()` or an optimizer step
+        itself or through the functions it calls (`loss_scaler(loss,
+        optimizer)`, `self._run_step(x)`), as the project's call graph tells."""
+        return isinstance(call, ast.Call) and self.facts.steps(call)
 
     def is_model_call(self, call: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
         """`model(x)`, `self.net(x)`, `model.module(x)`; not `model.eval()`."""

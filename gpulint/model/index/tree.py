@@ -44,20 +44,21 @@ def is_test_path(path: str) -> bool:
 class TreeIndex:
     """One file's text and tree, indexed once."""
 
-    def __init__(self, tree: ast.Module, text: str, path: str = "") -> None:
+    def __init__(self, tree: ast.Module, text: str, path: str = "", like: Optional["TreeIndex"] = None) -> None:
         self.tree = tree
         self.text = text
         self.path = path
         # one fast walk gives every node in pre-order with its depth, and parents
-        self.order, self.parents = index_tree(tree)
+        # (`like`: an index of the same tree, whose walk is reused; its memos are not)
+        self.order, self.parents = (like.order, like.parents) if like is not None else index_tree(tree)
         self.uses_cuda = "cuda" in text
         # anything that can put tensors on an accelerator: CUDA, a `.to(device)`,
         # accelerate / Fabric / Lightning, a `device` variable, MPS/XPU/NPU
         self.may_use_accelerator = may_use_accelerator(text)
         self._memo: Dict[str, Dict[object, object]] = {}
-        self._by_type: Optional[Dict[type, List[ast.AST]]] = None
-        self._slots: Optional[Dict[ast.AST, Tuple[ast.AST, str, int]]] = None
-        self._mentions: Dict[str, bool] = {}
+        self._by_type: Optional[Dict[type, List[ast.AST]]] = like._by_type if like is not None else None
+        self._slots: Optional[Dict[ast.AST, Tuple[ast.AST, str, int]]] = like._slots if like is not None else None
+        self._mentions: Dict[str, bool] = like._mentions if like is not None else {}
 
     def nodes(self, *types: type) -> List[ast.AST]:
         """Every node of the file of these types (every node, with none), in
@@ -87,6 +88,17 @@ class TreeIndex:
             out = [n for n, _ in self.order if n.__class__ in wanted]
             self._memo[key] = out  # type: ignore[index]
         return out  # type: ignore[return-value]
+
+    def nodes_of(self, *types: type) -> List[ast.AST]:
+        """Every node of these types, grouped by type (not in source order):
+        `nodes` without the pass that sorts them."""
+        if len(types) == 1:
+            return self.nodes(types[0])
+        self.nodes(types[0])  # builds the buckets
+        out: List[ast.AST] = []
+        for t in types:
+            out.extend(self._by_type.get(t, ()))  # type: ignore[union-attr]
+        return out
 
     def mentions(self, word: str) -> bool:
         """`word` occurs in the file's text (searched once per word, not once

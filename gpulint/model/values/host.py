@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
-from gpulint.model.values.kinds import HOST_FACTORIES, TENSOR, is_cpu_device, is_tensor_returning_torch, unwrap_iter
+from gpulint.model.values.kinds import HOST_FACTORIES, TENSOR, is_cpu_device, is_tensor_returning_torch
 from gpulint.model.values.values import Values
 
 LOADER_BATCH = object()  # a binding by a DataLoader loop (see HostValues.host_bindings)
@@ -140,7 +140,7 @@ class HostValues:
             elif isinstance(node, ast.NamedExpr):
                 bind(node.target, node.value)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
-                base, n_skip = unwrap_iter(node.iter)
+                base, n_skip = self.values.unwrap(node.iter)
                 target = node.target
                 if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
                     bind(target.elts[0], None)  # the enumerate index
@@ -184,7 +184,7 @@ class HostValues:
             elif isinstance(anc, (ast.For, ast.AsyncFor)) and name in target_names(anc.target):
                 if not self.index.in_block(child, anc):
                     return None  # the iterable, or the `else` after the last element
-                base, n_skip = unwrap_iter(anc.iter)
+                base, n_skip = self.values.unwrap(anc.iter)
                 target = anc.target
                 if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
                     target = target.elts[1]

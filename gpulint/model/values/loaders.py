@@ -25,7 +25,6 @@ from gpulint.model.index.nodes import SCOPES
 from gpulint.model.index.order import nodes_in_order
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import helper_move_target, move_target
-from gpulint.model.values.kinds import unwrap_iter
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -250,7 +249,7 @@ def _encloses(outer: ast.AST, inner: ast.AST) -> bool:
 
 
 def _from_iterable(fa, producer, it, ancestors, methods, depth, params=None) -> Optional[Tuple[ast.AST, ast.AST]]:
-    base, _ = unwrap_iter(it)
+    base, _ = fa.values.unwrap(it)
     info = fa.values.info_for(ancestors)
     if fa.values.is_loader(base, info.kinds):
         return producer, base
@@ -537,7 +536,7 @@ def _consumed_in_file(fa: "FileModel", ref: ast.AST) -> bool:
     iterated = passed = False
     for node in fa.index.nodes(ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.Return):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            base, _ = unwrap_iter(node.iter)
+            base, _ = fa.values.unwrap(node.iter)
             if _same_target(base, ref):
                 iterated = True
         elif isinstance(node, ast.Call):

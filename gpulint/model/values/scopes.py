@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.names import ImportTable
-from gpulint.model.values.kinds import LOADER, MODEL, NUMBER, OPTIMIZER, TENSOR, kind_from_name, unwrap_iter
+from gpulint.model.values.kinds import LOADER, MODEL, NUMBER, OPTIMIZER, TENSOR, kind_from_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.values.values import Values
@@ -179,7 +179,7 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
                 _bind(values, elt, elt_kind, kinds, batch, value)
 
 def _bind_loop_target(values: "Values", target, it, kinds, batch) -> None:
-    base, n_skip = unwrap_iter(it)
+    base, n_skip = values.unwrap(it)
     from_loader = values.is_loader(base, kinds)
     from_batch = values.is_batch_expr(base, kinds, batch)
     if not (from_loader or from_batch):

@@ -12,7 +12,7 @@ criterion, numpy, number, other (`gpulint.model.values.kinds`). Unknown is None.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Sequence, Set
+from typing import Dict, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.tree import TreeIndex
@@ -37,16 +37,19 @@ from gpulint.model.values.kinds import (
     TENSOR_ATTRS,
     is_tensor_returning_torch,
     kind_from_name,
+    unwrap_iter,
 )
+from gpulint.model.values.callfacts import NO_FACTS, CallFacts
 from gpulint.model.values.scopes import FunctionInfo, KindsAt, build_function_info
 
 
 class Values:
     """What the expressions of one file are."""
 
-    def __init__(self, index: TreeIndex, imports: ImportTable) -> None:
+    def __init__(self, index: TreeIndex, imports: ImportTable, facts: CallFacts = NO_FACTS) -> None:
         self.index = index
         self.imports = imports
+        self.facts = facts
         self._func_info: Dict[ast.AST, FunctionInfo] = {}
         self._module_classes: Optional[Set[str]] = None
         self._class_attr_kinds: Dict[ast.AST, Dict[str, str]] = {}
@@ -232,7 +235,7 @@ class Values:
                 if NOT_MODEL_HINT_RE.search(owner):
                     return OTHER
                 return MODEL
-            return None
+            return self.facts.returns(call)
         if isinstance(func, ast.Name):
             k = kinds.get(func.id) or kind_from_name(func.id)
             if k == MODEL:
@@ -244,7 +247,7 @@ class Values:
                     return TENSOR
             if func.id == "iter" and call.args and self.is_loader(call.args[0], kinds):
                 return LOADER_ITER
-        return None
+        return self.facts.returns(call)
 
     def _kind_of_qualified_call(self, q: str, call: ast.Call, kinds, batch) -> Optional[str]:
         last = q.rsplit(".", 1)[-1]
@@ -354,7 +357,7 @@ class Values:
     def is_loader(self, expr, kinds) -> bool:
         if isinstance(expr, ast.Call):
             q = self.imports.qualname(expr.func) or ""
-            return q == "torch.utils.data.DataLoader" or q.endswith(".DataLoader")
+            return q == "torch.utils.data.DataLoader" or q.endswith(".DataLoader") or self.facts.returns(expr) == LOADER
         if isinstance(expr, ast.Name):
             k = kinds.get(expr.id)
             if k is not None:
@@ -365,6 +368,22 @@ class Values:
                 return self.self_attr_kind(expr) == LOADER
             return LOADER_NAME_RE.match(expr.attr) is not None
         return False
+
+    def unwrap(self, it: ast.AST) -> Tuple[ast.AST, int]:
+        """What a `for` loop over `it` iterates: `loader` for
+        `enumerate(tqdm(loader))`, and through a generator that yields the
+        elements of its argument (`metric_logger.log_every(loader, 10)`);
+        with 1 when an `enumerate` was seen."""
+        base, skip = unwrap_iter(it)
+        for _ in range(8):  # wrappers of wrappers, a few deep
+            if not isinstance(base, ast.Call):
+                break
+            inner = self.facts.iterated_argument(base)
+            if inner is None:
+                break
+            base, more = unwrap_iter(inner)
+            skip = skip or more
+        return base, skip
 
     def in_model_code(self, ancestors: Sequence[ast.AST]) -> bool:
         """Code that computes with a model, so its tensors live on the model's

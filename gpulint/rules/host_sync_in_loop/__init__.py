@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
-from gpulint.model.index.nodes import LOOPS, SCOPES
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
+from gpulint.model.values.callfacts import TRAIN
 from gpulint.model.values.kinds import TENSOR
 from gpulint.rules.host_sync_in_loop.prior_reads import HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block
 from gpulint.model.control.repetition import runs_repeatedly
@@ -85,16 +86,65 @@ def _is_str_expr(node: ast.AST) -> bool:
 def _candidate(ctx, ancestors) -> bool:
     """Cheap first checks: the file can put tensors on an accelerator at all
     (a file that never mentions CUDA, a device, `.to(...)` or a library that
-    moves tensors computes on the CPU), and a for/while encloses the node
-    within its function."""
-    if not ctx.analysis.index.may_use_accelerator or ctx.analysis.index.is_test_file():
+    moves tensors computes on the CPU, unless the project's call graph says
+    the function runs every step of a loop elsewhere), and a for/while
+    encloses the node within its function, or the function runs every step."""
+    analysis = ctx.analysis
+    if analysis.index.is_test_file():
         return False  # a test's per-step reads cost nothing that matters
+    func = _function_of(ancestors)
+    per_step = func is not None and analysis.facts.every_step(func) is not None
+    if not (analysis.index.may_use_accelerator or per_step):
+        return False
     for anc in reversed(ancestors):
         if isinstance(anc, SCOPES):
-            return False
+            return per_step
         if isinstance(anc, LOOPS):
             return True
     return False
+
+
+def _conditional_in(node: ast.AST, ancestors, func: ast.AST) -> bool:
+    """`node` runs under an `if` of `func` (or one branch of `x if c else y`)
+    that is not a type check (`isinstance(v, torch.Tensor)`, `v is None`).
+    In a helper that runs every step, such a branch is most often an option
+    or a rare path (`if self.autobalance:`, a DeepSpeed-only branch, an
+    error path), which the call graph cannot tell from an every-step one."""
+    chain = list(ancestors) + [node]
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if anc is func:
+            return False
+        if isinstance(anc, ast.If) and child is not anc.test and not _type_check(anc.test):
+            return True
+        if isinstance(anc, ast.IfExp) and child is not anc.test and not _type_check(anc.test):
+            return True
+    return False
+
+
+def _type_check(test: ast.AST) -> bool:
+    """`isinstance(...)`, `x is None` / `x is not None`, and `not` / `and` of them."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _type_check(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return all(_type_check(v) for v in test.values)
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("isinstance", "hasattr", "callable"):
+        return True
+    return (
+        isinstance(test, ast.Compare)
+        and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
+        and all(isinstance(c, ast.Constant) and c.value is None for c in test.comparators)
+    )
+
+
+def _function_of(ancestors) -> Optional[ast.AST]:
+    """The def that `ancestors` run in (not through a lambda or a class)."""
+    for anc in reversed(ancestors):
+        if isinstance(anc, FUNCS):
+            return anc
+        if isinstance(anc, SCOPES):
+            return None
+    return None
 
 
 def _truth_operands(test: ast.AST) -> Iterator[ast.AST]:
@@ -108,6 +158,43 @@ def _truth_operands(test: ast.AST) -> Iterator[ast.AST]:
         yield from _truth_operands(test.value)
     else:
         yield test
+
+
+# HostSyncInLoop's bad/good examples: its tests, its docs' examples and its bench
+EXAMPLES = (
+        Example(
+            bad="""
+            import torch
+
+            running_loss = 0.0
+            for step, (images, labels) in enumerate(loader):
+                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
+                loss = criterion(model(images), labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                running_loss += loss.item()
+                if step % 100 == 99:
+                    print(f"step {step + 1}: loss {running_loss / 100:.4f}")
+                    running_loss = 0.0
+            """,
+            good="""
+            import torch
+
+            running_loss = torch.zeros((), device="cuda")
+            for step, (images, labels) in enumerate(loader):
+                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
+                loss = criterion(model(images), labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                running_loss = running_loss + loss.detach()
+                if step % 100 == 99:
+                    print(f"step {step + 1}: loss {running_loss.item() / 100:.4f}")
+                    running_loss.zero_()
+            """,
+        ),
+    )
 
 
 # HostSyncInLoop's bench program (see `Bench` in gpulint/rule.py)
@@ -192,6 +279,22 @@ class HostSyncInLoop(Rule):
       and other values (`lowest = min(lowest, loss)` compares them with
       `<` and takes the result's truth value).
 
+    The loop and the read may be in different functions and files: the
+    project's call graph (docs/architecture.md) tells when a loop's step is
+    in a helper (`loss_scaler(loss, optimizer)`, `self._run_step(batch)`),
+    when a loop iterates a DataLoader through a wrapper
+    (`metric_logger.log_every(loader, 10)`), and which helpers run every
+    step. A read in such a helper is flagged there ("in `update`, which runs
+    every training step"). A helper counts when a call of it runs on every
+    pass of a training loop or every run of such a helper, not under a
+    periodic guard, an `if` on a logging, saving or debugging option, or an
+    `if` on the loop's index; a function with a training loop of its own
+    (`train_one_epoch`) is an epoch, not a step. In the helper, a read under
+    an `if` other than a type check (`isinstance(v, torch.Tensor)`) is not
+    flagged: such a branch is most often an option or a rare path. A file
+    linted alone sees its own functions and the files it imports; the
+    flake8 plugin and the editor server see the one file.
+
     It also flags, in any loop and not only a training loop, a `for` loop over
     a tensor that reads each element it takes on the host:
     `for idx in expert_hit: e = int(idx.item())`, `int(idx)`, `float(idx)`,
@@ -230,7 +333,9 @@ class HostSyncInLoop(Rule):
       nothing on the host; reading each element it takes is what syncs (see
       below);
     - files that never mention CUDA, a device, `.to(...)` or a library that
-      places tensors (accelerate, Lightning): they compute on the CPU.
+      places tensors (accelerate, Lightning): they compute on the CPU, unless
+      the call graph says the function runs every step of a training loop
+      elsewhere.
     - test files (`test_*.py`, `*_test.py`, `conftest.py`, files under
       `tests/`): their loops check results, they are not hot paths;
     - a read after another: when an earlier statement of the step already
@@ -304,40 +409,7 @@ class HostSyncInLoop(Rule):
     fix_safety = NONE
     # every finding is inside a loop
     needles = ("for", "while")
-    examples = (
-        Example(
-            bad="""
-            import torch
-
-            running_loss = 0.0
-            for step, (images, labels) in enumerate(loader):
-                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
-                loss = criterion(model(images), labels)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                running_loss += loss.item()
-                if step % 100 == 99:
-                    print(f"step {step + 1}: loss {running_loss / 100:.4f}")
-                    running_loss = 0.0
-            """,
-            good="""
-            import torch
-
-            running_loss = torch.zeros((), device="cuda")
-            for step, (images, labels) in enumerate(loader):
-                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
-                loss = criterion(model(images), labels)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                running_loss = running_loss + loss.detach()
-                if step % 100 == 99:
-                    print(f"step {step + 1}: loss {running_loss.item() / 100:.4f}")
-                    running_loss.zero_()
-            """,
-        ),
-    )
+    examples = EXAMPLES
     bench = BENCH
 
     # reads of the elements of a tensor that a `for` loop iterates (GPU101's own)
@@ -345,13 +417,32 @@ class HostSyncInLoop(Rule):
 
     def begin_file(self, ctx) -> None:
         self._element_statements = set()
+        self._region = None  # what the last `_hot` found: a loop, or an every-step function
+
+    def report(self, ctx, node, message=None, fix=None, **fmt) -> None:
+        region = self._region
+        if message is None and isinstance(region, FUNCS) and "expr" in fmt:
+            message = self.function_message.format(function=region.name, **fmt)
+        super().report(ctx, node, message, fix, **fmt)
 
     # ----------------------------------------------------------- which loops
+    # the kind of every-step function (`CallFacts.every_step`) this rule covers
+    step_kind = TRAIN
+    # the message for a read in such a function (the loop that runs it is elsewhere)
+    function_message = "`{expr}` in `{function}`, which runs every training step, waits for the GPU (host-device sync)"
+
     def _hot(self, analysis, node, ancestors, at=None):
-        """The hot loop around `node` if it is one this rule covers. `at`: the
-        part of `node` whose evaluation reads on the host, when not all of it."""
-        loop = analysis.loops.hot_loop(node, ancestors)
-        if loop is None or not self.covers_loop(analysis, loop):
+        """The hot loop around `node` if it is one this rule covers, or the
+        function around it when that runs every step of such a loop
+        elsewhere (in this file or another). `at`: the part of `node` whose
+        evaluation reads on the host, when not all of it."""
+        loop = self._region = analysis.loops.every_step(node, ancestors)
+        if loop is None:
+            return None
+        if isinstance(loop, FUNCS):
+            if analysis.facts.every_step(loop) != self.step_kind or _conditional_in(node, ancestors, loop):
+                return None
+        elif not self.covers_loop(analysis, loop):
             return None
         if follows_host_read(node, ancestors, analysis, at):
             return None
@@ -370,7 +461,7 @@ class HostSyncInLoop(Rule):
         seen = analysis.index.memo(f"{self.code}.covers")
         for anc in reversed(ancestors):
             if isinstance(anc, SCOPES):
-                return False
+                return isinstance(anc, FUNCS) and analysis.facts.every_step(anc) == self.step_kind
             if isinstance(anc, LOOPS):
                 covered = seen.get(anc)
                 if covered is None:

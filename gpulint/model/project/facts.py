@@ -1,0 +1,115 @@
+"""The project's answers to the model's questions about calls (`CallFacts`),
+for one file, and the file's model read with them.
+
+A file is first read alone: its summary, joined into a call graph of that
+one file, already answers for its own helpers (`self._run_step(...)` in the
+same class). `model_with_facts` repeats that to a fixpoint, since what a
+loop is depends on what its calls do. The runner then joins every file's
+summary (`graph.ProjectGraph`) and reads again, with the project's table,
+the files whose table changed.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional, Sequence, Tuple
+
+from gpulint.model.file import FileModel
+from gpulint.model.project.graph import ProjectGraph, is_empty
+from gpulint.model.project.refs import FileRefs
+from gpulint.model.project.summary import summarize
+from gpulint.model.values.callfacts import CallFacts
+
+MAX_ROUNDS = 4
+
+
+class ProjectFacts(CallFacts):
+    """Answers from a table of `ProjectGraph.facts_for`."""
+
+    def __init__(self, table: dict, module: str, package: bool = False) -> None:
+        self.table = table
+        self.module = module
+        self.package = package
+        self.empty = is_empty(table)
+        self._steps = frozenset(table.get("steps", ()))
+        self._drives = frozenset(table.get("drives", ()))
+        self._returns: Dict[str, str] = table.get("returns", {})
+        self._iterates: Dict[str, int] = table.get("iterates", {})
+        self._every: Dict[str, str] = table.get("every_step", {})
+        self._refs_of: Dict[int, Optional[str]] = {}
+        self.refs: Optional[FileRefs] = None
+
+    def with_every_step(self, table: dict) -> None:
+        """Take the answers of `table`, which differs from this one in
+        `every_step` only: no answer the model has cached depends on it."""
+        self.table = table
+        self._every = table.get("every_step", {})
+        self.empty = is_empty(table)
+
+    def bind(self, model: object) -> None:
+        self.refs = FileRefs(model, self.module, self.package, self.table.get("params"))  # type: ignore[arg-type]
+
+    def _ref(self, call: ast.Call) -> Optional[str]:
+        key = id(call)
+        if key not in self._refs_of:
+            self._refs_of[key] = self.refs.call_ref(call) if self.refs is not None else None
+        return self._refs_of[key]
+
+    def steps(self, call: ast.Call) -> bool:
+        return bool(self._steps) and self._ref(call) in self._steps
+
+    def drives(self, call: ast.Call) -> bool:
+        return bool(self._drives) and self._ref(call) in self._drives
+
+    def returns(self, call: ast.Call) -> Optional[str]:
+        if not self._returns:
+            return None
+        ref = self._ref(call)
+        return self._returns.get(ref) if ref is not None else None
+
+    def iterated_argument(self, call: ast.Call) -> Optional[ast.AST]:
+        if not self._iterates:
+            return None
+        ref = self._ref(call)
+        i = self._iterates.get(ref) if ref is not None else None
+        if i is None or i >= len(call.args) or any(isinstance(a, ast.Starred) for a in call.args[: i + 1]):
+            return None
+        return call.args[i]
+
+    def every_step(self, func: ast.AST) -> Optional[str]:
+        if not self._every or self.refs is None:
+            return None
+        return self._every.get(self.refs.qualname(func))
+
+
+def model_with_facts(
+    tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool = False,
+    table: Optional[dict] = None,
+) -> Tuple[FileModel, dict, dict]:
+    """(the file's model, its summary, the facts table the model was read
+    with). With `table` (the project's), the model is read with it once;
+    without, the file's own call graph is joined to a fixpoint."""
+    module = names[0] if names else "__main__"
+    own = table is None
+    table = table if table is not None else {}
+    fa: Optional[FileModel] = None
+    for _ in range(MAX_ROUNDS):
+        facts = ProjectFacts(table, module, package)
+        fa = FileModel(tree, text, path, facts, like=fa)
+        refs = facts.refs if facts.refs is not None else FileRefs(fa, module, package)
+        summary = summarize(fa, refs)
+        if not own:
+            return fa, summary, table
+        found = ProjectGraph({path: (list(names) or [module], summary)}).facts_for(path)
+        if found == table or (is_empty(found) and is_empty(table)):
+            return fa, summary, table
+        if _same_but_every_step(found, table):
+            facts.with_every_step(found)  # the summary and the model's answers stand
+            return fa, summary, found
+        table = found
+    return fa, summary, table
+
+
+def _same_but_every_step(a: dict, b: dict) -> bool:
+    keys = ("steps", "drives", "returns", "iterates", "params")
+    return all((a.get(k) or None) == (b.get(k) or None) for k in keys)

@@ -1,0 +1,204 @@
+"""The project's call graph, from the summaries of its files, and what it
+tells each file.
+
+* A call's reference is resolved to a function of the project: by any of
+  its module's names, a class's `__init__` when a class is called, and a
+  method through the class's bases.
+* **Steps**: a function steps when its own code runs `.backward()` or an
+  optimizer step, or it calls a function that steps (to a fixpoint), not
+  from a loop of its own: each call of it is one step.
+* **Drives**: a function drives a loop when it has a hot loop of its own,
+  or it calls a function that does: a loop around a call of it is an epoch
+  loop. A function that drives a loop does not run every step.
+* **Every step**: a function runs every step of a training loop (`train`)
+  or of another hot loop (`eval`) when one of its calls sits in the
+  every-step part of such a loop, or on every call of a function that runs
+  every step (to a fixpoint; `train` wins over `eval`). "Hot" is decided by
+  the loops and the call graph, not by the functions' names.
+* **Returns** and **iterates**: as each function's summary says.
+* **Parameters**: the class of the object a parameter holds, where every
+  call that passes a known object passes one of the same class.
+
+`facts_for(path)` gives a file the part of this that its analysis can ask
+for: the facts of the functions its calls reach, and which of its own
+functions run every step. It is plain data, and its digest is what the
+file's cached findings depend on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import deque
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
+from gpulint.model.values.kinds import LOADER, NUMBER
+
+# the kinds of return value the values layer takes from the project: a
+# DataLoader, and a Python number (`loss = self._train_batch(x)` returning
+# `loss.item()`: reading it waits for nothing)
+RETURN_KINDS = frozenset({LOADER, NUMBER})
+
+
+class ProjectGraph:
+    def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]]) -> None:
+        """`files`: path -> (the module names of the file, main one first; its summary)."""
+        self.files = files
+        self.functions: Dict[str, dict] = {}
+        self.owner: Dict[str, str] = {}
+        self.alias: Dict[str, str] = {}
+        self.classes: Dict[str, List[str]] = {}
+        self.class_alias: Dict[str, str] = {}
+        for path, (names, summary) in files.items():
+            if not names:
+                continue
+            main = names[0]
+            for qual, fsum in summary.get("functions", {}).items():
+                self.functions[qual] = fsum
+                self.owner[qual] = path
+                rest = qual[len(main) + 1:]
+                for n in names:
+                    self.alias.setdefault(f"{n}.{rest}", qual)
+            for qual, bases in summary.get("classes", {}).items():
+                self.classes[qual] = bases
+                rest = qual[len(main) + 1:]
+                for n in names:
+                    self.class_alias.setdefault(f"{n}.{rest}", qual)
+        self._resolved: Dict[str, Optional[str]] = {}
+        self.params = self._param_classes()
+        self.steps = self._closure("steps")
+        self.drives = self._closure("drives")
+        self.every_step = self._every_step()
+
+    # ------------------------------------------------------------ resolution
+    def resolve(self, ref: str) -> Optional[str]:
+        if ref in self._resolved:
+            return self._resolved[ref]
+        cid = self.alias.get(ref) or self.alias.get(ref + ".__init__")
+        if cid is None:
+            owner, _, method = ref.rpartition(".")
+            if owner:
+                cid = self._through_bases(owner, method, set())
+        self._resolved[ref] = cid
+        return cid
+
+    def _through_bases(self, cls_ref: str, method: str, seen: Set[str]) -> Optional[str]:
+        cls = self.class_alias.get(cls_ref)
+        if cls is None or cls in seen or len(seen) > 16:
+            return None
+        seen.add(cls)
+        for base in self.classes.get(cls, ()):
+            cid = self.alias.get(f"{base}.{method}") or self._through_bases(base, method, seen)
+            if cid is not None:
+                return cid
+        return None
+
+    def _callees(self, fid: str, wheres: Optional[Set[str]] = None) -> List[str]:
+        out = []
+        for call in self.functions[fid].get("calls", ()):
+            ref, where = call[0], call[1]
+            if wheres is not None and where not in wheres:
+                continue
+            cid = self.resolve(ref)
+            if cid is not None:
+                out.append(cid)
+        return out
+
+    def _param_classes(self) -> Dict[str, Dict[str, str]]:
+        """function -> {parameter: class}, where the calls that pass an
+        object of a known class for it all pass the same class (`loss_scaler`
+        of `train_one_epoch(..., loss_scaler)`). Calls passing something
+        else are not evidence either way."""
+        seen: Dict[str, Dict[str, Set[str]]] = {}
+        for f in self.functions.values():
+            for call in f.get("calls", ()):
+                if len(call) < 3:
+                    continue
+                cid = self.resolve(call[0])
+                if cid is None:
+                    continue
+                params = self.functions[cid].get("params", [])
+                for key, cls in call[2].items():
+                    name = params[int(key)] if key.isdigit() and int(key) < len(params) else key
+                    if name in params:
+                        seen.setdefault(cid, {}).setdefault(name, set()).add(cls)
+        return {cid: {n: next(iter(c)) for n, c in ps.items() if len(c) == 1} for cid, ps in seen.items()}
+
+    # --------------------------------------------------------------- fixpoints
+    def _closure(self, key: str) -> Set[str]:
+        """The functions whose summary says `key`, and those that call one
+        of them on every or some of their runs (not from a loop of their own:
+        a loop around a step is a loop that steps, which `drives` says)."""
+        callers: Dict[str, List[str]] = {}
+        for fid in self.functions:
+            for cid in self._callees(fid, {BODY, SOME}):
+                callers.setdefault(cid, []).append(fid)
+        done = {fid for fid, f in self.functions.items() if f.get(key)}
+        todo = deque(done)
+        while todo:
+            for caller in callers.get(todo.popleft(), ()):
+                if caller not in done:
+                    done.add(caller)
+                    todo.append(caller)
+        return done
+
+    def _every_step(self) -> Dict[str, str]:
+        out: Dict[str, str] = {}
+        for kind in (TRAIN, EVAL):  # train first: it wins
+            todo = deque()
+            for fid in self.functions:
+                for cid in self._callees(fid, {kind}):
+                    if cid not in out and cid not in self.drives:
+                        out[cid] = kind
+                        todo.append(cid)
+            while todo:
+                fid = todo.popleft()
+                for cid in self._callees(fid, {BODY}):
+                    if cid not in out and cid not in self.drives:
+                        out[cid] = kind
+                        todo.append(cid)
+        return out
+
+    # ------------------------------------------------------------- per file
+    def facts_for(self, path: str) -> dict:
+        """What the analysis of `path` may ask: for each reference its calls
+        make, the callee's facts (only those that say something), and which
+        of its own functions run every step."""
+        names, summary = self.files[path]
+        steps: Set[str] = set()
+        drives: Set[str] = set()
+        returns: Dict[str, str] = {}
+        iterates: Dict[str, int] = {}
+        every: Dict[str, str] = {}
+        params: Dict[str, Dict[str, str]] = {}
+        for qual, fsum in summary.get("functions", {}).items():
+            kind = self.every_step.get(qual)
+            if kind is not None:
+                every[qual] = kind
+            if qual in self.params:
+                params[qual] = self.params[qual]
+            for call in fsum.get("calls", ()):
+                ref = call[0]
+                cid = self.resolve(ref)
+                if cid is None:
+                    continue
+                if cid in self.steps:
+                    steps.add(ref)
+                if cid in self.drives:
+                    drives.add(ref)
+                callee = self.functions[cid]
+                if callee.get("returns") in RETURN_KINDS:
+                    returns[ref] = callee["returns"]
+                if "iterates" in callee:
+                    iterates[ref] = callee["iterates"]
+        return {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
+                "params": params}
+
+
+def digest(table: dict) -> str:
+    return hashlib.sha1(json.dumps(table, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def is_empty(table: dict) -> bool:
+    return not any(table.get(k) for k in ("steps", "drives", "returns", "iterates", "every_step", "params"))

@@ -1,0 +1,269 @@
+"""What a call calls, as a dotted reference the project can look up.
+
+`train_one_epoch(...)` imported with `from engine import train_one_epoch`
+is `engine.train_one_epoch`; `self.run_step(batch)` in a method of
+`TrainLoop` is `<module>.TrainLoop.run_step`; `loss_scaler(loss, opt)` with
+`loss_scaler = NativeScaler()` is `util.misc.NativeScaler.__call__`;
+`metric_logger.log_every(...)` with `metric_logger = misc.MetricLogger()`
+is `util.misc.MetricLogger.log_every`. A reference names where the code
+would be if it is in the project; the call graph (`graph`) decides whether
+it is, through base classes too. None: the callee cannot be told (a
+parameter's method, a value returned by a call, a subscript).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.project.modules import resolve_from
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.file import FileModel
+
+MODULE_CODE = "<module>"  # the qualified name of a module's own top-level code
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+
+class FileRefs:
+    """References of one file's calls and functions."""
+
+    def __init__(self, fa: "FileModel", module: str, package: bool = False,
+                 params: Optional[Dict[str, Dict[str, str]]] = None) -> None:
+        self.fa = fa
+        self.module = module
+        self.package = package
+        # function -> {parameter: the class of the object every caller passes}, from the project
+        self.params = params or {}
+        self.names: Dict[str, str] = {}  # module-level name -> what it is (dotted)
+        self.instances: Dict[str, str] = {}  # module-level name -> the class of the object it holds
+        self._local_instances: Dict[ast.AST, Dict[str, str]] = {}
+        self._attr_instances: Dict[ast.AST, Dict[str, str]] = {}
+        self.imported: Set[str] = set()  # the modules (or module members) the file imports
+        self.instances = {}
+        self._read_module()
+        # names of the methods defined in the file's classes
+        self.methods = {
+            f.name for f in self.fa.index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(self.fa.index.parents.get(f), ast.ClassDef)
+        }
+
+    # ------------------------------------------------------------ module level
+    def _read_module(self) -> None:
+        tree = self.fa.tree
+        for node in self.fa.index.nodes_of(ast.Import, ast.ImportFrom):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.imported.add(a.name)
+                    if a.asname:
+                        self.names[a.asname] = a.name
+                    else:
+                        top = a.name.split(".")[0]
+                        self.names.setdefault(top, top)
+            else:
+                base = resolve_from(self.module, self.package, node.level, node.module)
+                if base is None:
+                    continue
+                self.imported.add(base)
+                for a in node.names:
+                    if a.name != "*":
+                        self.names[a.asname or a.name] = f"{base}.{a.name}"
+                        self.imported.add(f"{base}.{a.name}")
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.names[node.name] = f"{self.module}.{node.name}"
+        self._read_bindings()
+
+    def _read_bindings(self) -> None:
+        """One pass over the file's bindings: names bound exactly once, to
+        `Something(...)`, per scope (the module's are `instances`), and
+        `self.<attr> = Something(...)` per class."""
+        found: Dict[ast.AST, Dict[str, str]] = {}
+        counts: Dict[ast.AST, Dict[str, int]] = {}
+        attr_found: Dict[ast.AST, Dict[str, str]] = {}
+        attr_counts: Dict[ast.AST, Dict[str, int]] = {}
+        parents = self.fa.index.parents
+        kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+        for stmt in self.fa.index.nodes_of(*kinds):
+            scope = parents.get(stmt)
+            while scope is not None and not isinstance(scope, _SCOPES):
+                scope = parents.get(scope)
+            if scope is None or isinstance(scope, ast.Lambda):
+                continue
+            if isinstance(stmt, ast.Assign):
+                targets, value, weight = stmt.targets, stmt.value, 1
+            elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+                targets, value, weight = [stmt.target], getattr(stmt, "value", None), 1
+                if isinstance(stmt, ast.AugAssign):
+                    value = None
+            elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+                targets, value, weight = [stmt.target], None, 2
+            else:
+                targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+                value, weight = None, 2
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    cls = parents.get(scope) if isinstance(scope, FUNCS) else None
+                    if isinstance(cls, ast.ClassDef):
+                        c = attr_counts.setdefault(cls, {})
+                        c[t.attr] = c.get(t.attr, 0) + weight
+                        if isinstance(value, ast.Call) and len(targets) == 1:
+                            target = self.resolve_name(value.func)
+                            if target is not None:
+                                attr_found.setdefault(cls, {})[t.attr] = target
+                    continue
+                c = counts.setdefault(scope, {})
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        c[n.id] = c.get(n.id, 0) + weight
+                if isinstance(t, ast.Name) and isinstance(value, ast.Call):
+                    target = self.resolve_name(value.func)
+                    if target is not None:
+                        found.setdefault(scope, {})[t.id] = target
+        for scope, names in found.items():
+            c = counts.get(scope, {})
+            kept = {k: v for k, v in names.items() if c.get(k) == 1}
+            if isinstance(scope, ast.Module):
+                self.instances = kept
+            elif isinstance(scope, FUNCS):
+                self._local_instances[scope] = kept
+        for cls, attrs in attr_found.items():
+            c = attr_counts.get(cls, {})
+            self._attr_instances[cls] = {k: v for k, v in attrs.items() if c.get(k) == 1}
+
+    def resolve_name(self, expr: ast.AST) -> Optional[str]:
+        """The dotted target of a Name or an Attribute chain through the
+        module's imports and definitions (`misc.MetricLogger` ->
+        `util.misc.MetricLogger`), or None."""
+        parts: List[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        base = self.names.get(expr.id)
+        if base is None:
+            return None
+        return ".".join([base] + parts[::-1])
+
+    # ---------------------------------------------------------------- calls
+    def call_ref(self, call: ast.Call, ancestors: Optional[Sequence[ast.AST]] = None) -> Optional[str]:
+        func = call.func
+        if ancestors is None:
+            ancestors = self.fa.index.ancestors(call)
+        scope = _enclosing_function(ancestors)
+        if isinstance(func, ast.Name):
+            cls = self._instance_class(func.id, scope)
+            if cls is not None:
+                return f"{cls}.__call__"
+            return self.resolve_name(func)
+        if not isinstance(func, ast.Attribute):
+            return None
+        owner = func.value
+        if isinstance(owner, ast.Name):
+            if owner.id in ("self", "cls") and scope is not None:
+                cls_node = self.fa.index.enclosing_class(ancestors)
+                if cls_node is not None and self.fa.index.parents.get(scope) is cls_node:
+                    return f"{self.qualname(cls_node)}.{func.attr}"
+                return None
+            cls = self._instance_class(owner.id, scope)
+            if cls is not None:
+                return f"{cls}.{func.attr}"
+            return self.resolve_name(func)
+        if (
+            isinstance(owner, ast.Attribute)
+            and isinstance(owner.value, ast.Name)
+            and owner.value.id == "self"
+        ):
+            cls_node = self.fa.index.enclosing_class(ancestors)
+            if cls_node is not None:
+                held = self._attributes_of(cls_node).get(owner.attr)
+                if held is not None:
+                    return f"{held}.{func.attr}"
+            return None
+        return self.resolve_name(func)
+
+    def has_project_bases(self, func: Optional[ast.AST]) -> bool:
+        """The class of method `func` has a base that may be in the project
+        (not torch's, nor `object`), whose methods `self.m()` may call."""
+        cls = self.fa.index.parents.get(func) if func is not None else None
+        if not isinstance(cls, ast.ClassDef):
+            return False
+        for base in cls.bases:
+            target = self.resolve_name(base)
+            if target is not None and not target.startswith(("torch.", "builtins.")):
+                return True
+        return False
+
+    def instance_of(self, name: str, scope: Optional[ast.AST]) -> Optional[str]:
+        """The class (dotted) of the object `name` holds in `scope`, where known."""
+        return self._instance_class(name, scope)
+
+    def may_hold_instance(self, name: str, scope: ast.AST) -> bool:
+        """`name`, read in `scope`, holds an object of a known class."""
+        return self._instance_class(name, scope) is not None
+
+    def _instance_class(self, name: str, scope: Optional[ast.AST]) -> Optional[str]:
+        if scope is not None:
+            local = self._local_instances.get(scope, {})
+            if name in local:
+                return local[name]
+            if _binds_elsewhere(scope, name):
+                # a parameter: the class its callers pass, where the project knows it
+                return self.params.get(self.qualname(scope), {}).get(name)
+        return self.instances.get(name)
+
+    def _attributes_of(self, cls: ast.ClassDef) -> Dict[str, str]:
+        """`self.<attr> = Class(...)` in the class's methods: attr -> class."""
+        return self._attr_instances.get(cls, {})
+
+    def argument_classes(self, call: ast.Call, ancestors: Sequence[ast.AST]) -> Dict[str, str]:
+        """{position or keyword: class} for the arguments that are names bound
+        to an object of a known class (`loss_scaler` with `loss_scaler =
+        NativeScaler()`)."""
+        scope = _enclosing_function(ancestors)
+        out: Dict[str, str] = {}
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred):
+                break
+            if isinstance(a, ast.Name):
+                cls = self._instance_class(a.id, scope)
+                if cls is not None:
+                    out[str(i)] = cls
+        for kw in call.keywords:
+            if kw.arg is not None and isinstance(kw.value, ast.Name):
+                cls = self._instance_class(kw.value.id, scope)
+                if cls is not None:
+                    out[kw.arg] = cls
+        return out
+
+    # ------------------------------------------------------------- functions
+    def qualname(self, node: ast.AST) -> str:
+        """`module.f`, `module.C.m` (nested definitions by their path)."""
+        parts = [getattr(node, "name", "<lambda>")]
+        cur = self.fa.index.parents.get(node)
+        while cur is not None and not isinstance(cur, ast.Module):
+            if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                parts.append(cur.name)
+            cur = self.fa.index.parents.get(cur)
+        return ".".join([self.module] + parts[::-1])
+
+
+def _enclosing_function(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+    for anc in reversed(ancestors):
+        if isinstance(anc, FUNCS) or isinstance(anc, ast.Lambda):
+            return anc
+        if isinstance(anc, ast.ClassDef):
+            return None
+    return None
+
+
+def _binds_elsewhere(scope: ast.AST, name: str) -> bool:
+    """`name` is a parameter of `scope`, or declared global/nonlocal there."""
+    args = getattr(scope, "args", None)
+    if args is not None:
+        every = list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs) + [args.vararg, args.kwarg]
+        if any(a is not None and a.arg == name for a in every):
+            return True
+    return False

@@ -1,0 +1,358 @@
+"""A file's summary: what each of its functions does that other functions
+need to know, read from the file's own model.
+
+For each function (and for the module's top-level code, `<module>`):
+
+* `steps`: its own code runs `.backward()` (also `manual_backward`) or an
+  optimizer step, not inside a loop of its own: each call is a step;
+* `drives`: its own code has a hot loop (a call of it runs many steps);
+* `params`: the names its arguments bind;
+* `calls`: the calls of its own code, each as a reference (`refs`), where
+  it runs, and the classes of the objects it passes (where known): `train` in every step of a training loop, `eval` in every step
+  of another hot loop, `body` on every call of the function, `some` only on
+  some (under a periodic guard, in an error handler, under an `if` on a
+  logging, saving or debugging option, ...);
+* `returns`: the kind of value every `return` gives, where they agree;
+* `iterates`: for a generator that yields the elements of one of its
+  positional arguments (`for obj in iterable: yield obj`), that argument's
+  position at the call.
+
+And for each class, the references of its bases, and the modules the file
+imports (where the project looks for the files it depends on). A summary is plain data
+(JSON), so it can be cached and sent between processes; `graph` joins the
+summaries of a project into facts.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Dict, List, Optional
+
+from gpulint.model.index.nodes import FUNCS, LOOPS
+from gpulint.model.index.order import nested_loops, own_nodes
+from gpulint.model.names import last_name
+from gpulint.model.project.refs import MODULE_CODE, FileRefs
+from gpulint.model.values.kinds import LOADER, LOADER_NAME_RE, OPTIMIZER_NAME_RE, SCALER_NAME_RE, kind_from_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.file import FileModel
+
+TRAIN, EVAL, BODY, SOME = "train", "eval", "body", "some"
+
+
+# without one of these words no loop of a file steps over data (unless the
+# project says a call steps, which then reads the file again)
+TRIGGER_WORDS = ("backward", ".step(", "loader", "Loader", "_dl", "yield")
+# calls into these never reach the project's own code: not summarized
+EXTERNAL_ROOTS = frozenset(
+    """torch numpy np math os sys re json time logging collections itertools functools typing warnings
+    random copy inspect dataclasses pathlib subprocess shutil pickle contextlib abc enum argparse string
+    datetime glob tempfile threading multiprocessing operator io struct traceback uuid hashlib""".split()
+)
+_SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+
+def summarize(fa: "FileModel", refs: FileRefs) -> dict:
+    """The file's summary: one walk over the nodes the index holds (calls,
+    returns, yields, loops), each given to the def (or the module code) it
+    belongs to; nodes in lambdas and class bodies belong to neither."""
+    hot = _Hotness(fa, refs, light=not any(fa.index.mentions(w) for w in TRIGGER_WORDS) and fa.facts.empty)
+    scopes: Dict[ast.AST, _Scope] = {fa.tree: _Scope()}
+    for func in fa.index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+        scopes[func] = _Scope()
+    parents = fa.index.parents
+    loaders = fa.index.mentions("DataLoader")
+    for node in fa.index.nodes_of(ast.Call, ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor, ast.While):
+        scope = parents.get(node)
+        while scope is not None and not isinstance(scope, _SCOPE_TYPES):
+            scope = parents.get(scope)
+        sc = scopes.get(scope) if scope is not None else None
+        if sc is None:
+            continue  # in a lambda or a class body
+        if isinstance(node, ast.Call):
+            _call(fa, refs, hot, node, scope, sc)
+        elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+            sc.generator = True
+        elif isinstance(node, ast.Return):
+            sc.return_nodes.append(node)
+        else:
+            sc.loops.append(node)
+    for scope, sc in scopes.items():
+        # what a function returns, where a loop would read it: a loader (where the file
+        # builds any), or what a step function gives back (its loss, as a tensor or a number)
+        if sc.return_nodes and (loaders or sc.steps):
+            for node in sc.return_nodes:
+                value = node.value
+                if value is not None and isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.BinOp)):
+                    sc.returns.append(fa.values.kind(value, fa.index.ancestors(value)))
+                else:
+                    sc.returns.append(None)
+    functions: Dict[str, dict] = {}
+    for scope, sc in scopes.items():
+        qual = f"{refs.module}.{MODULE_CODE}" if isinstance(scope, ast.Module) else refs.qualname(scope)
+        functions[qual] = sc.summary(fa, hot, scope)
+    classes = {
+        refs.qualname(c): [b for b in (refs.resolve_name(base) for base in c.bases) if b is not None]
+        for c in fa.index.nodes(ast.ClassDef)
+    }
+    return {"functions": functions, "classes": {k: v for k, v in classes.items() if v}, "imports": sorted(refs.imported)}
+
+
+class _Scope:
+    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "loops")
+
+    def __init__(self) -> None:
+        self.steps = False
+        self.calls: set = set()
+        self.returns: List[Optional[str]] = []
+        self.return_nodes: List[ast.Return] = []
+        self.generator = False
+        self.loops: List[ast.AST] = []
+
+    def summary(self, fa: "FileModel", hot: "_Hotness", scope: ast.AST) -> dict:
+        out: dict = {
+            "steps": self.steps,
+            "drives": any(hot.kind(loop) is not None for loop in self.loops),
+            "calls": [[r, w, dict(a)] if a else [r, w] for r, w, a in sorted(self.calls)],
+        }
+        if isinstance(scope, FUNCS):
+            out["params"] = _parameters(fa, scope)
+        kinds = set(self.returns)
+        if self.returns and not self.generator and len(kinds) == 1 and None not in kinds:
+            out["returns"] = kinds.pop()
+        if self.generator and isinstance(scope, FUNCS):
+            i = _iterated_parameter(fa, scope, self.loops)
+            if i is not None:
+                out["iterates"] = i
+        return out
+
+
+def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scope: ast.AST, sc: _Scope) -> None:
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        if hot.own_step(node) and _where(fa, hot, node, fa.index.ancestors(node), scope) in (BODY, SOME):
+            sc.steps = True
+    elif not isinstance(func, ast.Name):
+        return
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return
+    if root.id in ("self", "cls"):
+        if (
+            isinstance(func, ast.Attribute) and func.value is root
+            and func.attr not in refs.methods and not refs.has_project_bases(scope)
+        ):
+            return  # `self.conv(x)`: a sub-module, not a method of the class (nor of a base in the project)
+    else:
+        target = refs.names.get(root.id)
+        if target is not None:
+            if target.split(".", 1)[0] in EXTERNAL_ROOTS:
+                return
+        elif root.id not in refs.instances and not _binds_locally(refs, root.id, scope):
+            return  # a builtin, or a local value that holds no known object
+    ancestors = fa.index.ancestors(node)
+    ref = refs.call_ref(node, ancestors)
+    if ref is None:
+        return
+    args = refs.argument_classes(node, ancestors)
+    where = _plain_where(ancestors, scope)
+    if where != BODY and not (hot.light or hot.in_model_class(scope)):
+        where = _where(fa, hot, node, ancestors, scope)
+    sc.calls.add((ref, where, tuple(sorted(args.items()))))
+
+
+def _plain_where(ancestors, scope: ast.AST) -> str:
+    """BODY when nothing but plain statements lie between the call and its
+    function, else SOME: for the methods of `nn.Module` subclasses, whose
+    loops (over layers, heads, ...) never step over data."""
+    for anc in reversed(ancestors):
+        if anc is scope:
+            return BODY
+        if isinstance(anc, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.ExceptHandler,
+                            ast.BoolOp, ast.comprehension)):
+            return SOME
+    return SOME
+
+
+def _binds_locally(refs: FileRefs, name: str, scope: ast.AST) -> bool:
+    return scope is not None and not isinstance(scope, ast.Module) and refs.may_hold_instance(name, scope)
+
+
+def _parameters(fa: "FileModel", func: ast.AST) -> List[str]:
+    """The names a call's positional arguments bind, in order (without
+    `self` / `cls` for a method), then the keyword-only ones."""
+    a = func.args  # type: ignore[attr-defined]
+    positional = [x.arg for x in list(a.posonlyargs) + list(a.args)]
+    if _is_method(fa, func) and positional:
+        positional = positional[1:]
+    return positional + [x.arg for x in a.kwonlyargs]
+
+
+def _is_method(fa: "FileModel", func: ast.AST) -> bool:
+    return isinstance(fa.index.parents.get(func), ast.ClassDef) and not any(
+        isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list  # type: ignore[attr-defined]
+    )
+
+
+def _where(fa: "FileModel", hot: "_Hotness", node: ast.AST, ancestors, scope: ast.AST) -> str:
+    region = fa.loops.region(node, ancestors, hot.is_hot, hot.contains_hot, hot.block_steps)
+    if region is None or _under_option(fa, node, ancestors, region):
+        return SOME
+    if isinstance(region, LOOPS):
+        return hot.kind(region) or SOME
+    return BODY if region is scope else SOME
+
+
+class _Hotness:
+    """Which loops step over data, by tests that need no type inference (the
+    call graph reads every call of every file, where the rules read only
+    the loops they look at): a loop is a training loop when its own body
+    calls `.backward()`, `manual_backward`, `<optimizer or scaler>.step()`
+    or a function that steps; an evaluation loop when it iterates a
+    DataLoader (`loader`, `val_loader`, `DataLoader(...)`, through
+    `enumerate`, `tqdm` and generators that yield their argument, or a call
+    the project knows returns one)."""
+
+    def __init__(self, fa: "FileModel", refs: FileRefs, light: bool = False) -> None:
+        self.fa = fa
+        self.refs = refs
+        # no word of a loop that steps over data in the file, and no facts from elsewhere:
+        # no loop of it can be hot, and its calls are read without looking at loops
+        self.light = light
+        self._kinds: Dict[ast.AST, Optional[str]] = {}
+        self.with_facts = not fa.facts.empty
+        self.may_step = self.with_facts or any(fa.index.mentions(w) for w in ("backward", ".step("))
+        self._contains: Dict[ast.AST, bool] = {}
+
+    def in_model_class(self, scope: ast.AST) -> bool:
+        """`scope` is a method of an `nn.Module` subclass of this file."""
+        cls = self.fa.index.parents.get(scope)
+        return isinstance(cls, ast.ClassDef) and self.fa.values.is_module_class(cls)
+
+    def own_step(self, call: ast.Call) -> bool:
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return self.fa.steps.helper_steps(call)
+        if func.attr in ("backward", "manual_backward"):
+            return True
+        if func.attr == "step":
+            name = (last_name(func.value) or "").lstrip("_")
+            return bool(OPTIMIZER_NAME_RE.match(name) or SCALER_NAME_RE.match(name))
+        return self.fa.steps.helper_steps(call)
+
+    def kind(self, loop: ast.AST) -> Optional[str]:
+        if loop not in self._kinds:
+            found: Optional[str] = None
+            if self.may_step and any(isinstance(n, ast.Call) and self.own_step(n) for n in own_nodes(loop)):
+                found = TRAIN
+            elif isinstance(loop, (ast.For, ast.AsyncFor)):
+                base, _ = self.fa.values.unwrap(loop.iter)
+                if self._loader(base, loop):
+                    found = EVAL
+            self._kinds[loop] = found
+        return self._kinds[loop]
+
+    def _loader(self, expr: ast.AST, loop: ast.AST) -> bool:
+        fa = self.fa
+        if isinstance(expr, ast.Call):
+            q = fa.imports.qualname(expr.func) or ""
+            return q == "torch.utils.data.DataLoader" or q.endswith(".DataLoader") or fa.facts.returns(expr) == LOADER
+        if isinstance(expr, ast.Attribute):
+            return LOADER_NAME_RE.match(expr.attr) is not None
+        if isinstance(expr, ast.Name):
+            if kind_from_name(expr.id) == LOADER:
+                return True
+            # a name bound once, in the function or the module, to `DataLoader(...)`
+            scope = fa.index.enclosing_scope(fa.index.ancestors(loop))
+            held = self.refs.instance_of(expr.id, scope)
+            return held is not None and held.rsplit(".", 1)[-1] in ("DataLoader", "StatefulDataLoader")
+        return False
+
+    def block_steps(self, node: ast.If) -> bool:
+        """The `if`'s body calls a step (`if (i + 1) % accum == 0:` around
+        `optimizer.step()` ends each training step; its body runs every step)."""
+        if not self.may_step:
+            return False
+        return any(isinstance(n, ast.Call) and self.own_step(n) for stmt in node.body for n in ast.walk(stmt))
+
+    def is_hot(self, loop: ast.AST) -> bool:
+        return self.kind(loop) is not None and (not self.contains_hot(loop) or self._steps_itself(loop))
+
+    def _steps_itself(self, loop: ast.AST) -> bool:
+        return self.kind(loop) == TRAIN or isinstance(loop, (ast.For, ast.AsyncFor)) and self.kind(loop) == EVAL
+
+    def contains_hot(self, loop: ast.AST) -> bool:
+        if loop not in self._contains:
+            facts = self.fa.facts
+            self._contains[loop] = any(self.kind(inner) is not None for inner in nested_loops(loop)) or (
+                self.with_facts and any(isinstance(n, ast.Call) and facts.drives(n) for n in own_nodes(loop))
+            )
+        return self._contains[loop]
+
+
+# words of an `if` test that make its block run on some steps only, by an
+# option or a schedule decided elsewhere: `if self.control.should_log:`,
+# `if args.debug:`, `if save_images:`
+OPTION_WORD_RE = re.compile(
+    r"log|print|verbose|debug|save|checkpoint|ckpt|eval|valid|visual|plot|display|report|profil|dump|"
+    r"tensorboard|wandb|writer|monitor|trace",
+    re.I,
+)
+
+
+def _under_option(fa: "FileModel", node: ast.AST, ancestors, region: ast.AST) -> bool:
+    """`node` sits in the body of an `if` between it and `region` whose test
+    names an option or schedule (`OPTION_WORD_RE`): the callee then runs on
+    some steps, not every one, and the call graph does not make it per-step
+    code. (Within one function the rules judge such guards themselves.)"""
+    chain = list(ancestors) + [node]
+    loop_vars = {n.id for anc in chain if isinstance(anc, (ast.For, ast.AsyncFor))
+                 for n in ast.walk(anc.target) if isinstance(n, ast.Name)}
+    for i in range(len(chain) - 2, -1, -1):
+        anc = chain[i]
+        if anc is region:
+            return False
+        if isinstance(anc, ast.If) and fa.index.in_block(chain[i + 1], anc):
+            if any(OPTION_WORD_RE.search(w) for w in _words(anc.test)) or _one_pass_test(anc.test, loop_vars):
+                return True
+    return False
+
+
+def _one_pass_test(test: ast.AST, loop_vars) -> bool:
+    """`if i == len(loader) - 1:`, `if step == 0:`: a loop variable compared
+    for equality picks one pass of the loop, not every one."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and any(isinstance(x, ast.Name) and x.id in loop_vars for x in (test.left, test.comparators[0]))
+    )
+
+
+def _words(test: ast.AST) -> List[str]:
+    out = []
+    for n in ast.walk(test):
+        if isinstance(n, ast.Name):
+            out.append(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.append(n.attr)
+    return out
+
+
+def _iterated_parameter(fa: "FileModel", func: ast.AST, loops: List[ast.AST]) -> Optional[int]:
+    """The position, at a call, of the parameter whose elements the generator
+    `func` yields: a `for` over the bare parameter whose body yields."""
+    positional = [a.arg for a in list(func.args.posonlyargs) + list(func.args.args)]  # type: ignore[attr-defined]
+    if _is_method(fa, func) and positional:
+        positional = positional[1:]
+    for loop in loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Name):
+            continue
+        if loop.iter.id not in positional:
+            continue
+        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for stmt in loop.body for n in ast.walk(stmt)):
+            return positional.index(loop.iter.id)
+    return None

@@ -1,0 +1,62 @@
+"""What the model knows about code outside the function it reads.
+
+A call runs a function that may be in this file or another, and a function
+runs whenever its callers do. The layers of the model ask these questions
+through a `CallFacts`; the project layer (`gpulint.model.project`) answers
+them from the call graph and the summaries of every function of the
+project. This default knows nothing, so a file read on its own is read as
+if its calls were opaque.
+
+Every question takes a node of the file being read; an answer of None or
+False means "not known", never "known not to".
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+TRAIN = "train"  # a function that runs every step of a training loop
+EVAL = "eval"  # ... of a loop that iterates data without a training step
+
+
+class CallFacts:
+    """The questions, and the answers of a model that sees only one function."""
+
+    # True when every answer is the default's ("not known")
+    empty = True
+
+    def bind(self, model: object) -> None:
+        """Called once by the file's model, with itself, before any question."""
+
+    def steps(self, call: ast.Call) -> bool:
+        """Each call runs one training step: `.backward()` or an optimizer
+        step, in the callee or in a function it calls, not inside a loop of
+        its own (`loss_scaler(loss, optimizer)`, `trainer.train_step(batch)`)."""
+        return False
+
+    def drives(self, call: ast.Call) -> bool:
+        """The callee runs a hot loop of its own (directly or through the
+        functions it calls): `train_one_epoch(...)`. A loop around such a
+        call is an epoch loop, not a step loop."""
+        return False
+
+    def returns(self, call: ast.Call) -> Optional[str]:
+        """The kind of value the callee returns (`gpulint.model.values.kinds`),
+        where every return of it agrees."""
+        return None
+
+    def iterated_argument(self, call: ast.Call) -> Optional[ast.AST]:
+        """The argument a generator yields the elements of: `loader` in
+        `metric_logger.log_every(loader, 10)`, whose body is
+        `for obj in iterable: ... yield obj`."""
+        return None
+
+    def every_step(self, func: ast.AST) -> Optional[str]:
+        """TRAIN or EVAL when the function runs on every step of such a loop:
+        it is called from the every-step part of one, or from a function that
+        runs every step, in this file or another."""
+        return None
+
+
+NO_FACTS = CallFacts()

@@ -1,0 +1,412 @@
+"""The project layer: references, summaries, the call graph and its facts,
+and linting a set of files as one program (gpulint/model/project/)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import textwrap
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from gpulint.cli import cli
+from gpulint.model.project.facts import model_with_facts
+from gpulint.model.project.graph import ProjectGraph
+from gpulint.model.project.modules import module_names, resolve_from
+
+
+def _summary(text: str, module: str = "m"):
+    text = textwrap.dedent(text)
+    tree = ast.parse(text)
+    fa, summary, table = model_with_facts(tree, text, f"{module}.py", [module])
+    return fa, summary, table
+
+
+def _graph(files, rounds: int = 4):
+    """{module: text} -> (ProjectGraph, {path: (names, summary)}), joined as
+    the runner does: each file is read again with the project's facts until
+    none changes."""
+    texts = {f"{m}.py": textwrap.dedent(t) for m, t in files.items()}
+    summaries = {path: ([path[:-3]], _summary(text, path[:-3])[1]) for path, text in texts.items()}
+    graph = ProjectGraph(summaries)
+    for _ in range(rounds):
+        changed = False
+        for path, text in texts.items():
+            module = path[:-3]
+            _, summary, _ = model_with_facts(ast.parse(text), text, path, [module], table=graph.facts_for(path))
+            if summary != summaries[path][1]:
+                summaries[path] = ([module], summary)
+                changed = True
+        if not changed:
+            break
+        graph = ProjectGraph(summaries)
+    return graph, summaries
+
+
+def write(root: Path, files) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+
+
+def check(root: Path, *args: str):
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        res = CliRunner().invoke(cli, ["check", "--output-format", "json", *args])
+    finally:
+        os.chdir(cwd)
+    assert res.exit_code in (0, 1), res.output
+    return {(f["filename"].replace(os.sep, "/").split("/")[-1], f["location"]["row"], f["code"])
+            for f in json.loads(res.stdout)}
+
+
+# ------------------------------------------------------------------ modules
+def test_module_names_and_relative_imports(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for p in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/mod.py"):
+        (tmp_path / p).write_text("")
+    names = module_names(str(tmp_path / "pkg" / "sub" / "mod.py"), [str(tmp_path)])
+    assert names[0] == "pkg.sub.mod"
+    assert module_names(str(tmp_path / "pkg" / "sub" / "__init__.py"), [str(tmp_path)])[0] == "pkg.sub"
+    assert resolve_from("pkg.sub.mod", False, 1, "other") == "pkg.sub.other"
+    assert resolve_from("pkg.sub.mod", False, 2, None) == "pkg"
+    assert resolve_from("pkg.sub", True, 1, "mod") == "pkg.sub.mod"
+    assert resolve_from("pkg", False, 3, "x") is None
+
+
+def test_a_src_layout_is_named_below_src(tmp_path):
+    (tmp_path / "src" / "lib").mkdir(parents=True)
+    (tmp_path / "src" / "lib" / "__init__.py").write_text("")
+    (tmp_path / "src" / "lib" / "train.py").write_text("")
+    names = module_names(str(tmp_path / "src" / "lib" / "train.py"), [str(tmp_path), str(tmp_path / "src")])
+    assert "lib.train" in names
+
+
+# ---------------------------------------------------------------- summaries
+def test_summary_kinds():
+    _, summary, _ = _summary("""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def step(model, x, opt):
+            loss = model(x).mean()
+            loss.backward()
+            opt.step()
+            return loss.item()
+
+        def epoch(model, loader, opt):
+            for x in loader:
+                step(model, x, opt)
+
+        def batches(iterable, n):
+            for b in iterable:
+                yield b
+
+        def make_loader(ds):
+            return DataLoader(ds, batch_size=8)
+    """)
+    f = summary["functions"]
+    assert f["m.step"]["steps"] and not f["m.step"]["drives"]
+    assert f["m.step"]["returns"] == "number"
+    # `epoch` drives a training loop: its step is a call of `step`, which the file's own graph knows
+    assert not f["m.epoch"]["steps"] and f["m.epoch"]["drives"] is True
+    assert ["m.step", "train"] in [c[:2] for c in f["m.epoch"]["calls"]]
+    assert f["m.batches"]["iterates"] == 0
+    assert f["m.make_loader"]["returns"] == "loader"
+    assert f["m.step"]["params"] == ["model", "x", "opt"]
+
+
+def test_a_loop_whose_step_is_in_a_helper_trains():
+    fa, summary, table = _summary("""
+        class NativeScaler:
+            def __call__(self, loss, optimizer):
+                loss.backward()
+                optimizer.step()
+
+        def train(model, loader, optimizer):
+            loss_scaler = NativeScaler()
+            for x in loader:
+                loss = model(x)
+                loss_scaler(loss, optimizer)
+                print(loss.item())
+    """)
+    assert table["steps"] == ["m.NativeScaler.__call__"]
+    loop = next(n for n in ast.walk(fa.tree) if isinstance(n, ast.For))
+    assert fa.loops.is_training_step_loop(loop)
+    call = next(n for n in ast.walk(loop) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "loss_scaler")
+    assert fa.steps.helper_steps(call)
+
+
+def test_a_generator_that_yields_its_argument_wraps_the_loader():
+    fa, _, table = _summary("""
+        class MetricLogger:
+            def log_every(self, iterable, freq):
+                for obj in iterable:
+                    yield obj
+
+        def train(model, data_loader, optimizer):
+            logger = MetricLogger()
+            for x in logger.log_every(data_loader, 10):
+                model(x).backward()
+    """)
+    assert table["iterates"] == {"m.MetricLogger.log_every": 0}
+    train = next(n for n in fa.tree.body if isinstance(n, ast.FunctionDef) and n.name == "train")
+    loop = next(n for n in ast.walk(train) if isinstance(n, ast.For))
+    base, _ = fa.values.unwrap(loop.iter)
+    assert isinstance(base, ast.Name) and base.id == "data_loader"
+
+
+def test_a_function_that_returns_a_loader_gives_one():
+    fa, _, table = _summary("""
+        import torch
+
+        def build(ds):
+            return torch.utils.data.DataLoader(ds, batch_size=4)
+
+        def run(model, ds):
+            train_batches = build(ds)
+            for x in train_batches:
+                model(x)
+    """)
+    assert table["returns"] == {"m.build": "loader"}
+    loop = next(n for n in ast.walk(fa.tree) if isinstance(n, ast.For))
+    assert fa.loops.loop_iterates_loader(loop, fa.index.ancestors(loop))
+
+
+def test_the_class_a_parameter_holds_comes_from_its_callers():
+    graph, _ = _graph({
+        "scaler": """
+            class NativeScaler:
+                def __call__(self, loss, optimizer):
+                    loss.backward()
+                    optimizer.step()
+        """,
+        "engine": """
+            def train_one_epoch(model, loader, optimizer, loss_scaler):
+                for x in loader:
+                    loss_scaler(model(x), optimizer)
+        """,
+        "main": """
+            from scaler import NativeScaler
+            from engine import train_one_epoch
+
+            def main(model, loader, optimizer):
+                s = NativeScaler()
+                for epoch in range(3):
+                    train_one_epoch(model, loader, optimizer, s)
+        """,
+    })
+    assert graph.params["engine.train_one_epoch"] == {"loss_scaler": "scaler.NativeScaler"}
+
+
+def test_every_step_follows_calls_and_stops_at_loop_drivers():
+    graph, _ = _graph({
+        "m": """
+            import torch
+
+            def log(x):
+                print(x.item())
+
+            def helper(loss):
+                log(loss)
+
+            def train(model, loader, opt):
+                for x in loader:
+                    loss = model(x)
+                    loss.backward()
+                    opt.step()
+                    helper(loss)
+
+            def validate(model, loader):
+                for x in loader:
+                    model(x)
+
+            def main(model, tl, vl, opt):
+                for epoch in range(10):
+                    train(model, tl, opt)
+                    validate(model, vl)
+        """,
+    })
+    assert graph.every_step.get("m.helper") == "train"
+    assert graph.every_step.get("m.log") == "train"  # through a helper
+    assert "m.train" in graph.drives and "m.validate" in graph.drives
+    assert "m.validate" not in graph.every_step  # an epoch loop around drivers is not a step loop
+    assert "m.train" not in graph.every_step
+
+
+def test_calls_under_an_option_do_not_make_the_callee_per_step():
+    graph, _ = _graph({
+        "m": """
+            def log_lr(opt):
+                print(opt.param_groups[0]["lr"])
+
+            def train(model, loader, opt, args):
+                for x in loader:
+                    model(x).backward()
+                    opt.step()
+                    if args.log_lr:
+                        log_lr(opt)
+        """,
+    })
+    assert "m.log_lr" not in graph.every_step
+
+
+def test_methods_resolve_through_base_classes():
+    graph, _ = _graph({
+        "base": """
+            class Trainer:
+                def train_step(self, batch):
+                    self.loss(batch).backward()
+                    self.optimizer.step()
+        """,
+        "sub": """
+            from base import Trainer
+
+            class MyTrainer(Trainer):
+                def fit(self, loader):
+                    for batch in loader:
+                        self.train_step(batch)
+        """,
+    })
+    assert graph.resolve("sub.MyTrainer.train_step") == "base.Trainer.train_step"
+    assert graph.every_step.get("base.Trainer.train_step") == "train"
+
+
+# --------------------------------------------------------------- the runner
+PROJECT = {
+    "util/misc.py": """
+        import torch
+
+
+        class MetricLogger:
+            def update(self, **kwargs):
+                for k, v in kwargs.items():
+                    if isinstance(v, torch.Tensor):
+                        v = v.item()
+                    print(k, v)
+
+
+        def all_reduce_mean(x):
+            return x.item()
+
+
+        def rarely(x, flag):
+            if flag:
+                return x.item()
+            return x
+    """,
+    "util/scaler.py": """
+        class NativeScaler:
+            def __call__(self, loss, optimizer):
+                loss.backward()
+                optimizer.step()
+    """,
+    "engine.py": """
+        import torch
+        import util.misc as misc
+
+
+        def train_one_epoch(model, data_loader, optimizer, device, loss_scaler):
+            metric_logger = misc.MetricLogger()
+            for samples in data_loader:
+                loss = model(samples.to(device)).mean()
+                loss_scaler(loss, optimizer)
+                metric_logger.update(loss=loss)
+                misc.all_reduce_mean(loss)
+                misc.rarely(loss, False)
+    """,
+    "main.py": """
+        from engine import train_one_epoch
+        from util.scaler import NativeScaler
+
+
+        def main(model, loader, optimizer):
+            loss_scaler = NativeScaler()
+            for epoch in range(10):
+                train_one_epoch(model, loader, optimizer, "cuda", loss_scaler)
+    """,
+}
+
+
+def test_a_sync_in_a_helper_of_another_file_is_found(tmp_path):
+    write(tmp_path, PROJECT)
+    found = check(tmp_path, "--no-cache", "--select", "GPU101", ".")
+    assert ("misc.py", 9, "GPU101") in found  # MetricLogger.update, under an isinstance check
+    assert ("misc.py", 14, "GPU101") in found  # all_reduce_mean
+    assert not any(f[0] == "misc.py" and f[1] == 19 for f in found)  # under an option: not every step
+    # the same file linted alone knows none of its callers
+    alone = check(tmp_path, "--no-cache", "--select", "GPU101", "util/misc.py")
+    assert alone == set()
+
+
+def test_a_file_linted_alone_reads_the_files_it_imports(tmp_path):
+    write(tmp_path, {
+        "helpers.py": """
+            class Stepper:
+                def __call__(self, loss, opt):
+                    loss.backward()
+                    opt.step()
+        """,
+        "train.py": """
+            import torch
+            from helpers import Stepper
+
+
+            def train(model, loader, opt):
+                stepper = Stepper()
+                for x in loader:
+                    loss = model(x.cuda())
+                    stepper(loss, opt)
+                    print(loss.item())
+        """,
+    })
+    # the loop trains (its step is in helpers.py, not linted), so the read is GPU101's, not GPU104's
+    found = check(tmp_path, "--no-cache", "--select", "GPU101,GPU104", "train.py")
+    assert found == {("train.py", 11, "GPU101")}
+
+
+def test_a_helper_without_any_step_word_is_summarized_when_per_step_code_calls_it(tmp_path):
+    write(tmp_path, {
+        "helpers.py": """
+            def log_metrics(logs):
+                for k, v in logs.items():
+                    print(k, v.item())
+        """,
+        "train.py": """
+            import torch
+            from helpers import log_metrics
+
+
+            def train(model, loader, opt):
+                for x in loader:
+                    loss = model(x.cuda())
+                    loss.backward()
+                    opt.step()
+                    log_metrics({"loss": loss})
+        """,
+    })
+    assert ("helpers.py", 4, "GPU101") in check(tmp_path, "--no-cache", "--select", "GPU101", ".")
+
+
+def test_the_cache_invalidates_the_files_that_depend_on_a_changed_summary(tmp_path):
+    write(tmp_path, PROJECT)
+    first = check(tmp_path, "--select", "GPU101", ".")
+    assert ("misc.py", 14, "GPU101") in first
+    assert check(tmp_path, "--select", "GPU101", ".") == first  # warm
+    # the scaler no longer steps: the loop in engine.py is no training loop any more, and
+    # misc.py, unchanged, must lose its findings (they depended on engine's and scaler's summaries)
+    scaler = tmp_path / "util" / "scaler.py"
+    scaler.write_text("class NativeScaler:\n    def __call__(self, loss, optimizer):\n        return loss\n")
+    os.utime(scaler, ns=(1, 1))
+    after = check(tmp_path, "--select", "GPU101", ".")
+    assert not any(f[0] == "misc.py" for f in after), after
+    # a change that leaves every summary as it was re-lints only that file, with the same results
+    write(tmp_path, {"util/scaler.py": PROJECT["util/scaler.py"]})
+    again = check(tmp_path, "--select", "GPU101", ".")
+    assert again == first
+    (tmp_path / "main.py").write_text((tmp_path / "main.py").read_text() + "\n# a comment\n")
+    assert check(tmp_path, "--select", "GPU101", ".") == first
