@@ -158,9 +158,9 @@ def counting(monkeypatch):
     linted = []
     real = runner.lint_file
 
-    def spy(path, options, keep_source=False):
+    def spy(path, options, keep_source=False, project=None):
         linted.append(os.path.basename(path))
-        return real(path, options, keep_source)
+        return real(path, options, keep_source, project)
 
     monkeypatch.setattr(runner, "lint_file", spy)
     return linted
@@ -335,7 +335,7 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
 
     seen = []
 
-    def fake_lint_file(path, options, keep_source=False):
+    def fake_lint_file(path, options, keep_source=False, project=None):
         seen.append(gc.isenabled())
         if path == "boom":
             raise RuntimeError("boom")
@@ -343,14 +343,14 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "lint_file", fake_lint_file)
     assert gc.isenabled()
-    runner._lint_job(("a.py", None, False))
+    runner._lint_job(("a.py", None, False, None))
     with pytest.raises(RuntimeError):
-        runner._lint_job(("boom", None, False))
+        runner._lint_job(("boom", None, False, None))
     assert seen == [False, False]
     assert gc.isenabled()
     gc.disable()
     try:
-        runner._lint_job(("b.py", None, False))
+        runner._lint_job(("b.py", None, False, None))
         assert not gc.isenabled()
     finally:
         gc.enable()
