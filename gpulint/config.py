@@ -23,9 +23,9 @@ else:  # pragma: no cover
 
 from gpulint.globs import PatternSet
 from gpulint.registry import all_rules
+from gpulint.rule import LATEST_TORCH
 
 CONFIG_FILES = ("gpulint.toml", ".gpulint.toml", "pyproject.toml")
-LATEST_TORCH = (2, 13)
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
 
 DEFAULT_EXCLUDE = (

@@ -28,7 +28,7 @@ from gpulint.model.index.tree import may_use_accelerator
 from gpulint.model.project.facts import model_with_facts
 from gpulint.model.project.modules import is_package, module_names
 from gpulint.model.project.summary import TRIGGER_WORDS
-from gpulint.rule import INTERNAL_ERROR, SAFE, UNSAFE, Edit, Finding, Fix, Rule
+from gpulint.rule import INTERNAL_ERROR, LATEST_TORCH, SAFE, UNSAFE, Edit, Finding, Fix, Rule
 from gpulint.registry import all_rules
 from gpulint.source import Source
 from gpulint.suppress import Suppressions
@@ -53,7 +53,7 @@ class LintError(Exception):
 @dataclass(frozen=True)
 class LintOptions:
     codes: Tuple[str, ...]  # the selected rules
-    torch_version: Tuple[int, ...] = (2, 13)
+    torch_version: Tuple[int, ...] = LATEST_TORCH
     unfixable: Tuple[str, ...] = ()  # rules whose fixes are dropped
     safe_fixes: Tuple[str, ...] = ()  # rules whose unsafe fixes count as safe
     unsafe_fixes: Tuple[str, ...] = ()  # rules whose safe fixes count as unsafe

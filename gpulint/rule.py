@@ -23,6 +23,11 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Tuple
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.engine import FileContext
 
+# the newest torch release gpulint knows: the version rules assume when none is
+# configured and torch is not installed (`config.installed_torch_version`). One
+# constant, read by the config and by the engine's default options.
+LATEST_TORCH = (2, 13)
+
 SAFE = "safe"
 UNSAFE = "unsafe"
 NONE = "none"

@@ -222,3 +222,14 @@ def test_no_module_or_class_is_over_the_size_limits():
 def test_the_size_check_can_fail(monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "MAX_CLASS_LINES", 5)
     assert any(":" in k for k in _oversized())  # every rule class is longer than 5 lines
+
+
+def test_one_default_torch_version():
+    """The engine's default options and the config read the same constant."""
+    from gpulint import config, engine, rule
+
+    assert engine.LintOptions(codes=()).torch_version == rule.LATEST_TORCH
+    assert config.LATEST_TORCH is rule.LATEST_TORCH
+    literal = repr(rule.LATEST_TORCH)
+    holders = [p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py") if literal in p.read_text(encoding="utf-8")]
+    assert holders == ["gpulint/rule.py"]

@@ -13,6 +13,7 @@ import re
 from typing import Optional
 
 from gpulint.model.names import last_name
+from gpulint.model.values.torch_signatures import function_kind, tensor_attribute_kind, tensor_method_kind
 
 TENSOR = "tensor"
 MODEL = "model"
@@ -110,7 +111,45 @@ ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "progress_bar"
 
 
 
+# the kinds of torch's signature table (`torch_signatures`) that say what a
+# value is; "other" (unannotated, Any, ...) says nothing and is not used
+STUB_KINDS = {
+    "tensor": TENSOR, "tensors": TENSOR, "number": NUMBER, "str": OTHER, "list": OTHER, "size": OTHER,
+    "dtype": OTHER, "device": OTHER, "none": OTHER, "storage": OTHER, "generator": OTHER,
+}
+
+
+def stub_method_kind(method: str, call: Optional[ast.Call] = None) -> Optional[str]:
+    """The kind a `Tensor` method returns, from torch's own stubs (by the
+    number of positional arguments where overloads differ: `t.type()` is a
+    string, `t.type(torch.half)` a tensor), or None where they do not say."""
+    nargs = None
+    if call is not None and not any(isinstance(a, ast.Starred) for a in call.args):
+        nargs = len(call.args)
+    return STUB_KINDS.get(tensor_method_kind(method, nargs) or "")
+
+
+def stub_attribute_kind(attr: str) -> Optional[str]:
+    """The kind of a `Tensor` attribute (`shape`, `device`, `nbytes`), from the stubs."""
+    return STUB_KINDS.get(tensor_attribute_kind(attr) or "")
+
+
 def is_tensor_returning_torch(q: str) -> bool:
+    """`torch.<...>` returns a tensor: what torch's stubs say where they say
+    it, else by the namespace and the name."""
+    kind = STUB_KINDS.get(function_kind(q) or "")
+    if kind is not None and q.rsplit(".", 1)[-1] not in DATA_PREDICATES:
+        return kind == TENSOR
+    return _by_name(q)
+
+
+# torch functions that return a Python bool computed from the tensors' values:
+# taking their truth value waits for the GPU as a tensor's does, so they are
+# read as tensors (their stubs say bool)
+DATA_PREDICATES = frozenset({"equal", "allclose", "is_nonzero"})
+
+
+def _by_name(q: str) -> bool:
     if any(q.startswith(p) for p in _NON_TENSOR_TORCH_PREFIXES):
         return False
     parts = q.split(".")

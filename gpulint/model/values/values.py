@@ -37,6 +37,8 @@ from gpulint.model.values.kinds import (
     TENSOR_ATTRS,
     is_tensor_returning_torch,
     kind_from_name,
+    stub_attribute_kind,
+    stub_method_kind,
     unwrap_iter,
 )
 from gpulint.model.values.callfacts import NO_FACTS, CallFacts
@@ -143,6 +145,9 @@ class Values:
                     return OTHER
                 if expr.attr in TENSOR_ATTRS:
                     return TENSOR
+                stub = stub_attribute_kind(expr.attr)
+                if stub is not None:
+                    return stub
                 if isinstance(expr.value, ast.Attribute) and expr.value.attr not in TENSOR_ATTRS:
                     # `outputs.cache.is_croppable`: a field of a field of a model
                     # output is some object, not known to be a tensor
@@ -213,6 +218,9 @@ class Values:
                     return NUMBER
                 if method == "numpy":
                     return NUMPY
+                stub = stub_method_kind(method, call)
+                if stub is not None:
+                    return stub
                 if method in NON_TENSOR_METHODS:
                     return OTHER
                 return TENSOR
