@@ -54,10 +54,16 @@ class Steps:
         """`optimizer.step()`, `opt.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
             return False
-        recv = call.func.value
-        k = self.values.kind(recv, ancestors)
-        if k in (OPTIMIZER, SCALER):
-            return True
-        name = last_name(recv) or ""
-        name = name.lstrip("_")
+        k = self.values.kind(call.func.value, ancestors)
+        return k in (OPTIMIZER, SCALER) or self.named_optimizer_step(call)
+
+    @staticmethod
+    def named_optimizer_step(call: ast.Call) -> bool:
+        """`<name>.step()` where the receiver is named like an optimizer or a
+        scaler (`optimizer`, `opt_d`, `self._scaler`): the part of
+        `is_optimizer_step` that needs no type inference."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "step"):
+            return False
+        name = (last_name(func.value) or "").lstrip("_")
         return bool(OPTIMIZER_NAME_RE.match(name) or SCALER_NAME_RE.match(name))

@@ -8,6 +8,7 @@ import ast
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
+from gpulint.model.index.nodes import OWNERS
 from gpulint.model.index.walk import index_tree
 
 _T = TypeVar("_T")
@@ -158,6 +159,14 @@ class TreeIndex:
             cur = parents.get(cur)
         out.reverse()
         return out
+
+    def owner(self, node: ast.AST) -> Optional[ast.AST]:
+        """The def, lambda, class or module whose own code `node` is."""
+        parents = self.parents
+        cur = parents.get(node)
+        while cur is not None and not isinstance(cur, OWNERS):
+            cur = parents.get(cur)
+        return cur
 
     @staticmethod
     def enclosing_scope(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:

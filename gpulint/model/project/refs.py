@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
 
 MODULE_CODE = "<module>"  # the qualified name of a module's own top-level code
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 
 
 class FileRefs:
@@ -86,9 +85,7 @@ class FileRefs:
         parents = self.fa.index.parents
         kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
         for stmt in self.fa.index.nodes_of(*kinds):
-            scope = parents.get(stmt)
-            while scope is not None and not isinstance(scope, _SCOPES):
-                scope = parents.get(scope)
+            scope = self.fa.index.owner(stmt)
             if scope is None or isinstance(scope, ast.Lambda):
                 continue
             if isinstance(stmt, ast.Assign):
@@ -199,10 +196,6 @@ class FileRefs:
     def instance_of(self, name: str, scope: Optional[ast.AST]) -> Optional[str]:
         """The class (dotted) of the object `name` holds in `scope`, where known."""
         return self._instance_class(name, scope)
-
-    def may_hold_instance(self, name: str, scope: ast.AST) -> bool:
-        """`name`, read in `scope`, holds an object of a known class."""
-        return self._instance_class(name, scope) is not None
 
     def _instance_class(self, name: str, scope: Optional[ast.AST]) -> Optional[str]:
         if scope is not None:

@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 from gpulint.model.index.nodes import FUNCS, LOOPS
 from gpulint.model.index.order import nested_loops, own_nodes
-from gpulint.model.names import last_name
 from gpulint.model.project.refs import MODULE_CODE, FileRefs
-from gpulint.model.values.kinds import LOADER, LOADER_NAME_RE, OPTIMIZER_NAME_RE, SCALER_NAME_RE, kind_from_name
+from gpulint.model.values.kinds import LOADER, LOADER_NAME_RE, kind_from_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -50,7 +49,6 @@ EXTERNAL_ROOTS = frozenset(
     random copy inspect dataclasses pathlib subprocess shutil pickle contextlib abc enum argparse string
     datetime glob tempfile threading multiprocessing operator io struct traceback uuid hashlib""".split()
 )
-_SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 
 
 def summarize(fa: "FileModel", refs: FileRefs) -> dict:
@@ -61,12 +59,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     scopes: Dict[ast.AST, _Scope] = {fa.tree: _Scope()}
     for func in fa.index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
         scopes[func] = _Scope()
-    parents = fa.index.parents
     loaders = fa.index.mentions("DataLoader")
     for node in fa.index.nodes_of(ast.Call, ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor, ast.While):
-        scope = parents.get(node)
-        while scope is not None and not isinstance(scope, _SCOPE_TYPES):
-            scope = parents.get(scope)
+        scope = fa.index.owner(node)
         sc = scopes.get(scope) if scope is not None else None
         if sc is None:
             continue  # in a lambda or a class body
@@ -130,9 +125,12 @@ class _Scope:
 
 def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scope: ast.AST, sc: _Scope) -> None:
     func = node.func
+    ancestors: Optional[list] = None
     if isinstance(func, ast.Attribute):
-        if hot.own_step(node) and _where(fa, hot, node, fa.index.ancestors(node), scope) in (BODY, SOME):
-            sc.steps = True
+        if hot.own_step(node):
+            ancestors = fa.index.ancestors(node)
+            if _where(fa, hot, node, ancestors, scope) in (BODY, SOME):
+                sc.steps = True
     elif not isinstance(func, ast.Name):
         return
     root = func
@@ -151,9 +149,12 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
         if target is not None:
             if target.split(".", 1)[0] in EXTERNAL_ROOTS:
                 return
-        elif root.id not in refs.instances and not _binds_locally(refs, root.id, scope):
+        elif root.id not in refs.instances and (
+            isinstance(scope, ast.Module) or refs.instance_of(root.id, scope) is None
+        ):
             return  # a builtin, or a local value that holds no known object
-    ancestors = fa.index.ancestors(node)
+    if ancestors is None:
+        ancestors = fa.index.ancestors(node)
     ref = refs.call_ref(node, ancestors)
     if ref is None:
         return
@@ -175,10 +176,6 @@ def _plain_where(ancestors, scope: ast.AST) -> str:
                             ast.BoolOp, ast.comprehension)):
             return SOME
     return SOME
-
-
-def _binds_locally(refs: FileRefs, name: str, scope: ast.AST) -> bool:
-    return scope is not None and not isinstance(scope, ast.Module) and refs.may_hold_instance(name, scope)
 
 
 def _parameters(fa: "FileModel", func: ast.AST) -> List[str]:
@@ -239,8 +236,7 @@ class _Hotness:
         if func.attr in ("backward", "manual_backward"):
             return True
         if func.attr == "step":
-            name = (last_name(func.value) or "").lstrip("_")
-            return bool(OPTIMIZER_NAME_RE.match(name) or SCALER_NAME_RE.match(name))
+            return self.fa.steps.named_optimizer_step(call)
         return self.fa.steps.helper_steps(call)
 
     def kind(self, loop: ast.AST) -> Optional[str]:
@@ -258,9 +254,8 @@ class _Hotness:
     def _loader(self, expr: ast.AST, loop: ast.AST) -> bool:
         fa = self.fa
         if isinstance(expr, ast.Call):
-            q = fa.imports.qualname(expr.func) or ""
-            return q == "torch.utils.data.DataLoader" or q.endswith(".DataLoader") or fa.facts.returns(expr) == LOADER
-        if isinstance(expr, ast.Attribute):
+            return fa.values.is_loader(expr, {})
+        if isinstance(expr, ast.Attribute):  # by its name, also `self.<attr>`: no class inference here
             return LOADER_NAME_RE.match(expr.attr) is not None
         if isinstance(expr, ast.Name):
             if kind_from_name(expr.id) == LOADER:
