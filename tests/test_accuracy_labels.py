@@ -21,7 +21,7 @@ def _accuracy():
     return mod
 
 
-@pytest.mark.parametrize("which", ["first", "second", "third", "fourth", "fifth", "sixth"])
+@pytest.mark.parametrize("which", ["first", "second", "third", "fourth", "fifth", "sixth", "seventh"])
 def test_every_label_file_loads(which, monkeypatch):
     acc = _accuracy()
     if which != "first":
@@ -32,9 +32,10 @@ def test_every_label_file_loads(which, monkeypatch):
     assert {(r["package"], r["version"]) for r in rows} <= set(acc.PACKAGES)
 
 
-def test_the_sixth_corpus_is_github_repositories_pinned_to_commits():
+@pytest.mark.parametrize("which", ["sixth", "seventh"])
+def test_the_later_corpora_are_github_repositories_pinned_to_commits(which):
     acc = _accuracy()
-    repos = acc.CORPUS_SETS["sixth"]
+    repos = acc.CORPUS_SETS[which]
     assert len(repos) >= 8
     for repo, commit in repos:
         assert "/" in repo and len(commit) == 40 and int(commit, 16) >= 0
@@ -55,3 +56,9 @@ def test_a_github_archive_is_unpacked_without_its_top_folder(tmp_path, monkeypat
     assert dest == acc.github_dir(tmp_path, "owner/repo", commit)
     assert (dest / "train.py").read_text() == "for x in loader: pass\n"
     assert acc.fetch_github(tmp_path, "owner/repo", commit) == dest  # unpacked once
+
+
+def test_no_repository_or_package_is_in_two_corpora():
+    acc = _accuracy()
+    names = [n for n, _ in acc.PACKAGES] + [n for group in acc.CORPUS_SETS.values() for n, _ in group]
+    assert len(names) == len(set(names))
