@@ -27,7 +27,7 @@ from gpulint.model.file import FileModel
 from gpulint.model.index.tree import may_use_accelerator
 from gpulint.model.project.facts import model_with_facts
 from gpulint.model.project.modules import is_package, module_names
-from gpulint.model.project.summary import TRIGGER_WORDS
+from gpulint.model.project.summary import may_start_steps
 from gpulint.rule import INTERNAL_ERROR, LATEST_TORCH, SAFE, UNSAFE, Edit, Finding, Fix, Rule
 from gpulint.registry import all_rules
 from gpulint.source import Source
@@ -287,7 +287,7 @@ _PROJECT_WORDS = ("backward", ".step(", "yield", "DataLoader", ".item()")
 def starts_steps(text: str) -> bool:
     """The text has a word without which none of its loops steps over data
     and none of its functions steps, yields or returns a loader."""
-    return any(w in text for w in TRIGGER_WORDS)
+    return may_start_steps(text)
 
 
 def takes_part(text: str) -> bool:

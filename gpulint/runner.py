@@ -418,11 +418,15 @@ def _context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInp
     out: Dict[str, FileResult] = {}
     frontier = [r.summary for r in done.values() if r.summary]
     none = LintOptions(codes=())
+    files_of: Dict[str, List[str]] = {}  # many files import the same modules: each is looked up once
     for _ in range(CONTEXT_DEPTH):
         wanted = []
         for summary in frontier:
             for module in summary.get("imports", ()):
-                for path in _module_files(module, roots):
+                paths = files_of.get(module)
+                if paths is None:
+                    paths = files_of[module] = _module_files(module, roots)
+                for path in paths:
                     ap = os.path.abspath(path)
                     if ap not in linted and path not in out and path not in inputs and path not in wanted:
                         wanted.append(path)

@@ -46,6 +46,17 @@ class ProjectFacts(CallFacts):
         self._every = table.get("every_step", {})
         self.empty = is_empty(table)
 
+    def with_parameters(self, table: dict) -> None:
+        """Take the answers of `table`, which like this one says nothing of
+        steps, loops, returns or generators (`answers_nothing`): only what
+        the file's parameters hold and which functions run every step
+        change, so no answer the model has cached changes, and the
+        references are read again with the parameters."""
+        self.with_every_step(table)
+        self._refs_of = {}
+        if self.refs is not None:
+            self.bind(self.refs.fa)
+
     def bind(self, model: object) -> None:
         self.refs = FileRefs(model, self.module, self.package, self.table.get("params"))  # type: ignore[arg-type]
 
@@ -93,9 +104,11 @@ def model_with_facts(
     own = table is None
     table = table if table is not None else {}
     fa: Optional[FileModel] = None
+    facts: Optional[ProjectFacts] = None
     for _ in range(MAX_ROUNDS):
-        facts = ProjectFacts(table, module, package)
-        fa = FileModel(tree, text, path, facts, like=fa)
+        if facts is None or facts.table is not table:
+            facts = ProjectFacts(table, module, package)
+            fa = FileModel(tree, text, path, facts, like=fa)
         refs = facts.refs if facts.refs is not None else FileRefs(fa, module, package)
         summary = summarize(fa, refs)
         if not own:
@@ -106,8 +119,16 @@ def model_with_facts(
         if _same_but_every_step(found, table):
             facts.with_every_step(found)  # the summary and the model's answers stand
             return fa, summary, found
+        if answers_nothing(found) and answers_nothing(table):
+            facts.with_parameters(found)  # the same model, its calls' references read again
         table = found
     return fa, summary, table
+
+
+def answers_nothing(table: dict) -> bool:
+    """No call of the file steps, drives a loop, returns a kind or yields
+    an argument's elements by `table`: the model asks it nothing else."""
+    return not any(table.get(k) for k in ("steps", "drives", "returns", "iterates"))
 
 
 def _same_but_every_step(a: dict, b: dict) -> bool:

@@ -43,6 +43,19 @@ TRAIN, EVAL, BODY, SOME = "train", "eval", "body", "some"
 # without one of these words no loop of a file steps over data (unless the
 # project says a call steps, which then reads the file again)
 TRIGGER_WORDS = ("backward", ".step(", "loader", "Loader", "_dl", "yield")
+# "backward" is also a word of prose ("backward compatible"): a file starts a
+# step by calling it
+_BACKWARD_CALL = re.compile(r"backward\s*\(")
+
+
+def may_start_steps(text: str) -> bool:
+    """The text has a word without which none of its loops steps over data
+    and none of its functions steps, yields or returns a loader: it calls
+    `backward` or `.step(`, or names a loader or a `yield`."""
+    for w in TRIGGER_WORDS:
+        if w in text and (w != "backward" or _BACKWARD_CALL.search(text) is not None):
+            return True
+    return False
 # calls into these never reach the project's own code: not summarized
 EXTERNAL_ROOTS = frozenset(
     """torch numpy np math os sys re json time logging collections itertools functools typing warnings
