@@ -318,6 +318,14 @@ class Loops:
         every call of a file with cheaper tests)."""
         return self._every_pass(node, ancestors, is_hot or self.is_hot_loop, contains_hot, takes_step)
 
+    def _periodic_test(self, test: ast.AST) -> bool:
+        """`is_periodic_test`, once per test: every call under an `if` asks."""
+        memo = self.index.memo("loops.periodic_test")
+        hit = memo.get(test)
+        if hit is None:
+            hit = memo[test] = is_periodic_test(test)
+        return hit  # type: ignore[return-value]
+
     def _every_pass(
         self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Callable[[ast.AST], bool],
         contains_hot: Optional[Callable[[ast.AST], bool]] = None,
@@ -328,6 +336,7 @@ class Loops:
         runs `node` (the module, outside any); None when `node` runs only on
         some passes."""
         chain = list(ancestors) + [node]
+        periodic = self._periodic_test
         # set when a block ending in `break` was passed: it runs at most once
         # per pass of the innermost loop around it
         once_per_loop = False
@@ -338,17 +347,17 @@ class Loops:
                 return None if once_per_loop else anc
             if (
                 isinstance(anc, ast.If)
-                and is_periodic_test(anc.test)
+                and periodic(anc.test)
                 and self.index.in_block(child, anc)
                 and not (takes_step(anc) if takes_step is not None else self._if_takes_step(anc, chain[: i + 1]))
             ):
                 return None
-            if isinstance(anc, ast.IfExp) and child is anc.body and is_periodic_test(anc.test):
+            if isinstance(anc, ast.IfExp) and child is anc.body and periodic(anc.test):
                 return None  # `loss.item() if step % 10 == 0 else None`
             if isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
                 # `step % 10 == 0 and loss.item() > x`: evaluated only on periodic steps
                 earlier = anc.values[: next(k for k, v in enumerate(anc.values) if v is child)]
-                if any(is_periodic_test(v) for v in earlier):
+                if any(periodic(v) for v in earlier):
                     return None
             if isinstance(anc, ast.ExceptHandler):
                 return None  # error handling: runs when something failed, not every step

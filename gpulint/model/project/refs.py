@@ -39,6 +39,7 @@ class FileRefs:
         self.instances: Dict[str, str] = {}  # module-level name -> the class of the object it holds
         self._local_instances: Dict[ast.AST, Dict[str, str]] = {}
         self._attr_instances: Dict[ast.AST, Dict[str, str]] = {}
+        self._param_names: Dict[ast.AST, frozenset] = {}
         self.imported: Set[str] = set()  # the modules (or module members) the file imports
         self.instances = {}
         self._read_module()
@@ -202,7 +203,10 @@ class FileRefs:
             local = self._local_instances.get(scope, {})
             if name in local:
                 return local[name]
-            if _binds_elsewhere(scope, name):
+            params = self._param_names.get(scope)
+            if params is None:
+                params = self._param_names[scope] = _parameter_names(scope)
+            if name in params:
                 # a parameter: the class its callers pass, where the project knows it
                 return self.params.get(self.qualname(scope), {}).get(name)
         return self.instances.get(name)
@@ -252,11 +256,10 @@ def _enclosing_function(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
     return None
 
 
-def _binds_elsewhere(scope: ast.AST, name: str) -> bool:
-    """`name` is a parameter of `scope`, or declared global/nonlocal there."""
+def _parameter_names(scope: ast.AST) -> frozenset:
+    """The names the parameters of `scope` bind (none for a module or class)."""
     args = getattr(scope, "args", None)
-    if args is not None:
-        every = list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs) + [args.vararg, args.kwarg]
-        if any(a is not None and a.arg == name for a in every):
-            return True
-    return False
+    if args is None:
+        return frozenset()
+    every = list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs) + [args.vararg, args.kwarg]
+    return frozenset(a.arg for a in every if a is not None)

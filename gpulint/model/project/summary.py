@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set
 
-from gpulint.model.index.nodes import FUNCS, LOOPS
-from gpulint.model.index.order import nested_loops, own_nodes
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.refs import MODULE_CODE, FileRefs
 from gpulint.model.values.kinds import LOADER, LOADER_NAME_RE, kind_from_name
 
@@ -236,6 +235,10 @@ class _Hotness:
         self.with_facts = not fa.facts.empty
         self.may_step = self.with_facts or any(fa.index.mentions(w) for w in ("backward", ".step("))
         self._contains: Dict[ast.AST, bool] = {}
+        # found once per file from the index, not by walking each loop's body
+        self._step_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a step
+        self._drive_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a function that drives one
+        self._inner: Optional[Dict[ast.AST, List[ast.AST]]] = None  # loop -> the loops inside it
 
     def in_model_class(self, scope: ast.AST) -> bool:
         """`scope` is a method of an `nn.Module` subclass of this file."""
@@ -255,7 +258,7 @@ class _Hotness:
     def kind(self, loop: ast.AST) -> Optional[str]:
         if loop not in self._kinds:
             found: Optional[str] = None
-            if self.may_step and any(isinstance(n, ast.Call) and self.own_step(n) for n in own_nodes(loop)):
+            if self.may_step and loop in self._loops_calling(self.own_step, "_step_loops"):
                 found = TRAIN
             elif isinstance(loop, (ast.For, ast.AsyncFor)):
                 base, _ = self.fa.values.unwrap(loop.iter)
@@ -295,10 +298,55 @@ class _Hotness:
     def contains_hot(self, loop: ast.AST) -> bool:
         if loop not in self._contains:
             facts = self.fa.facts
-            self._contains[loop] = any(self.kind(inner) is not None for inner in nested_loops(loop)) or (
-                self.with_facts and any(isinstance(n, ast.Call) and facts.drives(n) for n in own_nodes(loop))
+            self._contains[loop] = any(self.kind(inner) is not None for inner in self._inner_loops().get(loop, ())) or (
+                self.with_facts and loop in self._loops_calling(facts.drives, "_drive_loops")
             )
         return self._contains[loop]
+
+
+    def _loops_calling(self, test: Callable[[ast.Call], bool], slot: str) -> Set[ast.AST]:
+        """The loops with a call that passes `test` in their own code
+        (`order.own_nodes`: their body and `else`, not nested loops, defs or
+        lambdas), from one pass over the file's calls."""
+        found = getattr(self, slot)
+        if found is None:
+            found = set()
+            for call in self.fa.index.nodes_of(ast.Call):
+                if test(call):
+                    loop = self._own_loop(call)
+                    if loop is not None:
+                        found.add(loop)
+            setattr(self, slot, found)
+        return found
+
+    def _own_loop(self, node: ast.AST) -> Optional[ast.AST]:
+        """The loop whose own code `node` is: the innermost loop around it,
+        where `node` is in its body or `else` (not its header), with no def,
+        lambda or class between."""
+        parents = self.fa.index.parents
+        child, p = node, parents.get(node)
+        while p is not None:
+            if isinstance(p, LOOPS):
+                header = (p.test,) if isinstance(p, ast.While) else (p.target, p.iter)  # type: ignore[attr-defined]
+                return None if any(child is h for h in header) else p
+            if isinstance(p, SCOPES):
+                return None
+            child, p = p, parents.get(p)
+        return None
+
+    def _inner_loops(self) -> Dict[ast.AST, List[ast.AST]]:
+        """loop -> the loops inside it at any depth (`order.nested_loops`)."""
+        if self._inner is None:
+            inner: Dict[ast.AST, List[ast.AST]] = {}
+            parents = self.fa.index.parents
+            for loop in self.fa.index.nodes_of(*LOOPS):
+                p = parents.get(loop)
+                while p is not None and not isinstance(p, SCOPES):
+                    if isinstance(p, LOOPS):
+                        inner.setdefault(p, []).append(loop)
+                    p = parents.get(p)
+            self._inner = inner
+        return self._inner
 
 
 # words of an `if` test that make its block run on some steps only, by an
@@ -324,9 +372,19 @@ def _under_option(fa: "FileModel", node: ast.AST, ancestors, region: ast.AST) ->
         if anc is region:
             return False
         if isinstance(anc, ast.If) and fa.index.in_block(chain[i + 1], anc):
-            if any(OPTION_WORD_RE.search(w) for w in _words(anc.test)) or _one_pass_test(anc.test, loop_vars):
+            if _names_option(fa, anc.test) or _one_pass_test(anc.test, loop_vars):
                 return True
     return False
+
+
+def _names_option(fa: "FileModel", test: ast.AST) -> bool:
+    """A word of the test names an option or schedule (`OPTION_WORD_RE`);
+    once per test, since every call under the `if` asks."""
+    memo = fa.index.memo("summary.option_test")
+    hit = memo.get(test)
+    if hit is None:
+        hit = memo[test] = any(OPTION_WORD_RE.search(w) for w in _words(test))
+    return hit  # type: ignore[return-value]
 
 
 def _one_pass_test(test: ast.AST, loop_vars) -> bool:
