@@ -277,6 +277,7 @@ class ModuleResult:
     summary: Optional[dict] = None  # the file's summary for the project's call graph
     table: Optional[dict] = None  # the facts table the file was read with
     deferred: bool = False  # the summary was left for when the project asks for it
+    accelerator: bool = True  # the text may put tensors on an accelerator (`may_use_accelerator`)
 
 
 # words without which a file adds nothing to the project's call graph: no
@@ -308,12 +309,17 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
                 project: Optional[ProjectInput] = None) -> ModuleResult:
     """`lint_source`, as a module of a project: also the file's summary and
     the facts it was read with (`ProjectInput.table`, or its own)."""
-    selected = [(r, v) for r, v in _rules_for(tuple(options.codes)) if _wanted(r, text)]
+    per_step = project is not None and project.table is not None and bool(project.table.get("every_step"))
+    selected = [
+        (r, v) for r, v in _rules_for(tuple(options.codes))
+        if _wanted(r, text) or (per_step and r.reads_every_step_functions)
+    ]
     if tree is None:
         tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
     model = summary = table = None
     deferred = False
-    if takes_part(text):
+    accelerator = may_use_accelerator(text)
+    if "def " in text and (accelerator or any(w in text for w in _PROJECT_WORDS)):  # `takes_part`
         if project is None:
             project = ProjectInput(tuple(module_names(path, ())), is_package(path))
         if project.table is None and not project.summarize and not starts_steps(text):
@@ -323,8 +329,8 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         else:
             model, summary, table = model_with_facts(tree, text, path, project.names, project.package, project.table)
     if not selected:
-        return ModuleResult([], summary, table, deferred)
-    return ModuleResult(_lint_tree(text, path, options, tree, selected, model), summary, table, deferred)
+        return ModuleResult([], summary, table, deferred, accelerator)
+    return ModuleResult(_lint_tree(text, path, options, tree, selected, model), summary, table, deferred, accelerator)
 
 
 def _lint_tree(text: str, path: str, options: LintOptions, tree: ast.Module, selected: list,

@@ -30,6 +30,7 @@ class FileResult:
     table: Optional[dict] = None
     facts_key: str = ""  # the table's key (`runner.table_key`), where only that is known (a cache hit)
     deferred: bool = False  # no summary yet: the project asks for it if per-step code calls into the file
+    accelerator: bool = True  # the file may put tensors on an accelerator
 
     @property
     def diagnostic(self) -> Optional[Finding]:
@@ -63,7 +64,7 @@ def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool =
             return FileResult.failed(path, exc, IO_ERROR)
         res = lint_module(text, path, options, project=project)
         return FileResult(path, res.findings, source=text if keep_source else None, summary=res.summary,
-                          table=res.table, deferred=res.deferred)
+                          table=res.table, deferred=res.deferred, accelerator=res.accelerator)
     except LintError as exc:  # the text (or the notebook's JSON) does not parse
         return FileResult.failed(path, exc, INVALID_SYNTAX)
     except Exception as exc:  # a bug in a rule must not stop the run

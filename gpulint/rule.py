@@ -189,6 +189,10 @@ class Rule:
     # The file is only parsed for this rule when one of these substrings occurs in
     # it (a cheap pre-filter); an empty tuple means "always".
     needles: ClassVar[Tuple[str, ...]] = ()
+    # the rule also reads functions the project says run every step
+    # (`CallFacts.every_step`): a file with such a function is read even
+    # when it has none of the needles (a per-step helper without a loop)
+    reads_every_step_functions: ClassVar[bool] = False
     examples: ClassVar[Tuple[Example, ...]] = ()
     # the workload `gpulint bench` times (None: not benchmarked yet)
     bench: ClassVar[Optional[Bench]] = None

@@ -179,7 +179,8 @@ class Cache:
             return None
         for f in findings:
             f.path = path  # as this run names the file, not as the run that cached it did
-        return FileResult(path, findings, summary=e.get("y"), facts_key=e.get("t", ""), deferred=bool(e.get("d")))
+        return FileResult(path, findings, summary=e.get("y"), facts_key=e.get("t", ""), deferred=bool(e.get("d")),
+                          accelerator=e.get("a", True))
 
     def put(self, path: str, options: LintOptions, res: FileResult) -> None:
         try:
@@ -194,6 +195,7 @@ class Cache:
             "y": res.summary,
             "t": facts_key(res),
             "d": res.deferred,
+            "a": res.accelerator,
         }
         self.dirty = True
 
@@ -342,10 +344,14 @@ def run(
             (path, ProjectInput(inputs[path].names, inputs[path].package, summarize=True))
             for path in _demanded(graph, done, inputs)
         ]
+        # a project none of whose files can put a tensor on an accelerator computes on the CPU
+        cpu_only = not any(r.accelerator for r in list(done.values()) + list(context.values()))
         for path, res in done.items():
             if res.summary is None or res.error is not None:
                 continue
             table = graph.facts_for(path)
+            if cpu_only:
+                table["accelerator"] = False
             if table_key(table) != facts_key(res):
                 redo.append((path, ProjectInput(inputs[path].names, inputs[path].package, table)))
         if not redo:

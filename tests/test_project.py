@@ -410,3 +410,82 @@ def test_the_cache_invalidates_the_files_that_depend_on_a_changed_summary(tmp_pa
     assert again == first
     (tmp_path / "main.py").write_text((tmp_path / "main.py").read_text() + "\n# a comment\n")
     assert check(tmp_path, "--select", "GPU101", ".") == first
+
+
+HOST_CALLERS = {
+    "util/misc.py": """
+        import torch
+
+
+        class MetricLogger:
+            def update(self, **kwargs):
+                for k, v in kwargs.items():
+                    if isinstance(v, torch.Tensor):
+                        v = v.item()
+                    print(k, v)
+    """,
+    "engine.py": """
+        import torch
+        import util.misc as misc
+
+
+        def train_one_epoch(model, data_loader, optimizer, device):
+            metric_logger = misc.MetricLogger()
+            for samples in data_loader:
+                loss = model(samples.to(device)).mean()
+                loss.backward()
+                optimizer.step()
+                loss_value = loss.item()
+                metric_logger.update(loss=loss_value)
+                metric_logger.update(lr=optimizer.param_groups[0]["lr"])
+    """,
+}
+
+
+def test_a_helper_whose_every_caller_passes_host_values_reads_no_tensor(tmp_path):
+    write(tmp_path, HOST_CALLERS)
+    found = check(tmp_path, "--no-cache", "--select", "GPU101", ".")
+    assert ("engine.py", 12, "GPU101") in found  # the loss read itself
+    assert not any(f[0] == "misc.py" for f in found)  # the isinstance branch never gets a tensor
+    graph, _ = _graph({"util.misc": HOST_CALLERS["util/misc.py"], "engine": HOST_CALLERS["engine.py"]})
+    assert graph.param_kinds["util.misc.MetricLogger.update"] == {"kwargs": "host_mapping"}
+
+
+def test_one_caller_passing_a_tensor_or_unpacking_a_dict_keeps_the_read(tmp_path):
+    for extra in ("metric_logger.update(acc=loss)", "metric_logger.update(**losses)"):
+        files = dict(HOST_CALLERS)
+        files["engine.py"] = files["engine.py"].rstrip() + "\n" + " " * 16 + "losses = {}\n" + " " * 16 + extra + "\n"
+        write(tmp_path, files)
+        found = check(tmp_path, "--no-cache", "--select", "GPU101", ".")
+        assert ("misc.py", 9, "GPU101") in found, extra
+
+
+def test_a_project_that_never_uses_an_accelerator_computes_on_the_cpu(tmp_path):
+    cpu = {
+        "algo.py": """
+            def update(loss):
+                print(loss.item())
+        """,
+        "train.py": """
+            from algo import update
+
+
+            def train(model, loader, optimizer):
+                for x in loader:
+                    loss = model(x).mean()
+                    loss.backward()
+                    optimizer.step()
+                    update(loss)
+        """,
+    }
+    write(tmp_path, cpu)
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == set()
+    # the same project with one file that moves the model to the GPU
+    write(tmp_path, {"main.py": """
+        from train import train
+
+
+        def main(model, loader, optimizer):
+            train(model.cuda(), loader, optimizer)
+    """})
+    assert ("algo.py", 3, "GPU101") in check(tmp_path, "--no-cache", "--select", "GPU101", ".")

@@ -36,6 +36,8 @@ class ProjectFacts(CallFacts):
         self._returns: Dict[str, str] = table.get("returns", {})
         self._iterates: Dict[str, int] = table.get("iterates", {})
         self._every: Dict[str, str] = table.get("every_step", {})
+        self._param_kinds: Dict[str, Dict[str, str]] = table.get("param_kinds", {})
+        self._accelerator = table.get("accelerator", True)
         self._refs_of: Dict[int, Optional[str]] = {}
         self.refs: Optional[FileRefs] = None
 
@@ -87,6 +89,14 @@ class ProjectFacts(CallFacts):
             return None
         return call.args[i]
 
+    def project_uses_accelerator(self) -> bool:
+        return self._accelerator
+
+    def parameter_kind(self, func: ast.AST, name: str) -> Optional[str]:
+        if not self._param_kinds or self.refs is None:
+            return None
+        return self._param_kinds.get(self.refs.qualname(func), {}).get(name)
+
     def every_step(self, func: ast.AST) -> Optional[str]:
         if not self._every or self.refs is None:
             return None
@@ -128,9 +138,9 @@ def model_with_facts(
 def answers_nothing(table: dict) -> bool:
     """No call of the file steps, drives a loop, returns a kind or yields
     an argument's elements by `table`: the model asks it nothing else."""
-    return not any(table.get(k) for k in ("steps", "drives", "returns", "iterates"))
+    return not any(table.get(k) for k in ("steps", "drives", "returns", "iterates", "param_kinds"))
 
 
 def _same_but_every_step(a: dict, b: dict) -> bool:
-    keys = ("steps", "drives", "returns", "iterates", "params")
+    keys = ("steps", "drives", "returns", "iterates", "params", "param_kinds")
     return all((a.get(k) or None) == (b.get(k) or None) for k in keys)

@@ -17,7 +17,10 @@ tells each file.
   the loops and the call graph, not by the functions' names.
 * **Returns** and **iterates**: as each function's summary says.
 * **Parameters**: the class of the object a parameter holds, where every
-  call that passes a known object passes one of the same class.
+  call that passes a known object passes one of the same class; and the
+  kind of value it holds where every call is from a hot loop and passes a
+  host value for it (`metric_logger.update(loss=loss.item())`: its
+  `isinstance(v, torch.Tensor)` branch never runs).
 
 `facts_for(path)` gives a file the part of this that its analysis can ask
 for: the facts of the functions its calls reach, and which of its own
@@ -33,7 +36,7 @@ from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
-from gpulint.model.values.kinds import LOADER, NUMBER
+from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, LOADER, NUMBER, OTHER
 
 # the kinds of return value the values layer takes from the project: a
 # DataLoader, and a Python number (`loss = self._train_batch(x)` returning
@@ -67,6 +70,7 @@ class ProjectGraph:
                     self.class_alias.setdefault(f"{n}.{rest}", qual)
         self._resolved: Dict[str, Optional[str]] = {}
         self.params = self._param_classes()
+        self.param_kinds = self._param_kinds()
         self.steps = self._closure("steps")
         self.drives = self._closure("drives")
         self.every_step = self._every_step()
@@ -125,6 +129,55 @@ class ProjectGraph:
                         seen.setdefault(cid, {}).setdefault(name, set()).add(cls)
         return {cid: {n: next(iter(c)) for n, c in ps.items() if len(c) == 1} for cid, ps in seen.items()}
 
+    def _param_kinds(self) -> Dict[str, Dict[str, str]]:
+        """function -> {parameter: kind}, where every call of the function
+        in the project is from a hot loop (whose calls record what they
+        pass) and all that pass the parameter pass a host value (a number,
+        a string, ...: `values.kinds.HOST_KINDS`): `NUMBER` where all pass
+        numbers, else `OTHER`; for the `**kwargs` parameter, `HOST_MAPPING`.
+        A call that unpacks arguments, passes one of unknown kind, or does
+        not record them leaves the function out."""
+        passed: Dict[str, Dict[str, Set[str]]] = {}
+        unknown: Set[str] = set()
+        for f in self.functions.values():
+            for call in f.get("calls", ()):
+                cid = self.resolve(call[0])
+                if cid is None or cid in unknown:
+                    continue
+                if len(call) < 4:
+                    unknown.add(cid)
+                    continue
+                callee = self.functions[cid]
+                params = callee.get("params", [])
+                kwargs = callee.get("kwargs")
+                mine = passed.setdefault(cid, {})
+                for key, kind in call[3].items():
+                    if key in ("*", "**") or kind == "?":
+                        unknown.add(cid)
+                        break
+                    name = params[int(key)] if key.isdigit() and int(key) < len(params) else key
+                    if name not in params:
+                        if kwargs is None:
+                            unknown.add(cid)
+                            break
+                        name = "**"
+                    mine.setdefault(name, set()).add(kind)
+        out: Dict[str, Dict[str, str]] = {}
+        for cid, ps in passed.items():
+            if cid in unknown:
+                continue
+            kinds = {}
+            for name, ks in ps.items():
+                if not ks <= HOST_KINDS:
+                    continue
+                if name == "**":
+                    kinds[self.functions[cid]["kwargs"]] = HOST_MAPPING
+                else:
+                    kinds[name] = NUMBER if ks == {NUMBER} else OTHER
+            if kinds:
+                out[cid] = kinds
+        return out
+
     # --------------------------------------------------------------- fixpoints
     def _closure(self, key: str) -> Set[str]:
         """The functions whose summary says `key`, and those that call one
@@ -172,12 +225,15 @@ class ProjectGraph:
         iterates: Dict[str, int] = {}
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
+        param_kinds: Dict[str, Dict[str, str]] = {}
         for qual, fsum in summary.get("functions", {}).items():
             kind = self.every_step.get(qual)
             if kind is not None:
                 every[qual] = kind
             if qual in self.params:
                 params[qual] = self.params[qual]
+            if qual in self.param_kinds:
+                param_kinds[qual] = self.param_kinds[qual]
             for call in fsum.get("calls", ()):
                 ref = call[0]
                 cid = self.resolve(ref)
@@ -193,7 +249,7 @@ class ProjectGraph:
                 if "iterates" in callee:
                     iterates[ref] = callee["iterates"]
         return {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
-                "params": params}
+                "params": params, "param_kinds": param_kinds}
 
 
 def digest(table: dict) -> str:
@@ -201,4 +257,6 @@ def digest(table: dict) -> str:
 
 
 def is_empty(table: dict) -> bool:
-    return not any(table.get(k) for k in ("steps", "drives", "returns", "iterates", "every_step", "params"))
+    return table.get("accelerator", True) and not any(
+        table.get(k) for k in ("steps", "drives", "returns", "iterates", "every_step", "params", "param_kinds")
+    )

@@ -6,12 +6,13 @@ For each function (and for the module's top-level code, `<module>`):
 * `steps`: its own code runs `.backward()` (also `manual_backward`) or an
   optimizer step, not inside a loop of its own: each call is a step;
 * `drives`: its own code has a hot loop (a call of it runs many steps);
-* `params`: the names its arguments bind;
+* `params`: the names its arguments bind (and `kwargs`: its `**` parameter);
 * `calls`: the calls of its own code, each as a reference (`refs`), where
   it runs, and the classes of the objects it passes (where known): `train` in every step of a training loop, `eval` in every step
   of another hot loop, `body` on every call of the function, `some` only on
   some (under a periodic guard, in an error handler, under an `if` on a
-  logging, saving or debugging option, ...);
+  logging, saving or debugging option, ...); for a call from a hot loop,
+  also the kind of each argument it passes (`values.kinds`);
 * `returns`: the kind of value every `return` gives, where they agree;
 * `iterates`: for a generator that yields the elements of one of its
   positional arguments (`for obj in iterable: yield obj`), that argument's
@@ -121,10 +122,12 @@ class _Scope:
         out: dict = {
             "steps": self.steps,
             "drives": any(hot.kind(loop) is not None for loop in self.loops),
-            "calls": [[r, w, dict(a)] if a else [r, w] for r, w, a in sorted(self.calls)],
+            "calls": [_call_entry(r, w, a, k) for r, w, a, k in sorted(self.calls, key=_call_order)],
         }
         if isinstance(scope, FUNCS):
             out["params"] = _parameters(fa, scope)
+            if scope.args.kwarg is not None:
+                out["kwargs"] = scope.args.kwarg.arg
         kinds = set(self.returns)
         if self.returns and not self.generator and len(kinds) == 1 and None not in kinds:
             out["returns"] = kinds.pop()
@@ -174,7 +177,38 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     where = _plain_where(ancestors, scope)
     if where != BODY and not (hot.light or hot.in_model_class(scope)):
         where = _where(fa, hot, node, ancestors, scope)
-    sc.calls.add((ref, where, tuple(sorted(args.items()))))
+    # what a call from a hot loop passes (the callee runs every step: what it reads matters)
+    passed = _argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else None
+    sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
+
+
+def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:
+    """((position or keyword, kind), ...) for every argument of the call, the
+    kind "?" where unknown; "*" and "**" for unpacked arguments."""
+    out = []
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            out.append(("*", "?"))
+            break
+        out.append((str(i), fa.values.kind(a, ancestors) or "?"))
+    for kw in call.keywords:
+        if kw.arg is None:
+            out.append(("**", "?"))
+        else:
+            out.append((kw.arg, fa.values.kind(kw.value, ancestors) or "?"))
+    return tuple(sorted(out))
+
+
+def _call_order(call: tuple) -> tuple:
+    return call[0], call[1], call[2], call[3] or ()
+
+
+def _call_entry(ref: str, where: str, classes: tuple, kinds: Optional[tuple]) -> list:
+    """[reference, where, {argument: class}, {argument: kind}], the last two
+    only where known (kinds only for calls from a hot loop)."""
+    if kinds is not None:
+        return [ref, where, dict(classes), dict(kinds)]
+    return [ref, where, dict(classes)] if classes else [ref, where]
 
 
 def _plain_where(ancestors, scope: ast.AST) -> str:

@@ -52,6 +52,19 @@ class CallFacts:
         `for obj in iterable: ... yield obj`."""
         return None
 
+    def project_uses_accelerator(self) -> bool:
+        """Some file of the project can put a tensor on an accelerator (CUDA,
+        a device, `.to(...)`, a library that moves tensors). False only when
+        the project read as a whole has none: then it computes on the CPU."""
+        return True
+
+    def parameter_kind(self, func: ast.AST, name: str) -> Optional[str]:
+        """The kind of value every call of `func` in the project passes for
+        its parameter `name`, where all agree and it lives on the host
+        (`gpulint.model.values.kinds.HOST_KINDS`; for `**kwargs`,
+        `HOST_MAPPING`): `metric_logger.update(loss=loss.item())`."""
+        return None
+
     def every_step(self, func: ast.AST) -> Optional[str]:
         """TRAIN or EVAL when the function runs on every step of such a loop:
         it is called from the every-step part of one, or from a function that

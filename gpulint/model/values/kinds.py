@@ -25,6 +25,14 @@ CRITERION = "criterion"
 NUMPY = "numpy"
 NUMBER = "number"
 OTHER = "other"
+# an optimizer's `param_groups`, one group of it (a dict of hyperparameters
+# and its "params"), and a dict whose values are all host values (the
+# `**kwargs` of a function whose every caller passes numbers or strings)
+PARAM_GROUPS = "param_groups"
+PARAM_GROUP = "param_group"
+HOST_MAPPING = "host_mapping"
+# kinds of value that live on the host: reading them waits for nothing
+HOST_KINDS = frozenset({NUMBER, OTHER, NUMPY})
 
 MODEL_NAME_RE = re.compile(
     r"^(model|net|network|backbone|classifier|encoder|decoder|generator|discriminator|"

@@ -10,7 +10,18 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.names import ImportTable
-from gpulint.model.values.kinds import LOADER, MODEL, NUMBER, OPTIMIZER, TENSOR, kind_from_name
+from gpulint.model.values.kinds import (
+    HOST_MAPPING,
+    LOADER,
+    MODEL,
+    NUMBER,
+    OPTIMIZER,
+    OTHER,
+    PARAM_GROUP,
+    PARAM_GROUPS,
+    TENSOR,
+    kind_from_name,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.values.values import Values
@@ -97,13 +108,24 @@ def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
         batch.update(base.batch_names)
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         args = scope.args
+        facts = values.facts
         for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs):
             kinds.pop(a.arg, None)
             batch.discard(a.arg)
-            k = kind_from_annotation(a.annotation, values.imports) or kind_from_name(a.arg)
+            # what it declares, else what every caller in the project passes, else what its name says
+            k = (
+                kind_from_annotation(a.annotation, values.imports)
+                or facts.parameter_kind(scope, a.arg)
+                or kind_from_name(a.arg)
+            )
             if k is not None:
                 kinds[a.arg] = k
             history.setdefault(a.arg, []).append(((0, 0), k))
+        if args.kwarg is not None:
+            kinds.pop(args.kwarg.arg, None)
+            k = facts.parameter_kind(scope, args.kwarg.arg)
+            if k is not None:
+                kinds[args.kwarg.arg] = k
     body = scope.body if isinstance(scope.body, list) else [scope.body]
     for node in walk_scope(body):
         if isinstance(node, ast.Assign):
@@ -179,6 +201,12 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
                 _bind(values, elt, elt_kind, kinds, batch, value)
 
 def _bind_loop_target(values: "Values", target, it, kinds, batch) -> None:
+    held = _element_kinds(values, target, it, kinds, batch)
+    if held is not None:
+        for name, k in held:
+            kinds[name] = k
+            batch.discard(name)
+        return
     base, n_skip = values.unwrap(it)
     from_loader = values.is_loader(base, kinds)
     from_batch = values.is_batch_expr(base, kinds, batch)
@@ -196,6 +224,24 @@ def _bind_loop_target(values: "Values", target, it, kinds, batch) -> None:
     for name in target_names(target):
         batch.add(name)
         kinds[name] = TENSOR
+
+
+def _element_kinds(values: "Values", target, it, kinds, batch) -> Optional[List[Tuple[str, str]]]:
+    """What a loop over `it` binds, where the iterable says: the groups of
+    `optimizer.param_groups`, and the items or values of a dict of host
+    values (`for k, v in kwargs.items()`). None: not one of these."""
+    if values.classify(it, kinds, batch) == PARAM_GROUPS and isinstance(target, ast.Name):
+        return [(target.id, PARAM_GROUP)]
+    if (
+        isinstance(it, ast.Call) and not it.args and isinstance(it.func, ast.Attribute)
+        and it.func.attr in ("items", "values")
+        and values.classify(it.func.value, kinds, batch) == HOST_MAPPING
+    ):
+        if it.func.attr == "values" and isinstance(target, ast.Name):
+            return [(target.id, NUMBER)]
+        if isinstance(target, ast.Tuple) and len(target.elts) == 2 and all(isinstance(e, ast.Name) for e in target.elts):
+            return [(target.elts[0].id, OTHER), (target.elts[1].id, NUMBER)]  # type: ignore[attr-defined]
+    return None
 
 
 def kind_from_annotation(ann: Optional[ast.AST], imports: ImportTable) -> Optional[str]:

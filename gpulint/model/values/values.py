@@ -19,6 +19,8 @@ from gpulint.model.index.tree import TreeIndex
 from gpulint.model.names import LOCAL, ImportTable, dotted, last_name
 from gpulint.model.values.kinds import (
     CRITERION,
+    PARAM_GROUP,
+    PARAM_GROUPS,
     LOADER,
     LOADER_ITER,
     LOADER_NAME_RE,
@@ -137,6 +139,8 @@ class Values:
                 return OTHER
             return kind_from_name(expr.id)
         if isinstance(expr, ast.Attribute):
+            if expr.attr == "param_groups":
+                return PARAM_GROUPS  # `optimizer.param_groups`, `self.optimizer.param_groups`
             if isinstance(expr.value, ast.Name) and expr.value.id == "self":
                 return self.self_attr_kind(expr)
             base = self.classify(expr.value, kinds, batch)
@@ -163,6 +167,14 @@ class Values:
             base = self.classify(expr.value, kinds, batch)
             if base in (TENSOR, NUMPY):
                 return base
+            if base == PARAM_GROUPS:
+                return PARAM_GROUP
+            if base == PARAM_GROUP:
+                # `group["lr"]`, `optimizer.param_groups[0]["weight_decay"]`: a hyperparameter
+                key = expr.slice.value if isinstance(expr.slice, ast.Constant) else None
+                if isinstance(key, str) and key != "params":
+                    return NUMBER if key != "betas" else OTHER
+                return None
             if base is None and self.is_batch_expr(expr.value, kinds, batch):
                 return TENSOR
             return None
@@ -266,6 +278,10 @@ class Values:
         if q.startswith("builtins."):
             if last in ("float", "int", "len", "round", "abs") and last != "abs":
                 return NUMBER
+            if last in ("min", "max") and len(call.args) > 1 and not call.keywords and all(
+                self.classify(a, kinds, batch) == NUMBER for a in call.args
+            ):
+                return NUMBER  # `max(max_lr, group["lr"])`
             if last in ("list", "dict", "tuple", "str", "repr", "bool", "set", "range", "enumerate", "zip", "sorted"):
                 return OTHER
             if last == "iter" and call.args and self.is_loader(call.args[0], kinds):

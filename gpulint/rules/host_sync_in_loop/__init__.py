@@ -87,13 +87,16 @@ def _candidate(ctx, ancestors) -> bool:
     """Cheap first checks: the file can put tensors on an accelerator at all
     (a file that never mentions CUDA, a device, `.to(...)` or a library that
     moves tensors computes on the CPU, unless the project's call graph says
-    the function runs every step of a loop elsewhere), and a for/while
+    the function runs every step of a loop elsewhere and some file of the
+    project can use an accelerator), and a for/while
     encloses the node within its function, or the function runs every step."""
     analysis = ctx.analysis
     if analysis.index.is_test_file():
         return False  # a test's per-step reads cost nothing that matters
     func = _function_of(ancestors)
-    per_step = func is not None and analysis.facts.every_step(func) is not None
+    per_step = (
+        func is not None and analysis.facts.every_step(func) is not None and analysis.facts.project_uses_accelerator()
+    )
     if not (analysis.index.may_use_accelerator or per_step):
         return False
     for anc in reversed(ancestors):
@@ -409,6 +412,7 @@ class HostSyncInLoop(Rule):
     fix_safety = NONE
     # every finding is inside a loop
     needles = ("for", "while")
+    reads_every_step_functions = True
     examples = EXAMPLES
     bench = BENCH
 

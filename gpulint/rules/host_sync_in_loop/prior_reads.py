@@ -1,6 +1,6 @@
 """Reads the host already waits for: a statement that follows a host read of
-the same step (or a sync), or a value derived from one, waits for nothing
-new. GPU101's walk back over the statements before a read."""
+the same step (or an explicit sync: `torch.cuda.synchronize()`, a barrier),
+or a value derived from one, waits for nothing new. GPU101's walk back over the statements before a read."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
-        if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)):
+        if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
         if isinstance(n, ast.IfExp):
             stack.append(n.test)
@@ -216,6 +216,21 @@ def may_sync(call: ast.Call, analysis) -> bool:
     if analysis.values.kind_at(recv, ancestors) not in (TENSOR, None):
         return False
     return not analysis.host.is_host_tensor(recv, ancestors)
+
+
+# calls that make the host wait for all the GPU work queued so far
+EXPLICIT_SYNCS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.distributed.barrier"})
+
+
+def is_explicit_sync(n: ast.AST, analysis=None) -> bool:
+    """`torch.cuda.synchronize()`, `dist.barrier()`, `event.synchronize()`:
+    what runs right after it waits for nothing queued before."""
+    if not isinstance(n, ast.Call):
+        return False
+    func = n.func
+    if isinstance(func, ast.Attribute) and func.attr == "synchronize" and not n.args and not n.keywords:
+        return True
+    return analysis is not None and analysis.imports.qualname(func) in EXPLICIT_SYNCS
 
 
 def is_host_read_call(n: ast.AST) -> bool:
