@@ -489,3 +489,58 @@ def test_a_project_that_never_uses_an_accelerator_computes_on_the_cpu(tmp_path):
             train(model.cuda(), loader, optimizer)
     """})
     assert ("algo.py", 3, "GPU101") in check(tmp_path, "--no-cache", "--select", "GPU101", ".")
+
+
+def test_an_epoch_loop_with_a_step_only_under_an_if_does_not_run_its_callees_every_step():
+    graph, _ = _graph({"m": """
+        class Model:
+            def _get_loss(self):
+                return self.loss.item()
+
+            def fit(self, epochs, loader, optimizer):
+                for epoch in epochs:
+                    for x in loader:
+                        did_step = self._step(x, optimizer)
+                    if not did_step:
+                        optimizer.step()  # the last, partial accumulation
+                    self._get_loss()
+
+            def _step(self, x, optimizer):
+                x.backward()
+                optimizer.step()
+                return True
+    """})
+    assert "m.Model._step" in graph.every_step
+    assert "m.Model._get_loss" not in graph.every_step  # once per epoch
+
+
+def test_a_function_that_returns_a_host_tensor_gives_one():
+    found = lint_files({
+        "brain.py": """
+            import torch
+
+
+            class Brain:
+                def fit_batch(self, batch):
+                    loss = self.model(batch.cuda()).mean()
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss.detach().cpu()
+
+                def fit(self, loader):
+                    for batch in loader:
+                        loss = self.fit_batch(batch)
+                        if torch.isfinite(loss):
+                            print(float(loss))
+        """,
+    })
+    # the copy itself waits (line 10); what it returns lives in host memory: reading it waits for nothing
+    assert found == {("brain.py", 10, "GPU101")}
+
+
+def lint_files(files, select="GPU101"):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        write(Path(d), files)
+        return check(Path(d), "--no-cache", "--select", select, ".")

@@ -318,6 +318,20 @@ class Loops:
         every call of a file with cheaper tests)."""
         return self._every_pass(node, ancestors, is_hot or self.is_hot_loop, contains_hot, takes_step)
 
+    def _after_guard_before_raise(self, func: ast.AST, stmt: ast.AST) -> bool:
+        """`stmt` (a statement of `func`'s own body) comes after a guard
+        clause that returns (`if torch.isfinite(t).all(): return`), and the
+        body ends by raising: it runs only on the error path, once."""
+        where = self.index.slot(stmt)
+        if where is None or where[0] is not func or where[1] != "body":
+            return False
+        body = func.body  # type: ignore[attr-defined]
+        if not isinstance(body[-1], ast.Raise):
+            return False
+        return any(
+            isinstance(b, ast.If) and b.body and isinstance(b.body[-1], ast.Return) for b in body[: where[2]]
+        )
+
     def _periodic_test(self, test: ast.AST) -> bool:
         """`is_periodic_test`, once per test: every call under an `if` asks."""
         memo = self.index.memo("loops.periodic_test")
@@ -344,6 +358,8 @@ class Loops:
             anc = chain[i]
             child = chain[i + 1]
             if isinstance(anc, SCOPES):
+                if self._after_guard_before_raise(anc, child):
+                    return None
                 return None if once_per_loop else anc
             if (
                 isinstance(anc, ast.If)

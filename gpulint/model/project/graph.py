@@ -18,8 +18,8 @@ tells each file.
 * **Returns** and **iterates**: as each function's summary says.
 * **Parameters**: the class of the object a parameter holds, where every
   call that passes a known object passes one of the same class; and the
-  kind of value it holds where every call is from a hot loop and passes a
-  host value for it (`metric_logger.update(loss=loss.item())`: its
+  kind of value it holds on the paths that run it every step, where each
+  is a call from a hot loop that passes a host value for it (`metric_logger.update(loss=loss.item())`: its
   `isinstance(v, torch.Tensor)` branch never runs).
 
 `facts_for(path)` gives a file the part of this that its analysis can ask
@@ -36,12 +36,13 @@ from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
-from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, LOADER, NUMBER, OTHER
+from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_TENSOR, LOADER, NUMBER, OTHER
 
 # the kinds of return value the values layer takes from the project: a
-# DataLoader, and a Python number (`loss = self._train_batch(x)` returning
-# `loss.item()`: reading it waits for nothing)
-RETURN_KINDS = frozenset({LOADER, NUMBER})
+# DataLoader, a Python number (`loss = self._train_batch(x)` returning
+# `loss.item()`: reading it waits for nothing), and a tensor in host memory
+# (`return loss.detach().cpu()`)
+RETURN_KINDS = frozenset({LOADER, NUMBER, HOST_TENSOR})
 
 
 class ProjectGraph:
@@ -70,10 +71,10 @@ class ProjectGraph:
                     self.class_alias.setdefault(f"{n}.{rest}", qual)
         self._resolved: Dict[str, Optional[str]] = {}
         self.params = self._param_classes()
-        self.param_kinds = self._param_kinds()
         self.steps = self._closure("steps")
         self.drives = self._closure("drives")
         self.every_step = self._every_step()
+        self.param_kinds = self._param_kinds()
 
     # ------------------------------------------------------------ resolution
     def resolve(self, ref: str) -> Optional[str]:
@@ -130,30 +131,35 @@ class ProjectGraph:
         return {cid: {n: next(iter(c)) for n, c in ps.items() if len(c) == 1} for cid, ps in seen.items()}
 
     def _param_kinds(self) -> Dict[str, Dict[str, str]]:
-        """function -> {parameter: kind}, where every call of the function
-        in the project is from a hot loop (whose calls record what they
-        pass) and all that pass the parameter pass a host value (a number,
+        """function -> {parameter: kind}: what the parameter holds on every
+        path that runs the function every step. Where every such call is
+        from a hot loop (whose calls record what they pass; a call on every
+        run of a per-step function does not) and all that pass the parameter
+        pass a host value (a number,
         a string, ...: `values.kinds.HOST_KINDS`): `NUMBER` where all pass
-        numbers, else `OTHER`; for the `**kwargs` parameter, `HOST_MAPPING`.
-        A call that unpacks arguments, passes one of unknown kind, or does
-        not record them leaves the function out."""
+        numbers, else `OTHER`, a host tensor where all pass one; for the
+        `**kwargs` parameter, `HOST_MAPPING`. A call that unpacks arguments or
+        does not record them leaves the function out; one that passes a value
+        of unknown kind leaves that parameter out."""
         passed: Dict[str, Dict[str, Set[str]]] = {}
         unknown: Set[str] = set()
-        for f in self.functions.values():
+        for fid, f in self.functions.items():
+            per_step = fid in self.every_step
             for call in f.get("calls", ()):
                 cid = self.resolve(call[0])
                 if cid is None or cid in unknown:
                     continue
                 if len(call) < 4:
-                    unknown.add(cid)
-                    continue
+                    if per_step and call[1] == BODY:
+                        unknown.add(cid)  # a per-step call that did not record what it passes
+                    continue  # a call that does not run every step: not what a per-step read sees
                 callee = self.functions[cid]
                 params = callee.get("params", [])
                 kwargs = callee.get("kwargs")
                 mine = passed.setdefault(cid, {})
                 for key, kind in call[3].items():
-                    if key in ("*", "**") or kind == "?":
-                        unknown.add(cid)
+                    if key in ("*", "**"):
+                        unknown.add(cid)  # unpacked: which parameters it fills is not known
                         break
                     name = params[int(key)] if key.isdigit() and int(key) < len(params) else key
                     if name not in params:
@@ -169,10 +175,13 @@ class ProjectGraph:
             kinds = {}
             for name, ks in ps.items():
                 if not ks <= HOST_KINDS:
-                    continue
+                    continue  # a tensor, a model, ... or a value of unknown kind ("?")
                 if name == "**":
-                    kinds[self.functions[cid]["kwargs"]] = HOST_MAPPING
-                else:
+                    if HOST_TENSOR not in ks:
+                        kinds[self.functions[cid]["kwargs"]] = HOST_MAPPING
+                elif ks == {HOST_TENSOR}:
+                    kinds[name] = HOST_TENSOR
+                elif HOST_TENSOR not in ks:
                     kinds[name] = NUMBER if ks == {NUMBER} else OTHER
             if kinds:
                 out[cid] = kinds

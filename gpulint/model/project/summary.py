@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.refs import MODULE_CODE, FileRefs
-from gpulint.model.values.kinds import LOADER, LOADER_NAME_RE, kind_from_name
+from gpulint.model.values.kinds import HOST_TENSOR, LOADER, LOADER_NAME_RE, TENSOR, kind_from_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -93,7 +93,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
             for node in sc.return_nodes:
                 value = node.value
                 if value is not None and isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.BinOp)):
-                    sc.returns.append(fa.values.kind(value, fa.index.ancestors(value)))
+                    sc.returns.append(_kind_passed(fa, value, fa.index.ancestors(value)))
                 else:
                     sc.returns.append(None)
     functions: Dict[str, dict] = {}
@@ -190,13 +190,22 @@ def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:
         if isinstance(a, ast.Starred):
             out.append(("*", "?"))
             break
-        out.append((str(i), fa.values.kind(a, ancestors) or "?"))
+        out.append((str(i), _kind_passed(fa, a, ancestors) or "?"))
     for kw in call.keywords:
         if kw.arg is None:
             out.append(("**", "?"))
         else:
-            out.append((kw.arg, fa.values.kind(kw.value, ancestors) or "?"))
+            out.append((kw.arg, _kind_passed(fa, kw.value, ancestors) or "?"))
     return tuple(sorted(out))
+
+
+def _kind_passed(fa: "FileModel", expr: ast.AST, ancestors) -> Optional[str]:
+    """The kind of a value handed to another function (an argument, a return
+    value): a tensor known to live in host memory is `HOST_TENSOR`."""
+    kind = fa.values.kind(expr, ancestors)
+    if kind == TENSOR and fa.host.is_host_tensor(expr, ancestors):
+        return HOST_TENSOR
+    return kind
 
 
 def _call_order(call: tuple) -> tuple:
@@ -271,6 +280,7 @@ class _Hotness:
         self._contains: Dict[ast.AST, bool] = {}
         # found once per file from the index, not by walking each loop's body
         self._step_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a step
+        self._every_pass_step_loops: Optional[Set[ast.AST]] = None  # ... on every pass
         self._drive_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a function that drives one
         self._inner: Optional[Dict[ast.AST, List[ast.AST]]] = None  # loop -> the loops inside it
 
@@ -327,7 +337,25 @@ class _Hotness:
         return self.kind(loop) is not None and (not self.contains_hot(loop) or self._steps_itself(loop))
 
     def _steps_itself(self, loop: ast.AST) -> bool:
-        return self.kind(loop) == TRAIN or isinstance(loop, (ast.For, ast.AsyncFor)) and self.kind(loop) == EVAL
+        """A loop around a hot loop is hot itself when its own code runs a step
+        on every pass (gradient accumulation: micro-batches inside, the step
+        after them), not only under an `if` (poutyne's last step of an epoch
+        whose batch count did not divide evenly), or when it iterates a loader."""
+        if self.kind(loop) == TRAIN:
+            return loop in self._loops_calling(self._unconditional_step, "_every_pass_step_loops")
+        return isinstance(loop, (ast.For, ast.AsyncFor)) and self.kind(loop) == EVAL
+
+    def _unconditional_step(self, call: ast.Call) -> bool:
+        """`call` steps and nothing between it and its loop makes it conditional."""
+        if not self.own_step(call):
+            return False
+        parents = self.fa.index.parents
+        p = parents.get(call)
+        while p is not None and not isinstance(p, LOOPS + SCOPES):
+            if isinstance(p, (ast.If, ast.IfExp, ast.ExceptHandler, ast.BoolOp)):
+                return False
+            p = parents.get(p)
+        return True
 
     def contains_hot(self, loop: ast.AST) -> bool:
         if loop not in self._contains:

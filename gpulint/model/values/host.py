@@ -8,10 +8,11 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
-from gpulint.model.values.kinds import HOST_FACTORIES, TENSOR, is_cpu_device, is_tensor_returning_torch
+from gpulint.model.values.kinds import HOST_FACTORIES, HOST_TENSOR, TENSOR, is_cpu_device, is_tensor_returning_torch
 from gpulint.model.values.values import Values
 
 LOADER_BATCH = object()  # a binding by a DataLoader loop (see HostValues.host_bindings)
+HOST_ARGUMENT = object()  # a parameter that every per-step caller passes a host tensor for
 
 
 class HostValues:
@@ -34,7 +35,9 @@ class HostValues:
         * a torch factory without `device=` (`torch.rand([])`, `torch.tensor(xs)`,
           `torch.from_numpy(a)`), `.cpu()` / `.numpy()` results, `.to("cpu")`;
         * torch functions, tensor methods, arithmetic and comparisons of such
-          values, and names bound only to such values.
+          values, and names bound only to such values;
+        * what the project says is one: the return value of a function that
+          returns a host tensor, a parameter every caller passes one for.
 
         False means "not known": it may well be on the host too."""
         if self.index.mentions("set_default_device") or self.index.mentions("set_default_tensor_type"):
@@ -54,7 +57,10 @@ class HostValues:
             if not bindings:
                 return False
             inner = seen | {expr.id}
-            return all(b is LOADER_BATCH or (b is not None and self._is_host(b, scope, inner)) for b in bindings)
+            return all(
+                b is LOADER_BATCH or b is HOST_ARGUMENT or (b is not None and self._is_host(b, scope, inner))
+                for b in bindings
+            )
         if isinstance(expr, ast.UnaryOp):
             return self._is_host(expr.operand, scope, seen)
         if isinstance(expr, (ast.BinOp, ast.Compare)):
@@ -62,6 +68,8 @@ class HostValues:
             return self._host_operands(operands, scope, seen)
         if not isinstance(expr, ast.Call):
             return False
+        if self.values.facts.returns(expr) == HOST_TENSOR:
+            return True  # `loss = self.fit_batch(batch)`, which returns `loss.detach().cpu()`
         func = expr.func
         if any(kw.arg == "device" for kw in expr.keywords):
             return is_cpu_device(next(kw.value for kw in expr.keywords if kw.arg == "device"))
@@ -98,8 +106,9 @@ class HostValues:
     def host_bindings(self, scope: ast.AST) -> Dict[str, List[Optional[ast.AST]]]:
         """name -> what each binding in the scope assigns: an expression (the
         value, or the iterable/value it is unpacked from), `LOADER_BATCH` for a
-        DataLoader loop target, None for anything else (arguments, `with`,
-        imports, ...)."""
+        DataLoader loop target, `HOST_ARGUMENT` for a parameter the project
+        says holds a host tensor, None for anything else (other arguments,
+        `with`, imports, ...)."""
         cached = self._bindings.get(scope)
         if cached is not None:
             return cached
@@ -126,7 +135,9 @@ class HostValues:
             a = scope.args
             for arg in list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs) + [a.vararg, a.kwarg]:
                 if arg is not None:
-                    out.setdefault(arg.arg, []).append(None)
+                    # a parameter every per-step caller in the project passes a host tensor for
+                    host = self.values.facts.parameter_kind(scope, arg.arg) == HOST_TENSOR
+                    out.setdefault(arg.arg, []).append(HOST_ARGUMENT if host else None)
         body = scope.body if isinstance(scope.body, list) else [scope.body]
         nodes = list(walk_scope(body))
         for node in nodes:

@@ -31,8 +31,12 @@ OTHER = "other"
 PARAM_GROUPS = "param_groups"
 PARAM_GROUP = "param_group"
 HOST_MAPPING = "host_mapping"
+# a tensor in host memory, as the project knows it: what a function returns
+# (`return loss.detach().cpu()`) or every caller passes; the values layer
+# reads it as a TENSOR, and `HostValues` knows where it lives
+HOST_TENSOR = "host_tensor"
 # kinds of value that live on the host: reading them waits for nothing
-HOST_KINDS = frozenset({NUMBER, OTHER, NUMPY})
+HOST_KINDS = frozenset({NUMBER, OTHER, NUMPY, HOST_TENSOR})
 
 MODEL_NAME_RE = re.compile(
     r"^(model|net|network|backbone|classifier|encoder|decoder|generator|discriminator|"

@@ -12,6 +12,7 @@ from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.names import ImportTable
 from gpulint.model.values.kinds import (
     HOST_MAPPING,
+    HOST_TENSOR,
     LOADER,
     MODEL,
     NUMBER,
@@ -113,9 +114,10 @@ def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
             kinds.pop(a.arg, None)
             batch.discard(a.arg)
             # what it declares, else what every caller in the project passes, else what its name says
+            passed = facts.parameter_kind(scope, a.arg)
             k = (
                 kind_from_annotation(a.annotation, values.imports)
-                or facts.parameter_kind(scope, a.arg)
+                or (TENSOR if passed == HOST_TENSOR else passed)  # where it lives: `HostValues`
                 or kind_from_name(a.arg)
             )
             if k is not None:
@@ -168,6 +170,8 @@ def _record_bindings(node: ast.AST, kinds: Dict[str, str], history: Dict[str, Li
 
 def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
     if isinstance(target, ast.Name):
+        if kind is None and kinds.get(target.id) == NUMBER and _updates_number(values, target.id, value, kinds, batch):
+            return  # `loss = smooth * loss + (1 - smooth) * history[-1]`: still a number
         if kind is None:
             # unknown value: keep a name-derived guess only if nothing was known
             kinds.pop(target.id, None)
@@ -199,6 +203,26 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
                     batch.add(elt.id)
             else:
                 _bind(values, elt, elt_kind, kinds, batch, value)
+
+def _updates_number(values: "Values", name: str, value: ast.AST, kinds, batch) -> bool:
+    """`value` is arithmetic on `name` (which holds a number) with operands
+    none of which is known to be a tensor: it gives a number again, not the
+    tensor that `name` might suggest (`loss`)."""
+    if not isinstance(value, (ast.BinOp, ast.UnaryOp)):
+        return False
+    uses = False
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.BinOp, ast.UnaryOp)):
+            stack.extend([n.left, n.right] if isinstance(n, ast.BinOp) else [n.operand])
+            continue
+        if isinstance(n, ast.Name) and n.id == name:
+            uses = True
+        elif values.classify(n, kinds, batch) == TENSOR:
+            return False
+    return uses
+
 
 def _bind_loop_target(values: "Values", target, it, kinds, batch) -> None:
     held = _element_kinds(values, target, it, kinds, batch)
@@ -251,6 +275,11 @@ def kind_from_annotation(ann: Optional[ast.AST], imports: ImportTable) -> Option
     q = imports.qualname(ann) or ""
     if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
         return TENSOR
+    if isinstance(ann, ast.Name) and ann.id not in imports.names:
+        if ann.id in ("float", "int"):
+            return NUMBER  # `smooth_f: float = 0.05`
+        if ann.id in ("bool", "str"):
+            return OTHER
     if q == "torch.nn.Module":
         return MODEL
     if q == "torch.utils.data.DataLoader":

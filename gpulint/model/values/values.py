@@ -19,8 +19,7 @@ from gpulint.model.index.tree import TreeIndex
 from gpulint.model.names import LOCAL, ImportTable, dotted, last_name
 from gpulint.model.values.kinds import (
     CRITERION,
-    PARAM_GROUP,
-    PARAM_GROUPS,
+    HOST_TENSOR,
     LOADER,
     LOADER_ITER,
     LOADER_NAME_RE,
@@ -34,6 +33,8 @@ from gpulint.model.values.kinds import (
     NUMPY,
     OPTIMIZER,
     OTHER,
+    PARAM_GROUP,
+    PARAM_GROUPS,
     SCALER,
     TENSOR,
     TENSOR_ATTRS,
@@ -44,6 +45,7 @@ from gpulint.model.values.kinds import (
     unwrap_iter,
 )
 from gpulint.model.values.callfacts import NO_FACTS, CallFacts
+from gpulint.model.values.narrowing import not_a_tensor_here
 from gpulint.model.values.scopes import FunctionInfo, KindsAt, build_function_info
 
 
@@ -255,8 +257,20 @@ class Values:
                 if NOT_MODEL_HINT_RE.search(owner):
                     return OTHER
                 return MODEL
-            return self.facts.returns(call)
+            return self._returned(call)
         if isinstance(func, ast.Name):
+            if func.id not in kinds and func.id in self.imports.names:
+                # a function or class (imported, or defined at module level), not a model
+                # instance: `build_model(cfg)` returns a model, `is_peft_model(m)` a bool
+                verb = func.id.lstrip("_")
+                if verb.startswith(("is_", "has_")):
+                    return OTHER
+                named = kind_from_name(func.id)
+                if named == MODEL:
+                    return MODEL
+                if named == CRITERION:
+                    return TENSOR  # `loss_fn(pred, y)`: a loss function returns the loss
+                return self._returned(call)
             k = kinds.get(func.id) or kind_from_name(func.id)
             if k == MODEL:
                 return TENSOR
@@ -267,7 +281,12 @@ class Values:
                     return TENSOR
             if func.id == "iter" and call.args and self.is_loader(call.args[0], kinds):
                 return LOADER_ITER
-        return self.facts.returns(call)
+        return self._returned(call)
+
+    def _returned(self, call: ast.Call) -> Optional[str]:
+        """What the project says the callee returns (a host tensor is a tensor)."""
+        k = self.facts.returns(call)
+        return TENSOR if k == HOST_TENSOR else k
 
     def _kind_of_qualified_call(self, q: str, call: ast.Call, kinds, batch) -> Optional[str]:
         last = q.rsplit(".", 1)[-1]
@@ -341,12 +360,16 @@ class Values:
 
     # ------------------------------------------------------- public queries
     def kind(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[str]:
+        if isinstance(expr, ast.Name) and not_a_tensor_here(expr, ancestors, self.imports):
+            return OTHER
         info = self.info_for(ancestors)
         return self.classify(expr, info.kinds, info.batch_names)
 
     def kind_at(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[str]:
         """Like `kind`, with names as they stand where `expr` is: after
         `loss = criterion(...)` and before `loss = loss.item()`, `loss` is a tensor."""
+        if isinstance(expr, ast.Name) and not_a_tensor_here(expr, ancestors, self.imports):
+            return OTHER
         info = self.info_for(ancestors)
         pos = (getattr(expr, "lineno", 0), getattr(expr, "col_offset", 0))
         return self.classify(expr, KindsAt(info, pos), info.batch_names)  # type: ignore[arg-type]

@@ -126,18 +126,26 @@ def _conditional_in(node: ast.AST, ancestors, func: ast.AST) -> bool:
 
 
 def _type_check(test: ast.AST) -> bool:
-    """`isinstance(...)`, `x is None` / `x is not None`, and `not` / `and` of them."""
+    """`isinstance(...)` (not for a Python scalar type), `x is None` / `x is not
+    None`, and `not` / `and` of them."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _type_check(test.operand)
     if isinstance(test, ast.BoolOp):
         return all(_type_check(v) for v in test.values)
     if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("isinstance", "hasattr", "callable"):
-        return True
+        # a test for a Python scalar type picks a rarer path by the input's kind
+        # (`if isinstance(num_samples, float):` under sequence parallelism)
+        return not (test.func.id == "isinstance" and len(test.args) == 2 and _scalar_types(test.args[1]))
     return (
         isinstance(test, ast.Compare)
         and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
         and all(isinstance(c, ast.Constant) and c.value is None for c in test.comparators)
     )
+
+
+def _scalar_types(types: ast.AST) -> bool:
+    elts = types.elts if isinstance(types, ast.Tuple) else [types]
+    return bool(elts) and all(isinstance(t, ast.Name) and t.id in ("float", "int", "bool", "str") for t in elts)
 
 
 def _function_of(ancestors) -> Optional[ast.AST]:

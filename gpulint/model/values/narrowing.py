@@ -1,0 +1,41 @@
+"""What an `isinstance` test says about a name in the branches it guards."""
+
+from __future__ import annotations
+
+import ast
+from typing import Sequence
+
+from gpulint.model.index.nodes import SCOPES
+from gpulint.model.names import ImportTable
+
+TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter"})
+
+
+def not_a_tensor_here(name: ast.Name, ancestors: Sequence[ast.AST], imports: ImportTable) -> bool:
+    """`name` is read in the `else` (or an `elif`) of `if isinstance(name,
+    torch.Tensor):` in its function, and that branch does not bind it
+    again: there it holds something else (`elif is_list_of(v, Tensor):`)."""
+    chain = list(ancestors) + [name]
+    for i in range(len(chain) - 2, -1, -1):
+        anc = chain[i]
+        if isinstance(anc, SCOPES):
+            return False
+        if isinstance(anc, ast.If) and tests_tensor_type(anc.test, name.id, imports):
+            child = chain[i + 1]
+            if any(child is s for s in anc.orelse):
+                return not any(
+                    isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+                    for s in anc.orelse for n in ast.walk(s)
+                )
+    return False
+
+
+def tests_tensor_type(test: ast.AST, name: str, imports: ImportTable) -> bool:
+    """`isinstance(name, torch.Tensor)` (or a tuple of tensor types)."""
+    if not (
+        isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+        and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id == name
+    ):
+        return False
+    types = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    return bool(types) and all(imports.qualname(t) in TENSOR_TYPES for t in types)

@@ -1,0 +1,130 @@
+"""The values layer on the data flow of real training code: optimizer
+hyperparameters, annotations, numbers rebound through arithmetic,
+`isinstance` narrowing, and calls of functions by what they are."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from gpulint.model.file import FileModel
+from gpulint.model.values.kinds import MODEL, NUMBER, OTHER, PARAM_GROUP, TENSOR
+
+from helpers import lint
+
+
+def _kinds(text: str) -> dict:
+    """{name: kind of the value of the last `name = ...` of the text}."""
+    text = textwrap.dedent(text)
+    fa = FileModel(ast.parse(text), text)
+    out = {}
+    for n in ast.walk(fa.tree):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+            out[n.targets[0].id] = fa.values.kind(n.value, fa.index.ancestors(n.value))
+    return out
+
+
+def _name_kinds(text: str, name: str) -> list:
+    """The kind of every load of `name`, in source order."""
+    text = textwrap.dedent(text)
+    fa = FileModel(ast.parse(text), text)
+    loads = [n for n in ast.walk(fa.tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    loads.sort(key=lambda n: (n.lineno, n.col_offset))
+    return [fa.values.kind_at(n, fa.index.ancestors(n)) for n in loads]
+
+
+def test_an_optimizers_hyperparameters_are_numbers():
+    k = _kinds("""
+        def f(optimizer):
+            lr = optimizer.param_groups[0]["lr"]
+            peak = max(0.0, lr)
+            for group in optimizer.param_groups:
+                g = group
+                wd = group["weight_decay"]
+                params = group["params"]
+    """)
+    assert k["lr"] == NUMBER and k["peak"] == NUMBER and k["wd"] == NUMBER
+    assert k["g"] == PARAM_GROUP
+    assert k["params"] is None  # the parameters themselves: tensors
+
+
+def test_a_parameter_annotated_float_is_a_number():
+    k = _kinds("""
+        def f(loss, smooth: float, name: str):
+            a = smooth
+            b = name
+            c = loss
+    """)
+    assert k["a"] == NUMBER and k["b"] == OTHER and k["c"] == TENSOR  # `loss` by its name, without evidence
+
+
+def test_a_number_rebound_through_arithmetic_stays_a_number():
+    kinds = _name_kinds("""
+        def f(history, smooth: float):
+            loss = float(history[-1])
+            loss = smooth * loss + (1 - smooth) * history[-2]
+            if loss < 1.0:
+                pass
+    """, "loss")
+    assert kinds[-1] == NUMBER  # not the tensor its name suggests
+    tensor = _name_kinds("""
+        import torch
+
+        def f(x):
+            loss = float(x)
+            loss = loss * torch.ones(3)
+            if loss.sum() < 1.0:
+                pass
+    """, "loss")
+    assert tensor[-1] == TENSOR
+
+
+def test_isinstance_narrowing_in_the_else_branch():
+    kinds = _name_kinds("""
+        import torch
+
+        def f(losses):
+            for name, loss_value in losses.items():
+                if isinstance(loss_value, torch.Tensor):
+                    print(loss_value)
+                elif isinstance(loss_value, list):
+                    for v in loss_value:
+                        print(v)
+    """, "loss_value")
+    assert kinds[-1] == OTHER  # the `elif`: not a tensor
+
+
+def test_a_function_is_called_for_what_it_returns_not_for_its_name():
+    k = _kinds("""
+        from peft_utils import is_peft_model, build_model, loss_fn
+
+        def f(m, x, y):
+            a = is_peft_model(m)
+            b = build_model(m)
+            c = loss_fn(x, y)
+    """)
+    assert k["a"] == OTHER  # a predicate returns a bool
+    assert k["b"] == MODEL  # builds a model, it is not one: calling it runs no forward
+    assert k["c"] == TENSOR  # a loss function returns the loss
+
+
+def test_a_read_after_a_guard_clause_in_a_function_that_ends_by_raising_runs_once():
+    found = lint(textwrap.dedent("""
+        import torch
+
+
+        def _assert_finite(tensor):
+            if torch.isfinite(tensor).all():
+                return
+            bad = (~torch.isfinite(tensor)).sum().item()
+            raise RuntimeError(f"{bad} non-finite values")
+
+
+        def train(model, loader, optimizer):
+            for x in loader:
+                loss = model(x.cuda())
+                _assert_finite(loss)
+                loss.backward()
+                optimizer.step()
+    """), codes=("GPU101",))
+    assert [(f.row, f.code) for f in found] == [(6, "GPU101")]  # the check, every step; not the error path
