@@ -8,7 +8,7 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint import __version__
 from gpulint.config import ConfigResolver, Settings, with_cli_overrides
@@ -143,6 +143,7 @@ class Cache:
         self.path = os.path.join(self.dir, name)
         self.entries: Dict[str, dict] = {}
         self.dirty = False
+        self.names: Dict[str, List[str]] = {}  # path -> its module names, as cached (see `names_for`)
         try:
             with open(self.path, encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -160,6 +161,17 @@ class Cache:
             raw = json.dumps([__version__, _code_fingerprint(), asdict(options)], sort_keys=True)
             key = cls._keys[options] = hashlib.sha1(raw.encode()).hexdigest()[:16]
         return key
+
+    def is_cached(self, path: str, options: LintOptions) -> bool:
+        """The cache holds the result of `path` as it is now, with these options."""
+        e = self.entries.get(os.path.abspath(path))
+        if not e or e.get("k") != self.options_key(options):
+            return False
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        return e.get("m") == st.st_mtime_ns and e.get("s") == st.st_size
 
     def get(self, path: str, options: LintOptions) -> Optional[FileResult]:
         """The cached result of `path` (its findings, summary and the key of
@@ -179,15 +191,18 @@ class Cache:
             return None
         for f in findings:
             f.path = path  # as this run names the file, not as the run that cached it did
+        if "n" in e:
+            self.names[path] = e["n"]
         return FileResult(path, findings, summary=e.get("y"), facts_key=e.get("t", ""), deferred=bool(e.get("d")),
                           accelerator=e.get("a", True))
 
-    def put(self, path: str, options: LintOptions, res: FileResult) -> None:
+    def put(self, path: str, options: LintOptions, res: FileResult, names: Sequence[str] = ()) -> None:
         try:
             st = os.stat(path)
         except OSError:
             return
         self.entries[os.path.abspath(path)] = {
+            "n": list(names),
             "m": st.st_mtime_ns,
             "s": st.st_size,
             "k": self.options_key(options),
@@ -198,6 +213,53 @@ class Cache:
             "a": res.accelerator,
         }
         self.dirty = True
+
+    # the entry that records the last run's project (not a path: paths are absolute)
+    PROJECT_KEY = " project"
+
+    def names_for(self, path: str, roots_key: str) -> Optional[List[str]]:
+        """The module names cached for `path`, if they were found under the same roots."""
+        e = self.entries.get(self.PROJECT_KEY)
+        if not isinstance(e, dict) or e.get("roots") != roots_key:
+            return None
+        return self.names.get(path)
+
+    def previous_context(self, linted: str) -> Optional[List[str]]:
+        """The files the last run over the same linted files read for their
+        summaries only, or None."""
+        e = self.entries.get(self.PROJECT_KEY)
+        if not isinstance(e, dict) or e.get("files") != linted:
+            return None
+        return [c[0] for c in e.get("context", ())]
+
+    def project_unchanged(self, linted: str) -> bool:
+        """The last run read the same linted files as one project, and none of
+        the files it read only for their summaries (context) has changed:
+        with every linted file a cache hit, the project's facts are the same."""
+        e = self.entries.get(self.PROJECT_KEY)
+        if not isinstance(e, dict) or e.get("files") != linted:
+            return False
+        for path, mtime, size in e.get("context", ()):
+            try:
+                st = os.stat(path)
+            except OSError:
+                return False
+            if st.st_mtime_ns != mtime or st.st_size != size:
+                return False
+        return True
+
+    def put_project(self, linted: str, context: Sequence[str], roots_key: str = "") -> None:
+        stats = []
+        for path in context:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            stats.append([os.path.abspath(path), st.st_mtime_ns, st.st_size])
+        entry = {"files": linted, "context": sorted(stats), "roots": roots_key}
+        if self.entries.get(self.PROJECT_KEY) != entry:
+            self.entries[self.PROJECT_KEY] = entry
+            self.dirty = True
 
     def save(self) -> None:
         if not self.dirty:
@@ -310,8 +372,6 @@ def run(
         todo.append((path, options, s))
         out.options[path] = options
 
-    roots = _project_roots(paths, [s for _, _, s in todo])
-    inputs = {path: ProjectInput(tuple(module_names(path, roots)), is_package(path)) for path, _, _ in todo}
     caches: Dict[str, Cache] = {}
     pending: List[Tuple[str, LintOptions, Settings]] = []
     done: Dict[str, FileResult] = {}
@@ -326,6 +386,27 @@ def run(
                 continue
         pending.append((path, options, s))
 
+    # the linted files of this run, as one project (with the options each is linted with)
+    linted_key = hashlib.sha1(
+        "\n".join(sorted(f"{os.path.abspath(p)}\0{Cache.options_key(o)}" for p, o, _ in todo)).encode(
+            "utf-8", "surrogateescape"  # a file name that is not UTF-8
+        )
+    ).hexdigest()
+    if not pending and len(caches) == 1 and next(iter(caches.values())).project_unchanged(linted_key):
+        # every file a cache hit, and nothing the project read changed: its facts stand
+        out.results.extend(done[path] for path, _, _ in todo)
+        out.results.sort(key=lambda r: r.path)
+        return out
+
+    roots = _project_roots(paths, [s for _, _, s in todo])
+    roots_key = "\0".join(roots)
+    one_cache = next(iter(caches.values())) if len(caches) == 1 else None
+    tops: Dict[str, str] = {}
+    inputs: Dict[str, ProjectInput] = {}
+    for path, _, _ in todo:
+        names = one_cache.names_for(path, roots_key) if one_cache is not None and path in done else None
+        inputs[path] = ProjectInput(tuple(names if names is not None else module_names(path, roots, tops)),
+                                    is_package(path))
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     args = [(p, o, keep_source, inputs[p]) for p, o, _ in pending]
     for (path, _, _), res in zip(pending, _lint_all(args, jobs)):
@@ -334,8 +415,18 @@ def run(
 
     # the project: join every file's summary, and read again the files whose facts changed
     settings_of = {path: (options, s) for path, options, s in todo}
-    context = _context_summaries(done, inputs, roots, settings_of, jobs)
-    for _ in range(PROJECT_ROUNDS):
+    previous = one_cache.previous_context(linted_key) if one_cache is not None else None
+    if previous is not None and one_cache.project_unchanged(linted_key) and all(
+        _same_for_the_project(one_cache.entries.get(os.path.abspath(p)), done[p]) for p in fresh
+    ):
+        # the re-read files say to the project what they said before (an edit inside a
+        # function body, a comment) and were read with the facts they had: nothing to join
+        rounds = 0
+        context: Dict[str, FileResult] = {}
+    else:
+        rounds = PROJECT_ROUNDS
+        context = _context_summaries(done, inputs, roots, settings_of, jobs, one_cache, previous, fresh)
+    for _ in range(rounds):
         graph = ProjectGraph({
             p: (inputs[p].names, r.summary) for p, r in list(done.items()) + list(context.items())
             if r.summary is not None and p in inputs
@@ -365,11 +456,26 @@ def run(
         res = done[path]
         out.results.append(res)
         if use_cache and not keep_source and res.error is None and path in fresh:
-            caches[s.root].put(path, options, res)
+            caches[s.root].put(path, options, res, inputs[path].names)
+    if use_cache and not keep_source and one_cache is not None and rounds:
+        for path, res in context.items():
+            if res.error is None and not one_cache.is_cached(path, CONTEXT_OPTIONS):
+                one_cache.put(path, CONTEXT_OPTIONS, res, inputs[path].names)
+        one_cache.put_project(linted_key, list(context), roots_key)
     for cache in caches.values():
         cache.save()
     out.results.sort(key=lambda r: r.path)
     return out
+
+
+def _same_for_the_project(entry: Optional[dict], res: FileResult) -> bool:
+    """`res`, a file read again, has the summary its cache entry had, and was
+    read with the facts that entry was read with (a file read alone, with no
+    facts from other files, when the project had none for it either)."""
+    return (
+        isinstance(entry, dict) and res.error is None and bool(entry.get("d")) == res.deferred
+        and entry.get("y") == res.summary and entry.get("t", "") == facts_key(res)
+    )
 
 
 def _demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
@@ -414,24 +520,55 @@ def _project_roots(paths: Sequence[str], settings: Sequence[Settings]) -> List[s
     return roots
 
 
+# how a file read only for its summary is linted: no rule
+CONTEXT_OPTIONS = LintOptions(codes=())
+
+
 def _context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInput], roots: List[str],
-                       settings_of: Dict[str, tuple], jobs: int) -> Dict[str, FileResult]:
+                       settings_of: Dict[str, tuple], jobs: int, cache: Optional[Cache] = None,
+                       previous: Optional[List[str]] = None, fresh: Optional[Set[str]] = None) -> Dict[str, FileResult]:
     """Summaries of the project files that the linted files import but that
     are not linted themselves (a file linted alone, as in pre-commit, still
     sees the helpers it calls), a few imports deep. Their findings are not
-    reported."""
+    reported. With `previous` (the context of the last run over the same
+    linted files, from `cache`), those files are taken from the cache where
+    unchanged, and only the imports of the `fresh` (re-linted) files and of
+    context files read again are looked up."""
     linted = {os.path.abspath(p) for p in done}
     out: Dict[str, FileResult] = {}
-    frontier = [r.summary for r in done.values() if r.summary]
-    none = LintOptions(codes=())
+    none = CONTEXT_OPTIONS
+    tops: Dict[str, str] = {}
+    if previous is not None and cache is not None:
+        again = []
+        for path in previous:
+            if path in linted or path in inputs:
+                continue
+            inputs[path] = ProjectInput(tuple(module_names(path, roots, tops)), is_package(path))
+            hit = cache.get(path, none)
+            if hit is not None:
+                out[path] = hit
+            else:
+                again.append(path)
+        for path, res in zip(again, _lint_all([(p, none, False, inputs[p]) for p in again], jobs)):
+            out[path] = res
+        frontier = [done[p].summary for p in (fresh or ()) if done[p].summary]
+        frontier += [out[p].summary for p in again if out[p].summary]
+    else:
+        frontier = [r.summary for r in done.values() if r.summary]
     files_of: Dict[str, List[str]] = {}  # many files import the same modules: each is looked up once
+    # a module that a linted file is needs no look-up
+    known = {n for inp in inputs.values() for n in inp.names}
+    listings: Dict[str, frozenset] = {}
     for _ in range(CONTEXT_DEPTH):
         wanted = []
         for summary in frontier:
             for module in summary.get("imports", ()):
                 paths = files_of.get(module)
                 if paths is None:
-                    paths = files_of[module] = _module_files(module, roots)
+                    if module in known:
+                        paths = files_of[module] = []
+                    else:
+                        paths = files_of[module] = _module_files(module, roots, listings)
                 for path in paths:
                     ap = os.path.abspath(path)
                     if ap not in linted and path not in out and path not in inputs and path not in wanted:
@@ -439,7 +576,8 @@ def _context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInp
         if not wanted:
             break
         for path in wanted:
-            inputs[path] = ProjectInput(tuple(module_names(path, roots)), is_package(path))
+            inputs[path] = ProjectInput(tuple(module_names(path, roots, tops)), is_package(path))
+            known.update(inputs[path].names)
         results = _lint_all([(p, none, False, inputs[p]) for p in wanted], jobs)
         frontier = []
         for path, res in zip(wanted, results):
@@ -449,21 +587,53 @@ def _context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInp
     return out
 
 
-def _module_files(module: str, roots: List[str]) -> List[str]:
+def _module_files(module: str, roots: List[str], listings: Optional[Dict[str, frozenset]] = None) -> List[str]:
     """The files of the project that `module` (or its parent, for a member
-    imported from it) can be: `<root>/a/b.py` or `<root>/a/b/__init__.py`."""
+    imported from it) can be: `<root>/a/b.py` or `<root>/a/b/__init__.py`.
+    `listings`: folder -> the names of its files, read once per folder."""
+    listings = listings if listings is not None else {}
     parts = module.split(".")
     out = []
     for r in roots:
+        here = _entries_in(r, listings)
+        if parts[0] not in here and parts[0] + ".py" not in here:
+            continue  # `torch.nn`, `numpy`: no such top-level name in this root
         for cut in (len(parts), len(parts) - 1):
             if cut <= 0:
                 continue
             base = os.path.join(r, *parts[:cut])
-            for cand in (base + ".py", os.path.join(base, "__init__.py")):
-                if os.path.isfile(cand):
+            for folder, name in ((os.path.dirname(base), os.path.basename(base) + ".py"), (base, "__init__.py")):
+                if name in _files_in(folder, listings):
+                    cand = os.path.join(folder, name)
                     out.append(os.path.relpath(cand) if not os.path.isabs(r) else cand)
                     break
             else:
                 continue
             break
     return out
+
+
+def _entries_in(folder: str, listings: Dict[str, frozenset]) -> frozenset:
+    """The names of everything in `folder` (files and folders), read once."""
+    key = folder + os.sep + "*"
+    names = listings.get(key)
+    if names is None:
+        try:
+            with os.scandir(folder) as it:
+                names = frozenset(e.name for e in it)
+        except OSError:
+            names = frozenset()
+        listings[key] = names
+    return names
+
+
+def _files_in(folder: str, listings: Dict[str, frozenset]) -> frozenset:
+    names = listings.get(folder)
+    if names is None:
+        try:
+            with os.scandir(folder) as it:
+                names = frozenset(e.name for e in it if e.is_file())
+        except OSError:
+            names = frozenset()
+        listings[folder] = names
+    return names

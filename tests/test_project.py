@@ -544,3 +544,38 @@ def lint_files(files, select="GPU101"):
     with tempfile.TemporaryDirectory() as d:
         write(Path(d), files)
         return check(Path(d), "--no-cache", "--select", select, ".")
+
+
+def test_a_file_linted_alone_sees_a_change_in_a_file_it_imports_through_the_cache(tmp_path):
+    write(tmp_path, {
+        "helpers.py": """
+            class Stepper:
+                def __call__(self, loss, opt):
+                    loss.backward()
+                    opt.step()
+        """,
+        "train.py": """
+            import torch
+            from helpers import Stepper
+
+
+            def train(model, loader, opt):
+                stepper = Stepper()
+                for x in loader:
+                    loss = model(x.cuda())
+                    stepper(loss, opt)
+                    print(loss.item())
+        """,
+    })
+    first = check(tmp_path, "--select", "GPU101,GPU104", "train.py")
+    assert first == {("train.py", 11, "GPU101")}
+    assert check(tmp_path, "--select", "GPU101,GPU104", "train.py") == first  # warm: from the cache
+    # helpers.py is not linted, only read for its summary: its stepper no longer steps
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("class Stepper:\n    def __call__(self, loss, opt):\n        return loss\n")
+    os.utime(helpers, ns=(1, 1))
+    assert check(tmp_path, "--select", "GPU101,GPU104", "train.py") == {("train.py", 11, "GPU104")}
+    # a comment in the linted file: its summary and facts are as before
+    train = tmp_path / "train.py"
+    train.write_text(train.read_text() + "\n# a comment\n")
+    assert check(tmp_path, "--select", "GPU101,GPU104", "train.py") == {("train.py", 11, "GPU104")}

@@ -70,6 +70,7 @@ class ProjectGraph:
                 for n in names:
                     self.class_alias.setdefault(f"{n}.{rest}", qual)
         self._resolved: Dict[str, Optional[str]] = {}
+        self._edges: Dict[str, List[Tuple[str, str]]] = {}
         self.params = self._param_classes()
         self.steps = self._closure("steps")
         self.drives = self._closure("drives")
@@ -99,16 +100,18 @@ class ProjectGraph:
                 return cid
         return None
 
+    def _resolved_calls(self, fid: str) -> List[Tuple[str, str]]:
+        """(callee, where) for each call of `fid` that resolves, once per function."""
+        found = self._edges.get(fid)
+        if found is None:
+            found = self._edges[fid] = [
+                (cid, call[1]) for call in self.functions[fid].get("calls", ())
+                for cid in (self.resolve(call[0]),) if cid is not None
+            ]
+        return found
+
     def _callees(self, fid: str, wheres: Optional[Set[str]] = None) -> List[str]:
-        out = []
-        for call in self.functions[fid].get("calls", ()):
-            ref, where = call[0], call[1]
-            if wheres is not None and where not in wheres:
-                continue
-            cid = self.resolve(ref)
-            if cid is not None:
-                out.append(cid)
-        return out
+        return [cid for cid, where in self._resolved_calls(fid) if wheres is None or where in wheres]
 
     def _param_classes(self) -> Dict[str, Dict[str, str]]:
         """function -> {parameter: class}, where the calls that pass an

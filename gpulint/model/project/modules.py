@@ -11,23 +11,22 @@ is not a package. Imports are resolved against those names.
 from __future__ import annotations
 
 import os
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 
-def module_names(path: str, roots: Iterable[str]) -> List[str]:
+def module_names(path: str, roots: Iterable[str], tops: Optional[Dict[str, str]] = None) -> List[str]:
     """Every dotted name `path` can be imported as: below each root that
-    holds it, and below the top of its package; the first is its main name."""
+    holds it, and below the top of its package; the first is its main name.
+    `tops`: a folder -> top-of-its-package memo shared by the calls of one run
+    (each folder is looked at once, not once per file in it)."""
     path = os.path.abspath(path)
     stem, ext = os.path.splitext(path)
     if ext not in (".py", ".pyi"):
         return []
     out: List[str] = []
-    bases = [os.path.abspath(r) for r in roots]
+    bases = [r if os.path.isabs(r) else os.path.abspath(r) for r in roots]
     # the folder Python puts on sys.path for a script, or the top of its package
-    top = os.path.dirname(path)
-    while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
-        top = os.path.dirname(top)
-    bases.append(top)
+    bases.append(_package_top(os.path.dirname(path), tops if tops is not None else {}))
     for base in bases:
         name = _below(stem, base)
         if name and name not in out:
@@ -35,11 +34,23 @@ def module_names(path: str, roots: Iterable[str]) -> List[str]:
     return out
 
 
+def _package_top(folder: str, tops: Dict[str, str]) -> str:
+    """The first folder at or above `folder` that is not a package."""
+    top = tops.get(folder)
+    if top is None:
+        if os.path.isfile(os.path.join(folder, "__init__.py")) and os.path.dirname(folder) != folder:
+            top = _package_top(os.path.dirname(folder), tops)
+        else:
+            top = folder
+        tops[folder] = top
+    return top
+
+
 def _below(stem: str, base: str) -> Optional[str]:
-    rel = os.path.relpath(stem, base)
-    if rel.startswith(os.pardir) or os.path.isabs(rel):
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    if not stem.startswith(prefix):
         return None
-    parts = rel.split(os.sep)
+    parts = stem[len(prefix):].split(os.sep)
     if parts[-1] == "__init__":
         parts.pop()
     if not parts or not all(p.isidentifier() for p in parts):
