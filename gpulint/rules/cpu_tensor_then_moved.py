@@ -8,6 +8,7 @@ from gpulint.model.values.devices import (
     DEVICE,
     DTYPE,
     LEGACY_CONSTRUCTORS,
+    default_device_set,
     device_arg_kind,
     factory_device_arg,
     factory_name,
@@ -255,6 +256,8 @@ class CpuTensorThenMoved(Rule):
             return
         if name in _HOST_DATA_FACTORIES or fa.index.is_test_file():
             return
+        if default_device_set(fa, ctx.ancestors):
+            return  # the factory already builds on the default device the code set: the move copies nothing
         assert isinstance(inner, ast.Call)
         if find_keyword(inner, "out") is not None or any(kw.arg is None for kw in inner.keywords):
             return

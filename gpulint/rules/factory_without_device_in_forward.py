@@ -7,6 +7,7 @@ from typing import Optional, Set, Tuple
 
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import (
+    default_device_set,
     factory_device_arg,
     factory_name,
     has_generator,
@@ -255,6 +256,8 @@ class FactoryWithoutDeviceInForward(Rule):
         the module to the call's parent."""
         fa = ctx.analysis
         name = factory_name(fa, node)
+        if name is not None and default_device_set(fa, ancestors):
+            return None  # built on the default device the code set, not on the CPU
         if name is None:
             return None
         if factory_device_arg(name, node) is not None or find_keyword(node, "out") is not None:

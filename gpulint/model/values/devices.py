@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Dict, Optional, Sequence, Set, Tuple
 
 from gpulint.model.names import last_name
-from gpulint.model.values.kinds import MODEL, NUMBER, TENSOR, is_tensor_returning_torch
+from gpulint.model.values.kinds import MODEL, NUMBER, TENSOR, is_cpu_device, is_tensor_returning_torch
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -381,3 +381,42 @@ def param_used_as_tensor(fa: "FileModel", fn: ast.FunctionDef, name: str) -> boo
             if n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
                 return False
     return evidence
+
+
+# calls that change the device a factory without `device=` builds on
+_DEFAULT_DEVICE_CALLS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+
+
+def default_device_set(fa: "FileModel", ancestors: Sequence[ast.AST]) -> bool:
+    """A factory without `device=` here builds on an accelerator: the file
+    sets a default device that is not the CPU (`torch.set_default_device(device)`,
+    `torch.set_default_tensor_type(torch.cuda.FloatTensor)`), or a
+    `with torch.device("cuda"):` block is around it."""
+    for anc in ancestors:
+        if isinstance(anc, (ast.With, ast.AsyncWith)) and any(_device_context(fa, i.context_expr) for i in anc.items):
+            return True
+    if not (fa.index.mentions("set_default_device") or fa.index.mentions("set_default_tensor_type")):
+        return False
+    return fa.index.memoized("devices.default_device_set", None, lambda: _sets_default_device(fa))
+
+
+def _sets_default_device(fa: "FileModel") -> bool:
+    for call in fa.index.nodes_of(ast.Call):
+        q = fa.imports.call_qualname(call)
+        if q not in _DEFAULT_DEVICE_CALLS or not call.args:
+            continue
+        arg = call.args[0]
+        if q == "torch.set_default_device":
+            if not is_cpu_device(arg) and not (isinstance(arg, ast.Constant) and arg.value is None):
+                return True
+        elif "cuda" in (ast.unparse(arg) if hasattr(ast, "unparse") else ""):
+            return True
+    return False
+
+
+def _device_context(fa: "FileModel", expr: ast.AST) -> bool:
+    """`torch.device("cuda")` (or any device but the CPU) used as a context manager."""
+    return (
+        isinstance(expr, ast.Call) and fa.imports.call_qualname(expr) == "torch.device"
+        and bool(expr.args) and not is_cpu_device(expr)
+    )
