@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.model.file import FileModel
-from gpulint.model.index.tree import may_use_accelerator
+from gpulint.model.index.tree import is_test_path, may_use_accelerator
 from gpulint.model.project.facts import model_with_facts
 from gpulint.model.project.modules import is_package, module_names
 from gpulint.model.project.summary import may_start_steps
@@ -310,9 +310,10 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     """`lint_source`, as a module of a project: also the file's summary and
     the facts it was read with (`ProjectInput.table`, or its own)."""
     per_step = project is not None and project.table is not None and bool(project.table.get("every_step"))
+    test_file = is_test_path(path)
     selected = [
         (r, v) for r, v in _rules_for(tuple(options.codes))
-        if _wanted(r, text) or (per_step and r.reads_every_step_functions)
+        if (_wanted(r, text) or (per_step and r.reads_every_step_functions)) and not (test_file and r.skips_test_files)
     ]
     if tree is None:
         tree = parse(text, path)  # always: a file that does not parse is reported, needles or not

@@ -125,6 +125,7 @@ class CpuTensorThenMoved(Rule):
     message = "`torch.{factory}()` builds the tensor on the CPU and then copies it to the GPU; pass `device=` instead"
     fix_safety = SAFE
     needles = (".cuda(", ".to(")
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -254,7 +255,7 @@ class CpuTensorThenMoved(Rule):
             if legacy is not None:
                 self._legacy(ctx, node, inner, legacy)
             return
-        if name in _HOST_DATA_FACTORIES or fa.index.is_test_file():
+        if name in _HOST_DATA_FACTORIES:
             return
         if default_device_set(fa, ctx.ancestors):
             return  # the factory already builds on the default device the code set: the move copies nothing
@@ -280,7 +281,7 @@ class CpuTensorThenMoved(Rule):
         """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
         Reported without a fix; the message names the `torch.empty` call."""
         fa = ctx.analysis
-        if fa.index.is_test_file() or not legacy_size_args(fa, inner, ctx.ancestors):
+        if not legacy_size_args(fa, inner, ctx.ancestors):
             return  # data (`torch.FloatTensor([1, 2])`) crosses from the host anyway
         if self._target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
             return

@@ -171,6 +171,7 @@ class DataloaderWithoutWorkers(Rule):
     message = "`DataLoader` loads every batch in the main process while the GPU waits; set `num_workers`"
     fix_safety = UNSAFE
     needles = ("DataLoader",)
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -255,7 +256,7 @@ class DataloaderWithoutWorkers(Rule):
         fa = ctx.analysis
         if last_name(node.func) not in DATALOADER_NAMES or not is_torch_dataloader_call(fa, node):
             return
-        if has_star_args(node) or fa.index.is_test_file():
+        if has_star_args(node):
             return
         present, workers = keyword_value(node, "num_workers", NUM_WORKERS_POSITION)
         if present and not (

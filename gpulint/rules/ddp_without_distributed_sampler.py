@@ -179,6 +179,7 @@ class DdpWithoutDistributedSampler(Rule):
     default = False
     needles = ("DistributedDataParallel", "init_process_group", "FullyShardedDataParallel", "fully_shard",
                "DistributedSampler")
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -343,12 +344,7 @@ class DdpWithoutDistributedSampler(Rule):
         ),
     )
 
-    def begin_file(self, ctx) -> None:
-        self._skip = ctx.analysis.index.is_test_file()
-
     def visit_Call(self, node: ast.Call, ctx) -> None:
-        if self._skip:
-            return
         name = last_name(node.func)
         if name in DATALOADER_NAMES:
             self._check_loader(node, ctx)

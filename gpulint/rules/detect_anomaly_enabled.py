@@ -123,6 +123,7 @@ class DetectAnomalyEnabled(Rule):
     )
     fix_safety = NONE
     needles = ("anomaly",)
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -186,12 +187,7 @@ class DetectAnomalyEnabled(Rule):
         ),
     )
 
-    def begin_file(self, ctx) -> None:
-        self._skip = ctx.analysis.index.is_test_file()
-
     def visit_Call(self, node: ast.Call, ctx) -> None:
-        if self._skip:
-            return
         q = ctx.qualname(node.func)
         if q is None:
             return

@@ -225,6 +225,7 @@ class DeterministicModeInTraining(Rule):
     fix_safety = NONE
     default = False
     needles = ("deterministic",)
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -383,7 +384,6 @@ class DeterministicModeInTraining(Rule):
     )
 
     def begin_file(self, ctx) -> None:
-        self._skip = ctx.analysis.index.is_test_file()
         self._reported: set = set()
 
     def _flag(self, ctx, node: ast.AST, what: str) -> None:
@@ -408,8 +408,6 @@ class DeterministicModeInTraining(Rule):
         self.report(ctx, node, what=what)
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
-        if self._skip:
-            return
         q = ctx.qualname(node.func)
         if q == USE_DETERMINISTIC:
             if _is_true(_argument(node, "mode", 0)):
@@ -422,7 +420,7 @@ class DeterministicModeInTraining(Rule):
                     self._flag(ctx, node, f"Trainer(deterministic={kw.value.value!r})")
 
     def visit_Assign(self, node: ast.Assign, ctx) -> None:
-        if self._skip or not _is_true(node.value):
+        if not _is_true(node.value):
             return
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr == "deterministic":

@@ -198,6 +198,7 @@ class FactoryWithoutDeviceInForward(Rule):
     message = "`torch.{factory}()` in `forward` builds the tensor on the CPU every call; pass `device=`"
     fix_safety = SAFE
     needles = ("forward",)
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -262,7 +263,7 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if factory_device_arg(name, node) is not None or find_keyword(node, "out") is not None:
             return None
-        if any(kw.arg is None for kw in node.keywords) or has_generator(node) or fa.index.is_test_file():
+        if any(kw.arg is None for kw in node.keywords) or has_generator(node):
             return None  # a CPU generator needs a CPU tensor; tests run their modules on the CPU
         forward = self._forward(ctx, ancestors)
         if forward is None:

@@ -92,6 +92,7 @@ class Fp32WithoutTf32OrAmp(Rule):
     )
     fix_safety = UNSAFE
     needles = ("backward",)
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -237,7 +238,6 @@ class Fp32WithoutTf32OrAmp(Rule):
         if self._eligible is None:
             self._eligible = (
                 ctx.torch_version >= (1, 12)
-                and not ctx.analysis.index.is_test_file()
                 and _uses_cuda(ctx)
                 and not _precision_managed(ctx)
             )

@@ -178,6 +178,7 @@ class DataDependentShapeInLoop(Rule):
     fix_safety = NONE
     default = False
     needles = ("nonzero", "argwhere", "masked_select", "unique", "where", "repeat_interleave", "[")
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -299,7 +300,7 @@ class DataDependentShapeInLoop(Rule):
 
     def _check(self, node, ctx) -> None:
         analysis = ctx.analysis
-        if not analysis.index.may_use_accelerator or analysis.index.is_test_file():
+        if not analysis.index.may_use_accelerator:
             return
         ancestors = ctx.ancestors
         if not any(isinstance(a, LOOPS) for a in ancestors):

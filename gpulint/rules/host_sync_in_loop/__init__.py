@@ -91,8 +91,6 @@ def _candidate(ctx, ancestors) -> bool:
     project can use an accelerator), and a for/while
     encloses the node within its function, or the function runs every step."""
     analysis = ctx.analysis
-    if analysis.index.is_test_file():
-        return False  # a test's per-step reads cost nothing that matters
     func = _function_of(ancestors)
     per_step = (
         func is not None and analysis.facts.every_step(func) is not None and analysis.facts.project_uses_accelerator()
@@ -420,6 +418,7 @@ class HostSyncInLoop(Rule):
     fix_safety = NONE
     # every finding is inside a loop
     needles = ("for", "while")
+    skips_test_files = True
     reads_every_step_functions = True
     examples = EXAMPLES
     bench = BENCH

@@ -99,6 +99,7 @@ class OptimizerNotFused(Rule):
     fix_safety = UNSAFE
     default = False
     needles = ("Adam",)
+    skips_test_files = True
     examples = (
         Example(
             bad="""
@@ -187,7 +188,7 @@ class OptimizerNotFused(Rule):
             if kw.arg == "differentiable" and not _is_false(kw.value):
                 return  # fused does not support differentiable=True
         params = node.args[0] if node.args else getattr(find_keyword(node, "params"), "value", None)
-        if params is None or ctx.analysis.index.is_test_file():
+        if params is None:
             return
         owners = param_owners(ctx.analysis, params, ctx.ancestors)
         if owners is None or not all(self._on_accelerator(ctx, owner, node) for owner in owners):
