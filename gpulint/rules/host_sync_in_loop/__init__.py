@@ -6,6 +6,7 @@ from typing import Iterator, List, Optional
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.values.callfacts import TRAIN
+from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.kinds import TENSOR
 from gpulint.rules.host_sync_in_loop.prior_reads import HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block
 from gpulint.model.control.repetition import runs_repeatedly
@@ -344,7 +345,15 @@ class HostSyncInLoop(Rule):
     - files that never mention CUDA, a device, `.to(...)` or a library that
       places tensors (accelerate, Lightning): they compute on the CPU, unless
       the call graph says the function runs every step of a training loop
-      elsewhere.
+      elsewhere and some file of the project can use an accelerator;
+    - values the host needs: actions copied for an environment
+      (`envs.step(actions.cpu().numpy())`, or `actions = actions.cpu().numpy()`
+      and then `next_obs, reward, terminated, truncated, info =
+      envs.step(actions)`: a `step` whose result is unpacked into four or five
+      values, as in Gym);
+    - a read right after `torch.cuda.synchronize()`, `event.synchronize()` or
+      a barrier: the host has just waited for everything queued (GPU102
+      reports the synchronize itself);
     - test files (`test_*.py`, `*_test.py`, `conftest.py`, files under
       `tests/`): their loops check results, they are not hot paths;
     - a read after another: when an earlier statement of the step already
@@ -457,6 +466,8 @@ class HostSyncInLoop(Rule):
             return None
         if follows_host_read(node, ancestors, analysis, at):
             return None
+        if feeds_environment_step(analysis.index, node, ancestors):
+            return None  # actions copied for the environment: the host needs them every step
         return loop
 
     @staticmethod
@@ -501,20 +512,20 @@ class HostSyncInLoop(Rule):
         if not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
         if q in _CONVERSIONS:
-            if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
+            if len(node.args) != 1 or node.keywords or not _is_device_tensor(node.args[0], ctx):
                 return
         elif q == "builtins.print":
-            if not any(self._is_device_tensor(a, ctx) for a in node.args):
+            if not any(_is_device_tensor(a, ctx) for a in node.args):
                 return
         elif q in _TEXT_CONVERSIONS:
-            if len(node.args) != 1 or node.keywords or not self._is_device_tensor(node.args[0], ctx):
+            if len(node.args) != 1 or node.keywords or not _is_device_tensor(node.args[0], ctx):
                 return
         elif q in _COMPARING_BUILTINS:
             # `max(best, acc)` compares the two (`acc > best`) and takes the truth
             # value of the result; one argument is an iterable, `key=` compares keys
             if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 return
-            if not any(self._is_device_tensor(a, ctx) for a in node.args):
+            if not any(_is_device_tensor(a, ctx) for a in node.args):
                 return
         else:
             return
@@ -597,7 +608,7 @@ class HostSyncInLoop(Rule):
     def _formatted(self, node: ast.AST, values, ctx) -> None:
         if not values or not _candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
-        tensors = [v for v in values if self._is_device_tensor(v, ctx)]
+        tensors = [v for v in values if _is_device_tensor(v, ctx)]
         # an f-string formats each part as it comes (`f"{t} {x.item()}"` reads `t` first);
         # `%` and `.format` format once every operand is evaluated
         at = tensors[0] if tensors and isinstance(node, ast.JoinedStr) else None
@@ -631,7 +642,7 @@ class HostSyncInLoop(Rule):
             return
         analysis = ctx.analysis
         if not any(
-            self._is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.index.ancestors(t)) is not None
+            _is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.index.ancestors(t)) is not None
             for t in _truth_operands(test)
         ):
             return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
@@ -654,12 +665,11 @@ class HostSyncInLoop(Rule):
             ),
         )
 
-    # -------------------------------------------------------------- helpers
-    @staticmethod
-    def _is_device_tensor(expr: ast.AST, ctx) -> bool:
-        """Known to be a tensor, and not known to be in host memory."""
-        if ctx.analysis.values.kind_at(expr, ctx.ancestors) != TENSOR:
-            return False
-        if isinstance(expr, ast.Name) and derived_from_host_read(expr.id, ctx.ancestors, ctx.analysis):
-            return False
-        return not ctx.analysis.host.is_host_tensor(expr, ctx.ancestors)
+
+def _is_device_tensor(expr: ast.AST, ctx) -> bool:
+    """Known to be a tensor, and not known to be in host memory."""
+    if ctx.analysis.values.kind_at(expr, ctx.ancestors) != TENSOR:
+        return False
+    if isinstance(expr, ast.Name) and derived_from_host_read(expr.id, ctx.ancestors, ctx.analysis):
+        return False
+    return not ctx.analysis.host.is_host_tensor(expr, ctx.ancestors)
