@@ -285,15 +285,10 @@ class ModuleResult:
 _PROJECT_WORDS = ("backward", ".step(", "yield", "DataLoader", ".item()")
 
 
-def starts_steps(text: str) -> bool:
-    """The text has a word without which none of its loops steps over data
-    and none of its functions steps, yields or returns a loader."""
-    return may_start_steps(text)
-
-
-def takes_part(text: str) -> bool:
-    """The file may add to the project's call graph (see `_PROJECT_WORDS`)."""
-    return "def " in text and (may_use_accelerator(text) or any(w in text for w in _PROJECT_WORDS))
+def takes_part(text: str, accelerator: bool) -> bool:
+    """The file may add to the project's call graph (see `_PROJECT_WORDS`);
+    `accelerator`: `may_use_accelerator(text)`, which the caller has already."""
+    return "def " in text and (accelerator or any(w in text for w in _PROJECT_WORDS))
 
 
 def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None) -> List[Finding]:
@@ -320,10 +315,10 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     model = summary = table = None
     deferred = False
     accelerator = may_use_accelerator(text)
-    if "def " in text and (accelerator or any(w in text for w in _PROJECT_WORDS)):  # `takes_part`
+    if takes_part(text, accelerator):
         if project is None:
             project = ProjectInput(tuple(module_names(path, ())), is_package(path))
-        if project.table is None and not project.summarize and not starts_steps(text):
+        if project.table is None and not project.summarize and not may_start_steps(text):
             # nothing here can start a step: its summary matters only if per-step code calls
             # into it, which the project finds out and asks for (`ProjectInput.summarize`)
             deferred = True

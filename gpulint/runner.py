@@ -392,7 +392,8 @@ def run(
             "utf-8", "surrogateescape"  # a file name that is not UTF-8
         )
     ).hexdigest()
-    if not pending and len(caches) == 1 and next(iter(caches.values())).project_unchanged(linted_key):
+    one_cache = next(iter(caches.values())) if len(caches) == 1 else None  # the project's, when it has one root
+    if not pending and one_cache is not None and one_cache.project_unchanged(linted_key):
         # every file a cache hit, and nothing the project read changed: its facts stand
         out.results.extend(done[path] for path, _, _ in todo)
         out.results.sort(key=lambda r: r.path)
@@ -400,7 +401,6 @@ def run(
 
     roots = _project_roots(paths, [s for _, _, s in todo])
     roots_key = "\0".join(roots)
-    one_cache = next(iter(caches.values())) if len(caches) == 1 else None
     tops: Dict[str, str] = {}
     inputs: Dict[str, ProjectInput] = {}
     for path, _, _ in todo:
@@ -558,7 +558,7 @@ def _context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInp
     files_of: Dict[str, List[str]] = {}  # many files import the same modules: each is looked up once
     # a module that a linted file is needs no look-up
     known = {n for inp in inputs.values() for n in inp.names}
-    listings: Dict[str, frozenset] = {}
+    listings: Dict[str, Tuple[frozenset, frozenset]] = {}
     for _ in range(CONTEXT_DEPTH):
         wanted = []
         for summary in frontier:
@@ -587,7 +587,8 @@ def _context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInp
     return out
 
 
-def _module_files(module: str, roots: List[str], listings: Optional[Dict[str, frozenset]] = None) -> List[str]:
+def _module_files(module: str, roots: List[str],
+                  listings: Optional[Dict[str, Tuple[frozenset, frozenset]]] = None) -> List[str]:
     """The files of the project that `module` (or its parent, for a member
     imported from it) can be: `<root>/a/b.py` or `<root>/a/b/__init__.py`.
     `listings`: folder -> the names of its files, read once per folder."""
@@ -595,7 +596,7 @@ def _module_files(module: str, roots: List[str], listings: Optional[Dict[str, fr
     parts = module.split(".")
     out = []
     for r in roots:
-        here = _entries_in(r, listings)
+        here = _listing(r, listings)[0]
         if parts[0] not in here and parts[0] + ".py" not in here:
             continue  # `torch.nn`, `numpy`: no such top-level name in this root
         for cut in (len(parts), len(parts) - 1):
@@ -603,7 +604,7 @@ def _module_files(module: str, roots: List[str], listings: Optional[Dict[str, fr
                 continue
             base = os.path.join(r, *parts[:cut])
             for folder, name in ((os.path.dirname(base), os.path.basename(base) + ".py"), (base, "__init__.py")):
-                if name in _files_in(folder, listings):
+                if name in _listing(folder, listings)[1]:
                     cand = os.path.join(folder, name)
                     out.append(os.path.relpath(cand) if not os.path.isabs(r) else cand)
                     break
@@ -613,27 +614,14 @@ def _module_files(module: str, roots: List[str], listings: Optional[Dict[str, fr
     return out
 
 
-def _entries_in(folder: str, listings: Dict[str, frozenset]) -> frozenset:
-    """The names of everything in `folder` (files and folders), read once."""
-    key = folder + os.sep + "*"
-    names = listings.get(key)
-    if names is None:
+def _listing(folder: str, listings: Dict[str, Tuple[frozenset, frozenset]]) -> Tuple[frozenset, frozenset]:
+    """(the names of everything in `folder`, the names of its files), read once."""
+    found = listings.get(folder)
+    if found is None:
         try:
             with os.scandir(folder) as it:
-                names = frozenset(e.name for e in it)
+                entries = [(e.name, e.is_file()) for e in it]
         except OSError:
-            names = frozenset()
-        listings[key] = names
-    return names
-
-
-def _files_in(folder: str, listings: Dict[str, frozenset]) -> frozenset:
-    names = listings.get(folder)
-    if names is None:
-        try:
-            with os.scandir(folder) as it:
-                names = frozenset(e.name for e in it if e.is_file())
-        except OSError:
-            names = frozenset()
-        listings[folder] = names
-    return names
+            entries = []
+        found = listings[folder] = (frozenset(n for n, _ in entries), frozenset(n for n, f in entries if f))
+    return found

@@ -334,11 +334,7 @@ class Loops:
 
     def _periodic_test(self, test: ast.AST) -> bool:
         """`is_periodic_test`, once per test: every call under an `if` asks."""
-        memo = self.index.memo("loops.periodic_test")
-        hit = memo.get(test)
-        if hit is None:
-            hit = memo[test] = is_periodic_test(test)
-        return hit  # type: ignore[return-value]
+        return self.index.memoized("loops.periodic_test", test, lambda: is_periodic_test(test))
 
     def _every_pass(
         self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Callable[[ast.AST], bool],

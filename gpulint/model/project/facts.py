@@ -15,7 +15,7 @@ import ast
 from typing import Dict, Optional, Sequence, Tuple
 
 from gpulint.model.file import FileModel
-from gpulint.model.project.graph import ProjectGraph, is_empty
+from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty
 from gpulint.model.project.refs import FileRefs
 from gpulint.model.project.summary import summarize
 from gpulint.model.values.callfacts import CallFacts
@@ -138,9 +138,8 @@ def model_with_facts(
 def answers_nothing(table: dict) -> bool:
     """No call of the file steps, drives a loop, returns a kind or yields
     an argument's elements by `table`: the model asks it nothing else."""
-    return not any(table.get(k) for k in ("steps", "drives", "returns", "iterates", "param_kinds"))
+    return not any(table.get(k) for k in ANSWER_KEYS)
 
 
 def _same_but_every_step(a: dict, b: dict) -> bool:
-    keys = ("steps", "drives", "returns", "iterates", "params", "param_kinds")
-    return all((a.get(k) or None) == (b.get(k) or None) for k in keys)
+    return all((a.get(k) or None) == (b.get(k) or None) for k in ANSWER_KEYS + ("params",))

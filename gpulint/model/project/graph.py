@@ -268,7 +268,11 @@ def digest(table: dict) -> str:
     return hashlib.sha1(json.dumps(table, sort_keys=True).encode()).hexdigest()[:16]
 
 
+# the parts of a facts table that change what the values and control layers answer
+ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds")
+# ... and all that a table can say about a file
+TABLE_KEYS = ANSWER_KEYS + ("every_step", "params")
+
+
 def is_empty(table: dict) -> bool:
-    return table.get("accelerator", True) and not any(
-        table.get(k) for k in ("steps", "drives", "returns", "iterates", "every_step", "params", "param_kinds")
-    )
+    return table.get("accelerator", True) and not any(table.get(k) for k in TABLE_KEYS)

@@ -56,6 +56,8 @@ def may_start_steps(text: str) -> bool:
         if w in text and (w != "backward" or _BACKWARD_CALL.search(text) is not None):
             return True
     return False
+
+
 # calls into these never reach the project's own code: not summarized
 EXTERNAL_ROOTS = frozenset(
     """torch numpy np math os sys re json time logging collections itertools functools typing warnings
@@ -442,11 +444,7 @@ def _under_option(fa: "FileModel", node: ast.AST, ancestors, region: ast.AST) ->
 def _names_option(fa: "FileModel", test: ast.AST) -> bool:
     """A word of the test names an option or schedule (`OPTION_WORD_RE`);
     once per test, since every call under the `if` asks."""
-    memo = fa.index.memo("summary.option_test")
-    hit = memo.get(test)
-    if hit is None:
-        hit = memo[test] = any(OPTION_WORD_RE.search(w) for w in _words(test))
-    return hit  # type: ignore[return-value]
+    return fa.index.memoized("summary.option_test", test, lambda: any(OPTION_WORD_RE.search(w) for w in _words(test)))
 
 
 def _one_pass_test(test: ast.AST, loop_vars) -> bool:

@@ -409,7 +409,7 @@ def _sets_default_device(fa: "FileModel") -> bool:
         if q == "torch.set_default_device":
             if not is_cpu_device(arg) and not (isinstance(arg, ast.Constant) and arg.value is None):
                 return True
-        elif "cuda" in (ast.unparse(arg) if hasattr(ast, "unparse") else ""):
+        elif "cuda" in ast.unparse(arg):
             return True
     return False
 
