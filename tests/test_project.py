@@ -343,27 +343,31 @@ def test_a_sync_in_a_helper_of_another_file_is_found(tmp_path):
     assert alone == set()
 
 
+# a training loop whose step is in a class of a file it imports
+STEPPER = {
+    "helpers.py": """
+        class Stepper:
+            def __call__(self, loss, opt):
+                loss.backward()
+                opt.step()
+    """,
+    "train.py": """
+        import torch
+        from helpers import Stepper
+
+
+        def train(model, loader, opt):
+            stepper = Stepper()
+            for x in loader:
+                loss = model(x.cuda())
+                stepper(loss, opt)
+                print(loss.item())
+    """,
+}
+
+
 def test_a_file_linted_alone_reads_the_files_it_imports(tmp_path):
-    write(tmp_path, {
-        "helpers.py": """
-            class Stepper:
-                def __call__(self, loss, opt):
-                    loss.backward()
-                    opt.step()
-        """,
-        "train.py": """
-            import torch
-            from helpers import Stepper
-
-
-            def train(model, loader, opt):
-                stepper = Stepper()
-                for x in loader:
-                    loss = model(x.cuda())
-                    stepper(loss, opt)
-                    print(loss.item())
-        """,
-    })
+    write(tmp_path, STEPPER)
     # the loop trains (its step is in helpers.py, not linted), so the read is GPU101's, not GPU104's
     found = check(tmp_path, "--no-cache", "--select", "GPU101,GPU104", "train.py")
     assert found == {("train.py", 11, "GPU101")}
@@ -514,8 +518,8 @@ def test_an_epoch_loop_with_a_step_only_under_an_if_does_not_run_its_callees_eve
     assert "m.Model._get_loss" not in graph.every_step  # once per epoch
 
 
-def test_a_function_that_returns_a_host_tensor_gives_one():
-    found = lint_files({
+def test_a_function_that_returns_a_host_tensor_gives_one(tmp_path):
+    write(tmp_path, {
         "brain.py": """
             import torch
 
@@ -534,39 +538,14 @@ def test_a_function_that_returns_a_host_tensor_gives_one():
                             print(float(loss))
         """,
     })
+    found = check(tmp_path, "--no-cache", "--select", "GPU101", ".")
     # the copy itself waits (line 10); what it returns lives in host memory: reading it waits for nothing
     assert found == {("brain.py", 10, "GPU101")}
 
 
-def lint_files(files, select="GPU101"):
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        write(Path(d), files)
-        return check(Path(d), "--no-cache", "--select", select, ".")
-
 
 def test_a_file_linted_alone_sees_a_change_in_a_file_it_imports_through_the_cache(tmp_path):
-    write(tmp_path, {
-        "helpers.py": """
-            class Stepper:
-                def __call__(self, loss, opt):
-                    loss.backward()
-                    opt.step()
-        """,
-        "train.py": """
-            import torch
-            from helpers import Stepper
-
-
-            def train(model, loader, opt):
-                stepper = Stepper()
-                for x in loader:
-                    loss = model(x.cuda())
-                    stepper(loss, opt)
-                    print(loss.item())
-        """,
-    })
+    write(tmp_path, STEPPER)
     first = check(tmp_path, "--select", "GPU101,GPU104", "train.py")
     assert first == {("train.py", 11, "GPU101")}
     assert check(tmp_path, "--select", "GPU101,GPU104", "train.py") == first  # warm: from the cache
