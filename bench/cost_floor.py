@@ -8,10 +8,10 @@ part of gpulint's cold run, and how many lines a pre-filter could let it skip.
 One process, one core, the same corpus as bench/speed.py (fetched the same
 way). For every file, in this order and each timed on its own:
 
-  read      gpulint.engine.read_source (read, detect the encoding, decode)
-  parse     gpulint.engine.parse (CPython's `ast.parse`)
+  read      gpulint.engine.lint.read_source (read, detect the encoding, decode)
+  parse     gpulint.engine.lint.parse (CPython's `ast.parse`)
   index     gpulint.model.index.walk.index_tree (the pre-order list and parents)
-  lint      gpulint.engine.lint_source with the tree already parsed: the index
+  lint      gpulint.engine.lint.lint_source with the tree already parsed: the index
             again, the shared analysis, the walk and every rule on by default
 
 Then, from the parsed tree, which lines a pre-filter could skip without
@@ -62,7 +62,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from speed import CACHE_DIR, DOC, fetch, machine, replace_between_markers, select_packages  # noqa: E402
 
 from gpulint.model.index.walk import index_tree  # noqa: E402
-from gpulint.engine import LintError, LintOptions, collector_paused, lint_source, parse, read_source  # noqa: E402
+from gpulint.engine.lint import LintError, LintOptions, collector_paused, lint_source, parse, read_source  # noqa: E402
 from gpulint.registry import all_rules  # noqa: E402
 
 MARK_START, MARK_END = "<!-- floor:start -->", "<!-- floor:end -->"

@@ -8,15 +8,15 @@ does it parse the file with LibCST and rewrite it for this Python
 (gpulint/lowering.py). For every file this times, each the fastest of
 `--repeat` runs, in one process:
 
-  native    gpulint.engine.parse of the file as it is (`ast.parse`)
-  fallback  gpulint.engine.parse of the file with PEP 695 syntax added (every
+  native    gpulint.engine.lint.parse of the file as it is (`ast.parse`)
+  fallback  gpulint.engine.lint.parse of the file with PEP 695 syntax added (every
             `def f(` written `def f[T](`, and a `type` statement at the end),
             which this Python cannot parse: the failed `ast.parse`, the
             LibCST parse, the rewriting, `ast.parse` of the result and the
             tree put back (on Python 3.12+, which parses PEP 695, the
             rewriting is forced as for 3.11)
   libcst    of which: `libcst.parse_module`
-  lint      gpulint.engine.lint_source, every rule on by default, of the
+  lint      gpulint.engine.lint.lint_source, every rule on by default, of the
             file as it is and of the rewritten one, for scale
 
 and prints ms per 1,000 lines and the ratios.
@@ -36,9 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpulint import engine  # noqa: E402
-from gpulint.config import LATEST_TORCH  # noqa: E402
-from gpulint.engine import LintOptions, lint_source  # noqa: E402
+from gpulint.engine import lint as engine  # noqa: E402
+from gpulint.engine.config import LATEST_TORCH  # noqa: E402
+from gpulint.engine.lint import LintOptions, lint_source  # noqa: E402
 from gpulint.registry import all_rules  # noqa: E402
 
 _DEF_RE = re.compile(r"^(\s*)(async\s+)?def\s+(\w+)\s*\(", re.M)

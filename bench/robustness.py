@@ -153,8 +153,8 @@ def package_of(rel: str) -> str:
 def linted_files(work: Path, tops: List[str]) -> List[str]:
     """The files gpulint's own discovery picks (its default excludes apply)."""
     sys.path.insert(0, str(ROOT))
-    from gpulint.config import ConfigResolver
-    from gpulint.discovery import discover
+    from gpulint.engine.config import ConfigResolver
+    from gpulint.engine.discovery import discover
 
     old = os.getcwd()
     os.chdir(work)

@@ -163,9 +163,9 @@ def median(xs: Sequence[float]) -> float:
 # prints the time to lint one file (argv[1]) with the settings the CLI would use, in seconds
 FILE_TIME_SCRIPT = """
 import statistics, sys, time
-from gpulint.config import ConfigResolver
-from gpulint.files import lint_file
-from gpulint.runner import options_for
+from gpulint.engine.config import ConfigResolver
+from gpulint.engine.files import lint_file
+from gpulint.engine.runner import options_for
 path = sys.argv[1]
 options = options_for(ConfigResolver().for_path(path), path)
 result = lint_file(path, options)

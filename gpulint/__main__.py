@@ -1,4 +1,4 @@
-from gpulint.cli import main
+from gpulint.frontends.cli import main
 
 if __name__ == "__main__":
     main()

@@ -13,7 +13,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from click.testing import CliRunner
 
-from gpulint.cli import cli
+from gpulint.frontends.cli import cli
 
 # Snippets for the two model rules. GPU001 flags line 4 col 9; GPU302 line 4 col 5.
 DP = """\
@@ -138,7 +138,7 @@ def run_subprocess(args: Iterable[str], cwd: Path, env: Optional[Dict[str, str]]
 def _syntax_error_of(source: str) -> str:
     """What gpulint says of `source`'s syntax error on this Python (the parser's
     wording and column changed between 3.9 and 3.10)."""
-    from gpulint.engine import LintError, parse
+    from gpulint.engine.lint import LintError, parse
 
     try:
         parse(source, "x.py")

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 from typing import Iterable, List, Optional, Set, Tuple
 
-from gpulint.config import LATEST_TORCH
-from gpulint.engine import LintOptions, lint_source
-from gpulint.fixes import fix_source
+from gpulint.engine.config import LATEST_TORCH
+from gpulint.engine.lint import LintOptions, lint_source
+from gpulint.fix.apply import fix_source
 from gpulint.registry import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ import shutil
 from cli_helpers import DP, ZG, findings, invoke, write
 from helpers import FIXTURES, lint
 
-from gpulint.add_noqa import add_noqa
-from gpulint.suppress import Suppressions
+from gpulint.fix.noqa import add_noqa
+from gpulint.engine.suppress import Suppressions
 
 # a training step; rows 1-6
 STEP = """\

@@ -112,16 +112,27 @@ def test_the_checks_can_fail():
     """The two checks see a cycle and a private import when there is one."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     edges, _ = _imports(_modules())
-    assert "gpulint.engine" in edges["gpulint.files"]  # imports inside the package are seen
-    assert "gpulint.notebook" in edges["gpulint.files"]  # lazy ones too
-    assert "gpulint.engine" not in edges["gpulint.rule"]  # but not those under TYPE_CHECKING
+    assert "gpulint.engine.lint" in edges["gpulint.engine.files"]  # imports inside the package are seen
+    assert "gpulint.engine.notebook" in edges["gpulint.engine.files"]  # lazy ones too
+    assert "gpulint.engine.lint" not in edges["gpulint.rule"]  # but not those under TYPE_CHECKING
+
+
+def test_the_folders_show_the_architecture():
+    """The engine, the fix layer and the front ends each have their folder,
+    and nothing of theirs is left at the top of the package."""
+    top = {p.stem for p in PACKAGE.glob("*.py")}
+    assert top == {"__init__", "__main__", "edits", "fsutil", "registry", "rule", "source", "workloads"}, top
+    for folder, modules in (("engine", {"lint", "files", "notebook", "config", "runner", "cache"}),
+                            ("fix", {"apply", "notebook", "files", "noqa"}),
+                            ("frontends", {"cli", "flake8_plugin", "docs"})):
+        assert modules <= {p.stem for p in (PACKAGE / folder).glob("*.py")}, folder
 
 
 def test_the_engine_reaches_neither_up_to_notebooks_nor_to_front_ends():
     edges, _ = _imports(_modules())
-    assert not edges["gpulint.engine"] & {"gpulint.notebook", "gpulint.files", "gpulint.runner", "gpulint.cli"}
+    assert not edges["gpulint.engine.lint"] & {"gpulint.engine.notebook", "gpulint.engine.files", "gpulint.engine.runner", "gpulint.frontends.cli"}
     for harness in ("gpulint.harness.verify", "gpulint.harness.doctor"):
-        assert "gpulint.cli" not in edges[harness]
+        assert "gpulint.frontends.cli" not in edges[harness]
 
 
 # --------------------------------------------------------------- layers
@@ -143,7 +154,9 @@ def test_the_import_linter_contracts_hold():
     package runs down, the model's layers too, and rules are independent."""
     proc = _lint_imports(ROOT, ROOT / "pyproject.toml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "3 kept, 0 broken" in proc.stdout, proc.stdout
+    contracts = (ROOT / "pyproject.toml").read_text(encoding="utf-8").count("[[tool.importlinter.contracts]]")
+    assert contracts >= 6  # the package, its three folders, the model, the rules
+    assert f"{contracts} kept, 0 broken" in proc.stdout, proc.stdout
 
 
 def test_the_contracts_can_fail(tmp_path):
@@ -226,7 +239,9 @@ def test_the_size_check_can_fail(monkeypatch):
 
 def test_one_default_torch_version():
     """The engine's default options and the config read the same constant."""
-    from gpulint import config, engine, rule
+    from gpulint import rule
+    from gpulint.engine import config
+    from gpulint.engine import lint as engine
 
     assert engine.LintOptions(codes=()).torch_version == rule.LATEST_TORCH
     assert config.LATEST_TORCH is rule.LATEST_TORCH

@@ -29,9 +29,11 @@ import pytest
 from cli_helpers import (
     CLEAN, DIAG_RE, DP, LINE_RE, TWO, ZG, _syntax_error_of, diagnostic_of, diagnostics, findings, invoke, write,
 )
-from gpulint import discovery, engine, runner
-from gpulint.config import KNOWN_KEYS
-from gpulint.reporters.text import printable
+from gpulint.engine import discovery
+from gpulint.engine import lint as engine
+from gpulint.engine import runner
+from gpulint.engine.config import KNOWN_KEYS
+from gpulint.frontends.reporters.text import printable
 from gpulint.registry import all_rules
 from test_reporters import assert_valid, validator  # noqa: F401  (the official SARIF schema)
 
@@ -206,7 +208,7 @@ REWRITTEN_UP_TO = (3, 13)
 
 
 def test_syntax_of_a_newer_python(tmp_path, validator):
-    from gpulint.engine import parse
+    from gpulint.engine.lint import parse
 
     for version, src in NEWER_SYNTAX:
         if version <= REWRITTEN_UP_TO:
@@ -513,7 +515,7 @@ def _booby_trapped_tree(root: Path) -> None:
 def _gpulint(args, cwd):
     """gpulint as its console script runs it: the linted tree is not on sys.path."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), GPULINT_NO_CACHE="1")
-    code = "import sys; sys.path.pop(0); from gpulint.cli import main; main()"
+    code = "import sys; sys.path.pop(0); from gpulint.frontends.cli import main; main()"
     return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=120)
 

@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import (
     CLEAN, DP, TWO, UNCLOSED_ERROR, UNCLOSED_LINE, ZG, codes, diagnostics, findings, invoke, run_subprocess, write,
 )
-from gpulint import engine
+from gpulint.engine import lint as engine
 from gpulint.registry import all_rules
 
 DP_MSG = all_rules()["GPU001"].message

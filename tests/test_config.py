@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from cli_helpers import DP, TWO, ZG, codes, findings, invoke, run_subprocess, write
-from gpulint import config as cfg
+from gpulint.engine import config as cfg
 
 BARE_ZERO_GRAD = """\
 import torch

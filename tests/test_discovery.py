@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from cli_helpers import CLEAN, DP, TWO, UNCLOSED_LINE, findings, invoke, write
-from gpulint import runner
-from gpulint.config import ConfigResolver
-from gpulint.discovery import discover
+from gpulint.engine import runner
+from gpulint.engine.config import ConfigResolver
+from gpulint.engine.discovery import discover
 
 
 def linted_paths(root, *args):
@@ -251,13 +251,13 @@ def test_parallel_workers_give_the_same_result(tmp_path):
 
 
 def test_pattern_matcher_agrees_with_pathspec():
-    """The exclude patterns are matched by gpulint.globs, which must say what
+    """The exclude patterns are matched by gpulint.engine.globs, which must say what
     pathspec's GitIgnoreSpec says, negations included (random patterns and
     paths: tests/test_globs.py)."""
     import pathspec
 
-    from gpulint.config import DEFAULT_EXCLUDE
-    from gpulint.globs import PatternSet
+    from gpulint.engine.config import DEFAULT_EXCLUDE
+    from gpulint.engine.globs import PatternSet
 
     paths = [
         ".git/", "venv/", "build/", "src/build/", "pkg/__pycache__/", "dist/x.py", "node_modules/",
@@ -314,7 +314,7 @@ def test_findings_are_the_same_cold_warm_parallel_and_without_prefilter(tmp_path
     fill = invoke(args + ["-j", "2"], tmp_path, cache=True)
     warm = invoke(args + ["-j", "2"], tmp_path, cache=True)
     assert (tmp_path / ".gpulint_cache").is_dir()
-    from gpulint import engine
+    from gpulint.engine import lint as engine
 
     monkeypatch.setattr(engine, "_wanted", lambda rule, text: True)
     unfiltered = invoke(args + ["-j", "1", "--no-cache"], tmp_path)
@@ -330,7 +330,9 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
     import gc
     import textwrap
 
-    from gpulint import engine, files, runner
+    from gpulint.engine import lint as engine
+    from gpulint.engine import files
+    from gpulint.engine import runner
     from gpulint.registry import all_rules
 
     seen = []

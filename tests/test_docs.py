@@ -10,8 +10,8 @@ import pytest
 
 from cli_helpers import DP, invoke, write
 from helpers import ROOT, lint
-from gpulint import docs
-from gpulint.docs import SPEEDUPS_PAGE, generated_pages, speedups_page
+from gpulint.frontends import docs
+from gpulint.frontends.docs import SPEEDUPS_PAGE, generated_pages, speedups_page
 from gpulint.rule import DOCS_URL
 from gpulint.registry import all_rules
 
@@ -30,10 +30,10 @@ def test_rule_pages_are_up_to_date():
         path = RULES_DIR / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             stale.append(name)
-    assert not stale, f"regenerate with `python3 -m gpulint.docs`: stale pages {stale}"
+    assert not stale, f"regenerate with `python3 -m gpulint.frontends.docs`: stale pages {stale}"
     # any other file there is stray: an old GPU101.md, a renamed rule's page
     extra = {p.name for p in RULES_DIR.iterdir()} - set(generated_pages())
-    assert not extra, f"pages no rule generates (remove them, or run `python3 -m gpulint.docs`): {sorted(extra)}"
+    assert not extra, f"pages no rule generates (remove them, or run `python3 -m gpulint.frontends.docs`): {sorted(extra)}"
 
 
 def test_index_lists_every_rule_with_its_page_and_measured_figure():
@@ -111,7 +111,7 @@ def test_relative_links_in_readme_and_docs_resolve():
 
 
 def test_generator_prunes_stray_pages_and_check_reports(tmp_path, monkeypatch, capsys):
-    """`python3 -m gpulint.docs` on a copy of docs/rules: --check names what is
+    """`python3 -m gpulint.frontends.docs` on a copy of docs/rules: --check names what is
     wrong and writes nothing; a plain run fixes it and removes old pages."""
     rules = tmp_path / "rules"
     shutil.copytree(RULES_DIR, rules)
@@ -142,6 +142,6 @@ def test_speedups_page_tables_are_up_to_date():
     page = speedups_page()
     assert page is not None, "docs/speedups.md is missing"
     with open(SPEEDUPS_PAGE, encoding="utf-8") as fh:
-        assert fh.read() == page, "regenerate with `python3 -m gpulint.docs`"
+        assert fh.read() == page, "regenerate with `python3 -m gpulint.frontends.docs`"
     assert "<!-- bench:start -->" in page and "NVIDIA H200" in page
     assert "(rules/host-sync-in-loop.md)" in page

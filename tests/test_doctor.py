@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gpulint.cli import cli
+from gpulint.frontends.cli import cli
 from gpulint.harness import doctor as D
 from gpulint.harness import doctor_facts as F
 from gpulint.harness import doctor_versions as V
@@ -148,7 +148,7 @@ def test_cli_real_run_text_and_json():
 
 
 def test_doctor_is_lazy_and_listed():
-    code = "import sys, gpulint.cli; sys.exit(1 if 'gpulint.harness.doctor' in sys.modules or 'torch' in sys.modules else 0)"
+    code = "import sys, gpulint.frontends.cli; sys.exit(1 if 'gpulint.harness.doctor' in sys.modules or 'torch' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
     r = CliRunner().invoke(cli, ["--help"])
     assert "doctor" in r.output

@@ -21,7 +21,7 @@ from cli_helpers import (
     CLEAN, DP, TWO, UNCLOSED, UNCLOSED_ERROR, UNCLOSED_LINE, _syntax_error_of, codes, diagnostic_of, diagnostics,
     findings, invoke, write,
 )
-from gpulint import engine
+from gpulint.engine import lint as engine
 from gpulint.rule import FILE_DIAGNOSTICS
 from gpulint.registry import all_rules
 from test_reporters import assert_valid, validator  # noqa: F401  (the official SARIF schema)
@@ -268,7 +268,7 @@ def test_undecodable_and_unknown_coding_are_io_errors(tmp_path):
 def test_stdin_that_does_not_parse(tmp_path):
     from click.testing import CliRunner
 
-    from gpulint.cli import cli
+    from gpulint.frontends.cli import cli
 
     env = {"NO_COLOR": "1", "GPULINT_NO_CACHE": "1", "FORCE_COLOR": None, "GPULINT_DEBUG": None}
     old = os.getcwd()

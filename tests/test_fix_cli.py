@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from gpulint.cli import cli
+from gpulint.frontends.cli import cli
 
 SAFE_AND_UNSAFE = """\
 import torch

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import FIXTURES, ROOT, fixture_torch_version, options
-from gpulint.cli import cli
-from gpulint.engine import lint_source
-from gpulint.fixes import fix_source
+from gpulint.frontends.cli import cli
+from gpulint.engine.lint import lint_source
+from gpulint.fix.apply import fix_source
 
 FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
 
@@ -164,7 +164,7 @@ def test_file_mode_is_kept(tmp_path):
 
 
 def test_file_changed_on_disk_is_not_overwritten(tmp_path, monkeypatch):
-    import gpulint.fix_cmd as fc
+    import gpulint.fix.files as fc
 
     p = tmp_path / "a.py"
     p.write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")

@@ -1,4 +1,4 @@
-"""The flake8 plugin (gpulint/flake8_plugin.py): real `python -m flake8` runs
+"""The flake8 plugin (gpulint/frontends/flake8_plugin.py): real `python -m flake8` runs
 in a subprocess report what `gpulint check` reports, `# noqa` works the flake8
 way, and a default-off rule runs only when flake8's selection names it.
 
@@ -38,7 +38,7 @@ else:  # pragma: no cover
 
 flake8 = pytest.importorskip("flake8", minversion="6")
 
-ENTRY_POINT = "gpulint.flake8_plugin:Plugin"
+ENTRY_POINT = "gpulint.frontends.flake8_plugin:Plugin"
 LINE_RE = re.compile(r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) (?P<msg>.*)$")
 
 TRAIN = """\
@@ -290,7 +290,7 @@ def test_syntax_error_is_flake8s(site_dir, tmp_path):
 
 # ------------------------------------------------------------------ in-process
 def _plugin_results(source: str, filename: str, options=None):
-    from gpulint.flake8_plugin import Plugin
+    from gpulint.frontends.flake8_plugin import Plugin
 
     Plugin.parse_options(options)
     source = textwrap.dedent(source)
@@ -307,7 +307,7 @@ def test_plugin_uses_the_lines_and_tree_it_is_given(tmp_path):
 
 
 def test_plugin_reports_an_analysis_failure_as_gpu000(monkeypatch, tmp_path):
-    import gpulint.flake8_plugin as plugin
+    import gpulint.frontends.flake8_plugin as plugin
 
     def boom(*a, **k):
         raise RuntimeError("rule bug")
@@ -320,9 +320,9 @@ def test_plugin_reports_an_analysis_failure_as_gpu000(monkeypatch, tmp_path):
 
 def test_importing_gpulint_imports_neither_flake8_nor_the_plugin():
     code = (
-        "import sys, gpulint, gpulint.cli, gpulint.engine, gpulint.runner\n"
-        "assert 'flake8' not in sys.modules and 'gpulint.flake8_plugin' not in sys.modules, sorted(sys.modules)\n"
-        "import gpulint.flake8_plugin\n"
+        "import sys, gpulint, gpulint.frontends.cli, gpulint.engine.lint, gpulint.engine.runner\n"
+        "assert 'flake8' not in sys.modules and 'gpulint.frontends.flake8_plugin' not in sys.modules, sorted(sys.modules)\n"
+        "import gpulint.frontends.flake8_plugin\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('flake8', 'torch'))\n"
         "assert not bad, bad\n"
         "print('ok')\n"
@@ -334,7 +334,7 @@ def test_importing_gpulint_imports_neither_flake8_nor_the_plugin():
 
 def test_every_rule_is_reachable_through_flake8():
     # default-on rules always run; each default-off rule by its exact code
-    from gpulint.flake8_plugin import Plugin
+    from gpulint.frontends.flake8_plugin import Plugin
 
     class Opts:
         select = ["GPU"]

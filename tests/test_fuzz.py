@@ -38,10 +38,10 @@ from hypothesis import HealthCheck, given, settings
 from fuzz_strategies import training_code
 from helpers import options
 from gpulint.edits import apply_edits
-from gpulint.engine import lint_source
-from gpulint.fixes import newline_of
-import gpulint.fixes
-from gpulint.fixes import fix_source
+from gpulint.engine.lint import lint_source
+from gpulint.fix.apply import newline_of
+import gpulint.fix.apply
+from gpulint.fix.apply import fix_source
 from gpulint.rule import SAFE, UNSAFE
 from gpulint.source import Source
 
@@ -90,12 +90,12 @@ def _recorded_passes():
         passes.append((text, list(edits), new))
         return new
 
-    saved = gpulint.fixes.apply_edits
-    gpulint.fixes.apply_edits = recording
+    saved = gpulint.fix.apply.apply_edits
+    gpulint.fix.apply.apply_edits = recording
     try:
         yield passes
     finally:
-        gpulint.fixes.apply_edits = saved
+        gpulint.fix.apply.apply_edits = saved
 
 
 def check_fix(text: str) -> None:

@@ -1,4 +1,4 @@
-"""gpulint.globs: gitignore-style patterns matched without regular expressions.
+"""gpulint.engine.globs: gitignore-style patterns matched without regular expressions.
 
 The matcher must say what pathspec's GitIgnoreSpec (which gpulint used
 before) says, on random patterns and paths; must give the right answer on
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpulint.config import Settings
-from gpulint.globs import PatternSet, compile_pattern, split_path
+from gpulint.engine.config import Settings
+from gpulint.engine.globs import PatternSet, compile_pattern, split_path
 
 # pieces of a pattern's segment: literals, wildcards, classes and escapes. The
 # only negated classes are whole pieces ("[!a]"), so the reference below can

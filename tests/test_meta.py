@@ -60,7 +60,7 @@ def test_linting_never_imports_torch():
     import subprocess
 
     code = (
-        "import sys; from gpulint.engine import lint_source, LintOptions; from gpulint.registry import all_rules;"
+        "import sys; from gpulint.engine.lint import lint_source, LintOptions; from gpulint.registry import all_rules;"
         "lint_source(open('fixtures/GPU001/' + __import__('os').listdir('fixtures/GPU001')[0]).read(), 'x.py',"
         " LintOptions(tuple(all_rules())));"
         "sys.exit(1 if 'torch' in sys.modules else 0)"

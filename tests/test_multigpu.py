@@ -92,7 +92,7 @@ def test_table_says_what_was_not_run_and_the_ratios():
 def test_cli_refuses_codes_with_gpus(tmp_path):
     from click.testing import CliRunner
 
-    from gpulint.cli import cli
+    from gpulint.frontends.cli import cli
 
     res = CliRunner().invoke(cli, ["bench", "GPU101", "--gpus", "2"])
     assert res.exit_code == 2 and "takes no CODES" in res.output
@@ -101,7 +101,7 @@ def test_cli_refuses_codes_with_gpus(tmp_path):
 
 
 def test_gpu001_page_quotes_the_measured_study():
-    from gpulint.docs import multigpu_summary, render_multigpu
+    from gpulint.frontends.docs import multigpu_summary, render_multigpu
 
     report = {
         "where": "NVIDIA H200 · torch 2.11.0 · CUDA 13.0 · 2026-11-29", "visible_gpus": 2, "device": "cuda",

@@ -26,11 +26,11 @@ import pytest
 
 from helpers import FIXTURES, ROOT, fixture_expectations, fixture_torch_version, options
 
-from gpulint import engine
-from gpulint.add_noqa import add_noqa
-from gpulint.engine import LintError, lint_source
-from gpulint.fixes import fix_source, validate_code
-from gpulint.suppress import Suppressions
+from gpulint.engine import lint as engine
+from gpulint.fix.noqa import add_noqa
+from gpulint.engine.lint import LintError, lint_source
+from gpulint.fix.apply import fix_source, validate_code
+from gpulint.engine.suppress import Suppressions
 
 DATA = Path(__file__).resolve().parent / "data" / "new_syntax"
 SAMPLES = sorted(DATA.glob("*.py"))
@@ -101,7 +101,7 @@ def test_core_only_the_fallback_rewrites():
 
 def test_core_a_file_that_parses_natively_never_loads_the_rewriting():
     code = (
-        "import sys; from gpulint.engine import parse, lint_source; from helpers import options\n"
+        "import sys; from gpulint.engine.lint import parse, lint_source; from helpers import options\n"
         "parse('x = 1\\n', 'x.py'); lint_source('import torch\\nfor x in y:\\n    print(x.item())\\n', 'x.py', options())\n"
         "print('gpulint.lowering' in sys.modules)\n"
     )
@@ -521,7 +521,8 @@ def test_core_node_positions_without_libcst_internals(monkeypatch):
 
 
 def test_core_notebook_cells_of_newer_syntax(tmp_path):
-    from gpulint.notebook import Notebook, fix_notebook, lint_notebook
+    from gpulint.engine.notebook import Notebook, lint_notebook
+    from gpulint.fix.notebook import fix_notebook
 
     cells = [
         "import torch\ndevice = 'cuda'\n",

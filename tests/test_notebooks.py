@@ -18,8 +18,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
 from cli_helpers import DP, diagnostic_line, diagnostics, findings, invoke, write
-from gpulint.engine import LintError
-from gpulint.notebook import Notebook, _safe_fix, join_cells, lint_notebook, python_cell_text
+from gpulint.engine.lint import LintError
+from gpulint.engine.notebook import Notebook, _safe_fix, join_cells, lint_notebook, python_cell_text
 from gpulint.rule import SAFE, Edit, Finding, Fix
 from helpers import options
 
@@ -533,7 +533,8 @@ def test_a_fix_never_touches_an_ipython_line_nor_spans_cells():
 
 def test_edits_at_cell_boundaries_go_where_their_text_belongs():
     from gpulint.edits import apply_edits
-    from gpulint.notebook import _Linter, _split
+    from gpulint.engine.notebook import CellLinter
+    from gpulint.fix.notebook import _split
 
     book = Notebook.from_text(nb_text(code("a = 1"), code("%time f()\nb = 2"), code("c = 3\n")))
     assert book.text == "a = 1\npass\nb = 2\nc = 3\n"
@@ -542,7 +543,7 @@ def test_edits_at_cell_boundaries_go_where_their_text_belongs():
         Edit(17, 17, "y = "),  # the start of cell 3's first line
         Edit(23, 23, "z = 9\n"),  # the end of the program: the last cell
     ]
-    _Linter(book, "nb.ipynb", options()).shift(edits)
+    CellLinter(book, "nb.ipynb", options()).shift(edits)
     assert _split(book, apply_edits(book.text, edits)) == ["a = 1\nx = 0", "%time f()\nb = 2", "y = c = 3\nz = 9\n"]
 
 
@@ -662,7 +663,7 @@ def test_a_file_cut_into_cells_lints_and_fixes_as_the_file(path):
     other cell, must give the file's findings (in cell positions) and, fixed,
     cells that join back into the fixed file (its magic lines kept)."""
     from helpers import fixture_torch_version
-    from gpulint.fixes import fix_source
+    from gpulint.fix.apply import fix_source
     from gpulint.registry import all_rules
 
     text = path.read_text(encoding="utf-8")
@@ -674,8 +675,8 @@ def test_a_file_cut_into_cells_lints_and_fixes_as_the_file(path):
     book = Notebook.from_text(nb_text(*(code(c) for c in with_magics)))
     assert book.text == py
     # findings: the same, each in its cell
-    from gpulint.engine import lint_source
-    from gpulint.notebook import fix_notebook
+    from gpulint.engine.lint import lint_source
+    from gpulint.fix.notebook import fix_notebook
 
     expected = [(f.code, f.row, f.col) for f in lint_source(py, "train.py", opts)]
     row0 = [1]
@@ -697,7 +698,7 @@ def test_a_file_cut_into_cells_lints_and_fixes_as_the_file(path):
 def test_the_cut_files_oracle_is_not_vacuous():
     # most of the corpus has findings, and a good part of it has fixes, so the oracle above checks real work
     from helpers import fixture_torch_version
-    from gpulint.fixes import fix_source
+    from gpulint.fix.apply import fix_source
     from gpulint.registry import all_rules
 
     changed = 0
@@ -744,9 +745,9 @@ def test_fuzz_training_notebooks_fix_as_their_program():
     from hypothesis import HealthCheck, given, settings, strategies as st
 
     from fuzz_strategies import compiles, training_code
-    from gpulint.engine import lint_source
-    from gpulint.fixes import fix_source
-    from gpulint.notebook import _as_python_reads, _validate_program, fix_notebook
+    from gpulint.engine.lint import lint_source
+    from gpulint.fix.apply import fix_source
+    from gpulint.fix.notebook import _as_python_reads, _validate_program, fix_notebook
 
     opts = options()
 
@@ -790,7 +791,7 @@ def test_fixes_in_notebooks_that_only_ipython_runs(tmp_path):
 def test_cells_with_old_mac_line_breaks_are_linted_not_fixed():
     # removing the last line of a lone-CR cell would join its line break with the
     # next cell's blank first line (CR LF): no fix is offered in such a cell
-    from gpulint.notebook import fix_notebook
+    from gpulint.fix.notebook import fix_notebook
 
     loop = "for x, y in loader:\r    loss = model(x)\r    loss.backward()\r    torch.cuda.empty_cache()"
     text = nb_text(code("import torch\r"), code(loop + "\r"), code("\nprint(1)"), code(loop.replace("\r", "\n")))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from gpulint.cli import cli
+from gpulint.frontends.cli import cli
 from gpulint.model.project.facts import model_with_facts
 from gpulint.model.project.graph import ProjectGraph
 from gpulint.model.project.modules import module_names, resolve_from

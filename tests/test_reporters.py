@@ -16,8 +16,8 @@ import pytest
 
 from cli_helpers import CLEAN, DP, TWO, UNCLOSED_ERROR, UNCLOSED_LINE, ZG, diagnostics, invoke, write
 from gpulint import __version__
-from gpulint.reporters import ReportContext, get_reporter
-from gpulint.reporters import sarif
+from gpulint.frontends.reporters import ReportContext, get_reporter
+from gpulint.frontends.reporters import sarif
 from gpulint.rule import SAFE, UNSAFE, Edit, Finding, Fix, file_diagnostic
 from gpulint.registry import all_rules
 

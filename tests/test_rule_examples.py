@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import codes_of, fix
-from gpulint.config import LATEST_TORCH
+from gpulint.engine.config import LATEST_TORCH
 from gpulint.rule import NONE
 from gpulint.registry import all_rules
 

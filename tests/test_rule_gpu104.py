@@ -36,7 +36,7 @@ def test_training_loop_is_gpu101_eval_loop_is_gpu104():
 
 
 def test_gpu104_is_off_by_default():
-    from gpulint.config import resolve_selection
+    from gpulint.engine.config import resolve_selection
 
     assert "GPU104" not in resolve_selection(None, (), ())
     assert "GPU104" in resolve_selection(("GPU104",), (), ())

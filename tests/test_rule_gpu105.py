@@ -253,7 +253,7 @@ def test_numpy_and_pandas_receivers():
 
 
 def test_off_by_default():
-    from gpulint.config import resolve_selection
+    from gpulint.engine.config import resolve_selection
 
     assert "GPU105" not in resolve_selection(None, (), ())
     assert "GPU105" in resolve_selection(("GPU105",), (), ())

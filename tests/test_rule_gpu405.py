@@ -154,7 +154,7 @@ def test_test_files_are_skipped():
 
 
 def test_off_by_default():
-    from gpulint.config import resolve_selection
+    from gpulint.engine.config import resolve_selection
 
     assert "GPU405" not in resolve_selection(None, (), ())
     assert "GPU405" in resolve_selection(("GPU405",), (), ())

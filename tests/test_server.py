@@ -1,5 +1,5 @@
 """`gpulint server`: real LSP sessions against `python3 -m gpulint server`
-over stdio (tests/lsp_client.py), and the pure parts (gpulint.server.core)
+over stdio (tests/lsp_client.py), and the pure parts (gpulint.frontends.server.core)
 in-process."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from gpulint.registry import all_rules
 
-from gpulint.server.core import (
+from gpulint.frontends.server.core import (
     UTF8,
     UTF16,
     UTF32,
@@ -329,7 +329,7 @@ def test_exit_without_shutdown_and_eof(workspace, client_factory):
 
 
 def test_server_without_pygls_says_how_to_install():
-    code = "import sys; sys.modules['pygls'] = None; from gpulint.cli import main; main(['server'])"
+    code = "import sys; sys.modules['pygls'] = None; from gpulint.frontends.cli import main; main(['server'])"
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          stdin=subprocess.DEVNULL)
     assert res.returncode == 2
@@ -344,7 +344,7 @@ def test_check_does_not_import_pygls(tmp_path):
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     imported = [line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")]
-    assert "gpulint.engine" in imported  # the measurement works
+    assert "gpulint.engine.lint" in imported  # the measurement works
     assert not [m for m in imported if m.split(".")[0] in ("pygls", "lsprotocol", "cattrs", "torch")]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from cli_helpers import DP, ZG, findings, write
 
-from gpulint.cli import cli
+from gpulint.frontends.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "train_classifier.py"
@@ -126,7 +126,7 @@ def test_usage_errors(tmp_path):
 
 
 def test_too_large_input_is_one_clear_error(tmp_path, monkeypatch):
-    from gpulint import engine
+    from gpulint.engine import lint as engine
 
     monkeypatch.setattr(engine, "MAX_FILE_BYTES", 16)
     res = run(["check", "-"], tmp_path, DP.encode())

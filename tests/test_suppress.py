@@ -10,7 +10,7 @@ import pytest
 
 from cli_helpers import TWO, codes, invoke, write
 from helpers import lint
-from gpulint.suppress import Suppressions
+from gpulint.engine.suppress import Suppressions
 
 HEAD = "import torch\nfrom torch import nn\n\n"
 
@@ -162,7 +162,7 @@ def test_each_kind_of_comment_can_be_left_out():
     itself), and with neither kind under flake8's --disable-noqa."""
     import dataclasses
 
-    from gpulint.engine import lint_source
+    from gpulint.engine.lint import lint_source
     from helpers import options
 
     text = HEAD + (

@@ -758,7 +758,7 @@ def doctor(as_json, python, timeout, no_color) -> None:
     nothing FAILs, 1 when something does, 2 when torch is not installed.
     Imports torch in a fresh interpreter; never imports your code.
     """
-    from gpulint.console import use_color
+    from gpulint.engine.console import use_color
 
     try:
         facts = gather(python, timeout)

@@ -143,12 +143,12 @@ def fix_copy(
     the originals: the files are discovered and configured from the
     originals (their config, excludes, per-file-ignores, and their paths,
     which some rules look at), and the fixed text is written to the copy."""
-    from gpulint.config import ConfigResolver
-    from gpulint.fix_cmd import FileFix, read_with_encoding, write_fixed
-    from gpulint.fixes import FixError, fix_source, newline_of
-    from gpulint.engine import LintError
+    from gpulint.engine.config import ConfigResolver
+    from gpulint.fix.files import FileFix, read_with_encoding, write_fixed
+    from gpulint.fix.apply import FixError, fix_source, newline_of
+    from gpulint.engine.lint import LintError
     from gpulint.rule import SAFE, UNSAFE
-    from gpulint.runner import run
+    from gpulint.engine.runner import run
 
     out = FixOutcome()
     resolver = ConfigResolver(config_path)
@@ -465,7 +465,7 @@ def verify(script, args, steps, warmup, device, unsafe_fixes, select, ignore, co
     A step is one `optimizer.step()` call: a script that steps several
     optimizers per iteration (a GAN) counts each.
     """
-    from gpulint.console import split_codes, validate_codes
+    from gpulint.engine.console import split_codes, validate_codes
 
     select_l, ignore_l = split_codes(select), split_codes(ignore)
     validate_codes("--select", select_l)

@@ -24,17 +24,17 @@ def server(config_path) -> None:
     except ImportError:
         click.echo(INSTALL_HINT, err=True)
         sys.exit(2)
-    from gpulint.config import ConfigError, ConfigResolver
+    from gpulint.engine.config import ConfigError, ConfigResolver
 
     if config_path is not None:
         try:
             ConfigResolver(config_path)  # a bad --config fails now, in one line, not per document
         except ConfigError as exc:
-            from gpulint.reporters.text import printable
+            from gpulint.frontends.reporters.text import printable
 
             click.echo(f"gpulint: error: {printable(str(exc))}", err=True)
             sys.exit(2)
-    from gpulint.server.protocol import create_server
+    from gpulint.frontends.server.protocol import create_server
 
     # stdout carries the protocol: anything else printed must go to stderr
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer

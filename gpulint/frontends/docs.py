@@ -11,11 +11,11 @@ from typing import Optional
 from gpulint.harness.stats import fmt_mib, fmt_ms as _ms
 from gpulint.rule import NONE, SAFE
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 # the generated pages: one per rule, named after the rule (as Ruff's are), and the index
 RULES_DIR = os.path.join(ROOT, "docs", "rules")
 INDEX_PAGE = "index.md"
-REGENERATE = "python3 -m gpulint.docs"
+REGENERATE = "python3 -m gpulint.frontends.docs"
 # what `gpulint bench --json` recorded on a real GPU (see docs/speedups.md)
 SPEEDUPS_JSON = os.path.join(ROOT, "docs", "speedups.json")
 
@@ -260,7 +260,7 @@ def main(argv=None) -> int:
     status is 1 when a page is stale, missing or stray."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python3 -m gpulint.docs", description=main.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python3 -m gpulint.frontends.docs", description=main.__doc__.splitlines()[0])
     parser.add_argument("out_dir", nargs="?", default=RULES_DIR, help="where the rule pages go (default: docs/rules)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page is out of date")
     args = parser.parse_args(argv)

@@ -21,7 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from gpulint.globs import PatternSet
+from gpulint.engine.globs import PatternSet
 from gpulint.registry import all_rules
 from gpulint.rule import LATEST_TORCH
 

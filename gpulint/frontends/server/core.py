@@ -1,7 +1,7 @@
 """What `gpulint server` computes, with no LSP library in sight: the lint of
 an in-memory document (with the CLI's config resolution and engine), the
 conversion between character offsets and LSP positions, and the text changes
-behind each code action. `gpulint.server.protocol` turns these into LSP
+behind each code action. `gpulint.frontends.server.protocol` turns these into LSP
 messages with pygls.
 
 Positions: the engine reports 1-based rows and 1-based character (code
@@ -20,14 +20,14 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from gpulint.config import CONFIG_FILES, ConfigError, ConfigResolver, Settings
-from gpulint.discovery import force_excluded
-from gpulint.engine import MAX_FILE_BYTES, LintError, LintOptions, collector_paused, lint_source, parse
-from gpulint.fixes import FixError, fix_source, newline_of, with_newline
+from gpulint.engine.config import CONFIG_FILES, ConfigError, ConfigResolver, Settings
+from gpulint.engine.discovery import force_excluded
+from gpulint.engine.lint import MAX_FILE_BYTES, LintError, LintOptions, collector_paused, lint_source, parse
+from gpulint.fix.apply import FixError, fix_source, newline_of, with_newline
 from gpulint.edits import apply_edits
 from gpulint.rule import SAFE, Edit, Finding
-from gpulint.runner import options_for
-from gpulint.suppress import NOQA_RE, Suppressions
+from gpulint.engine.runner import options_for
+from gpulint.engine.suppress import NOQA_RE, Suppressions
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 _LINE_END = re.compile(r"\r\n|\r|\n")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, List, Optional, Tuple, Union
 
 from gpulint.edits import apply_edits
-from gpulint.engine import LintOptions, lint_source
+from gpulint.engine.lint import LintOptions, lint_source
 from gpulint.rule import SAFE, UNSAFE, Edit, Finding
 
 MAX_PASSES = 10
@@ -51,7 +51,7 @@ def validate_code(
     instead of the text (a notebook's program, as an AST). Text in syntax
     newer than this Python's is compiled as the engine parses it: rewritten
     for this Python (gpulint/lowering/), `prepare` applied to its tree."""
-    from gpulint import engine
+    from gpulint.engine import lint as engine
 
     try:
         if engine.FORCE_LOWER_TO is not None and code is None:
@@ -77,7 +77,8 @@ def validate_code(
 def _compile_lowered(text: str, path: str, flags: int, prepare) -> Union[None, bool, str]:
     """Compile `text` rewritten for this Python: None when it compiles, why
     not, or False when it is not syntax of a newer Python (nothing to rewrite)."""
-    from gpulint import engine, lowering
+    from gpulint import lowering
+    from gpulint.engine import lint as engine
 
     try:
         lowered = lowering.lower(text, engine.FORCE_LOWER_TO)

@@ -1,42 +1,29 @@
-"""Lint many files: resolve settings per file, use the cache, fan out to
-worker processes when there is enough work."""
+"""Lint many files as one project: resolve settings per file, use the
+cache (gpulint/engine/cache.py), fan out to worker processes when there is
+enough work, and join the project's call graph to a fixpoint."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint import __version__
-from gpulint.config import ConfigResolver, Settings, with_cli_overrides
-from gpulint.discovery import discover
-from gpulint.engine import LintOptions, ProjectInput, collector_paused
-from gpulint.files import FileResult, lint_bytes, lint_file
-from gpulint.model.project.graph import ProjectGraph, digest, is_empty
+from gpulint.engine.cache import Cache, facts_key, table_key
+from gpulint.engine.config import ConfigResolver, Settings, with_cli_overrides
+from gpulint.engine.discovery import discover
+from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
+from gpulint.engine.files import FileResult, lint_bytes, lint_file
+from gpulint.model.project.graph import ProjectGraph
 from gpulint.model.project.modules import is_package, module_names
-from gpulint.rule import IO_ERROR, Edit, Finding, Fix, file_diagnostic
+from gpulint.rule import IO_ERROR, Finding, file_diagnostic
 
 PARALLEL_MIN_FILES = 24
-CACHE_DIR = ".gpulint_cache"
 # the project's call graph is joined this many times at most (each round
 # re-reads only the files whose facts changed); real projects settle in two
 PROJECT_ROUNDS = 4
 # how far imports are followed out of the linted files for their summaries
 CONTEXT_DEPTH = 3
-
-
-def table_key(table: Optional[dict]) -> str:
-    """What a file's findings depend on beyond its own text: the digest of
-    the project facts it was read with ("" for none)."""
-    return "" if table is None or is_empty(table) else digest(table)
-
-
-def facts_key(res: FileResult) -> str:
-    """The key of the facts a result was read with."""
-    return table_key(res.table) if res.table is not None else res.facts_key
 
 
 @dataclass
@@ -72,211 +59,6 @@ class RunResult:
     def nothing_found(self) -> bool:
         """No file to lint was found under the paths given (and none failed)."""
         return not self.results and not self.errors
-
-
-# ------------------------------------------------------------------ cache
-def finding_to_dict(f: Finding) -> dict:
-    d = asdict(f)
-    if f.fix is not None:
-        d["fix"] = {
-            "message": f.fix.message,
-            "applicability": f.fix.applicability,
-            "edits": [[e.start, e.end, e.content, list(e.location), list(e.end_location)] for e in f.fix.edits],
-        }
-    return d
-
-
-def finding_from_dict(d: dict) -> Finding:
-    d = dict(d)
-    fx = d.pop("fix", None)
-    fix = None
-    if fx:
-        fix = Fix(
-            fx["message"],
-            tuple(Edit(e[0], e[1], e[2], tuple(e[3]), tuple(e[4])) for e in fx["edits"]),
-            fx["applicability"],
-        )
-    return Finding(fix=fix, **d)
-
-
-_FINGERPRINT: Optional[str] = None
-
-
-def _code_fingerprint() -> str:
-    """Changes whenever gpulint's own code changes (an upgrade, or an edited
-    checkout), so a cache never serves findings of other rules' code."""
-    global _FINGERPRINT
-    if _FINGERPRINT is None:
-        h = hashlib.sha1()
-        pkg = os.path.dirname(os.path.abspath(__file__))
-        for dirpath, dirnames, filenames in os.walk(pkg):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for name in sorted(filenames):
-                if name.endswith(".py"):
-                    p = os.path.join(dirpath, name)
-                    try:
-                        st = os.stat(p)
-                    except OSError:
-                        continue
-                    h.update(f"{os.path.relpath(p, pkg)}:{st.st_mtime_ns}:{st.st_size};".encode())
-        _FINGERPRINT = h.hexdigest()[:16]
-    return _FINGERPRINT
-
-
-def cache_dir_for(root: str, cache_dir: Optional[str] = None) -> str:
-    return cache_dir if cache_dir else os.path.join(root, CACHE_DIR)
-
-
-class Cache:
-    """One JSON file per project root and gpulint version: for each file its
-    mtime, size, the key of the options it was linted with (gpulint version,
-    a fingerprint of gpulint's code, the effective rules and fix policy) and
-    its findings. Written atomically: concurrent runs never see a torn file,
-    and the last writer wins."""
-
-    def __init__(self, root: str, cache_dir: Optional[str] = None) -> None:
-        self.dir = cache_dir_for(root, cache_dir)
-        # a shared --cache-dir keeps projects apart by their root
-        name = f"v{__version__}.json" if not cache_dir else (
-            f"v{__version__}-{hashlib.sha1(os.path.abspath(root).encode()).hexdigest()[:12]}.json"
-        )
-        self.path = os.path.join(self.dir, name)
-        self.entries: Dict[str, dict] = {}
-        self.dirty = False
-        self.names: Dict[str, List[str]] = {}  # path -> its module names, as cached (see `names_for`)
-        try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
-            if isinstance(data, dict):
-                self.entries = data
-        except (OSError, ValueError):
-            pass
-
-    _keys: Dict[LintOptions, str] = {}
-
-    @classmethod
-    def options_key(cls, options: LintOptions) -> str:
-        key = cls._keys.get(options)
-        if key is None:  # asked for every file; most runs have one or two distinct options
-            raw = json.dumps([__version__, _code_fingerprint(), asdict(options)], sort_keys=True)
-            key = cls._keys[options] = hashlib.sha1(raw.encode()).hexdigest()[:16]
-        return key
-
-    def is_cached(self, path: str, options: LintOptions) -> bool:
-        """The cache holds the result of `path` as it is now, with these options."""
-        e = self.entries.get(os.path.abspath(path))
-        if not e or e.get("k") != self.options_key(options):
-            return False
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        return e.get("m") == st.st_mtime_ns and e.get("s") == st.st_size
-
-    def get(self, path: str, options: LintOptions) -> Optional[FileResult]:
-        """The cached result of `path` (its findings, summary and the key of
-        the facts it was read with), if the file and options are unchanged."""
-        e = self.entries.get(os.path.abspath(path))
-        if not e:
-            return None
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        if e.get("m") != st.st_mtime_ns or e.get("s") != st.st_size or e.get("k") != self.options_key(options):
-            return None
-        try:
-            findings = [finding_from_dict(d) for d in e["f"]]
-        except (KeyError, TypeError, ValueError, IndexError):
-            return None
-        for f in findings:
-            f.path = path  # as this run names the file, not as the run that cached it did
-        if "n" in e:
-            self.names[path] = e["n"]
-        return FileResult(path, findings, summary=e.get("y"), facts_key=e.get("t", ""), deferred=bool(e.get("d")),
-                          accelerator=e.get("a", True))
-
-    def put(self, path: str, options: LintOptions, res: FileResult, names: Sequence[str] = ()) -> None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return
-        self.entries[os.path.abspath(path)] = {
-            "n": list(names),
-            "m": st.st_mtime_ns,
-            "s": st.st_size,
-            "k": self.options_key(options),
-            "f": [finding_to_dict(f) for f in res.findings],
-            "y": res.summary,
-            "t": facts_key(res),
-            "d": res.deferred,
-            "a": res.accelerator,
-        }
-        self.dirty = True
-
-    # the entry that records the last run's project (not a path: paths are absolute)
-    PROJECT_KEY = " project"
-
-    def names_for(self, path: str, roots_key: str) -> Optional[List[str]]:
-        """The module names cached for `path`, if they were found under the same roots."""
-        e = self.entries.get(self.PROJECT_KEY)
-        if not isinstance(e, dict) or e.get("roots") != roots_key:
-            return None
-        return self.names.get(path)
-
-    def previous_context(self, linted: str) -> Optional[List[str]]:
-        """The files the last run over the same linted files read for their
-        summaries only, or None."""
-        e = self.entries.get(self.PROJECT_KEY)
-        if not isinstance(e, dict) or e.get("files") != linted:
-            return None
-        return [c[0] for c in e.get("context", ())]
-
-    def project_unchanged(self, linted: str) -> bool:
-        """The last run read the same linted files as one project, and none of
-        the files it read only for their summaries (context) has changed:
-        with every linted file a cache hit, the project's facts are the same."""
-        e = self.entries.get(self.PROJECT_KEY)
-        if not isinstance(e, dict) or e.get("files") != linted:
-            return False
-        for path, mtime, size in e.get("context", ()):
-            try:
-                st = os.stat(path)
-            except OSError:
-                return False
-            if st.st_mtime_ns != mtime or st.st_size != size:
-                return False
-        return True
-
-    def put_project(self, linted: str, context: Sequence[str], roots_key: str = "") -> None:
-        stats = []
-        for path in context:
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            stats.append([os.path.abspath(path), st.st_mtime_ns, st.st_size])
-        entry = {"files": linted, "context": sorted(stats), "roots": roots_key}
-        if self.entries.get(self.PROJECT_KEY) != entry:
-            self.entries[self.PROJECT_KEY] = entry
-            self.dirty = True
-
-    def save(self) -> None:
-        if not self.dirty:
-            return
-        try:
-            os.makedirs(self.dir, exist_ok=True)
-            gi = os.path.join(self.dir, ".gitignore")
-            if not os.path.exists(gi):
-                with open(gi, "w") as fh:
-                    fh.write("# Automatically created by gpulint.\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                # dumps, not dump: json.dump streams through the pure-Python encoder (10x slower here)
-                fh.write(json.dumps(self.entries, separators=(",", ":")))
-            os.replace(tmp, self.path)
-        except OSError:
-            pass  # a cache that cannot be written is not an error
 
 
 _POLICY: Dict[int, tuple] = {}
@@ -330,7 +112,7 @@ def run_stdin(
     """Lint text read from stdin as the file `filename` (its config, its
     per-file-ignores, its name in the report), as `ruff check --stdin-filename`.
     With `force_exclude`, a filename the config excludes lints nothing."""
-    from gpulint.discovery import force_excluded
+    from gpulint.engine.discovery import force_excluded
 
     out = RunResult()
     name = filename or STDIN_NAME

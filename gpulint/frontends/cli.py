@@ -10,8 +10,8 @@ from typing import Dict, List, Optional, Tuple
 import click
 
 from gpulint import __version__
-from gpulint.config import OUTPUT_FORMATS, ConfigError, ConfigResolver
-from gpulint.console import split_codes, use_color, validate_codes
+from gpulint.engine.config import OUTPUT_FORMATS, ConfigError, ConfigResolver
+from gpulint.engine.console import split_codes, use_color, validate_codes
 from gpulint.rule import Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -29,7 +29,7 @@ def _parse_selection(select, ignore, extend_select) -> Tuple[List[str], List[str
 
 def _config_error(exc: ConfigError) -> None:
     """One line on stderr. The config's path and contents come from the linted tree: escaped."""
-    from gpulint.reporters.text import printable
+    from gpulint.frontends.reporters.text import printable
 
     click.echo(f"gpulint: error: {printable(str(exc))}", err=True)
 
@@ -39,7 +39,7 @@ class _Group(click.Group):
     `check` starts no faster than its imports (and `server` needs pygls, an extra)."""
 
     LAZY = {"verify": ("gpulint.harness.verify", "verify"), "doctor": ("gpulint.harness.doctor", "doctor"),
-            "server": ("gpulint.server", "server")}
+            "server": ("gpulint.frontends.server", "server")}
 
     def get_command(self, ctx, name):
         if name in self.LAZY and name not in self.commands:
@@ -82,7 +82,7 @@ def _reads_stdin(paths, stdin_filename) -> bool:
 
 
 def _read_stdin() -> bytes:
-    from gpulint.engine import MAX_FILE_BYTES
+    from gpulint.engine.lint import MAX_FILE_BYTES
 
     data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
@@ -128,8 +128,8 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
             cache_dir=cache_dir, jobs=jobs, force_exclude=force_exclude, stdin_filename=stdin_filename,
         )
         return
-    from gpulint.reporters import ReportContext, get_reporter
-    from gpulint.runner import run, run_stdin
+    from gpulint.frontends.reporters import ReportContext, get_reporter
+    from gpulint.engine.runner import run, run_stdin
 
     stdin = _reads_stdin(paths, stdin_filename)
     if stdin and add_noqa:
@@ -175,7 +175,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     report = get_reporter(fmt)(shown, [] if fmt in ("text", "concise") else errors, rctx)
     # and one line on stderr, unless the terminal shows the text report already
     if fmt not in ("text", "concise") or output_file:
-        from gpulint.reporters.text import error_line
+        from gpulint.frontends.reporters.text import error_line
 
         for path, why in errors:
             click.echo(error_line(path, why, use_color(no_color, sys.stderr)), err=True)
@@ -199,7 +199,7 @@ def _write_output_or_exit(path: str, data: bytes, what: str) -> None:
     """Write what the user asked for to the path they named (see
     `fsutil.write_output`), or one line and exit 2."""
     from gpulint.fsutil import write_output
-    from gpulint.reporters.text import printable
+    from gpulint.frontends.reporters.text import printable
 
     try:
         write_output(path, data)
@@ -232,10 +232,10 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
 
     With `-` (or --stdin-filename), the source is read from stdin: the diff is
     printed, or with --apply the fixed source is written to stdout."""
-    from gpulint.fix_cmd import run_fix, unified_diff
-    from gpulint.reporters.text import error_line, finding_line
+    from gpulint.fix.files import run_fix, unified_diff
+    from gpulint.frontends.reporters.text import error_line, finding_line
     from gpulint.rule import SAFE, UNSAFE
-    from gpulint.runner import run
+    from gpulint.engine.runner import run
 
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
     if _reads_stdin(paths, stdin_filename):
@@ -310,11 +310,11 @@ def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_
     """`gpulint fix -`: the diff on stdout, or with --apply the fixed source.
     Whatever goes wrong, --apply writes the input back unchanged: an editor
     that replaces its buffer with gpulint's output never loses it."""
-    from gpulint.engine import LintError
-    from gpulint.fix_cmd import fix_bytes, unified_diff
-    from gpulint.fixes import FixError
-    from gpulint.reporters.text import error_line, finding_line
-    from gpulint.runner import STDIN_NAME, run_stdin
+    from gpulint.engine.lint import LintError
+    from gpulint.fix.files import fix_bytes, unified_diff
+    from gpulint.fix.apply import FixError
+    from gpulint.frontends.reporters.text import error_line, finding_line
+    from gpulint.engine.runner import STDIN_NAME, run_stdin
 
     data = _read_stdin()
     out = sys.stdout.buffer
@@ -363,8 +363,8 @@ def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_
 
 
 def _add_noqa(result, roots: List[str], no_color: bool) -> None:
-    from gpulint.add_noqa import run_add_noqa
-    from gpulint.reporters.text import error_line, finding_line
+    from gpulint.fix.noqa import run_add_noqa
+    from gpulint.frontends.reporters.text import error_line, finding_line
 
     by_path: Dict[str, list] = {}
     for f in result.findings:
@@ -413,7 +413,7 @@ def rules_cmd(output_format: str) -> None:
 @click.argument("rule")
 def explain(rule: str) -> None:
     """Print the documentation of RULE (a code such as GPU101, or a name)."""
-    from gpulint.docs import load_speedups, render_markdown
+    from gpulint.frontends.docs import load_speedups, render_markdown
     from gpulint.registry import rule_by_code_or_name
 
     cls = rule_by_code_or_name(rule)
@@ -431,7 +431,7 @@ def clean(paths, cache_dir, config_path) -> None:
     """Remove the cache of the projects PATHS belong to (default: the current directory)."""
     import shutil
 
-    from gpulint.runner import CACHE_DIR
+    from gpulint.engine.cache import CACHE_DIR
 
     try:
         resolver = ConfigResolver(config_path)
@@ -482,7 +482,7 @@ def bench(codes, device, reps, steps, small, json_path, plot_path, timeout, gpu_
     agreed, 1 when one failed or the good side computed something else, 2
     when the harness cannot run (no torch, no CUDA).
     """
-    from gpulint.config import expand_selector
+    from gpulint.engine.config import expand_selector
     from gpulint.harness import bench as bench_mod
     from gpulint.harness.probe import describe
     from gpulint.registry import all_rules

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from gpulint.engine import LintError, LintOptions, decode_source
-from gpulint.fixes import FixError, fix_source, newline_of
+from gpulint.engine.lint import LintError, LintOptions, decode_source
+from gpulint.fix.apply import FixError, fix_source, newline_of
 from gpulint.fsutil import atomic_write_bytes
 from gpulint.rule import Finding
 
@@ -74,7 +74,7 @@ def decode_with_encoding(data: bytes, path: str) -> Tuple[str, str, bool]:
     text = decode_source(data, path)
     encoding = "utf-8"
     if not bom:
-        from gpulint.engine import CODING_RE
+        from gpulint.engine.lint import CODING_RE
 
         for line in data.split(b"\n", 2)[:2]:
             m = CODING_RE.match(line)
@@ -92,7 +92,8 @@ def encode_fixed(text: str, encoding: str, bom: bool) -> bytes:
 
 
 def fix_notebook_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
-    from gpulint.notebook import fix_notebook, load
+    from gpulint.engine.notebook import load
+    from gpulint.fix.notebook import fix_notebook
 
     try:
         st = os.stat(path)
@@ -122,7 +123,8 @@ def fix_bytes(data: bytes, path: str, options: LintOptions, unsafe: bool) -> Tup
     the fixed contents as bytes, in their own encoding and BOM. Raises
     LintError / FixError as fix_file does."""
     if path.lower().endswith(".ipynb"):
-        from gpulint.notebook import Notebook, fix_notebook
+        from gpulint.engine.notebook import Notebook
+        from gpulint.fix.notebook import fix_notebook
 
         book = Notebook.from_bytes(data)
         nf = fix_notebook(book, path, options, unsafe)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from gpulint.engine import LintError, LintOptions, ProjectInput, decode_source, lint_module, read_bytes
+from gpulint.engine.lint import LintError, LintOptions, ProjectInput, decode_source, lint_module, read_bytes
 from gpulint.rule import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, file_diagnostic
 
 
@@ -28,7 +28,7 @@ class FileResult:
     # for the project's call graph: the file's summary, and the facts table it was read with
     summary: Optional[dict] = None
     table: Optional[dict] = None
-    facts_key: str = ""  # the table's key (`runner.table_key`), where only that is known (a cache hit)
+    facts_key: str = ""  # the table's key (`cache.table_key`), where only that is known (a cache hit)
     deferred: bool = False  # no summary yet: the project asks for it if per-step code calls into the file
     accelerator: bool = True  # the file may put tensors on an accelerator
 
@@ -55,7 +55,7 @@ def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool =
     project's call graph sees the file (default: the file read alone)."""
     try:
         if path.lower().endswith(".ipynb"):
-            from gpulint.notebook import Notebook, lint_notebook  # only for notebooks: its import costs
+            from gpulint.engine.notebook import Notebook, lint_notebook  # only for notebooks: its import costs
 
             return FileResult(path, lint_notebook(Notebook.from_bytes(data), path, options))
         try:
@@ -76,7 +76,7 @@ def lint_file(path: str, options: LintOptions, keep_source: bool = False,
               project: Optional[ProjectInput] = None) -> FileResult:
     try:
         if path.lower().endswith(".ipynb"):
-            from gpulint.notebook import MAX_NOTEBOOK_BYTES
+            from gpulint.engine.notebook import MAX_NOTEBOOK_BYTES
 
             data = read_bytes(path, MAX_NOTEBOOK_BYTES)
         else:

@@ -19,8 +19,8 @@ import errno
 import os
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-from gpulint.config import DEFAULT_INCLUDE, ConfigResolver, Settings
-from gpulint.globs import PatternSet
+from gpulint.engine.config import DEFAULT_INCLUDE, ConfigResolver, Settings
+from gpulint.engine.globs import PatternSet
 
 EXTENSIONS = (".py", ".pyi", ".ipynb")  # what DEFAULT_INCLUDE matches
 

@@ -31,7 +31,7 @@ from gpulint.model.project.summary import may_start_steps
 from gpulint.rule import INTERNAL_ERROR, LATEST_TORCH, SAFE, UNSAFE, Edit, Finding, Fix, Rule
 from gpulint.registry import all_rules
 from gpulint.source import Source
-from gpulint.suppress import Suppressions
+from gpulint.engine.suppress import Suppressions
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are reported, not linted
 CODING_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")

@@ -24,10 +24,10 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.engine import LintError, LintOptions, lint_source, parse
-from gpulint.fix_cmd import FileFix, read_with_encoding, write_fixed
+from gpulint.engine.lint import LintError, LintOptions, lint_source, parse
+from gpulint.fix.files import FileFix, read_with_encoding, write_fixed
 from gpulint.rule import Finding
-from gpulint.suppress import NOQA_RE
+from gpulint.engine.suppress import NOQA_RE
 
 
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+$")

@@ -25,7 +25,7 @@ gpulint builds them, with no empty segment (`a//b`) and no newline in a name.
 
 `check`/`match` answer as pathspec does for a whole path; `check_entry`/
 `match_entry` count only matches of the entry itself, as a walk (and git)
-tests each entry it finds (see gpulint/discovery.py).
+tests each entry it finds (see gpulint/engine/discovery.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import List, Tuple
 
 import click
 
-from gpulint.config import is_valid_selector
+from gpulint.engine.config import is_valid_selector
 
 
 def split_codes(values: Tuple[str, ...]) -> List[str]:

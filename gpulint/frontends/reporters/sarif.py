@@ -28,7 +28,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from gpulint import __version__
-from gpulint.reporters.text import printable
+from gpulint.frontends.reporters.text import printable
 from gpulint.rule import DOCS_URL, Finding
 from gpulint.registry import all_rules
 
@@ -64,7 +64,7 @@ def _region(row: int, col: int, end_row: int, end_col: int) -> dict:
 
 
 def _descriptor(cls) -> dict:
-    from gpulint.docs import render_markdown
+    from gpulint.frontends.docs import render_markdown
 
     sections = cls.doc_sections()
     what = sections.get("What it does", "").strip() or cls.message

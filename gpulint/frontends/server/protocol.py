@@ -6,7 +6,7 @@ Documents are synced in full (`TextDocumentSyncKind.Full`): the server holds
 exactly the client's text, with no incremental patching whose line splitting
 could disagree with the client's (pygls splits on form feeds and other
 characters that LSP does not count as line ends). Positions are converted
-here (gpulint.server.core.LineIndex), in the encoding negotiated at
+here (gpulint.frontends.server.core.LineIndex), in the encoding negotiated at
 `initialize` (UTF-16 unless the client offers UTF-8 or UTF-32).
 """
 
@@ -22,9 +22,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from gpulint import __version__
-from gpulint.config import CONFIG_FILES
+from gpulint.engine.config import CONFIG_FILES
 from gpulint.rule import SAFE, Finding
-from gpulint.server.core import (
+from gpulint.frontends.server.core import (
     UTF8,
     UTF16,
     UTF32,

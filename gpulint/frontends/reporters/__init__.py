@@ -21,19 +21,19 @@ class ReportContext:
 
 def get_reporter(name: str) -> Callable[[Sequence[Finding], Sequence[Tuple[str, str]], ReportContext], str]:
     if name in ("text", "concise"):
-        from gpulint.reporters import text
+        from gpulint.frontends.reporters import text
 
         return text.render_full if name == "text" else text.render_concise
     if name == "json":
-        from gpulint.reporters import json_ as j
+        from gpulint.frontends.reporters import json_ as j
 
         return j.render
     if name == "sarif":
-        from gpulint.reporters import sarif
+        from gpulint.frontends.reporters import sarif
 
         return sarif.render
     if name == "github":
-        from gpulint.reporters import github
+        from gpulint.frontends.reporters import github
 
         return github.render
     raise KeyError(name)

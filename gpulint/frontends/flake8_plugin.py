@@ -36,8 +36,8 @@ import os
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint import __version__
-from gpulint.config import ConfigError, ConfigResolver, parse_version
-from gpulint.engine import LintError, LintOptions, collector_paused, lint_source
+from gpulint.engine.config import ConfigError, ConfigResolver, parse_version
+from gpulint.engine.lint import LintError, LintOptions, collector_paused, lint_source
 from gpulint.registry import all_rules
 
 ERROR_CODE = "GPU000"  # the file could not be analysed (not a rule)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Sequence, Tuple
 
-from gpulint.reporters.text import printable
+from gpulint.frontends.reporters.text import printable
 from gpulint.rule import Finding
 
 
