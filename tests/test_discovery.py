@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from cli_helpers import CLEAN, DP, TWO, UNCLOSED_LINE, findings, invoke, write
-from gpulint.engine import runner
+from gpulint.engine import project, runner
 from gpulint.engine.config import ConfigResolver
 from gpulint.engine.discovery import discover
 
@@ -156,13 +156,13 @@ def test_discover_api_yields_settings(tmp_path):
 def counting(monkeypatch):
     """Count the files the runner actually lints (not served from the cache)."""
     linted = []
-    real = runner.lint_file
+    real = project.lint_file
 
     def spy(path, options, keep_source=False, project=None):
         linted.append(os.path.basename(path))
         return real(path, options, keep_source, project)
 
-    monkeypatch.setattr(runner, "lint_file", spy)
+    monkeypatch.setattr(project, "lint_file", spy)
     return linted
 
 
@@ -238,7 +238,7 @@ def test_corrupt_cache_is_ignored(tmp_path, counting):
 
 
 def test_parallel_workers_give_the_same_result(tmp_path):
-    for i in range(runner.PARALLEL_MIN_FILES + 6):
+    for i in range(project.PARALLEL_MIN_FILES + 6):
         write(tmp_path, f"m{i:02d}.py", DP if i % 3 == 0 else CLEAN)
     write(tmp_path, "zz_bad.py", "x = (\n")
     serial = invoke(["check", TWO, "-j", "1"], tmp_path)
@@ -332,7 +332,7 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
 
     from gpulint.engine import lint as engine
     from gpulint.engine import files
-    from gpulint.engine import runner
+    from gpulint.engine import project
     from gpulint.registry import all_rules
 
     seen = []
@@ -343,16 +343,16 @@ def test_cycle_collector_is_paused_per_file_and_restored(tmp_path, monkeypatch):
             raise RuntimeError("boom")
         return files.FileResult(path, [])
 
-    monkeypatch.setattr(runner, "lint_file", fake_lint_file)
+    monkeypatch.setattr(project, "lint_file", fake_lint_file)
     assert gc.isenabled()
-    runner._lint_job(("a.py", None, False, None))
+    project.lint_job(("a.py", None, False, None))
     with pytest.raises(RuntimeError):
-        runner._lint_job(("boom", None, False, None))
+        project.lint_job(("boom", None, False, None))
     assert seen == [False, False]
     assert gc.isenabled()
     gc.disable()
     try:
-        runner._lint_job(("b.py", None, False, None))
+        project.lint_job(("b.py", None, False, None))
         assert not gc.isenabled()
     finally:
         gc.enable()

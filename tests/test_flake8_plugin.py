@@ -309,12 +309,17 @@ def test_plugin_uses_the_lines_and_tree_it_is_given(tmp_path):
 def test_plugin_reports_an_analysis_failure_as_gpu000(monkeypatch, tmp_path):
     import gpulint.frontends.flake8_plugin as plugin
 
+    from gpulint.engine import files
+
     def boom(*a, **k):
         raise RuntimeError("rule bug")
 
-    monkeypatch.setattr(plugin, "lint_source", boom)
+    monkeypatch.setattr(files, "lint_module", boom)  # a bug in the engine or a rule
     (result,) = _plugin_results(TRAIN, str(tmp_path / "m.py"))
     assert result[:2] == (1, 0)
+    assert result[2] == "GPU000 gpulint internal error: RuntimeError: rule bug (please report this)"
+    monkeypatch.setattr(plugin.ProjectLinter, "lint", boom)  # and one outside it
+    (result,) = _plugin_results(TRAIN, str(tmp_path / "m.py"))
     assert result[2] == "GPU000 gpulint internal error: RuntimeError: rule bug (please report this)"
 
 
@@ -356,3 +361,36 @@ def test_readme_example_is_what_flake8_prints(site_dir):
     res = flake8_run(site_dir, ROOT, "--isolated", *m["args"].split())
     assert res.returncode == 1, res.stderr
     assert res.stdout == m["out"]
+
+
+# ------------------------------------------------------------------ the project
+def test_each_file_is_linted_with_the_project_files_it_imports(site_dir, tmp_path):
+    """flake8 hands the plugin one file at a time: the helper it imports is
+    read for its summary, so the loop whose step is in that helper trains
+    (GPU101, as `gpulint check train.py` says), not an evaluation loop."""
+    (tmp_path / "helpers.py").write_text(textwrap.dedent("""\
+        class Stepper:
+            def __call__(self, loss, opt):
+                loss.backward()
+                opt.step()
+    """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        from helpers import Stepper
+
+
+        def train(model, loader, opt):
+            stepper = Stepper()
+            for x in loader:
+                loss = model(x.cuda())
+                stepper(loss, opt)
+                print(loss.item())
+    """))
+    proc = flake8_run(site_dir, tmp_path, "--select", "GPU101,GPU104", "train.py")
+    assert rows(proc.stdout) == [(10, "GPU101")], proc.stdout + proc.stderr
+    assert [(r, c) for _, r, _, c, _ in gpulint_check(tmp_path, ["train.py"], "--select", "GPU101,GPU104")] == [
+        (10, "GPU101")]
+    # the helper without its step: nothing trains there, and GPU101 has nothing to say
+    (tmp_path / "helpers.py").write_text("class Stepper:\n    def __call__(self, loss, opt):\n        pass\n")
+    proc = flake8_run(site_dir, tmp_path, "--select", "GPU101", "train.py")
+    assert rows(proc.stdout) == [], proc.stdout + proc.stderr

@@ -558,3 +558,60 @@ def test_a_file_linted_alone_sees_a_change_in_a_file_it_imports_through_the_cach
     train = tmp_path / "train.py"
     train.write_text(train.read_text() + "\n# a comment\n")
     assert check(tmp_path, "--select", "GPU101,GPU104", "train.py") == {("train.py", 11, "GPU104")}
+
+
+# ------------------------------------------------------------------ one text in its project
+def _linter_setup(tmp_path, files):
+    from gpulint.engine.lint import LintOptions
+    from gpulint.engine.project import ProjectLinter
+
+    write(tmp_path, files)
+    return ProjectLinter(), LintOptions(codes=("GPU101", "GPU104")), [str(tmp_path)]
+
+
+def _rows(res):
+    assert res.error is None, res.error
+    return [(f.row, f.code) for f in res.findings]
+
+
+def test_one_text_is_linted_with_the_files_it_imports_each_read_once(tmp_path, monkeypatch):
+    """What the flake8 plugin and the language server lint with: the text,
+    not the disk copy, with the summaries of the files it imports."""
+    from gpulint.engine import project
+
+    linter, options, roots = _linter_setup(tmp_path, STEPPER)
+    train = str(tmp_path / "train.py")
+    text = (tmp_path / "train.py").read_text()
+    assert _rows(linter.lint(text, train, options, roots)) == [(11, "GPU101")]
+    read = []
+    real = project.lint_file
+    monkeypatch.setattr(project, "lint_file", lambda p, *a, **k: read.append(p) or real(p, *a, **k))
+    assert _rows(linter.lint(text, train, options, roots)) == [(11, "GPU101")]
+    assert read == []  # helpers.py came from memory
+    # an editor's buffer of helpers.py, without its step, is read instead of the disk
+    helpers = str(tmp_path / "helpers.py")
+    stepless = "class Stepper:\n    def __call__(self, loss, opt):\n        pass\n"
+    assert (11, "GPU101") not in _rows(linter.lint(text, train, options, roots, overlays={helpers: stepless}))
+    assert read == []
+    # helpers.py changed on disk: read again
+    (tmp_path / "helpers.py").write_text(stepless + "# changed\n")
+    assert (11, "GPU101") not in _rows(linter.lint(text, train, options, roots))
+    assert read == [helpers]
+
+
+def test_one_text_sees_its_callers_in_the_extra_files(tmp_path):
+    """A helper module linted alone knows none of its callers; with the
+    workspace's files as `extra` (the language server's), it gets what
+    `gpulint check .` gives it."""
+    linter, options, roots = _linter_setup(tmp_path, PROJECT)
+    misc = str(tmp_path / "util" / "misc.py")
+    text = (tmp_path / "util" / "misc.py").read_text()
+    assert _rows(linter.lint(text, misc, options, roots)) == []
+    every = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    assert _rows(linter.lint(text, misc, options, roots, extra=every)) == [(9, "GPU101"), (14, "GPU101")]
+    found = check(tmp_path, "--no-cache", "--select", "GPU101,GPU104", ".")
+    assert {(r, c) for name, r, c in found if name == "misc.py"} == {(9, "GPU101"), (14, "GPU101")}
+    # a text that does not parse is the result's error, as for a file
+    res = linter.lint("def (:\n", misc, options, roots, extra=every)
+    assert res.error is not None and res.findings == []
+

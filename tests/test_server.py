@@ -441,3 +441,71 @@ def test_server_config_option_applies_to_every_document(workspace, client_factor
     uri = c.open(ws / "m.py", DOC)
     assert [d["code"] for d in c.diagnostics(uri)] == ["GPU302"]
     assert c.shutdown_and_exit() == 0
+
+
+# a helper module that a training loop in another file calls every step
+WORKSPACE_PROJECT = {
+    "util/meter.py": """\
+        import torch
+
+
+        class Meter:
+            def update(self, **values):
+                for k, v in values.items():
+                    if isinstance(v, torch.Tensor):
+                        v = v.item()
+                    print(k, v)
+    """,
+    "util/scaler.py": """\
+        class Scaler:
+            def __call__(self, loss, optimizer):
+                loss.backward()
+                optimizer.step()
+    """,
+    "train.py": """\
+        import torch
+        from util.meter import Meter
+        from util.scaler import Scaler
+
+
+        def train(model, loader, optimizer):
+            meter = Meter()
+            scaler = Scaler()
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                scaler(loss, optimizer)
+                meter.update(loss=loss)
+    """,
+}
+
+
+@needs_pygls
+def test_a_document_is_linted_as_a_file_of_the_workspace(client_factory, tmp_path):
+    """util/meter.py alone calls nothing per step; in the workspace, train.py
+    calls Meter.update every step of a training loop, so its `.item()` is
+    reported, as `gpulint check .` reports it, once the server has read the
+    workspace (in the background: the document is linted again then)."""
+    ws = tmp_path / "ws"
+    for rel, text in WORKSPACE_PROJECT.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(textwrap.dedent(text))
+    res = invoke(["check", "--no-cache", "--output-format", "concise", "."], cwd=ws)
+    assert "util/meter.py:8:" in res.stdout.replace(os.sep, "/") and "GPU101" in res.stdout, res.stdout
+    alone = invoke(["check", "--no-cache", "--output-format", "concise", "util/meter.py"], cwd=ws)
+    assert "GPU101" not in alone.stdout  # linted alone, it knows none of its callers
+    c = client_factory(ws)
+    c.initialize(ws)
+    meter = ws / "util" / "meter.py"
+    uri = c.open(meter, meter.read_text())
+    params = c.wait_for("textDocument/publishDiagnostics",
+                        lambda p: p["uri"] == uri and any(d["code"] == "GPU101" for d in p["diagnostics"]))
+    assert [(d["code"], d["range"]["start"]["line"]) for d in params["diagnostics"]] == [("GPU101", 7)]
+    # the unsaved buffer of train.py, which no longer calls update, is what the project reads
+    train = ws / "train.py"
+    edited = train.read_text().replace("        meter.update(loss=loss)\n", "")
+    assert edited != train.read_text()
+    t = c.open(train, edited)
+    c.diagnostics(t)
+    c.change(uri, meter.read_text() + "\n", 2)
+    assert c.diagnostics(uri, version=2) == []
+    assert c.shutdown_and_exit() == 0

@@ -92,7 +92,9 @@ class Cache:
     its findings. Written atomically: concurrent runs never see a torn file,
     and the last writer wins."""
 
-    def __init__(self, root: str, cache_dir: Optional[str] = None) -> None:
+    def __init__(self, root: str, cache_dir: Optional[str] = None, persist: bool = True) -> None:
+        """`persist` False: a cache in memory only, never read from or saved to disk."""
+        self.persist = persist
         self.dir = cache_dir_for(root, cache_dir)
         # a shared --cache-dir keeps projects apart by their root
         name = f"v{__version__}.json" if not cache_dir else (
@@ -102,6 +104,8 @@ class Cache:
         self.entries: Dict[str, dict] = {}
         self.dirty = False
         self.names: Dict[str, List[str]] = {}  # path -> its module names, as cached (see `names_for`)
+        if not persist:
+            return
         try:
             with open(self.path, encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -220,7 +224,7 @@ class Cache:
             self.dirty = True
 
     def save(self) -> None:
-        if not self.dirty:
+        if not self.dirty or not self.persist:
             return
         try:
             os.makedirs(self.dir, exist_ok=True)

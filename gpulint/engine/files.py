@@ -62,14 +62,30 @@ def lint_bytes(data: bytes, path: str, options: LintOptions, keep_source: bool =
             text = decode_source(data, path)
         except LintError as exc:
             return FileResult.failed(path, exc, IO_ERROR)
-        res = lint_module(text, path, options, project=project)
-        return FileResult(path, res.findings, source=text if keep_source else None, summary=res.summary,
-                          table=res.table, deferred=res.deferred, accelerator=res.accelerator)
-    except LintError as exc:  # the text (or the notebook's JSON) does not parse
+    except LintError as exc:  # the notebook's JSON does not parse
         return FileResult.failed(path, exc, INVALID_SYNTAX)
     except Exception as exc:  # a bug in a rule must not stop the run
-        return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)",
-                          error_code=INTERNAL_ERROR)
+        return _internal_error(path, exc)
+    return lint_text(text, path, options, keep_source, project)
+
+
+def lint_text(text: str, path: str, options: LintOptions, keep_source: bool = True,
+              project: Optional[ProjectInput] = None, tree=None) -> FileResult:
+    """Python text, linted as the file at `path` (`tree`: its `ast.parse`,
+    where the caller has it)."""
+    try:
+        res = lint_module(text, path, options, tree, project)
+    except LintError as exc:  # the text does not parse
+        return FileResult.failed(path, exc, INVALID_SYNTAX)
+    except Exception as exc:  # a bug in a rule must not stop the run
+        return _internal_error(path, exc)
+    return FileResult(path, res.findings, source=text if keep_source else None, summary=res.summary,
+                      table=res.table, deferred=res.deferred, accelerator=res.accelerator)
+
+
+def _internal_error(path: str, exc: Exception) -> FileResult:
+    return FileResult(path, error=f"internal error: {type(exc).__name__}: {exc} (please report this)",
+                      error_code=INTERNAL_ERROR)
 
 
 def lint_file(path: str, options: LintOptions, keep_source: bool = False,

@@ -23,6 +23,14 @@ the message without gpulint's `[*]` fix marker).
 - The plugin lints the tree and lines flake8 has already read and parsed; it
   never reads the file again. A file gpulint cannot analyse is reported as
   `GPU000` on line 1, and the run goes on.
+- The project: flake8 hands a plugin one file at a time, so each file is
+  linted as `gpulint check FILE` lints it: the project files it imports (a
+  few imports deep, found under the config's root, its `src/` and the
+  file's folder) are read for their summaries, and the file is linted with
+  the facts they give (a training step in an imported helper, a loader
+  returned by a function of another module). Each imported file is read
+  once per flake8 process. What it cannot see: callers in files the linted
+  one does not import (`gpulint check .` sees those).
 
 Nothing here imports flake8 or torch: flake8 calls the class, and `gpulint`
 itself never imports this module.
@@ -36,9 +44,11 @@ import os
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint import __version__
-from gpulint.engine.config import ConfigError, ConfigResolver, parse_version
-from gpulint.engine.lint import LintError, LintOptions, collector_paused, lint_source
+from gpulint.engine.config import ConfigError, ConfigResolver, Settings, parse_version
+from gpulint.engine.lint import LintOptions, collector_paused
+from gpulint.engine.project import ProjectLinter, project_roots
 from gpulint.registry import all_rules
+from gpulint.rule import INTERNAL_ERROR
 
 ERROR_CODE = "GPU000"  # the file could not be analysed (not a rule)
 
@@ -66,6 +76,7 @@ class Plugin:
     _disable_noqa: bool = False
     _resolver: Optional[ConfigResolver] = None
     _options_cache: Dict[Tuple[int, ...], LintOptions] = {}
+    _project: Optional[ProjectLinter] = None  # the files read for their summaries, once per process
 
     def __init__(self, tree: ast.AST, lines: List[str], filename: str) -> None:
         self.tree = tree
@@ -96,38 +107,50 @@ class Plugin:
         cls._torch_version = _torch_version(version) if isinstance(version, str) else version
         cls._resolver = None
         cls._options_cache = {}
+        cls._project = None
 
     # ------------------------------------------------------------------ run
     def run(self) -> Iterator[Result]:
         cls = type(self)
         if not cls._default_on:  # flake8 always calls parse_options; this is for direct use
             cls.parse_options(None)
+        if cls._project is None:
+            cls._project = ProjectLinter()
         try:
-            options = self._lint_options()
+            settings = self._settings()
+            options = self._lint_options(settings)
             text = "".join(self.lines)
+            roots = project_roots([self._path()], [settings])
             with collector_paused():
-                findings = lint_source(text, self.filename, options, tree=self.tree)
+                res = cls._project.lint(text, self.filename, options, roots, tree=self.tree)
         except ConfigError as exc:
             yield 1, 0, f"{ERROR_CODE} gpulint: {exc}", cls
             return
-        except LintError as exc:
-            yield 1, 0, f"{ERROR_CODE} gpulint could not analyse this file: {exc}", cls
-            return
-        except Exception as exc:  # a bug in a rule must not stop flake8's run
+        except Exception as exc:  # a bug in gpulint must not stop flake8's run
             yield 1, 0, f"{ERROR_CODE} gpulint internal error: {type(exc).__name__}: {exc} (please report this)", cls
             return
-        for f in findings:
+        if res.error is not None:
+            if res.error_code == INTERNAL_ERROR:
+                yield 1, 0, f"{ERROR_CODE} gpulint {res.error}", cls
+            else:
+                yield 1, 0, f"{ERROR_CODE} gpulint could not analyse this file: {res.error}", cls
+            return
+        for f in res.findings:
             # gpulint's columns are 1-based; flake8 wants 0-based and prints them + 1
             yield f.row, max(f.col - 1, 0), f"{f.code} {f.message}", cls
 
-    def _lint_options(self) -> LintOptions:
+    def _path(self) -> str:
+        return self.filename if self.filename not in ("-", "stdin", "") else os.path.join(os.getcwd(), "stdin.py")
+
+    def _settings(self) -> Settings:
         cls = type(self)
-        version = cls._torch_version
-        if version is None:
-            if cls._resolver is None:
-                cls._resolver = ConfigResolver()
-            path = self.filename if self.filename not in ("-", "stdin", "") else os.getcwd()
-            version = cls._resolver.for_path(path).torch_version
+        if cls._resolver is None:
+            cls._resolver = ConfigResolver()
+        return cls._resolver.for_path(self._path())
+
+    def _lint_options(self, settings: Settings) -> LintOptions:
+        cls = type(self)
+        version = cls._torch_version if cls._torch_version is not None else settings.torch_version
         options = cls._options_cache.get(version)
         if options is None:
             options = cls._options_cache[version] = LintOptions(

@@ -18,14 +18,15 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from gpulint.engine.config import CONFIG_FILES, ConfigError, ConfigResolver, Settings
-from gpulint.engine.discovery import force_excluded
-from gpulint.engine.lint import MAX_FILE_BYTES, LintError, LintOptions, collector_paused, lint_source, parse
+from gpulint.engine.discovery import discover, force_excluded
+from gpulint.engine.lint import MAX_FILE_BYTES, LintError, LintOptions, collector_paused, parse
+from gpulint.engine.project import ProjectLinter, project_roots
 from gpulint.fix.apply import FixError, fix_source, newline_of, with_newline
 from gpulint.edits import apply_edits
-from gpulint.rule import SAFE, Edit, Finding
+from gpulint.rule import INVALID_SYNTAX, SAFE, Edit, Finding
 from gpulint.engine.runner import options_for
 from gpulint.engine.suppress import NOQA_RE, Suppressions
 
@@ -110,6 +111,8 @@ class LintedDocument:
     index: LineIndex
     findings: List[Finding] = field(default_factory=list)
     options: Optional[LintOptions] = None
+    # text -> findings, as the document was linted (in its project): fix-all re-lints with it
+    lint: Optional[Callable[[str], List[Finding]]] = field(default=None, repr=False)
     # why the document has no diagnostics (excluded, syntax error, config error...)
     skipped: Optional[str] = None
     config_error: Optional[str] = None
@@ -124,13 +127,69 @@ class LintedDocument:
 class DocumentLinter:
     """Lints in-memory documents with the settings the CLI would use for their
     paths. The config files seen are watched (stat) on every lint: an edited
-    pyproject.toml takes effect on the next keystroke, with no restart."""
+    pyproject.toml takes effect on the next keystroke, with no restart.
 
-    def __init__(self, cwd: Optional[str] = None, config: Optional[str] = None) -> None:
+    A document is linted as a file of its project, the workspace (`cwd`):
+    every Python file the config includes there is read for its summary
+    (once, then again only when it changes on disk; an open document's
+    buffer instead of its disk copy), so the document gets the facts that
+    `gpulint check .` in the workspace would give it (a helper called every
+    step from a training loop in another file, the class every caller
+    passes). A document outside the workspace, or a workspace of more than
+    WORKSPACE_MAX_FILES files, sees the project files it imports (a few
+    imports deep), as `gpulint check FILE` does."""
+
+    WORKSPACE_MAX_FILES = 5000
+
+    def __init__(self, cwd: Optional[str] = None, config: Optional[str] = None, workspace: bool = False) -> None:
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.config = config
         self._resolver: Optional[ConfigResolver] = None
         self._stats: Dict[str, Optional[Tuple[int, int, int]]] = {}
+        self.project = ProjectLinter()
+        self.workspace = workspace  # `cwd` is the editor's workspace folder
+        self._files: Optional[List[str]] = None  # the workspace's Python files, found once
+        # the workspace's files have been read for their summaries (`read_workspace`); until
+        # then a document sees the files it imports, so its first diagnostics need not wait
+        self.workspace_read = False
+
+    def workspace_files(self) -> List[str]:
+        """The Python files `gpulint check .` would lint in the workspace
+        (found once; again after `forget_files`)."""
+        if self._files is None:
+            found: List[str] = []
+            if self.workspace:
+                try:
+                    resolver = ConfigResolver(self.config, cwd=self.cwd)
+                    for path, _ in discover([self.cwd], resolver, lambda p, why: None):
+                        if path.endswith((".py", ".pyi")):
+                            found.append(os.path.abspath(path))
+                        if len(found) > self.WORKSPACE_MAX_FILES:
+                            found = []
+                            break
+                except (ConfigError, OSError):
+                    found = []
+            self._files = found
+        return self._files
+
+    def workspace_roots(self) -> List[str]:
+        """Where module names start in the workspace, as for `gpulint check .` run there."""
+        return project_roots([self.cwd], [self.settings_for(os.path.join(self.cwd, "__init__.py"))])
+
+    def read_workspace(self) -> None:
+        """Read every workspace file for its summary (the language server
+        does it in a background thread after `initialize`)."""
+        try:
+            files = self.workspace_files()
+            if files:
+                self.project.read(files, self.workspace_roots())
+        except ConfigError:
+            return
+        self.workspace_read = True
+
+    def forget_files(self) -> None:
+        """A file was created, deleted or renamed: find the workspace's files again."""
+        self._files = None
 
     @staticmethod
     def _stat(path: str) -> Optional[Tuple[int, int, int]]:
@@ -164,10 +223,12 @@ class DocumentLinter:
             self._resolver = ConfigResolver(self.config, cwd=self.cwd)
         return self._resolver.for_path(path)
 
-    def lint(self, text: str, path: str, on_disk: bool = True) -> LintedDocument:
+    def lint(self, text: str, path: str, on_disk: bool = True,
+             overlays: Optional[Dict[str, str]] = None) -> LintedDocument:
         """Lint `text` as the file at `path` would be linted (the disk copy is
         never read). `on_disk` False: an unsaved buffer, named by a path in
-        the workspace for its config; never excluded."""
+        the workspace for its config; never excluded. `overlays`: the other
+        open documents (path -> text), read instead of their disk copies."""
         doc = LintedDocument(text, path, LineIndex(text))
         try:
             settings = self.settings_for(path)
@@ -181,14 +242,39 @@ class DocumentLinter:
             doc.skipped = f"too large to lint ({len(text) // (1024 * 1024)} MB)"
             return doc
         doc.options = options_for(settings, path)
+        doc.lint = self.in_project(path, settings, overlays)
         try:
-            with collector_paused():
-                doc.findings = lint_source(text, path, doc.options)
+            res = doc.lint(text)
         except LintError as exc:
             doc.skipped = str(exc)
-        except Exception as exc:  # a bug in a rule must not take the server down
+            return doc
+        except Exception as exc:  # a bug in gpulint must not take the server down
             doc.skipped = f"internal error: {type(exc).__name__}: {exc} (please report this)"
+            return doc
+        doc.findings = res
         return doc
+
+    def in_project(self, path: str, settings: Settings, overlays: Optional[Dict[str, str]] = None):
+        """text -> its findings as the file `path` of the workspace's project
+        (raises LintError where the text does not parse): what the document
+        is linted with, and what its fix-all re-lints with after each pass."""
+        files = self.workspace_files() if self.workspace_read else []
+        if files and os.path.abspath(path) in set(files):  # the workspace's project, as `gpulint check .`
+            extra, roots = files, self.workspace_roots()
+        else:  # the files it imports, as `gpulint check FILE`
+            extra, roots = [], project_roots([path], [settings])
+        options = options_for(settings, path)
+
+        def lint(text: str) -> List[Finding]:
+            with collector_paused():
+                res = self.project.lint(text, path, options, roots, overlays=overlays, extra=extra)
+            if res.error is not None:
+                if res.error_code == INVALID_SYNTAX:
+                    raise LintError(res.error, res.error_location, res.error_detail)
+                raise RuntimeError(res.error)
+            return res.findings
+
+        return lint
 
 
 # ------------------------------------------------------------------ code actions
@@ -239,7 +325,7 @@ def _fix_all(doc: LintedDocument) -> Optional[List[TextChange]]:
     if doc.options is None or not any(f.fix is not None and f.fix.applicability == SAFE for f in doc.findings):
         return None
     try:
-        result = fix_source(doc.text, doc.path, doc.options, unsafe=False, newline=newline_of(doc.text))
+        result = fix_source(doc.text, doc.path, doc.options, unsafe=False, newline=newline_of(doc.text), lint=doc.lint)
     except (FixError, LintError):
         return None
     if result.text == doc.text:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import unquote, urlparse
 
@@ -22,7 +23,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from gpulint import __version__
-from gpulint.engine.config import CONFIG_FILES
 from gpulint.rule import SAFE, Finding
 from gpulint.frontends.server.core import (
     UTF8,
@@ -92,12 +92,23 @@ class GpulintServer(LanguageServer):
         would read it from disk, and only the editor's text is linted)."""
         return self.workspace.text_documents.get(unquote(uri))
 
+    def overlays(self, uri: str) -> Dict[str, str]:
+        """The other open Python documents on disk, path -> the editor's text:
+        the project reads them instead of their disk copies."""
+        out = {}
+        for other in list(self.documents):
+            td = self.open_document(other)
+            path = to_fs_path(other) if other != uri else None
+            if td is not None and path:
+                out[path] = td.source
+        return out
+
     def lint_uri(self, uri: str) -> Optional[LintedDocument]:
         td = self.open_document(uri)
         if td is None or not self._wanted(uri, td.language_id):
             return None
         path, on_disk = self._path_of(uri)
-        doc = self.linter.lint(td.source, path, on_disk=on_disk)
+        doc = self.linter.lint(td.source, path, on_disk=on_disk, overlays=self.overlays(uri))
         self.documents[uri] = doc
         if doc.config_error and doc.config_error not in self._shown_config_errors:
             self._shown_config_errors.add(doc.config_error)
@@ -110,17 +121,20 @@ class GpulintServer(LanguageServer):
             self._logged.pop(uri, None)
         return doc
 
-    def publish(self, uri: str) -> None:
+    def publish(self, uri: str, if_changed: bool = False) -> None:
         self.cancel_pending(uri)
         try:
-            self._publish(uri)
+            self._publish(uri, if_changed)
         except Exception as exc:  # a gpulint bug: logged, and the server goes on
             self.log(f"internal error while linting {uri}: {type(exc).__name__}: {exc} (please report this)",
                      T.MessageType.Error)
 
-    def _publish(self, uri: str) -> None:
+    def _publish(self, uri: str, if_changed: bool = False) -> None:
+        before = self.documents.get(uri)
         doc = self.lint_uri(uri)
         if doc is None:
+            return
+        if if_changed and before is not None and before.text == doc.text and before.findings == doc.findings:
             return
         version = self.open_document(uri).version
         diagnostics = [self.diagnostic(doc, f) for f in doc.findings]
@@ -218,6 +232,34 @@ class GpulintServer(LanguageServer):
                                             edit=self.workspace_edit(uri, doc, changes)))
         return actions
 
+    def read_workspace_in_background(self) -> None:
+        """Read the workspace's files for their summaries in a thread; then
+        lint the open documents again, with the workspace's facts."""
+        linter = self.linter
+        if not linter.workspace:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a handler called directly): now
+            linter.read_workspace()
+            return
+
+        def work() -> None:
+            try:
+                linter.read_workspace()
+            except Exception as exc:  # a gpulint bug: logged, and documents keep their imports' facts
+                loop.call_soon_threadsafe(self.log, f"internal error while reading the workspace: "
+                                          f"{type(exc).__name__}: {exc} (please report this)", T.MessageType.Error)
+                return
+            loop.call_soon_threadsafe(self.publish_all)
+
+        threading.Thread(target=work, name="gpulint-workspace", daemon=True).start()
+
+    def publish_all(self) -> None:
+        """Lint every open document again; publish those whose diagnostics changed."""
+        for uri in list(self.documents):
+            self.publish(uri, if_changed=True)
+
     def publish_soon(self, uri: str) -> None:
         self.cancel_pending(uri)
         try:
@@ -252,7 +294,11 @@ def create_server(config: Optional[str] = None) -> GpulintServer:
             folders = list(ls.workspace.folders.values())
             root = to_fs_path(folders[0].uri) if folders else None
         if root and os.path.isdir(root):
-            ls.linter = DocumentLinter(cwd=root, config=ls.config)
+            ls.linter = DocumentLinter(cwd=root, config=ls.config, workspace=True)
+
+    @ls.feature(T.INITIALIZED)
+    def initialized(params: T.InitializedParams) -> None:
+        ls.read_workspace_in_background()
 
     @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: T.DidOpenTextDocumentParams) -> None:
@@ -265,11 +311,13 @@ def create_server(config: Optional[str] = None) -> GpulintServer:
     @ls.feature(T.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: T.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if os.path.basename(to_fs_path(uri) or "") in CONFIG_FILES:
-            for other in list(ls.documents):  # the config changed: every open document
-                ls.publish(other)
-            return
+        # the config, or a file of the project whose summary the open documents read, changed
+        ls.linter.forget_files()
         ls.publish(uri)
+        for other in list(ls.documents):
+            if other != uri:
+                ls.publish(other)
+        # a file new to the workspace is read when a document first needs it (cheap: the rest is in memory)
 
     @ls.feature(T.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: T.DidCloseTextDocumentParams) -> None:

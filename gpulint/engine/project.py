@@ -1,0 +1,321 @@
+"""The project: the files a run lints, joined as one program.
+
+- `context_summaries`: the files the linted ones import (a few imports
+  deep), read for their summaries only, so a file linted alone (pre-commit
+  with one changed file, an editor's buffer, flake8's one file at a time)
+  still sees the helpers it calls;
+- `join_project`: the project's call graph (`ProjectGraph`) joined to a
+  fixpoint, each file read again while the facts it was read with change;
+- `ProjectLinter`: one text linted as a file of its project, for the front
+  ends that lint one file at a time (the language server, the flake8
+  plugin, stdin).
+
+`runner.run` uses the first two over every file of a run, with the disk cache.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from gpulint.engine.cache import Cache, facts_key, table_key
+from gpulint.engine.config import Settings
+from gpulint.engine.files import FileResult, lint_file, lint_text
+from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
+from gpulint.model.project.graph import ProjectGraph
+from gpulint.model.project.modules import is_package, module_names
+
+# a run reads files in worker processes from this many on
+PARALLEL_MIN_FILES = 24
+# the project's call graph is joined this many times at most (each round
+# re-reads only the files whose facts changed); real projects settle in two
+PROJECT_ROUNDS = 4
+# how far imports are followed out of the linted files for their summaries
+CONTEXT_DEPTH = 3
+
+
+def lint_job(args) -> FileResult:
+    """One file of a project read: (path, options, keep_source, ProjectInput,
+    text), where `text` is an editor's buffer to read instead of the disk (or None)."""
+    path, options, keep_source, project = args[:4]
+    text = args[4] if len(args) > 4 else None
+    with collector_paused():
+        if text is not None:
+            return lint_text(text, path, options, keep_source, project)
+        return lint_file(path, options, keep_source, project)
+
+
+def lint_all(args: list, jobs: int) -> List[FileResult]:
+    """`lint_job` of each, in worker processes when there are enough."""
+    if jobs > 1 and len(args) >= PARALLEL_MIN_FILES:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(lint_job, args, chunksize=max(1, len(args) // (jobs * 8))))
+    return [lint_job(a) for a in args]
+
+
+def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
+    """The files whose summaries were deferred (nothing in them starts a
+    step) but that per-step code calls into: a call in the every-step part of
+    a hot loop, or on every run of a function that runs every step, whose
+    callee the graph cannot find yet."""
+    by_name = {n: p for p, r in done.items() if r.deferred and r.error is None for n in inputs[p].names}
+    if not by_name:
+        return []
+    out: List[str] = []
+    for fid, f in graph.functions.items():
+        per_step = fid in graph.every_step
+        for call in f.get("calls", ()):
+            ref, where = call[0], call[1]
+            if where not in ("train", "eval") and not (per_step and where == "body"):
+                continue
+            if graph.resolve(ref) is not None:
+                continue
+            parts = ref.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                path = by_name.get(".".join(parts[:i]))
+                if path is not None:
+                    if path not in out:
+                        out.append(path)
+                    break
+    return out
+
+
+def project_roots(paths: Sequence[str], settings: Sequence[Settings]) -> List[str]:
+    """Where module names start: the config roots, their `src/` folders, and
+    the folders named on the command line."""
+    roots: List[str] = []
+    for s in settings:
+        for r in (s.root, os.path.join(s.root, "src")):
+            if r not in roots and os.path.isdir(r):
+                roots.append(r)
+    for p in paths:
+        d = os.path.abspath(p if os.path.isdir(p) else os.path.dirname(p) or ".")
+        if d not in roots:
+            roots.append(d)
+    return roots
+
+
+# how a file read only for its summary is linted: no rule
+CONTEXT_OPTIONS = LintOptions(codes=())
+
+
+def context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInput], roots: List[str],
+                      jobs: int, cache: Optional[Cache] = None, previous: Optional[List[str]] = None,
+                      fresh: Optional[Set[str]] = None, overlays: Optional[Dict[str, str]] = None,
+                      extra: Sequence[str] = ()) -> Dict[str, FileResult]:
+    """Summaries of the project files that the linted files import but that
+    are not linted themselves (a file linted alone, as in pre-commit, still
+    sees the helpers it calls), a few imports deep. Their findings are not
+    reported. With `previous` (the context of the last run over the same
+    linted files, from `cache`), those files are taken from the cache where
+    unchanged, and only the imports of the `fresh` (re-linted) files and of
+    context files read again are looked up. Without `previous`, each file
+    is still taken from `cache` where it holds it as it is now.
+
+    `overlays`: path -> text, the editor's buffers, read instead of the
+    disk (and never taken from the cache). `extra`: more files to read for
+    their summaries, whether imported or not (an editor's workspace, whose
+    files may call into the linted one)."""
+    linted = {os.path.abspath(p) for p in done}
+    out: Dict[str, FileResult] = {}
+    none = CONTEXT_OPTIONS
+    tops: Dict[str, str] = {}
+    if previous is not None and cache is not None:
+        again = []
+        for path in previous:
+            if path in linted or path in inputs:
+                continue
+            inputs[path] = ProjectInput(tuple(module_names(path, roots, tops)), is_package(path))
+            hit = cache.get(path, none)
+            if hit is not None:
+                out[path] = hit
+            else:
+                again.append(path)
+        for path, res in zip(again, lint_all([(p, none, False, inputs[p]) for p in again], jobs)):
+            out[path] = res
+        frontier = [done[p].summary for p in (fresh or ()) if done[p].summary]
+        frontier += [out[p].summary for p in again if out[p].summary]
+    else:
+        frontier = [r.summary for r in done.values() if r.summary]
+    wanted = [p for p in extra if os.path.abspath(p) not in linted and p not in inputs]
+    overlays = overlays or {}
+    files_of: Dict[str, List[str]] = {}  # many files import the same modules: each is looked up once
+    # a module that a linted file is needs no look-up
+    known = {n for inp in inputs.values() for n in inp.names}
+    listings: Dict[str, Tuple[frozenset, frozenset]] = {}
+    for depth in range(CONTEXT_DEPTH + 1):
+        if depth:
+            wanted = []
+        for summary in frontier if depth else ():
+            for module in summary.get("imports", ()):
+                paths = files_of.get(module)
+                if paths is None:
+                    if module in known:
+                        paths = files_of[module] = []
+                    else:
+                        paths = files_of[module] = _module_files(module, roots, listings)
+                for path in paths:
+                    ap = os.path.abspath(path)
+                    if ap not in linted and path not in out and path not in inputs and path not in wanted:
+                        wanted.append(path)
+        if not wanted:
+            if depth:
+                break
+            continue
+        read = []
+        for path in wanted:
+            inputs[path] = ProjectInput(tuple(module_names(path, roots, tops)), is_package(path))
+            known.update(inputs[path].names)
+            hit = cache.get(path, none) if cache is not None and path not in overlays else None
+            if hit is not None and cache.names.get(path) == list(inputs[path].names):  # read as the same module
+                out[path] = hit
+            else:
+                read.append(path)
+        for path, res in zip(read, lint_all([(p, none, False, inputs[p], overlays.get(p)) for p in read], jobs)):
+            out[path] = res
+        frontier = [out[p].summary for p in wanted if out[p].summary]
+    return out
+
+
+def _module_files(module: str, roots: List[str],
+                  listings: Optional[Dict[str, Tuple[frozenset, frozenset]]] = None) -> List[str]:
+    """The files of the project that `module` (or its parent, for a member
+    imported from it) can be: `<root>/a/b.py` or `<root>/a/b/__init__.py`.
+    `listings`: folder -> the names of its files, read once per folder."""
+    listings = listings if listings is not None else {}
+    parts = module.split(".")
+    out = []
+    for r in roots:
+        here = _listing(r, listings)[0]
+        if parts[0] not in here and parts[0] + ".py" not in here:
+            continue  # `torch.nn`, `numpy`: no such top-level name in this root
+        for cut in (len(parts), len(parts) - 1):
+            if cut <= 0:
+                continue
+            base = os.path.join(r, *parts[:cut])
+            for folder, name in ((os.path.dirname(base), os.path.basename(base) + ".py"), (base, "__init__.py")):
+                if name in _listing(folder, listings)[1]:
+                    cand = os.path.join(folder, name)
+                    out.append(os.path.relpath(cand) if not os.path.isabs(r) else cand)
+                    break
+            else:
+                continue
+            break
+    return out
+
+
+def _listing(folder: str, listings: Dict[str, Tuple[frozenset, frozenset]]) -> Tuple[frozenset, frozenset]:
+    """(the names of everything in `folder`, the names of its files), read once."""
+    found = listings.get(folder)
+    if found is None:
+        try:
+            with os.scandir(folder) as it:
+                entries = [(e.name, e.is_file()) for e in it]
+        except OSError:
+            entries = []
+        found = listings[folder] = (frozenset(n for n, _ in entries), frozenset(n for n, f in entries if f))
+    return found
+
+
+def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], inputs: Dict[str, ProjectInput],
+                 relint: Callable[[List[Tuple[str, ProjectInput]]], List[FileResult]]) -> Set[str]:
+    """Join the summaries of the linted files (`done`) and of the files read
+    for them (`context`) into the project's call graph, and read again,
+    with `relint`, each linted file whose facts differ from those it was read
+    with, or whose summary the graph asks for (`demanded`), until none does
+    (PROJECT_ROUNDS at most). `done` is updated; returns the paths read again."""
+    again: Set[str] = set()
+    for _ in range(PROJECT_ROUNDS):
+        graph = ProjectGraph({
+            p: (inputs[p].names, r.summary) for p, r in list(done.items()) + list(context.items())
+            if r.summary is not None and p in inputs
+        })
+        redo = [
+            (path, ProjectInput(inputs[path].names, inputs[path].package, summarize=True))
+            for path in demanded(graph, done, inputs)
+        ]
+        # a project none of whose files can put a tensor on an accelerator computes on the CPU
+        cpu_only = not any(r.accelerator for r in list(done.values()) + list(context.values()))
+        for path, res in done.items():
+            if res.summary is None or res.error is not None:
+                continue
+            table = graph.facts_for(path)
+            if cpu_only:
+                table["accelerator"] = False
+            if table_key(table) != facts_key(res):
+                redo.append((path, ProjectInput(inputs[path].names, inputs[path].package, table)))
+        if not redo:
+            break
+        for (path, _), res in zip(redo, relint(redo)):
+            done[path] = res
+            again.add(path)
+    return again
+
+
+class ProjectLinter:
+    """One text linted as a file of its project, as `gpulint check` lints
+    it: the project files it imports are read for their summaries, and the
+    text is linted with the facts the project's call graph gives it. With
+    `extra` files (an editor's workspace), those are files of the project as
+    the linted ones of a run are (read again while their facts change, so a
+    fact that crosses several files settles as in `gpulint check .`), with
+    no rule selected.
+
+    Files read are kept in memory by path, mtime and size, with the facts
+    they were read with, so a long-lived caller (the language server, a
+    flake8 process) reads each once, and again only when it or its facts
+    change; `overlays` (an editor's open buffers, path -> text) are read
+    from their text instead. Nothing is written to disk."""
+
+    def __init__(self) -> None:
+        self.memory = Cache("", persist=False)
+
+    def lint(self, text: str, path: str, options: LintOptions, roots: Sequence[str], tree=None,
+             overlays: Optional[Dict[str, str]] = None, extra: Sequence[str] = ()) -> FileResult:
+        """The result of `text` as the file `path`: its findings (and its
+        error, as `lint_text` reports one)."""
+        roots = list(roots)
+        inputs = {path: ProjectInput(tuple(module_names(path, roots)), is_package(path))}
+        first = lint_text(text, path, options, False, inputs[path], tree=tree)
+        if first.error is not None:
+            return first
+        others = {p: t for p, t in (overlays or {}).items() if os.path.abspath(p) != os.path.abspath(path)}
+
+        def read(p: str, inp: ProjectInput) -> FileResult:
+            if p == path:
+                return lint_text(text, path, options, False, inp, tree=tree)
+            return lint_job((p, CONTEXT_OPTIONS, False, inp, others.get(p)))
+
+        done = self._join({path: first}, inputs, roots, others, [p for p in extra if p != path], read)
+        return done[path]
+
+    def read(self, paths: Sequence[str], roots: Sequence[str]) -> None:
+        """Read `paths` into memory now, as `lint(..., extra=paths)` would:
+        an editor's workspace, read in the background so that its first
+        document need not wait for it."""
+        self._join({}, {}, list(roots), {}, paths,
+                   lambda p, inp: lint_job((p, CONTEXT_OPTIONS, False, inp, None)))
+
+    def _join(self, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput], roots: List[str],
+              overlays: Dict[str, str], extra: Sequence[str],
+              read: Callable[[str, ProjectInput], FileResult]) -> Dict[str, FileResult]:
+        memory = self.memory
+        fresh: Set[str] = set()
+        for p in extra:
+            inputs[p] = ProjectInput(tuple(module_names(p, roots)), is_package(p))
+            hit = memory.get(p, CONTEXT_OPTIONS) if p not in overlays else None
+            if hit is not None and memory.names.get(p) == list(inputs[p].names):
+                done[p] = hit
+            else:
+                done[p] = read(p, inputs[p])
+                fresh.add(p)
+        context = context_summaries(done, inputs, roots, 1, memory, overlays=overlays)
+        fresh |= join_project(done, context, inputs, lambda redo: [read(p, inp) for p, inp in redo])
+        kept = [(p, r) for p, r in context.items() if not memory.is_cached(p, CONTEXT_OPTIONS)]
+        kept += [(p, done[p]) for p in set(extra) & fresh]  # read again: with the facts they have now
+        for p, res in kept:
+            if res.error is None and p not in overlays:
+                memory.put(p, CONTEXT_OPTIONS, res, inputs[p].names)
+        return done
