@@ -615,3 +615,46 @@ def test_one_text_sees_its_callers_in_the_extra_files(tmp_path):
     res = linter.lint("def (:\n", misc, options, roots, extra=every)
     assert res.error is not None and res.findings == []
 
+
+
+def test_objects_bound_by_unpacking_a_tuple_are_known(tmp_path):
+    """`meter, scaler = Meter(), Scaler()` binds each name to its object, as
+    two assignments would: the step in Scaler.__call__ makes the loop train,
+    and Meter.update then runs every step."""
+    write(tmp_path, {
+        "util/meter.py": """
+            import torch
+
+
+            class Meter:
+                def update(self, **values):
+                    for k, v in values.items():
+                        if isinstance(v, torch.Tensor):
+                            v = v.item()
+                        print(k, v)
+        """,
+        "util/scaler.py": """
+            class Scaler:
+                def __call__(self, loss, optimizer):
+                    loss.backward()
+                    optimizer.step()
+        """,
+        "train.py": """
+            import torch
+            from util.meter import Meter
+            from util.scaler import Scaler
+
+
+            def train(model, loader, optimizer):
+                meter, scaler = Meter(), Scaler()
+                for x in loader:
+                    loss = model(x.cuda()).mean()
+                    scaler(loss, optimizer)
+                    meter.update(loss=loss)
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101,GPU104", ".") == {("meter.py", 9, "GPU101")}
+    # unpacked from anything but a tuple of the same length, nothing is known
+    text = (tmp_path / "train.py").read_text().replace("Meter(), Scaler()", "make()")
+    (tmp_path / "train.py").write_text(text.replace("import torch\n", "import torch\nfrom util.parts import make\n"))
+    assert check(tmp_path, "--no-cache", "--select", "GPU101,GPU104", ".") == set()

@@ -14,7 +14,7 @@ parameter's method, a value returned by a call, a subscript).
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.project.modules import resolve_from
@@ -100,7 +100,7 @@ class FileRefs:
             else:
                 targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
                 value, weight = None, 2
-            for t in targets:
+            for t, value in _pairs(targets, value):
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                     cls = parents.get(scope) if isinstance(scope, FUNCS) else None
                     if isinstance(cls, ast.ClassDef):
@@ -245,6 +245,20 @@ class FileRefs:
                 parts.append(cur.name)
             cur = self.fa.index.parents.get(cur)
         return ".".join([self.module] + parts[::-1])
+
+
+def _pairs(targets: Sequence[ast.AST], value: Optional[ast.AST]) -> List[Tuple[ast.AST, Optional[ast.AST]]]:
+    """(target, the value it gets) of an assignment: `a, b = A(), B()` binds
+    `a` to `A()` and `b` to `B()`; in `a = b = C()` each target gets the
+    value; a target unpacked from anything else gets no known value."""
+    if len(targets) != 1:
+        return [(t, value) for t in targets]
+    t = targets[0]
+    if (isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+            and len(t.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in list(t.elts) + list(value.elts))):
+        return list(zip(t.elts, value.elts))
+    return [(t, value)]
 
 
 def _enclosing_function(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
