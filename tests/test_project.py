@@ -658,3 +658,40 @@ def test_objects_bound_by_unpacking_a_tuple_are_known(tmp_path):
     text = (tmp_path / "train.py").read_text().replace("Meter(), Scaler()", "make()")
     (tmp_path / "train.py").write_text(text.replace("import torch\n", "import torch\nfrom util.parts import make\n"))
     assert check(tmp_path, "--no-cache", "--select", "GPU101,GPU104", ".") == set()
+
+
+def test_a_helper_the_project_runs_every_step_is_repeated_code(tmp_path):
+    """GPU203 in a helper named like nothing per-step, whose caller is a
+    training loop in another file (hifi-gan's mel_spectrogram); not where
+    the tensor is cached under the key the guard tests."""
+    write(tmp_path, {
+        "audio.py": """
+            import torch
+
+            window = {}
+            cached = {}
+
+
+            def spectrogram(y, n):
+                if n not in window:
+                    window[str(y.device)] = torch.hann_window(n).to(y.device)
+                if n not in cached:
+                    cached[n] = torch.hann_window(n).to(y.device)
+                return torch.stft(y, n, window=window[str(y.device)])
+        """,
+        "train.py": """
+            import torch
+            from audio import spectrogram
+
+
+            def train(model, loader, opt):
+                for y in loader:
+                    y = y.cuda()
+                    loss = (model(spectrogram(y, 1024)) ** 2).mean()
+                    loss.backward()
+                    opt.step()
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU203", ".") == {("audio.py", 10, "GPU203")}
+    # linted alone, nothing says that spectrogram runs more than once
+    assert check(tmp_path, "--no-cache", "--select", "GPU203", "audio.py") == set()

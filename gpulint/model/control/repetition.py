@@ -1,7 +1,7 @@
 """Does a piece of code run repeatedly (per step, batch or call of a model),
 or once (construction, set-up, export)?
 
-Read from the file alone, without following imports:
+Read from the file, and from what the project's facts say of its functions:
 
 * **Once-only functions**: a node inside a function (or a function nested in
   one) named `__init__`, `__post_init__`, `_init_weights`,
@@ -14,8 +14,9 @@ Read from the file alone, without following imports:
   like `export*`: even if a callback calls it from a step loop, it does so
   under a guard, and a trace costs far more than anything it builds.
 * **Once-only guards**: a lazily cached value, built under
-  `if not hasattr(...)`, `if len(...) == 0` (optimizer state) or
-  `if self.<attr> is None`, is built once.
+  `if not hasattr(...)`, `if len(...) == 0` (optimizer state),
+  `if self.<attr> is None`, or stored as `cache[key] = ...` under
+  `if key not in cache:` (the same mapping and key), is built once.
 * **Repeated**: otherwise, a node in the body of a `for` / `while` loop of
   the same function (not in the expression iterated), a node in a function
   named like per-step code (`PER_STEP_WORDS`) unless this file calls that
@@ -27,6 +28,10 @@ Read from the file alone, without following imports:
   the same file. One level of calls is followed, not more, and not into
   `main` / `run` (script entry points: a loop around them goes over
   command-line items, not steps).
+* **Every step, from the project**: a function that the project's call
+  graph says runs on every step of a training or evaluation loop (called
+  from one, in this file or another, directly or through calls:
+  `CallFacts.every_step`) runs repeatedly, whatever its name.
 
 Module-level code outside a loop runs once. A comprehension builds one
 collection: its element runs as often as the code around it does, so a
@@ -187,6 +192,21 @@ def _is_once_guard(test: ast.AST) -> bool:
     return False
 
 
+def _fills_its_cache(test: ast.AST, stmt: ast.AST) -> bool:
+    """`if key not in cache: cache[key] = value`: the value is built once per
+    key. Only when the store uses the key and the mapping that the test
+    reads (a store under another key misses the cache every time)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn)):
+        return False
+    if not isinstance(stmt, ast.Assign):
+        return False
+    key, cache = ast.dump(test.left), ast.dump(test.comparators[0])
+    return any(
+        isinstance(t, ast.Subscript) and ast.dump(t.value) == cache and ast.dump(t.slice) == key
+        for t in stmt.targets
+    )
+
+
 def _callee_name(call: ast.Call) -> Optional[str]:
     f = call.func
     if isinstance(f, ast.Name):
@@ -256,7 +276,9 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
     child = node
     in_loop = False
     for anc in reversed(ancestors):
-        if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and _is_once_guard(anc.test):
+        if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and (
+            _is_once_guard(anc.test) or _fills_its_cache(anc.test, child)
+        ):
             return _ONCE, False
         if isinstance(anc, _FUNCS):
             return anc, in_loop
@@ -308,4 +330,6 @@ def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]
     func, in_loop = _guarded_context(node, ancestors)
     if func is _ONCE or func is None:
         return False
+    if fa.facts.every_step(func) is not None:
+        return True  # the project says so: called every step of a loop, in this file or another
     return func.name not in _ENTRY_POINTS and func.name in _hot_callees(fa)
