@@ -48,3 +48,51 @@ def fixture_torch_version(text: str) -> Tuple[int, ...]:
     if not m:
         return LATEST_TORCH
     return tuple(int(p) for p in m.group(1).split("."))
+
+
+# Two helper modules of a project (tests/test_project.py, tests/test_server.py):
+# a metric meter whose update reads every tensor it is given on the host, and
+# a loss scaler that runs backward and the optimizer step. Whether the read is
+# a per-step sync depends on the training loop of another file.
+METER_PY = """\
+import torch
+
+
+class Meter:
+    def update(self, **values):
+        for k, v in values.items():
+            if isinstance(v, torch.Tensor):
+                v = v.item()
+            print(k, v)
+"""
+METER_ITEM_ROW = 8  # the 1-based row of `v.item()`
+SCALER_PY = """\
+class Scaler:
+    def __call__(self, loss, optimizer):
+        loss.backward()
+        optimizer.step()
+"""
+
+
+# a training loop whose step is in a class of a file it imports (each text
+# dedented by the test that writes it; its first line is blank)
+STEPPER = {
+    "helpers.py": """
+        class Stepper:
+            def __call__(self, loss, opt):
+                loss.backward()
+                opt.step()
+    """,
+    "train.py": """
+        import torch
+        from helpers import Stepper
+
+
+        def train(model, loader, opt):
+            stepper = Stepper()
+            for x in loader:
+                loss = model(x.cuda())
+                stepper(loss, opt)
+                print(loss.item())
+    """,
+}

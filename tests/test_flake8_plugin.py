@@ -27,7 +27,7 @@ from typing import List, Tuple
 import pytest
 
 from cli_helpers import invoke
-from helpers import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT, STEPPER
 from gpulint import __version__
 from gpulint.registry import all_rules
 
@@ -368,28 +368,12 @@ def test_each_file_is_linted_with_the_project_files_it_imports(site_dir, tmp_pat
     """flake8 hands the plugin one file at a time: the helper it imports is
     read for its summary, so the loop whose step is in that helper trains
     (GPU101, as `gpulint check train.py` says), not an evaluation loop."""
-    (tmp_path / "helpers.py").write_text(textwrap.dedent("""\
-        class Stepper:
-            def __call__(self, loss, opt):
-                loss.backward()
-                opt.step()
-    """))
-    (tmp_path / "train.py").write_text(textwrap.dedent("""\
-        import torch
-        from helpers import Stepper
-
-
-        def train(model, loader, opt):
-            stepper = Stepper()
-            for x in loader:
-                loss = model(x.cuda())
-                stepper(loss, opt)
-                print(loss.item())
-    """))
+    for name, text in STEPPER.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
     proc = flake8_run(site_dir, tmp_path, "--select", "GPU101,GPU104", "train.py")
-    assert rows(proc.stdout) == [(10, "GPU101")], proc.stdout + proc.stderr
+    assert rows(proc.stdout) == [(11, "GPU101")], proc.stdout + proc.stderr
     assert [(r, c) for _, r, _, c, _ in gpulint_check(tmp_path, ["train.py"], "--select", "GPU101,GPU104")] == [
-        (10, "GPU101")]
+        (11, "GPU101")]
     # the helper without its step: nothing trains there, and GPU101 has nothing to say
     (tmp_path / "helpers.py").write_text("class Stepper:\n    def __call__(self, loss, opt):\n        pass\n")
     proc = flake8_run(site_dir, tmp_path, "--select", "GPU101", "train.py")

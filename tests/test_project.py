@@ -11,6 +11,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from helpers import METER_ITEM_ROW, METER_PY, SCALER_PY, STEPPER
+
 from gpulint.frontends.cli import cli
 from gpulint.model.project.facts import model_with_facts
 from gpulint.model.project.graph import ProjectGraph
@@ -343,27 +345,6 @@ def test_a_sync_in_a_helper_of_another_file_is_found(tmp_path):
     assert alone == set()
 
 
-# a training loop whose step is in a class of a file it imports
-STEPPER = {
-    "helpers.py": """
-        class Stepper:
-            def __call__(self, loss, opt):
-                loss.backward()
-                opt.step()
-    """,
-    "train.py": """
-        import torch
-        from helpers import Stepper
-
-
-        def train(model, loader, opt):
-            stepper = Stepper()
-            for x in loader:
-                loss = model(x.cuda())
-                stepper(loss, opt)
-                print(loss.item())
-    """,
-}
 
 
 def test_a_file_linted_alone_reads_the_files_it_imports(tmp_path):
@@ -622,23 +603,8 @@ def test_objects_bound_by_unpacking_a_tuple_are_known(tmp_path):
     two assignments would: the step in Scaler.__call__ makes the loop train,
     and Meter.update then runs every step."""
     write(tmp_path, {
-        "util/meter.py": """
-            import torch
-
-
-            class Meter:
-                def update(self, **values):
-                    for k, v in values.items():
-                        if isinstance(v, torch.Tensor):
-                            v = v.item()
-                        print(k, v)
-        """,
-        "util/scaler.py": """
-            class Scaler:
-                def __call__(self, loss, optimizer):
-                    loss.backward()
-                    optimizer.step()
-        """,
+        "util/meter.py": METER_PY,
+        "util/scaler.py": SCALER_PY,
         "train.py": """
             import torch
             from util.meter import Meter
@@ -653,7 +619,7 @@ def test_objects_bound_by_unpacking_a_tuple_are_known(tmp_path):
                     meter.update(loss=loss)
         """,
     })
-    assert check(tmp_path, "--no-cache", "--select", "GPU101,GPU104", ".") == {("meter.py", 9, "GPU101")}
+    assert check(tmp_path, "--no-cache", "--select", "GPU101,GPU104", ".") == {("meter.py", METER_ITEM_ROW, "GPU101")}
     # unpacked from anything but a tuple of the same length, nothing is known
     text = (tmp_path / "train.py").read_text().replace("Meter(), Scaler()", "make()")
     (tmp_path / "train.py").write_text(text.replace("import torch\n", "import torch\nfrom util.parts import make\n"))

@@ -26,6 +26,7 @@ from gpulint.frontends.server.core import (
     noqa_change,
 )
 from cli_helpers import invoke
+from helpers import METER_ITEM_ROW, METER_PY, SCALER_PY
 from lsp_client import ROOT, LspClient, apply_text_edits, edits_of, uri_of
 
 # A document with a safe fix (GPU203, after non-BMP and non-ASCII characters
@@ -445,23 +446,8 @@ def test_server_config_option_applies_to_every_document(workspace, client_factor
 
 # a helper module that a training loop in another file calls every step
 WORKSPACE_PROJECT = {
-    "util/meter.py": """\
-        import torch
-
-
-        class Meter:
-            def update(self, **values):
-                for k, v in values.items():
-                    if isinstance(v, torch.Tensor):
-                        v = v.item()
-                    print(k, v)
-    """,
-    "util/scaler.py": """\
-        class Scaler:
-            def __call__(self, loss, optimizer):
-                loss.backward()
-                optimizer.step()
-    """,
+    "util/meter.py": METER_PY,
+    "util/scaler.py": SCALER_PY,
     "train.py": """\
         import torch
         from util.meter import Meter
@@ -490,7 +476,7 @@ def test_a_document_is_linted_as_a_file_of_the_workspace(client_factory, tmp_pat
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws / rel).write_text(textwrap.dedent(text))
     res = invoke(["check", "--no-cache", "--output-format", "concise", "."], cwd=ws)
-    assert "util/meter.py:8:" in res.stdout.replace(os.sep, "/") and "GPU101" in res.stdout, res.stdout
+    assert f"util/meter.py:{METER_ITEM_ROW}:" in res.stdout.replace(os.sep, "/") and "GPU101" in res.stdout, res.stdout
     alone = invoke(["check", "--no-cache", "--output-format", "concise", "util/meter.py"], cwd=ws)
     assert "GPU101" not in alone.stdout  # linted alone, it knows none of its callers
     c = client_factory(ws)
@@ -499,7 +485,7 @@ def test_a_document_is_linted_as_a_file_of_the_workspace(client_factory, tmp_pat
     uri = c.open(meter, meter.read_text())
     params = c.wait_for("textDocument/publishDiagnostics",
                         lambda p: p["uri"] == uri and any(d["code"] == "GPU101" for d in p["diagnostics"]))
-    assert [(d["code"], d["range"]["start"]["line"]) for d in params["diagnostics"]] == [("GPU101", 7)]
+    assert [(d["code"], d["range"]["start"]["line"]) for d in params["diagnostics"]] == [("GPU101", METER_ITEM_ROW - 1)]
     # the unsaved buffer of train.py, which no longer calls update, is what the project reads
     train = ws / "train.py"
     edited = train.read_text().replace("        meter.update(loss=loss)\n", "")
