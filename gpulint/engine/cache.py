@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 
 from gpulint import __version__
 from gpulint.engine.files import FileResult
-from gpulint.engine.lint import LintOptions
+from gpulint.engine.lint import LintOptions, ProjectInput
 from gpulint.model.project.graph import digest, is_empty
 from gpulint.rule import Edit, Finding, Fix
 
@@ -135,11 +135,13 @@ class Cache:
             return False
         return e.get("m") == st.st_mtime_ns and e.get("s") == st.st_size
 
-    def get(self, path: str, options: LintOptions) -> Optional[FileResult]:
+    def get(self, path: str, options: LintOptions, names: Optional[Sequence[str]] = None) -> Optional[FileResult]:
         """The cached result of `path` (its findings, summary and the key of
-        the facts it was read with), if the file and options are unchanged."""
+        the facts it was read with), if the file and options are unchanged;
+        with `names`, only if it was also read as the module of these names
+        (a summary depends on them)."""
         e = self.entries.get(os.path.abspath(path))
-        if not e:
+        if not e or (names is not None and e.get("n") != list(names)):
             return None
         try:
             st = os.stat(path)
@@ -175,6 +177,13 @@ class Cache:
             "a": res.accelerator,
         }
         self.dirty = True
+
+    def put_missing(self, results: Dict[str, FileResult], options: LintOptions, inputs: Dict[str, ProjectInput]) -> None:
+        """Put each result that the cache does not hold as its file is now
+        (a file that could not be read is never cached)."""
+        for path, res in results.items():
+            if res.error is None and not self.is_cached(path, options):
+                self.put(path, options, res, inputs[path].names)
 
     # the entry that records the last run's project (not a path: paths are absolute)
     PROJECT_KEY = " project"

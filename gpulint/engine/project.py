@@ -103,8 +103,8 @@ CONTEXT_OPTIONS = LintOptions(codes=())
 
 def context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInput], roots: List[str],
                       jobs: int, cache: Optional[Cache] = None, previous: Optional[List[str]] = None,
-                      fresh: Optional[Set[str]] = None, overlays: Optional[Dict[str, str]] = None,
-                      extra: Sequence[str] = ()) -> Dict[str, FileResult]:
+                      fresh: Optional[Set[str]] = None, overlays: Optional[Dict[str, str]] = None
+                      ) -> Dict[str, FileResult]:
     """Summaries of the project files that the linted files import but that
     are not linted themselves (a file linted alone, as in pre-commit, still
     sees the helpers it calls), a few imports deep. Their findings are not
@@ -115,9 +115,7 @@ def context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInpu
     is still taken from `cache` where it holds it as it is now.
 
     `overlays`: path -> text, the editor's buffers, read instead of the
-    disk (and never taken from the cache). `extra`: more files to read for
-    their summaries, whether imported or not (an editor's workspace, whose
-    files may call into the linted one)."""
+    disk (and never taken from the cache)."""
     linted = {os.path.abspath(p) for p in done}
     out: Dict[str, FileResult] = {}
     none = CONTEXT_OPTIONS
@@ -139,16 +137,14 @@ def context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInpu
         frontier += [out[p].summary for p in again if out[p].summary]
     else:
         frontier = [r.summary for r in done.values() if r.summary]
-    wanted = [p for p in extra if os.path.abspath(p) not in linted and p not in inputs]
     overlays = overlays or {}
     files_of: Dict[str, List[str]] = {}  # many files import the same modules: each is looked up once
     # a module that a linted file is needs no look-up
     known = {n for inp in inputs.values() for n in inp.names}
     listings: Dict[str, Tuple[frozenset, frozenset]] = {}
-    for depth in range(CONTEXT_DEPTH + 1):
-        if depth:
-            wanted = []
-        for summary in frontier if depth else ():
+    for _ in range(CONTEXT_DEPTH):
+        wanted = []
+        for summary in frontier:
             for module in summary.get("imports", ()):
                 paths = files_of.get(module)
                 if paths is None:
@@ -161,15 +157,13 @@ def context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInpu
                     if ap not in linted and path not in out and path not in inputs and path not in wanted:
                         wanted.append(path)
         if not wanted:
-            if depth:
-                break
-            continue
+            break
         read = []
         for path in wanted:
             inputs[path] = ProjectInput(tuple(module_names(path, roots, tops)), is_package(path))
             known.update(inputs[path].names)
-            hit = cache.get(path, none) if cache is not None and path not in overlays else None
-            if hit is not None and cache.names.get(path) == list(inputs[path].names):  # read as the same module
+            hit = cache.get(path, none, inputs[path].names) if cache is not None and path not in overlays else None
+            if hit is not None:
                 out[path] = hit
             else:
                 read.append(path)
@@ -305,17 +299,16 @@ class ProjectLinter:
         fresh: Set[str] = set()
         for p in extra:
             inputs[p] = ProjectInput(tuple(module_names(p, roots)), is_package(p))
-            hit = memory.get(p, CONTEXT_OPTIONS) if p not in overlays else None
-            if hit is not None and memory.names.get(p) == list(inputs[p].names):
+            hit = memory.get(p, CONTEXT_OPTIONS, inputs[p].names) if p not in overlays else None
+            if hit is not None:
                 done[p] = hit
             else:
                 done[p] = read(p, inputs[p])
                 fresh.add(p)
         context = context_summaries(done, inputs, roots, 1, memory, overlays=overlays)
         fresh |= join_project(done, context, inputs, lambda redo: [read(p, inp) for p, inp in redo])
-        kept = [(p, r) for p, r in context.items() if not memory.is_cached(p, CONTEXT_OPTIONS)]
-        kept += [(p, done[p]) for p in set(extra) & fresh]  # read again: with the facts they have now
-        for p, res in kept:
-            if res.error is None and p not in overlays:
-                memory.put(p, CONTEXT_OPTIONS, res, inputs[p].names)
+        memory.put_missing({p: r for p, r in context.items() if p not in overlays}, CONTEXT_OPTIONS, inputs)
+        for p in set(extra) & fresh - set(overlays):  # read again: kept with the facts they have now
+            if done[p].error is None:
+                memory.put(p, CONTEXT_OPTIONS, done[p], inputs[p].names)
         return done

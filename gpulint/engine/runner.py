@@ -206,9 +206,7 @@ def run(
         if use_cache and not keep_source and res.error is None and path in fresh:
             caches[s.root].put(path, options, res, inputs[path].names)
     if use_cache and not keep_source and one_cache is not None and joined:
-        for path, res in context.items():
-            if res.error is None and not one_cache.is_cached(path, CONTEXT_OPTIONS):
-                one_cache.put(path, CONTEXT_OPTIONS, res, inputs[path].names)
+        one_cache.put_missing(context, CONTEXT_OPTIONS, inputs)
         one_cache.put_project(linted_key, list(context), roots_key)
     for cache in caches.values():
         cache.save()
