@@ -661,3 +661,211 @@ def test_a_helper_the_project_runs_every_step_is_repeated_code(tmp_path):
     assert check(tmp_path, "--no-cache", "--select", "GPU203", ".") == {("audio.py", 10, "GPU203")}
     # linted alone, nothing says that spectrogram runs more than once
     assert check(tmp_path, "--no-cache", "--select", "GPU203", "audio.py") == set()
+
+
+def test_a_step_with_micro_batches_inside_is_one_step_not_an_epoch():
+    # improved-diffusion's TrainLoop: run_step calls forward_backward, whose loop over
+    # slices of the batch runs backward, then the optimizer step; run_loop's loop trains
+    graph, _ = _graph({"m": """
+        class TrainLoop:
+            def run_loop(self):
+                while True:
+                    batch = next(self.data)
+                    self.run_step(batch)
+
+            def run_step(self, batch):
+                self.forward_backward(batch)
+                self.optimize()
+
+            def forward_backward(self, batch):
+                for i in range(0, batch.shape[0], self.microbatch):
+                    loss = self.model(batch[i: i + self.microbatch]).mean()
+                    loss.backward()
+
+            def optimize(self):
+                self._log_grad_norm()
+                self.opt.step()
+
+            def _log_grad_norm(self):
+                total = 0.0
+                for p in self.params:
+                    total += (p.grad ** 2).sum().item()
+                print(total)
+    """})
+    assert "m.TrainLoop.run_step" in graph.steps
+    assert "m.TrainLoop.run_step" not in graph.drives  # it steps: a call of it is one step
+    assert "m.TrainLoop.forward_backward" in graph.drives  # a loop of its own, as before
+    assert graph.every_step.get("m.TrainLoop.run_step") == "train"
+    assert graph.every_step.get("m.TrainLoop._log_grad_norm") == "train"
+
+
+def test_a_function_with_a_loop_of_its_own_still_drives_when_it_steps_elsewhere():
+    graph, _ = _graph({"m": """
+        def train_epoch(model, loader, opt):
+            for x in loader:
+                model(x).backward()
+                opt.step()
+
+        def fit(model, loader, opt):
+            for epoch in range(10):
+                train_epoch(model, loader, opt)
+    """})
+    assert "m.train_epoch" in graph.drives
+    assert "m.train_epoch" not in graph.every_step
+
+
+A2C_PPO = {
+    # the layout of pytorch-a2c-ppo-acktr-gail: the algorithm in a file with no device
+    # word, re-exported by its package, picked in one of two branches of main.py
+    "algo/__init__.py": """
+        from .a2c import A2C
+        from .ppo import PPO
+    """,
+    "algo/a2c.py": """
+        class A2C:
+            def update(self, rollouts):
+                loss = self.model(rollouts).mean()
+                loss.backward()
+                self.optimizer.step()
+    """,
+    "algo/ppo.py": """
+        class PPO:
+            def update(self, rollouts):
+                total = 0.0
+                for epoch in range(self.ppo_epoch):
+                    for sample in rollouts.batches():
+                        loss = self.model(sample).mean()
+                        loss.backward()
+                        self.optimizer.step()
+                        total += loss.item()
+                return total
+    """,
+    "main.py": """
+        import torch
+        import algo
+
+
+        def main(args, model, rollouts, envs):
+            model.to("cuda")
+            if args.algo == "a2c":
+                agent = algo.A2C(model)
+            else:
+                agent = algo.PPO(model)
+            for j in range(args.updates):
+                with torch.no_grad():
+                    action = model.act(rollouts.obs[-1])
+                rollouts.insert(*envs.step(action))
+                agent.update(rollouts)
+    """,
+}
+
+
+def test_package_re_exports_and_objects_of_several_classes_resolve(tmp_path):
+    write(tmp_path, A2C_PPO)
+    found = check(tmp_path, "--no-cache", "--select", "GPU101", ".")
+    assert found == {("ppo.py", 10, "GPU101")}
+    # without the file that uses the GPU, the algorithm computes on the CPU
+    (tmp_path / "main.py").write_text(textwrap.dedent(A2C_PPO["main.py"]).replace('model.to("cuda")', "pass"))
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == set()
+
+
+def test_graph_reads_package_exports_and_union_calls():
+    from gpulint.model.project.summary import exports_summary
+
+    init = exports_summary(ast.parse(textwrap.dedent(A2C_PPO["algo/__init__.py"])), "algo")
+    assert init["exports"] == {"A2C": "algo.a2c.A2C", "PPO": "algo.ppo.PPO"}
+    main_text = textwrap.dedent(A2C_PPO["main.py"])
+    _, main_summary, _ = model_with_facts(ast.parse(main_text), main_text, "main.py", ["main"])
+    refs = [c[0] for c in main_summary["functions"]["main.main"]["calls"]]
+    assert "algo.A2C.update" in refs and "algo.PPO.update" in refs  # agent holds one of two classes
+    ppo_text = textwrap.dedent(A2C_PPO["algo/ppo.py"])
+    _, ppo_summary, _ = model_with_facts(ast.parse(ppo_text), ppo_text, "algo/ppo.py", ["algo.ppo"])
+    assert ppo_summary.get("host_only") is True
+    graph = ProjectGraph({"algo/__init__.py": (["algo"], init), "main.py": (["main"], main_summary),
+                          "algo/ppo.py": (["algo.ppo"], ppo_summary)})
+    assert graph.resolve("algo.PPO.update") == "algo.ppo.PPO.update"
+    assert graph.device_side == {"algo.ppo.PPO.update"}
+    assert graph.facts_for("algo/ppo.py")["device_side"] == ["algo.ppo.PPO.update"]
+    # a package that re-exports a module under its own name resolves to nothing, without looping
+    loop = ProjectGraph({"x/__init__.py": (["x"], {"functions": {}, "exports": {"x": "x.x"}})})
+    assert loop.resolve("x.x.f") is None
+
+
+def test_a_returned_parameter_is_not_a_loader_by_its_name():
+    _, summary, _ = _summary("""
+        from torch.utils.data import DataLoader
+
+        class DataSpec:
+            def __init__(self, dataloader):
+                self.dataloader = dataloader
+
+        def ensure_data_spec(dataloader):
+            if not isinstance(dataloader, DataSpec):
+                dataloader = DataSpec(dataloader)
+            return dataloader
+
+        def build_loader(ds):
+            loader = DataLoader(ds, batch_size=8)
+            return loader
+    """)
+    assert "returns" not in summary["functions"]["m.ensure_data_spec"]
+    assert summary["functions"]["m.build_loader"]["returns"] == "loader"
+
+
+def test_layers_of_imported_models_reach_the_training_file_and_the_cache_follows_them(tmp_path):
+    from test_rule_gpu403 import DCGAN, MLP, TRAIN_SCRIPT
+
+    from gpulint.model.project.facts import partial_summary
+
+    # a models file with nothing that steps: only the layers its classes build are summarized
+    part = partial_summary(ast.parse(DCGAN), DCGAN, "models.py", ["models"], False)
+    assert part == {"functions": {}, "classes": {}, "imports": [], "partial": True,
+                    "layers": {"conv": 4, "matmul": 2, "attention": 0}}  # by call site: `block` has one Conv2d
+    assert partial_summary(ast.parse("x = 1\n"), "x = 1\n", "m.py", ["m"], False) is None
+    write(tmp_path, {"models.py": DCGAN, "train.py": "import torch\nfrom models import *\n" + TRAIN_SCRIPT})
+    assert check(tmp_path, "--select", "GPU403", ".") == set()
+    # the models become an MLP: the cached finding of train.py must follow
+    write(tmp_path, {"models.py": MLP.replace("class Net", "class Generator") + "\n\nclass Discriminator(Generator):\n    pass\n"})
+    assert check(tmp_path, "--select", "GPU403", ".") == {("train.py", 9, "GPU403")}
+
+
+def test_a_module_name_two_folders_define_resolves_beside_the_importer(tmp_path):
+    # saint: `from augmentations import mixup_data` in train.py and in old_version/train.py,
+    # each beside its own augmentations.py
+    helper = """
+        import torch
+
+
+        def mixup(x):
+            for i in range(3):
+                print(x.item())
+    """
+    train = """
+        import torch
+        from augmentations import mixup
+
+
+        def train(model, loader, opt):
+            model.cuda()
+            for x in loader:
+                loss = model(x).mean()
+                loss.backward()
+                opt.step()
+                mixup(loss)
+    """
+    write(tmp_path, {"augmentations.py": helper, "train.py": train,
+                     "old_version/augmentations.py": helper, "old_version/train.py": train})
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        res = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "json", "--select", "GPU101", "."])
+    finally:
+        os.chdir(cwd)
+    found = sorted((os.path.relpath(f["filename"], tmp_path).replace(os.sep, "/"), f["location"]["row"])
+                   for f in json.loads(res.stdout))
+    assert found == [("augmentations.py", 7), ("old_version/augmentations.py", 7)]  # both copies
+    g = ProjectGraph({
+        "a/m.py": (["a.m", "m"], {"functions": {"a.m.f": {}}}),
+        "b/m.py": (["b.m", "m"], {"functions": {"b.m.f": {}}}),
+    })
+    assert g.resolve_in("m.f", "b/train.py") == "b.m.f" and g.resolve_in("m.f", "a/x.py") == "a.m.f"

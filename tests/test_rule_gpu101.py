@@ -1275,3 +1275,30 @@ def test_element_reads_are_not_gpu104s():
                 print(p.item())
     """
     assert [f.code for f in lint(textwrap.dedent(code), codes=SYNC_RULES)] == ["GPU104"]
+
+
+def test_a_read_past_a_warm_up_threshold_in_a_per_step_helper_runs_every_step():
+    # ParallelWaveGAN's Trainer: the discriminator's loss is read once the step counter
+    # passes its start step; a read under an option stays unflagged (it may be off)
+    check("""
+        import torch
+
+        class Trainer:
+            def _train_epoch(self):
+                for batch in self.data_loader:
+                    self._train_step(batch)
+
+            def _train_step(self, batch):
+                y = batch.cuda()
+                loss = self.model(y).mean()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                self.steps += 1
+                if self.steps > self.config["discriminator_train_start_steps"]:
+                    real_loss = self.disc(y).mean()
+                    self.total["real_loss"] += real_loss.item()  # sync
+                if self.config["use_mel_loss"]:
+                    mel_loss = self.mel(y).mean()
+                    self.total["mel_loss"] += mel_loss.item()
+    """)

@@ -162,3 +162,100 @@ def test_test_files_and_old_torch_are_skipped():
     assert [f.row for f in lint(code, codes=[CODE], path="tests/test_training.py")] == []
     assert rows(code, torch_version=(1, 11)) == []
     assert rows(code, torch_version=(1, 12)) == [9]
+
+
+DCGAN = """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.Sequential(nn.Linear(100, 128 * 8 * 8))
+        self.conv_blocks = nn.Sequential(
+            nn.Upsample(scale_factor=2), nn.Conv2d(128, 128, 3, padding=1), nn.LeakyReLU(0.2),
+            nn.Upsample(scale_factor=2), nn.Conv2d(128, 64, 3, padding=1), nn.Conv2d(64, 1, 3, padding=1),
+        )
+
+    def forward(self, z):
+        return self.conv_blocks(self.l1(z).view(z.shape[0], 128, 8, 8))
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+        def block(i, o):
+            return [nn.Conv2d(i, o, 3, 2, 1), nn.LeakyReLU(0.2)]
+
+        self.model = nn.Sequential(*block(1, 16), *block(16, 32), *block(32, 64))
+        self.adv_layer = nn.Linear(64 * 4 * 4, 1)
+
+    def forward(self, img):
+        return self.adv_layer(self.model(img).flatten(1))
+"""
+
+TRAIN_SCRIPT = """
+generator, discriminator = Generator().cuda(), Discriminator().cuda()
+opt = torch.optim.Adam(generator.parameters())
+for imgs in loader:
+    loss = discriminator(generator(torch.randn(64, 100, device="cuda"))).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+MLP = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(784, 512)
+        self.b = nn.Linear(512, 10)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+"""
+
+
+def test_convolutional_models_already_run_in_tf32():
+    # cuDNN runs convolutions in TF32 by default: a DCGAN's loop is not flagged
+    assert rows(DCGAN + TRAIN_SCRIPT) == []
+    # an MLP's is, and so is a conv net with attention
+    assert rows(MLP + TRAIN_SCRIPT.replace("Generator()", "Net()").replace("Discriminator()", "Net()")) != []
+    attention = DCGAN.replace(
+        "return self.adv_layer(self.model(img).flatten(1))",
+        "h = self.model(img).flatten(1)\n        return self.adv_layer(torch.softmax(h @ h.T, -1) @ h)",
+    )
+    assert rows(attention + TRAIN_SCRIPT) != []
+
+
+def test_the_models_of_an_imported_project_file_count(tmp_path):
+    # PyTorch-GAN's layout: `from models import *` beside a training script with no def
+    import json
+    import os
+
+    from click.testing import CliRunner
+
+    from gpulint.frontends.cli import cli
+
+    (tmp_path / "cyclegan").mkdir()
+    (tmp_path / "mlp").mkdir()
+    (tmp_path / "cyclegan" / "models.py").write_text(DCGAN)
+    (tmp_path / "mlp" / "models.py").write_text(MLP.replace("class Net", "class Generator").replace(
+        "return self.b(self.a(x))", "return self.b(self.a(x))\n\n\nclass Discriminator(Generator):\n    pass"))
+    script = "import torch\nfrom models import *\n" + TRAIN_SCRIPT
+    (tmp_path / "cyclegan" / "cyclegan.py").write_text(script)
+    (tmp_path / "mlp" / "gan.py").write_text(script)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        res = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "json", "--select", CODE, "."])
+    finally:
+        os.chdir(cwd)
+    found = sorted(f["filename"].replace(os.sep, "/").split("/")[-1] for f in json.loads(res.stdout))
+    assert found == ["gan.py"]  # each script reads the models.py beside it

@@ -25,9 +25,9 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.model.file import FileModel
 from gpulint.model.index.tree import is_test_path, may_use_accelerator
-from gpulint.model.project.facts import model_with_facts
+from gpulint.model.project.facts import model_with_facts, partial_summary
 from gpulint.model.project.modules import is_package, module_names
-from gpulint.model.project.summary import may_start_steps
+from gpulint.model.project.summary import may_build_layers, may_start_steps
 from gpulint.rule import INTERNAL_ERROR, LATEST_TORCH, SAFE, UNSAFE, Edit, Finding, Fix, Rule
 from gpulint.registry import all_rules
 from gpulint.source import Source
@@ -269,6 +269,8 @@ class ProjectInput:
     table: Optional[dict] = None
     # summarize the file even when nothing in it can start a step (see `lint_module`)
     summarize: bool = False
+    # read the layers its models build, even when its summary is left for later
+    layers: bool = False
 
 
 @dataclass
@@ -286,9 +288,11 @@ _PROJECT_WORDS = ("backward", ".step(", "yield", "DataLoader", ".item()")
 
 
 def takes_part(text: str, accelerator: bool) -> bool:
-    """The file may add to the project's call graph (see `_PROJECT_WORDS`);
+    """The file may add to the project's call graph (see `_PROJECT_WORDS`), or
+    ask it about the models it trains;
     `accelerator`: `may_use_accelerator(text)`, which the caller has already."""
-    return "def " in text and (accelerator or any(w in text for w in _PROJECT_WORDS))
+    # (a script without a def can still train at its top level, on models defined elsewhere)
+    return ("def " in text or "backward" in text) and (accelerator or any(w in text for w in _PROJECT_WORDS))
 
 
 def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None) -> List[Finding]:
@@ -324,6 +328,15 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
             deferred = True
         else:
             model, summary, table = model_with_facts(tree, text, path, project.names, project.package, project.table)
+    if summary is None:
+        # what a package re-exports, for the call graph; the layers the file's models build
+        # when the project asks (a training loop imports the file), else it is left for then
+        if project is None:
+            project = ProjectInput(tuple(module_names(path, ())), is_package(path))
+        summary = partial_summary(tree, text, path, project.names, project.package,
+                                  layers=project.summarize or project.layers)
+        if not (project.summarize or project.layers) and may_build_layers(text):
+            deferred = True
     if not selected:
         return ModuleResult([], summary, table, deferred, accelerator)
     return ModuleResult(_lint_tree(text, path, options, tree, selected, model), summary, table, deferred, accelerator)

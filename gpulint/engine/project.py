@@ -22,7 +22,7 @@ from gpulint.engine.cache import Cache, facts_key, table_key
 from gpulint.engine.config import Settings
 from gpulint.engine.files import FileResult, lint_file, lint_text
 from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
-from gpulint.model.project.graph import ProjectGraph
+from gpulint.model.project.graph import ProjectGraph, module_file
 from gpulint.model.project.modules import is_package, module_names
 
 # a run reads files in worker processes from this many on
@@ -60,25 +60,52 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     step) but that per-step code calls into: a call in the every-step part of
     a hot loop, or on every run of a function that runs every step, whose
     callee the graph cannot find yet."""
-    by_name = {n: p for p, r in done.items() if r.deferred and r.error is None for n in inputs[p].names}
+    by_name: Dict[str, List[str]] = {}
+    for p, r in done.items():
+        if r.deferred and r.error is None:
+            for n in inputs[p].names:
+                by_name.setdefault(n, []).append(p)
     if not by_name:
         return []
     out: List[str] = []
     for fid, f in graph.functions.items():
         per_step = fid in graph.every_step
+        caller = graph.owner[fid]
         for call in f.get("calls", ()):
             ref, where = call[0], call[1]
             if where not in ("train", "eval") and not (per_step and where == "body"):
                 continue
-            if graph.resolve(ref) is not None:
+            cid = graph.resolve_in(ref, caller)
+            if cid is not None and os.path.dirname(graph.owner[cid]) == os.path.dirname(caller):
                 continue
             parts = ref.split(".")
             for i in range(len(parts) - 1, 0, -1):
-                path = by_name.get(".".join(parts[:i]))
+                path = module_file(by_name.get(".".join(parts[:i]), []), caller)
                 if path is not None:
-                    if path not in out:
-                        out.append(path)
+                    if cid is None or os.path.dirname(path) == os.path.dirname(caller):
+                        if path not in out:
+                            out.append(path)
                     break
+    return out
+
+
+def imported_models(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
+    """The deferred files that a file with a training loop imports: what
+    their models are (the layers they build) is asked of them."""
+    deferred: Dict[str, List[str]] = {}
+    for p, r in done.items():
+        if r.deferred and r.error is None and "layers" not in (r.summary or {}):
+            for n in inputs[p].names:
+                deferred.setdefault(n, []).append(p)
+    out: List[str] = []
+    for path, (_, summary) in graph.files.items():
+        if not any(f.get("drives") or f.get("steps") for f in summary.get("functions", {}).values()):
+            continue
+        for module in summary.get("imports", ()):
+            for name in (module, module.rpartition(".")[0]):
+                p = module_file(deferred.get(name, []), path)
+                if p is not None and p not in out:
+                    out.append(p)
     return out
 
 
@@ -230,11 +257,16 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
             (path, ProjectInput(inputs[path].names, inputs[path].package, summarize=True))
             for path in demanded(graph, done, inputs)
         ]
+        asked = {path for path, _ in redo}
+        redo += [  # what the models a training loop imports are: their layers only
+            (path, ProjectInput(inputs[path].names, inputs[path].package, layers=True))
+            for path in imported_models(graph, done, inputs) if path not in asked
+        ]
         # a project none of whose files can put a tensor on an accelerator computes on the CPU
         cpu_only = not any(r.accelerator for r in list(done.values()) + list(context.values()))
         for path, res in done.items():
-            if res.summary is None or res.error is not None:
-                continue
+            if res.summary is None or res.error is not None or res.summary.get("partial"):
+                continue  # (a partial summary: no loop or call of the file is read with facts)
             table = graph.facts_for(path)
             if cpu_only:
                 table["accelerator"] = False

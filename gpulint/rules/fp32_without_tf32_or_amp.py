@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 import re
 from textwrap import dedent
-from typing import Optional, Set
+from typing import Dict, Optional, Set
 
 from gpulint.model.control.amp import autocast_uses, dtype_of, torch_module_alias
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Fix, Rule
@@ -52,6 +52,16 @@ class Fp32WithoutTf32OrAmp(Rule):
     that also has GPU code) is not flagged. Test files are not flagged (they
     often check FP32 numerics on purpose), nor code targeting torch < 1.12,
     where TF32 matmuls were on by default.
+
+    A loop whose models are convolutional is not flagged: where the
+    `nn.Module` classes of the file and of the project files it imports build
+    convolutions, no attention, and no more `nn.Linear` (or RNN) layers than
+    convolutions, counted where the code builds them (a DCGAN with its latent
+    projection, a UNet, a ResNet with its classifier head).
+    cuDNN already runs convolutions in TF32 (`torch.backends.cudnn.allow_tf32`
+    is True by default), so the premise does not hold and the fix changes
+    next to nothing. Where the models come from a library (`torchvision`,
+    `timm`), the rule cannot see their layers and still flags the loop.
 
     The rule sees one file at a time: when the precision is set in another
     module (a `main.py` that enables TF32 before calling the loop in
@@ -227,6 +237,8 @@ class Fp32WithoutTf32OrAmp(Rule):
             return
         if not _scope_uses_device(ctx, fa.index.enclosing_scope(ctx.ancestors)):
             return  # e.g. a CPU toy loop in a file that also has GPU code
+        if convolutional(fa.facts.model_layers()):
+            return  # cuDNN already runs the convolutions in TF32
         if self._fix is None:
             self._fix = self.make_fix(
                 'Insert `torch.set_float32_matmul_precision("high")` after the imports', [_insertion(ctx)]
@@ -242,6 +254,18 @@ class Fp32WithoutTf32OrAmp(Rule):
                 and not _precision_managed(ctx)
             )
         return self._eligible
+
+
+def convolutional(layers: Optional[Dict[str, int]]) -> bool:
+    """The models the file can train (its own `nn.Module` classes and those of
+    the project files it imports) are convolutional: convolutions, no
+    attention, and no more matmul layers (`nn.Linear`, an RNN) than
+    convolutions (a DCGAN's latent projection and classifier head), counted
+    where the code builds them."""
+    if not layers:
+        return False
+    conv = layers.get("conv", 0)
+    return conv > 0 and not layers.get("attention", 0) and layers.get("matmul", 0) <= conv
 
 
 def _innermost_loop(ancestors, node, fa) -> Optional[ast.AST]:

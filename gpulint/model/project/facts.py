@@ -15,9 +15,10 @@ import ast
 from typing import Dict, Optional, Sequence, Tuple
 
 from gpulint.model.file import FileModel
-from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty
+from gpulint.model.names import ImportTable
+from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
 from gpulint.model.project.refs import FileRefs
-from gpulint.model.project.summary import summarize
+from gpulint.model.project.summary import exports_summary, layer_counts, may_build_layers, summarize
 from gpulint.model.values.callfacts import CallFacts
 
 MAX_ROUNDS = 4
@@ -30,7 +31,7 @@ class ProjectFacts(CallFacts):
         self.table = table
         self.module = module
         self.package = package
-        self.empty = is_empty(table)
+        self.empty = tells_the_model_nothing(table)
         self._steps = frozenset(table.get("steps", ()))
         self._drives = frozenset(table.get("drives", ()))
         self._returns: Dict[str, str] = table.get("returns", {})
@@ -46,7 +47,7 @@ class ProjectFacts(CallFacts):
         `every_step` only: no answer the model has cached depends on it."""
         self.table = table
         self._every = table.get("every_step", {})
-        self.empty = is_empty(table)
+        self.empty = tells_the_model_nothing(table)
 
     def with_parameters(self, table: dict) -> None:
         """Take the answers of `table`, which like this one says nothing of
@@ -97,6 +98,13 @@ class ProjectFacts(CallFacts):
             return None
         return self._param_kinds.get(self.refs.qualname(func), {}).get(name)
 
+    def model_layers(self) -> Optional[Dict[str, int]]:
+        return self.table.get("layers") or None
+
+    def device_side(self, func: ast.AST) -> bool:
+        side = self.table.get("device_side")
+        return bool(side) and self.refs is not None and self.refs.qualname(func) in side
+
     def every_step(self, func: ast.AST) -> Optional[str]:
         if not self._every or self.refs is None:
             return None
@@ -133,6 +141,19 @@ def model_with_facts(
             facts.with_parameters(found)  # the same model, its calls' references read again
         table = found
     return fa, summary, table
+
+
+def partial_summary(tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool,
+                    layers: bool = True) -> Optional[dict]:
+    """The summary of a file that nothing in it can start a step from (its
+    loops and calls are summarized only when the project asks): what a
+    package re-exports, and with `layers` the layers its `nn.Module` classes
+    build. None where it has neither."""
+    module = names[0] if names else "__main__"
+    out = exports_summary(tree, module) if package else {"functions": {}, "classes": {}, "imports": [], "partial": True}
+    if layers and may_build_layers(text):
+        out["layers"] = layer_counts(tree, ImportTable(tree))  # {} too: asked, and there are none
+    return out if "layers" in out or out.get("exports") else None
 
 
 def answers_nothing(table: dict) -> bool:

@@ -15,6 +15,13 @@ tells each file.
   every-step part of such a loop, or on every call of a function that runs
   every step (to a fixpoint; `train` wins over `eval`). "Hot" is decided by
   the loops and the call graph, not by the functions' names.
+* **Device side**: a function of a file that never mentions a device is
+  on the device side when a function of a file that can use one calls it,
+  directly or through calls (`agent.update(rollouts)` in `main.py`, which
+  moves the model to CUDA, reaching `PPO.update` in `algo/ppo.py`).
+* **Layers**: what the `nn.Module` classes of a file and of the project
+  files it imports build (convolutions, matmul layers, attention), summed:
+  the models a training loop there can train.
 * **Returns** and **iterates**: as each function's summary says.
 * **Parameters**: the class of the object a parameter holds, where every
   call that passes a known object passes one of the same class; and the
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -54,48 +62,109 @@ class ProjectGraph:
         self.alias: Dict[str, str] = {}
         self.classes: Dict[str, List[str]] = {}
         self.class_alias: Dict[str, str] = {}
+        self.exports: Dict[str, str] = {}  # `pkg.Name` -> what the package's __init__ imports as Name
+        self.paths_of: Dict[str, List[str]] = {}  # module name -> the files it may name
+        self.candidates: Dict[str, List[str]] = {}  # reference -> every function it may name
         for path, (names, summary) in files.items():
             if not names:
                 continue
             main = names[0]
+            for n in names:
+                self.paths_of.setdefault(n, []).append(path)
+            for name, target in summary.get("exports", {}).items():
+                for n in names:
+                    self.exports.setdefault(f"{n}.{name}", target)
             for qual, fsum in summary.get("functions", {}).items():
                 self.functions[qual] = fsum
                 self.owner[qual] = path
                 rest = qual[len(main) + 1:]
                 for n in names:
                     self.alias.setdefault(f"{n}.{rest}", qual)
+                    self.candidates.setdefault(f"{n}.{rest}", []).append(qual)
             for qual, bases in summary.get("classes", {}).items():
                 self.classes[qual] = bases
                 rest = qual[len(main) + 1:]
                 for n in names:
                     self.class_alias.setdefault(f"{n}.{rest}", qual)
         self._resolved: Dict[str, Optional[str]] = {}
+        self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str]]] = {}
         self.params = self._param_classes()
         self.steps = self._closure("steps")
-        self.drives = self._closure("drives")
+        self.drives = self._closure("drives", self.steps)
         self.every_step = self._every_step()
         self.param_kinds = self._param_kinds()
+        self.device_side = self._device_side()
 
     # ------------------------------------------------------------ resolution
     def resolve(self, ref: str) -> Optional[str]:
         if ref in self._resolved:
             return self._resolved[ref]
-        cid = self.alias.get(ref) or self.alias.get(ref + ".__init__")
-        if cid is None:
-            owner, _, method = ref.rpartition(".")
-            if owner:
-                cid = self._through_bases(owner, method, set())
+        cid = None
+        seen: Set[str] = set()
+        name: Optional[str] = ref
+        # through re-exports, a few at most (`from .x import x` in `x`'s package maps `pkg.x` onto itself)
+        while name is not None and name not in seen and len(seen) < 4:
+            seen.add(name)
+            cid = self.alias.get(name) or self.alias.get(name + ".__init__")
+            if cid is None:
+                owner, _, method = name.rpartition(".")
+                if owner:
+                    cid = self._through_bases(owner, method, set())
+            if cid is not None:
+                break
+            name = self._unexported(name)
         self._resolved[ref] = cid
         return cid
 
-    def _through_bases(self, cls_ref: str, method: str, seen: Set[str]) -> Optional[str]:
+    def resolve_in(self, ref: str, path: str) -> Optional[str]:
+        """`resolve`, for a call in the file `path`: where several files
+        define the function `ref` names (`from augmentations import
+        mixup_data` with an `augmentations.py` at the top and another in
+        `old_version/`), the one beside `path`, as a script's folder comes
+        first on `sys.path`."""
+        found = self.candidates.get(ref)
+        if found is None or len(found) < 2:
+            return self.resolve(ref)
+        folder = os.path.dirname(path)
+        key = (ref, folder)
+        if key not in self._resolved_in:
+            self._resolved_in[key] = next(
+                (cid for cid in found if os.path.dirname(self.owner[cid]) == folder), None
+            ) or self.resolve(ref)
+        return self._resolved_in[key]
+
+    def _unexported(self, ref: str) -> Optional[str]:
+        """`ref` with its longest prefix that a package re-exports replaced
+        by what it re-exports (`algo.PPO.update` -> `algo.ppo.PPO.update`)."""
+        if not self.exports:
+            return None
+        parts = ref.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            target = self.exports.get(".".join(parts[:i + 1]))
+            if target is not None:
+                return ".".join([target] + parts[i + 1:])
+        return None
+
+    def _class(self, cls_ref: str) -> Optional[str]:
         cls = self.class_alias.get(cls_ref)
+        if cls is None:
+            moved = self._unexported(cls_ref)
+            if moved is not None and moved != cls_ref:
+                cls = self.class_alias.get(moved)
+        return cls
+
+    def _through_bases(self, cls_ref: str, method: str, seen: Set[str]) -> Optional[str]:
+        cls = self._class(cls_ref)
         if cls is None or cls in seen or len(seen) > 16:
             return None
         seen.add(cls)
         for base in self.classes.get(cls, ()):
-            cid = self.alias.get(f"{base}.{method}") or self._through_bases(base, method, seen)
+            moved = self._unexported(base)
+            cid = (
+                self.alias.get(f"{base}.{method}") or (moved is not None and self.alias.get(f"{moved}.{method}"))
+                or self._through_bases(base, method, seen)
+            )
             if cid is not None:
                 return cid
         return None
@@ -106,7 +175,7 @@ class ProjectGraph:
         if found is None:
             found = self._edges[fid] = [
                 (cid, call[1]) for call in self.functions[fid].get("calls", ())
-                for cid in (self.resolve(call[0]),) if cid is not None
+                for cid in (self.resolve_in(call[0], self.owner[fid]),) if cid is not None
             ]
         return found
 
@@ -119,11 +188,11 @@ class ProjectGraph:
         of `train_one_epoch(..., loss_scaler)`). Calls passing something
         else are not evidence either way."""
         seen: Dict[str, Dict[str, Set[str]]] = {}
-        for f in self.functions.values():
+        for fid, f in self.functions.items():
             for call in f.get("calls", ()):
                 if len(call) < 3:
                     continue
-                cid = self.resolve(call[0])
+                cid = self.resolve_in(call[0], self.owner[fid])
                 if cid is None:
                     continue
                 params = self.functions[cid].get("params", [])
@@ -149,7 +218,7 @@ class ProjectGraph:
         for fid, f in self.functions.items():
             per_step = fid in self.every_step
             for call in f.get("calls", ()):
-                cid = self.resolve(call[0])
+                cid = self.resolve_in(call[0], self.owner[fid])
                 if cid is None or cid in unknown:
                     continue
                 if len(call) < 4:
@@ -191,10 +260,15 @@ class ProjectGraph:
         return out
 
     # --------------------------------------------------------------- fixpoints
-    def _closure(self, key: str) -> Set[str]:
+    def _closure(self, key: str, stop: Set[str] = frozenset()) -> Set[str]:
         """The functions whose summary says `key`, and those that call one
         of them on every or some of their runs (not from a loop of their own:
-        a loop around a step is a loop that steps, which `drives` says)."""
+        a loop around a step is a loop that steps, which `drives` says),
+        except through the functions of `stop`. For `drives`, `stop` is the
+        functions that step: one that calls a function driving a loop and
+        also steps is one training step with micro-batches inside
+        (`run_step` calling `forward_backward`, whose loop over slices of the
+        batch runs backward, then `optimize`), not an epoch."""
         callers: Dict[str, List[str]] = {}
         for fid in self.functions:
             for cid in self._callees(fid, {BODY, SOME}):
@@ -203,7 +277,7 @@ class ProjectGraph:
         todo = deque(done)
         while todo:
             for caller in callers.get(todo.popleft(), ()):
-                if caller not in done:
+                if caller not in done and caller not in stop:
                     done.add(caller)
                     todo.append(caller)
         return done
@@ -225,6 +299,24 @@ class ProjectGraph:
                         todo.append(cid)
         return out
 
+    def _device_side(self) -> Set[str]:
+        """The functions of files whose summary says `host_only` that a
+        function of another file reaches through calls."""
+        host_only = {path for path, (_, summary) in self.files.items() if summary.get("host_only")}
+        if not host_only:
+            return set()
+        todo = deque(fid for fid, path in self.owner.items() if path not in host_only)
+        seen = set(todo)
+        found: Set[str] = set()
+        while todo:
+            for cid in self._callees(todo.popleft()):
+                if cid not in seen:
+                    seen.add(cid)
+                    todo.append(cid)
+                    if self.owner[cid] in host_only:
+                        found.add(cid)
+        return found
+
     # ------------------------------------------------------------- per file
     def facts_for(self, path: str) -> dict:
         """What the analysis of `path` may ask: for each reference its calls
@@ -238,7 +330,10 @@ class ProjectGraph:
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
         param_kinds: Dict[str, Dict[str, str]] = {}
+        device: List[str] = []
         for qual, fsum in summary.get("functions", {}).items():
+            if qual in self.device_side:
+                device.append(qual)
             kind = self.every_step.get(qual)
             if kind is not None:
                 every[qual] = kind
@@ -248,7 +343,7 @@ class ProjectGraph:
                 param_kinds[qual] = self.param_kinds[qual]
             for call in fsum.get("calls", ()):
                 ref = call[0]
-                cid = self.resolve(ref)
+                cid = self.resolve_in(ref, path)
                 if cid is None:
                     continue
                 if cid in self.steps:
@@ -260,8 +355,43 @@ class ProjectGraph:
                     returns[ref] = callee["returns"]
                 if "iterates" in callee:
                     iterates[ref] = callee["iterates"]
-        return {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
-                "params": params, "param_kinds": param_kinds}
+        table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
+                 "params": params, "param_kinds": param_kinds}
+        if device:
+            table["device_side"] = sorted(device)
+        # the models a training loop of the file trains (only a file with one asks)
+        if any(f.get("drives") or f.get("steps") for f in summary.get("functions", {}).values()):
+            layers = self._layers(path, summary)
+            if layers:
+                table["layers"] = layers
+        return table
+
+    def _module_file(self, module: str, importer: str) -> Optional[str]:
+        """The file `import module` in `importer` reads (`module_file`)."""
+        return module_file(self.paths_of.get(module, []), importer)
+
+    def _layers(self, path: str, summary: dict) -> Dict[str, int]:
+        """The layer counts of the file and of the project files it imports."""
+        paths = {path}
+        for module in summary.get("imports", ()):
+            found = self._module_file(module, path) or self._module_file(module.rpartition(".")[0], path)
+            if found is not None:
+                paths.add(found)
+        total: Dict[str, int] = {}
+        for p in sorted(paths):
+            for k, n in self.files[p][1].get("layers", {}).items():
+                total[k] = total.get(k, 0) + n
+        return total
+
+
+def module_file(found: Sequence[str], importer: str) -> Optional[str]:
+    """Of the files a module name may name, the one `importer` reads: the
+    only one, or the one beside it (a script's folder comes first on
+    `sys.path`: `from models import *` next to `cyclegan.py`)."""
+    if len(found) == 1:
+        return found[0]
+    folder = os.path.dirname(importer)
+    return next((p for p in found if os.path.dirname(p) == folder), None)
 
 
 def digest(table: dict) -> str:
@@ -270,9 +400,18 @@ def digest(table: dict) -> str:
 
 # the parts of a facts table that change what the values and control layers answer
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds")
-# ... and all that a table can say about a file
-TABLE_KEYS = ANSWER_KEYS + ("every_step", "params")
+# ... and what the loops and calls of a file are read with
+MODEL_KEYS = ANSWER_KEYS + ("every_step", "params")
+# ... and all that a table can say about a file (what rules ask besides)
+TABLE_KEYS = MODEL_KEYS + ("device_side", "layers")
 
 
 def is_empty(table: dict) -> bool:
+    """The table says nothing about the file (its findings depend on no other file)."""
     return table.get("accelerator", True) and not any(table.get(k) for k in TABLE_KEYS)
+
+
+def tells_the_model_nothing(table: dict) -> bool:
+    """The table says nothing about the file's loops and calls: only what rules ask
+    (`device_side`, `layers`), if anything."""
+    return table.get("accelerator", True) and not any(table.get(k) for k in MODEL_KEYS)

@@ -38,6 +38,8 @@ class FileRefs:
         self.names: Dict[str, str] = {}  # module-level name -> what it is (dotted)
         self.instances: Dict[str, str] = {}  # module-level name -> the class of the object it holds
         self._local_instances: Dict[ast.AST, Dict[str, str]] = {}
+        # names bound more than once, each time to `Something(...)`, not all the same
+        self._unions: Dict[ast.AST, Dict[str, Tuple[str, ...]]] = {}
         self._attr_instances: Dict[ast.AST, Dict[str, str]] = {}
         self._param_names: Dict[ast.AST, frozenset] = {}
         self.imported: Set[str] = set()  # the modules (or module members) the file imports
@@ -80,6 +82,7 @@ class FileRefs:
         `Something(...)`, per scope (the module's are `instances`), and
         `self.<attr> = Something(...)` per class."""
         found: Dict[ast.AST, Dict[str, str]] = {}
+        every: Dict[ast.AST, Dict[str, List[str]]] = {}
         counts: Dict[ast.AST, Dict[str, int]] = {}
         attr_found: Dict[ast.AST, Dict[str, str]] = {}
         attr_counts: Dict[ast.AST, Dict[str, int]] = {}
@@ -119,6 +122,12 @@ class FileRefs:
                     target = self.resolve_name(value.func)
                     if target is not None:
                         found.setdefault(scope, {})[t.id] = target
+                        every.setdefault(scope, {}).setdefault(t.id, []).append(target)
+        for scope, names in every.items():
+            c = counts.get(scope, {})
+            unions = {k: tuple(sorted(set(v))) for k, v in names.items() if c.get(k) == len(v) and len(set(v)) > 1}
+            if unions:
+                self._unions[scope] = unions
         for scope, names in found.items():
             c = counts.get(scope, {})
             kept = {k: v for k, v in names.items() if c.get(k) == 1}
@@ -181,6 +190,28 @@ class FileRefs:
                     return f"{held}.{func.attr}"
             return None
         return self.resolve_name(func)
+
+    def call_refs(self, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[str]:
+        """The references `call` may call: `call_ref`'s, or where the
+        method's owner is a name bound in several places to objects of
+        different classes (`agent = A2C(...)` in one branch, `agent =
+        PPO(...)` in another), the method of each class."""
+        ref = self.call_ref(call, ancestors)
+        if ref is not None:
+            return [ref]
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return [f"{cls}.{func.attr}" for cls in self.classes_of(func.value.id, _enclosing_function(ancestors))]
+        return []
+
+    def classes_of(self, name: str, scope: Optional[ast.AST]) -> Tuple[str, ...]:
+        """The classes `name` may hold in `scope` where it is bound to objects
+        of several (see `call_refs`); () otherwise."""
+        if scope is not None and name in self._unions.get(scope, {}):
+            return self._unions[scope][name]
+        if scope is not None and name in self._local_instances.get(scope, {}):
+            return ()
+        return self._unions.get(self.fa.tree, {}).get(name, ())
 
     def has_project_bases(self, func: Optional[ast.AST]) -> bool:
         """The class of method `func` has a base that may be in the project

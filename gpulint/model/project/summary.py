@@ -31,8 +31,11 @@ import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
+from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs
+from gpulint.model.names import ImportTable
 from gpulint.model.values.kinds import HOST_TENSOR, LOADER, LOADER_NAME_RE, TENSOR, kind_from_name
+from gpulint.model.values.values import module_class_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -94,7 +97,11 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         if sc.return_nodes and (loaders or sc.steps):
             for node in sc.return_nodes:
                 value = node.value
-                if value is not None and isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.BinOp)):
+                if isinstance(value, ast.Name) and not fa.values.info_for(fa.index.ancestors(value)).kinds.get(value.id):
+                    # a parameter, or a name bound several ways: its name is no evidence of what
+                    # the function returns (`ensure_data_spec(dataloader)` returns a DataSpec)
+                    sc.returns.append(None)
+                elif value is not None and isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.BinOp)):
                     sc.returns.append(_kind_passed(fa, value, fa.index.ancestors(value)))
                 else:
                     sc.returns.append(None)
@@ -106,7 +113,92 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         refs.qualname(c): [b for b in (refs.resolve_name(base) for base in c.bases) if b is not None]
         for c in fa.index.nodes(ast.ClassDef)
     }
-    return {"functions": functions, "classes": {k: v for k, v in classes.items() if v}, "imports": sorted(refs.imported)}
+    out = {"functions": functions, "classes": {k: v for k, v in classes.items() if v}, "imports": sorted(refs.imported)}
+    layers = layer_counts(fa.tree, fa.imports) if fa.values.module_classes else {}
+    if layers:
+        out["layers"] = layers
+    exports = package_exports(fa.tree, refs.module, refs.package)
+    if exports:
+        out["exports"] = exports
+    if not fa.index.may_use_accelerator:
+        out["host_only"] = True  # nothing in the file can put a tensor on an accelerator
+    return out
+
+
+# the layers of the file's `nn.Module` classes, by what does their math: convolutions
+# (which cuDNN runs in TF32 by default), matmuls, and attention
+CONV_LAYERS = frozenset(
+    f"torch.nn.{k}" for k in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+)
+MATMUL_LAYERS = frozenset(
+    f"torch.nn.{k}" for k in ("Linear", "Bilinear", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell")
+)
+ATTENTION_CALLS = frozenset(
+    ["torch.nn.MultiheadAttention", "torch.nn.functional.scaled_dot_product_attention", "torch.matmul",
+     "torch.bmm", "torch.einsum", "torch.baddbmm"]
+    + [f"torch.nn.{k}" for k in ("Transformer", "TransformerEncoder", "TransformerDecoder",
+                                 "TransformerEncoderLayer", "TransformerDecoderLayer")]
+)
+
+
+def layer_counts(tree: ast.Module, imports: ImportTable) -> Dict[str, int]:
+    """{"conv": n, "matmul": n, "attention": n}: the layers the `nn.Module`
+    classes at the file's top level build (`nn.Conv2d(...)`, `nn.Linear(...)`,
+    counted where the code builds them), and the attention-style products
+    their code computes (`q @ k.transpose(...)`, `torch.matmul`,
+    `nn.MultiheadAttention`); {} for a file without such classes. Read from
+    the tree and its imports alone: the file need not be modelled."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if not classes:
+        return {}
+    counts = {"conv": 0, "matmul": 0, "attention": 0}
+    for name in module_class_names(classes, imports):
+        for node in ast.walk(classes[name]):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+                counts["attention"] += 1
+            elif isinstance(node, ast.Call):
+                q = imports.call_qualname(node)
+                if q in CONV_LAYERS:
+                    counts["conv"] += 1
+                elif q in MATMUL_LAYERS:
+                    counts["matmul"] += 1
+                elif q in ATTENTION_CALLS:
+                    counts["attention"] += 1
+    return counts if any(counts.values()) else {}
+
+
+def package_exports(tree: ast.Module, module: str, package: bool) -> Dict[str, str]:
+    """A package's `__init__` names what it imports at its top level:
+    `from .ppo import PPO` in `algo/__init__.py` makes `algo.PPO` the
+    project's `algo.ppo.PPO`. {} for a module that is not a package."""
+    if not package:
+        return {}
+    out: Dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            base = resolve_from(module, package, node.level, node.module)
+            if base is not None:
+                for a in node.names:
+                    if a.name != "*":
+                        out[a.asname or a.name] = f"{base}.{a.name}"
+    return out
+
+
+def exports_summary(tree: ast.Module, module: str) -> dict:
+    """The summary of a package's `__init__` that defines nothing: what it
+    re-exports, and the modules it imports. `partial`: not read as a
+    file whose loops and calls the project's facts change."""
+    exports = package_exports(tree, module, True)
+    imported = set(exports.values()) | {target.rsplit(".", 1)[0] for target in exports.values()}
+    return {"functions": {}, "classes": {}, "imports": sorted(imported), "exports": exports, "partial": True}
+
+
+_LAYER_WORDS = ("Conv", "Linear", "LSTM", "GRU", "RNN", "@", "matmul", "bmm", "einsum", "ttention", "Transformer")
+
+
+def may_build_layers(text: str) -> bool:
+    """The text may define `nn.Module` classes that build layers (see `layer_counts`)."""
+    return "Module" in text and any(w in text for w in _LAYER_WORDS)
 
 
 class _Scope:
@@ -168,12 +260,12 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
                 return
         elif root.id not in refs.instances and (
             isinstance(scope, ast.Module) or refs.instance_of(root.id, scope) is None
-        ):
+        ) and not refs.classes_of(root.id, None if isinstance(scope, ast.Module) else scope):
             return  # a builtin, or a local value that holds no known object
     if ancestors is None:
         ancestors = fa.index.ancestors(node)
-    ref = refs.call_ref(node, ancestors)
-    if ref is None:
+    found = refs.call_refs(node, ancestors)
+    if not found:
         return
     args = refs.argument_classes(node, ancestors)
     where = _plain_where(ancestors, scope)
@@ -181,7 +273,8 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
         where = _where(fa, hot, node, ancestors, scope)
     # what a call from a hot loop passes (the callee runs every step: what it reads matters)
     passed = _argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else None
-    sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
+    for ref in found:
+        sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
 
 
 def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:

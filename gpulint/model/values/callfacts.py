@@ -14,7 +14,7 @@ False means "not known", never "known not to".
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Dict, Optional
 
 TRAIN = "train"  # a function that runs every step of a training loop
 EVAL = "eval"  # ... of a loop that iterates data without a training step
@@ -64,6 +64,18 @@ class CallFacts:
         (`gpulint.model.values.kinds.HOST_KINDS`; for `**kwargs`,
         `HOST_MAPPING`): `metric_logger.update(loss=loss.item())`."""
         return None
+
+    def model_layers(self) -> Optional[Dict[str, int]]:
+        """What the `nn.Module` classes of this file and of the project files
+        it imports build: {"conv": n, "matmul": n, "attention": n} (see
+        `project.summary.layer_counts`); None where it has none."""
+        return None
+
+    def device_side(self, func: ast.AST) -> bool:
+        """The function is in a file that never mentions a device, and a
+        function of a file that can use one calls it, directly or through
+        calls: what it computes may be on the device that file chose."""
+        return False
 
     def every_step(self, func: ast.AST) -> Optional[str]:
         """TRAIN or EVAL when the function runs on every step of such a loop:

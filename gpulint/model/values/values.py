@@ -49,6 +49,31 @@ from gpulint.model.values.narrowing import not_a_tensor_here
 from gpulint.model.values.scopes import FunctionInfo, KindsAt, build_function_info
 
 
+def module_class_names(classes: Dict[str, ast.ClassDef], imports: ImportTable) -> Set[str]:
+    """The names of `classes` that subclass torch.nn.Module (transitively,
+    also through each other)."""
+    result: Set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, cls in classes.items():
+            if name in result:
+                continue
+            for base in cls.bases:
+                q = imports.qualname(base) or ""
+                b = last_name(base) or ""
+                if (
+                    q == "torch.nn.Module"
+                    or (q.startswith("torch.nn.") and q.split(".")[-1][:1].isupper())
+                    or b in result
+                    or (b in ("Module", "LightningModule", "PreTrainedModel") and q != "")
+                ):
+                    result.add(name)
+                    changed = True
+                    break
+    return result
+
+
 class Values:
     """What the expressions of one file are."""
 
@@ -65,26 +90,7 @@ class Values:
         """Names of classes in this file that subclass torch.nn.Module (transitively)."""
         if self._module_classes is None:
             classes = {n.name: n for n, _ in self.index.order if isinstance(n, ast.ClassDef)}
-            result: Set[str] = set()
-            changed = True
-            while changed:
-                changed = False
-                for name, cls in classes.items():
-                    if name in result:
-                        continue
-                    for base in cls.bases:
-                        q = self.imports.qualname(base) or ""
-                        b = last_name(base) or ""
-                        if (
-                            q == "torch.nn.Module"
-                            or (q.startswith("torch.nn.") and q.split(".")[-1][:1].isupper())
-                            or b in result
-                            or (b in ("Module", "LightningModule", "PreTrainedModel") and q != "")
-                        ):
-                            result.add(name)
-                            changed = True
-                            break
-            self._module_classes = result
+            self._module_classes = module_class_names(classes, self.imports)
         return self._module_classes
 
     def is_module_class(self, cls: ast.ClassDef) -> bool:

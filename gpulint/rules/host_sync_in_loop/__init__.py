@@ -89,14 +89,14 @@ def _candidate(ctx, ancestors) -> bool:
     (a file that never mentions CUDA, a device, `.to(...)` or a library that
     moves tensors computes on the CPU, unless the project's call graph says
     the function runs every step of a loop elsewhere and some file of the
-    project can use an accelerator), and a for/while
+    project can use an accelerator, or that a file which can use one calls
+    it), and a for/while
     encloses the node within its function, or the function runs every step."""
     analysis = ctx.analysis
     func = _function_of(ancestors)
-    per_step = (
-        func is not None and analysis.facts.every_step(func) is not None and analysis.facts.project_uses_accelerator()
-    )
-    if not (analysis.index.may_use_accelerator or per_step):
+    facts = analysis.facts
+    per_step = func is not None and facts.every_step(func) is not None and facts.project_uses_accelerator()
+    if not (analysis.index.may_use_accelerator or per_step or (func is not None and facts.device_side(func))):
         return False
     for anc in reversed(ancestors):
         if isinstance(anc, SCOPES):
@@ -118,10 +118,25 @@ def _conditional_in(node: ast.AST, ancestors, func: ast.AST) -> bool:
         if anc is func:
             return False
         if isinstance(anc, ast.If) and child is not anc.test and not _type_check(anc.test):
-            return True
+            if not (child in anc.body and _past_a_step(anc.test)):
+                return True
         if isinstance(anc, ast.IfExp) and child is not anc.test and not _type_check(anc.test):
             return True
     return False
+
+
+_COUNTER_RE = re.compile(r"(^|_)(steps?|iters?|iterations?|updates?|epochs?)$")
+
+
+def _past_a_step(test: ast.AST) -> bool:
+    """`if self.steps > self.config["discriminator_train_start_steps"]:`: a
+    step counter past a threshold, true on every step after a warm-up, not
+    an option or a rare path."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE))):
+        return False
+    left = test.left
+    name = left.attr if isinstance(left, ast.Attribute) else left.id if isinstance(left, ast.Name) else None
+    return name is not None and _COUNTER_RE.search(name) is not None
 
 
 def _type_check(test: ast.AST) -> bool:
@@ -301,9 +316,10 @@ class HostSyncInLoop(Rule):
     `if` on the loop's index; a function with a training loop of its own
     (`train_one_epoch`) is an epoch, not a step. In the helper, a read under
     an `if` other than a type check (`isinstance(v, torch.Tensor)`) is not
-    flagged: such a branch is most often an option or a rare path. A file
-    linted alone sees its own functions and the files it imports; the
-    flake8 plugin and the editor server see the one file.
+    flagged (most often an option or a rare path), but one under a step
+    counter past a warm-up (`if self.steps > start_steps:`) is. A file with
+    no device word is device code when one that uses a device calls it. A
+    file linted alone, or by flake8, sees the files it imports.
 
     It also flags, in any loop and not only a training loop, a `for` loop over
     a tensor that reads each element it takes on the host:
