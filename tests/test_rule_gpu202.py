@@ -472,3 +472,23 @@ def test_an_inference_pass_run_from_a_loop_is_flagged():
 def test_a_pass_that_trains_is_flagged():
     code = PREDICT.replace("out.append(self.network(data).cpu())", "self.network(data).sum().backward()")
     assert rows(code) == [8]
+
+
+def test_batches_moved_with_type_to_a_cuda_tensor_type():
+    # the idiom of older training scripts (PyTorch-GAN): `.type(Tensor)` with a CUDA type
+    code = """
+        import torch
+        from torch.utils.data import DataLoader
+        from torchvision import datasets
+
+        cuda = torch.cuda.is_available()
+        Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+        dataloader = DataLoader(datasets.MNIST("data", download=True), batch_size=64, shuffle=True)
+        for imgs, _ in dataloader:
+            real_imgs = imgs.type(Tensor)
+    """
+    assert rows(code) == [7]
+    assert rows(code.replace("imgs.type(Tensor)", 'imgs.type(torch.cuda.FloatTensor)')) == [7]
+    # a CPU type, or a dtype string, is no move
+    assert rows(code.replace("torch.cuda.FloatTensor if cuda else ", "")) == []
+    assert rows(code.replace("imgs.type(Tensor)", 'imgs.type("torch.FloatTensor")')) == []

@@ -422,3 +422,33 @@ def test_fix_after_a_parenthesised_argument_and_a_comment():
     out = fix(code, codes=[CODE], unsafe=True)
     assert "(n), device=\"cuda\"  # rows" in out
     compile(out, "x.py", "exec")
+
+
+def test_a_check_script_run_once_or_over_a_few_literal_sizes_is_not_per_step_code():
+    # Deformable-DETR's models/ops/test.py: named like per-step code ("forward"), but the
+    # script calls it once, and the gradient check runs over a hand-written list of sizes
+    text = src("""
+        import torch
+
+        def check_forward_equal_with_pytorch_double():
+            value = torch.rand(1, 8).cuda()
+            return value.sum()
+
+        def check_gradient_numerical(channels):
+            value = torch.rand(1, channels).cuda()
+            return value.sum()
+
+        def sample_noise(n):
+            return torch.randn(n, 8).cuda()  # a per-step name that nothing in the file calls
+
+        if __name__ == "__main__":
+            check_forward_equal_with_pytorch_double()
+            for channels in [30, 32, 64, 71, 1025, 2048, 3096]:
+                check_gradient_numerical(channels)
+            for step in range(1000):
+                check_gradient_numerical(step)  # a real loop repeats it
+    """)
+    assert [f.row for f in lint(text, codes=[CODE])] == [8, 12]
+    swept = text.replace("    for step in range(1000):\n        check_gradient_numerical(step)  # a real loop repeats it\n", "")
+    assert swept != text
+    assert [f.row for f in lint(swept, codes=[CODE])] == [12]

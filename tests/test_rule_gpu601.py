@@ -557,3 +557,26 @@ def test_periodic_meters_over_many_steps():
                 print(step / (time.time() - t0))  # flag
         """
     )
+
+
+def test_a_meter_restarted_every_pass_of_a_loop_that_syncs_every_pass_measures_the_pass():
+    # PyTorch-GAN's ETA: read and restarted once per batch, and each batch ends in the
+    # print's `.item()`: a reading spans one pass between two syncs
+    script = """
+        Tensor = torch.cuda.FloatTensor
+        generator = Generator().cuda()
+        optimizer_G = torch.optim.Adam(generator.parameters())
+        prev_time = time.time()
+        for epoch in range(n_epochs):
+            for i, imgs in enumerate(dataloader):
+                real = imgs.type(Tensor)
+                loss_G = generator(real).mean()
+                loss_G.backward()
+                optimizer_G.step()
+                batches_left = n_epochs * len(dataloader) - i
+                time_left = batches_left * (time.time() - prev_time)  # flag
+                prev_time = time.time()
+                print(PRINTED, time_left)
+        """
+    check(script.replace("PRINTED", "loss_G.item()").replace("  # flag", ""))
+    check(script.replace("PRINTED", "epoch"))  # no sync in the pass: the reading is launch time

@@ -13,6 +13,7 @@ from gpulint.model.values.devices import (
     factory_device_arg,
     factory_name,
     has_generator,
+    is_cuda_tensor_type,
     legacy_constructor,
     legacy_size_args,
     values_depend_on_device,
@@ -28,6 +29,25 @@ _EXACT_IN_ANY_DTYPE = frozenset(("zeros", "ones", "empty", "eye"))
 # them synchronously (PyTorch's `tensor(data, device=...)` does exactly
 # that), so moving the target into them saves nothing
 _HOST_DATA_FACTORIES = frozenset(("tensor", "as_tensor"))
+# numpy calls that make fresh data on the host, and what draws or builds the same on the GPU
+_NUMPY_DRAWS = {
+    "numpy.random.normal": "torch.normal", "numpy.random.randn": "torch.randn",
+    "numpy.random.standard_normal": "torch.randn", "numpy.random.rand": "torch.rand",
+    "numpy.random.random": "torch.rand", "numpy.random.uniform": "torch.rand",
+    "numpy.random.randint": "torch.randint", "numpy.random.permutation": "torch.randperm",
+    "numpy.random.binomial": "torch.bernoulli",
+    "numpy.ones": "torch.ones", "numpy.zeros": "torch.zeros", "numpy.full": "torch.full",
+    "numpy.arange": "torch.arange", "numpy.linspace": "torch.linspace", "numpy.eye": "torch.eye",
+}
+
+
+def numpy_draw(fa, expr: ast.AST) -> Optional[str]:
+    """The numpy function of `np.random.normal(...)`, `np.ones(...)`, ...: data
+    made on the host only to be copied (see `_NUMPY_DRAWS`); else None."""
+    if not isinstance(expr, ast.Call):
+        return None
+    q = fa.imports.qualname(expr.func)
+    return q if q in _NUMPY_DRAWS else None
 
 
 class CpuTensorThenMoved(Rule):
@@ -42,7 +62,12 @@ class CpuTensorThenMoved(Rule):
     function whose name says it runs per step (it contains `forward`,
     `backward`, `step`, `batch`, `collate`, `mask`, `generate`, `sample`,
     `loss` or `decode`), or in a function called from such a place in the
-    same file (one level, not into `main`/`run`).
+    same file (one level, not into `main`/`run`). A function that the file
+    calls only from its own top-level code outside any loop (`if __name__
+    == "__main__": check_forward()`) runs once whatever its name, and a loop
+    over a short hand-written list of constants (`for channels in [30, 32,
+    64]:`, a sweep of sizes in a check script) does not make its body
+    repeated.
 
     Code that runs once is not flagged: module level outside a loop,
     `__init__`, `_init_weights`, `reset_parameters`, `init*`, `setup*`,
@@ -245,10 +270,21 @@ class CpuTensorThenMoved(Rule):
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
         func = node.func
+        fa = ctx.analysis
+        if len(node.args) == 1 and is_cuda_tensor_type(fa, func):
+            # `torch.cuda.FloatTensor(np.random.normal(...))`, or with `Tensor = torch.cuda.FloatTensor`
+            self._numpy_draw(ctx, node, node.args[0], ctx.source.node_text(func))
+            return
         if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to")):
             return
         inner = func.value
-        fa = ctx.analysis
+        if (
+            isinstance(inner, ast.Call) and len(inner.args) == 1
+            and fa.imports.qualname(inner.func) in ("torch.from_numpy", "torch.tensor", "torch.as_tensor")
+            and self._target(node, fa) is not None
+        ):
+            self._numpy_draw(ctx, node, inner.args[0], ctx.source.node_text(inner.func))
+            return
         name = factory_name(fa, inner)
         if name is None:
             legacy = legacy_constructor(fa, inner)
@@ -277,6 +313,25 @@ class CpuTensorThenMoved(Rule):
         fix = self._fix(ctx, node, inner, name, built_on)
         self.report(ctx, node, fix=fix, factory=name)
 
+    def _numpy_draw(self, ctx, node: ast.Call, data: ast.AST, copier: str) -> None:
+        """`Tensor(np.random.normal(0, 1, (n, d)))`: noise drawn (or a constant
+        built) on the host only to be copied to the GPU, every time. Reported
+        without a fix: the GPU's generator draws other numbers, and numpy's
+        arguments do not map one to one."""
+        fa = ctx.analysis
+        draw = numpy_draw(fa, data)
+        if draw is None or not runs_repeatedly(fa, node, ctx.ancestors):
+            return
+        short = draw.replace("numpy.", "np.", 1)
+        self.report(
+            ctx,
+            node,
+            message=(
+                f"`{short}()` makes the data on the CPU and `{copier}(...)` copies it to the GPU; "
+                f"build it there with `{_NUMPY_DRAWS[draw]}(..., device=...)` instead"
+            ),
+        )
+
     def _legacy(self, ctx, node: ast.Call, inner: ast.Call, legacy: str) -> None:
         """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
         Reported without a fix; the message names the `torch.empty` call."""
@@ -289,7 +344,7 @@ class CpuTensorThenMoved(Rule):
         sizes = ", ".join(src.node_text(a) for a in inner.args)
         if len(sizes) > 40 or "\n" in sizes:
             sizes = "..."
-        dtype = self._moved_dtype(node, fa)
+        dtype = _moved_dtype(node, fa)
         if dtype is not None:
             dtype_text: Optional[str] = src.node_text(dtype)
         else:
@@ -312,18 +367,6 @@ class CpuTensorThenMoved(Rule):
                 f"use `torch.empty({', '.join(args)})` instead"
             ),
         )
-
-    @staticmethod
-    def _moved_dtype(node: ast.Call, fa) -> Optional[ast.AST]:
-        """The dtype a `.to(device, dtype)` converts to, or None."""
-        if node.func.attr != "to":  # type: ignore[attr-defined]
-            return None
-        kw = find_keyword(node, "dtype")
-        if kw is not None:
-            return kw.value
-        if len(node.args) >= 2 and device_arg_kind(fa, node.args[1]) == DTYPE:
-            return node.args[1]
-        return None
 
     @staticmethod
     def _target(node: ast.Call, fa) -> Optional[str]:
@@ -404,3 +447,15 @@ class CpuTensorThenMoved(Rule):
         applicability = UNSAFE if reason else SAFE
         what = f"Build it on the device: `device={device_text}`"
         return self.make_fix(what, edits, applicability)
+
+
+def _moved_dtype(node: ast.Call, fa) -> Optional[ast.AST]:
+    """The dtype a `.to(device, dtype)` converts to, or None."""
+    if node.func.attr != "to":  # type: ignore[attr-defined]
+        return None
+    kw = find_keyword(node, "dtype")
+    if kw is not None:
+        return kw.value
+    if len(node.args) >= 2 and device_arg_kind(fa, node.args[1]) == DTYPE:
+        return node.args[1]
+    return None

@@ -118,7 +118,8 @@ class DataloaderWithoutWorkers(Rule):
     ## What it does
     Flags a `torch.utils.data.DataLoader` built with no `num_workers` (or
     `num_workers=0`) whose batches the same file moves to a GPU (`.cuda()`,
-    `.to(device)`).
+    `.to(device)`, or `.type(Tensor)` with a CUDA tensor type such as
+    `torch.cuda.FloatTensor`, the idiom of older scripts).
 
     Not flagged: a `TensorDataset` (or a split of one), whose samples are
     already in memory; a dataset class or `collate_fn` of the same file that

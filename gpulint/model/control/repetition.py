@@ -23,9 +23,10 @@ Read from the file, and from what the project's facts say of its functions:
   function only from functions that drive a loop of their own, outside that
   loop (a diffusers pipeline's `prepare_mask_latents`, called from
   `__call__` before its denoising loop; never for `forward` and other
-  framework hooks), or in a
+  framework hooks), or only every n-th pass of a loop (`if batches_done %
+  sample_interval == 0: sample_image(...)`), or in a
   function called (by `name(...)` or `self.name(...)`) from such a place in
-  the same file. One level of calls is followed, not more, and not into
+  the same file, not only under such a periodic `if`. One level of calls is followed, not more, and not into
   `main` / `run` (script entry points: a loop around them goes over
   command-line items, not steps).
 * **Every step, from the project**: a function that the project's call
@@ -33,7 +34,11 @@ Read from the file, and from what the project's facts say of its functions:
   from one, in this file or another, directly or through calls:
   `CallFacts.every_step`) runs repeatedly, whatever its name.
 
-Module-level code outside a loop runs once. A comprehension builds one
+Module-level code outside a loop runs once, and so does a function named
+like per-step code that the file calls only from there. A loop over a
+short literal list of constants (`for channels in [30, 32, 64]:`) runs a
+handful of times set by hand: it does not make its body repeated (a loop
+around it does). A comprehension builds one
 collection: its element runs as often as the code around it does, so a
 comprehension alone does not make code repeated (step loops are `for` and
 `while` loops; a list of dummy inputs built once per shape is set-up).
@@ -44,6 +49,8 @@ from __future__ import annotations
 import ast
 import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+
+from gpulint.model.control.loops import is_periodic_test
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -240,7 +247,7 @@ def _called_once_here(fa: "FileModel", func: ast.AST) -> bool:
     or after its denoising loop): its call sites say more than its name. False when the file never calls it (a framework
     does) and for `forward`-style hooks."""
     name = func.name  # type: ignore[attr-defined]
-    if any(w in name for w in _CALLED_BY_FRAMEWORK):
+    if name in _CALLED_BY_FRAMEWORK:
         return False
     cache = fa.index.memo("repetition.called_once")
     if func in cache:
@@ -251,13 +258,35 @@ def _called_once_here(fa: "FileModel", func: ast.AST) -> bool:
     for call in sites:
         ancestors = fa.index.ancestors(call)
         caller = next((a for a in reversed(ancestors) if isinstance(a, _FUNCS)), None)
+        if _under_periodic_guard(call, ancestors):
+            continue  # `if batches_done % opt.sample_interval == 0: sample_image(...)`: now and then
+        if caller is None:
+            # the script's own code, outside any loop (`if __name__ == "__main__":
+            # check_forward_equal()`): it runs once
+            if _directly_repeated(fa, call, ancestors):
+                once = False
+                break
+            continue
         # the caller drives a loop of its own and calls this outside it (before or after):
         # a call from a loop-less method says nothing, other files may call that in a loop
-        if caller is None or not _has_own_loop(caller) or _directly_repeated(fa, call, ancestors):
+        if not _has_own_loop(caller) or _directly_repeated(fa, call, ancestors):
             once = False
             break
     cache[func] = once
     return once
+
+
+def _under_periodic_guard(node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """`node` is in the body of an `if step % n == 0:` of the loop around it
+    (within its function): it runs every n-th pass, not every one."""
+    child = node
+    for anc in reversed(ancestors):
+        if isinstance(anc, _FUNCS + _LOOPS):
+            return False
+        if isinstance(anc, ast.If) and child in anc.body and is_periodic_test(anc.test):
+            return any(isinstance(a, _LOOPS) for a in ancestors)
+        child = anc
+    return False
 
 
 def _has_own_loop(func: ast.AST) -> bool:
@@ -282,10 +311,26 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
             return _ONCE, False
         if isinstance(anc, _FUNCS):
             return anc, in_loop
-        if isinstance(anc, _LOOPS) and _in_loop_body(anc, child):
+        if isinstance(anc, _LOOPS) and _in_loop_body(anc, child) and not is_literal_sweep(anc):
             in_loop = True
         child = anc
     return None, in_loop
+
+
+def is_literal_sweep(loop: ast.AST) -> bool:
+    """`for channels in [30, 32, 64, 71]:`: a loop over a short literal list
+    of constants runs a handful of times, set by hand (a sweep of sizes in a
+    check script, the names of a few metrics), not once per step or batch;
+    a loop around it still repeats it."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    it = loop.iter
+    return (
+        isinstance(it, (ast.List, ast.Tuple, ast.Set))
+        and 0 < len(it.elts) <= 16
+        and all(isinstance(e, ast.Constant) or (isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant))
+                for e in it.elts)
+    )
 
 
 def _calls_by_callee(fa: "FileModel") -> Dict[str, List[ast.Call]]:
@@ -309,10 +354,15 @@ def _hot_callees(fa: "FileModel") -> Set[str]:
     out: Set[str] = {
         name
         for name, calls in _calls_by_callee(fa).items()
-        if any(_directly_repeated(fa, c, fa.index.ancestors(c)) for c in calls)
+        if any(_repeated_call(fa, c, fa.index.ancestors(c)) for c in calls)
     }
     cache["hot_callees"] = out
     return out
+
+
+def _repeated_call(fa: "FileModel", call: ast.Call, ancestors: Sequence[ast.AST]) -> bool:
+    """The call runs repeatedly, not only every n-th pass of its loop."""
+    return _directly_repeated(fa, call, ancestors) and not _under_periodic_guard(call, ancestors)
 
 
 def called_repeatedly(fa: "FileModel", name: str) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Dict, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.names import last_name
 from gpulint.model.values.kinds import MODEL, NUMBER, TENSOR, is_cpu_device, is_tensor_returning_torch
@@ -291,6 +291,43 @@ def move_target(fa: "FileModel", call: ast.AST) -> Optional[Tuple[ast.AST, Optio
         if dev is not None and not isinstance(dev, ast.Starred) and device_arg_kind(fa, dev) == DEVICE:
             return call.func.value, dev
     return None
+
+
+def type_move_target(fa: "FileModel", call: ast.AST) -> Optional[ast.AST]:
+    """For `x.type(torch.cuda.FloatTensor)`, or `x.type(Tensor)` with the
+    module's `Tensor = torch.cuda.FloatTensor if cuda else
+    torch.FloatTensor` (the idiom of older training scripts): x, a value
+    moved to the GPU (where there is one); else None."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "type"):
+        return None
+    if len(call.args) != 1 or not is_cuda_tensor_type(fa, call.args[0]):
+        return None
+    return call.func.value
+
+
+def is_cuda_tensor_type(fa: "FileModel", expr: ast.AST, follow: bool = True) -> bool:
+    """`torch.cuda.FloatTensor` (a legacy CUDA tensor type), its name as a
+    string, `torch.cuda.FloatTensor if cuda else torch.FloatTensor`, or a
+    name the module binds once to one of these."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value.startswith("torch.cuda.") and expr.value.endswith("Tensor")
+    q = fa.imports.qualname(expr) or ""
+    if q.startswith("torch.cuda.") and q.endswith("Tensor"):
+        return True
+    if isinstance(expr, ast.IfExp):
+        return is_cuda_tensor_type(fa, expr.body, False) or is_cuda_tensor_type(fa, expr.orelse, False)
+    if follow and isinstance(expr, ast.Name):
+        types = fa.index.memo("devices.cuda_tensor_types")
+        if "names" not in types:
+            bound: Dict[str, List[ast.AST]] = {}
+            for stmt in fa.tree.body:
+                if isinstance(stmt, ast.Assign):
+                    for t in stmt.targets:
+                        if isinstance(t, ast.Name):
+                            bound.setdefault(t.id, []).append(stmt.value)
+            types["names"] = {n: len(v) == 1 and is_cuda_tensor_type(fa, v[0], False) for n, v in bound.items()}
+        return bool(types["names"].get(expr.id))  # type: ignore[union-attr]
+    return False
 
 
 # helpers whose name says they move a (nested) batch to a device:

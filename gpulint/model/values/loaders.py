@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 from gpulint.model.index.nodes import SCOPES
 from gpulint.model.index.order import nodes_in_order
 from gpulint.model.names import last_name
-from gpulint.model.values.devices import helper_move_target, move_target
+from gpulint.model.values.devices import helper_move_target, move_target, type_move_target
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -552,8 +552,8 @@ def _consumed_in_file(fa: "FileModel", ref: ast.AST) -> bool:
 
 def gpu_fed_loaders(fa: "FileModel") -> Dict[ast.Call, ast.AST]:
     """DataLoader(...) calls whose batches this file moves to an accelerator
-    (`.cuda()`, `.to(device)`, or a helper such as `batch_to_device(batch,
-    device)`), each with the first such move. The move may be in a method
+    (`.cuda()`, `.to(device)`, `.type(torch.cuda.FloatTensor)`, or a helper
+    such as `batch_to_device(batch, device)`), each with the first such move. The move may be in a method
     of the same class, or a module-level function of the file, that the
     loop passes the batch to (one call deep): `self.forward_step(batch)`
     whose parameter (or a part of it) is moved."""
@@ -564,8 +564,9 @@ def gpu_fed_loaders(fa: "FileModel") -> Dict[ast.Call, ast.AST]:
             return out
         for node in fa.index.nodes(ast.Call):
             mv = move_target(fa, node)
-            if mv is not None:
-                recv = mv[0]
+            typed = type_move_target(fa, node) if mv is None else None
+            if mv is not None or typed is not None:
+                recv = mv[0] if mv is not None else typed
                 path = [node, node.func]  # type: ignore[attr-defined]
             else:
                 mv = helper_move_target(fa, node)

@@ -53,6 +53,14 @@ class UnsynchronizedTiming(Rule):
       every pass (`if step % log_every == 0:`), and the interval starts before
       the loop or is restarted in such a block (a throughput meter over
       `log_every` steps). A per-step time read only now and then is flagged;
+    - a meter read and restarted in every pass of a loop that syncs in every
+      pass (`time_left = ... (time.time() - prev_time)`, `prev_time =
+      time.time()`, then `print(loss.item())`): each reading spans one pass
+      from one sync to the next, so it measures the pass on average (an ETA,
+      the ImageNet example's `batch_time`). Once the per-pass sync is gone
+      (as GPU101 advises), the same meter reads launch time and is flagged.
+      A meter never restarted (`step / (time.time() - t0)` in every pass) is
+      flagged: its first readings miss much of what they claim;
     - model calls on raw inputs (`model("bus.jpg")`, `model(numpy_image)`):
       predictors that do their own pre- and post-processing;
     - differences that are compared (`if time.time() - t0 > timeout:`):

@@ -521,7 +521,41 @@ def unsynchronized_work(fa: FileModel, scope: ast.AST, interval: Interval) -> bo
         stretch.sort()
         for _, k in stretch:
             last = k
-    return last == WORK and not spans_whole_passes(fa, scope, interval)
+    return last == WORK and not spans_whole_passes(fa, scope, interval) and not _one_pass_between_syncs(
+        fa, scope, interval
+    )
+
+
+def _one_pass_between_syncs(fa: FileModel, scope: ast.AST, interval: Interval) -> bool:
+    """A meter read and restarted once in every pass of a loop (the interval
+    crosses the loop's back edge: `time_left = ... (time.time() - prev_time)`,
+    then `prev_time = time.time()`) that syncs in every pass (`loss.item()`
+    in the step's print): each reading spans one pass from one sync to the
+    next, shifted by where the sync sits in the pass, so on average it
+    measures the pass (an ETA, a steps/s figure). The same holds for the
+    first reading, from a start before the loop, where the loop restarts
+    the meter in every pass. A meter never restarted (`step / (time.time()
+    - t0)`) is still flagged: early readings miss much of what they claim."""
+    loop = interval.loop
+    if loop is None:
+        around = loops_around(fa.index.ancestors(interval.end) + [interval.end])
+        loop = next((lp for lp in around if not contains(lp, interval.start)), None)
+        if not isinstance(loop, LOOPS) or not _restarted_every_pass(fa, interval.start, loop):
+            return False
+    elif not (contains(loop, interval.start) and _every_pass(fa, interval.start, loop)):
+        return False
+    return _every_pass(fa, interval.end, loop) and _syncs_every_pass(fa, scope, loop)
+
+
+def _restarted_every_pass(fa: FileModel, start: ast.AST, loop: ast.AST) -> bool:
+    """A name that `start` binds is bound again in every pass of `loop`."""
+    targets = getattr(start, "targets", None) or [getattr(start, "target", None)]
+    names = {t.id for t in targets if isinstance(t, ast.Name)}
+    return bool(names) and any(
+        isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in n.targets)
+        and _every_pass(fa, n, loop)
+        for n in ast.walk(loop) if n is not loop
+    )
 
 
 def _every_pass(fa: FileModel, node: ast.AST, loop: ast.AST) -> bool:
