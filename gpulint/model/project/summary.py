@@ -38,6 +38,7 @@ from gpulint.model.values.kinds import HOST_TENSOR, LOADER, LOADER_NAME_RE, TENS
 from gpulint.model.values.values import module_class_names
 
 if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.index.tree import TreeIndex
     from gpulint.model.file import FileModel
 
 TRAIN, EVAL, BODY, SOME = "train", "eval", "body", "some"
@@ -114,7 +115,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         for c in fa.index.nodes(ast.ClassDef)
     }
     out = {"functions": functions, "classes": {k: v for k, v in classes.items() if v}, "imports": sorted(refs.imported)}
-    layers = layer_counts(fa.tree, fa.imports) if fa.values.module_classes else {}
+    layers = layer_counts(fa.tree, fa.imports, fa.index) if fa.values.module_classes else {}
     if layers:
         out["layers"] = layers
     exports = package_exports(fa.tree, refs.module, refs.package)
@@ -141,29 +142,54 @@ ATTENTION_CALLS = frozenset(
 )
 
 
-def layer_counts(tree: ast.Module, imports: ImportTable) -> Dict[str, int]:
+_LAYER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in CONV_LAYERS | MATMUL_LAYERS | ATTENTION_CALLS)
+
+
+def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIndex"] = None) -> Dict[str, int]:
     """{"conv": n, "matmul": n, "attention": n}: the layers the `nn.Module`
     classes at the file's top level build (`nn.Conv2d(...)`, `nn.Linear(...)`,
     counted where the code builds them), and the attention-style products
     their code computes (`q @ k.transpose(...)`, `torch.matmul`,
     `nn.MultiheadAttention`); {} for a file without such classes. Read from
-    the tree and its imports alone: the file need not be modelled."""
+    the tree and its imports (and the file's `index`, where it has one, to
+    visit only calls and products): the file need not be modelled."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     if not classes:
         return {}
+    modules = {classes[n] for n in module_class_names(classes, imports)}
+    if not modules:
+        return {}
     counts = {"conv": 0, "matmul": 0, "attention": 0}
-    for name in module_class_names(classes, imports):
-        for node in ast.walk(classes[name]):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                counts["attention"] += 1
-            elif isinstance(node, ast.Call):
-                q = imports.call_qualname(node)
-                if q in CONV_LAYERS:
-                    counts["conv"] += 1
-                elif q in MATMUL_LAYERS:
-                    counts["matmul"] += 1
-                elif q in ATTENTION_CALLS:
-                    counts["attention"] += 1
+    if index is not None:
+        nodes = index.nodes_of(ast.Call, ast.BinOp)
+        parents = index.parents
+    else:
+        nodes = [n for cls in modules for n in ast.walk(cls) if isinstance(n, (ast.Call, ast.BinOp))]
+        parents = None
+    for node in nodes:
+        if isinstance(node, ast.BinOp):
+            if not isinstance(node.op, ast.MatMult):
+                continue
+        else:
+            f = node.func
+            if (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None) not in _LAYER_NAMES:
+                continue
+        if parents is not None:
+            owner = parents.get(node)
+            while owner is not None and not isinstance(owner, ast.ClassDef):
+                owner = parents.get(owner)
+            if owner not in modules:
+                continue
+        if isinstance(node, ast.BinOp):
+            counts["attention"] += 1
+            continue
+        q = imports.call_qualname(node)
+        if q in CONV_LAYERS:
+            counts["conv"] += 1
+        elif q in MATMUL_LAYERS:
+            counts["matmul"] += 1
+        elif q in ATTENTION_CALLS:
+            counts["attention"] += 1
     return counts if any(counts.values()) else {}
 
 
