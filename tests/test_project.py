@@ -818,10 +818,10 @@ def test_layers_of_imported_models_reach_the_training_file_and_the_cache_follows
     from gpulint.model.project.facts import partial_summary
 
     # a models file with nothing that steps: only the layers its classes build are summarized
-    part = partial_summary(ast.parse(DCGAN), DCGAN, "models.py", ["models"], False)
+    part = partial_summary(ast.parse(DCGAN), DCGAN, ["models"], False)
     assert part == {"functions": {}, "classes": {}, "imports": [], "partial": True,
                     "layers": {"conv": 4, "matmul": 2, "attention": 0}}  # by call site: `block` has one Conv2d
-    assert partial_summary(ast.parse("x = 1\n"), "x = 1\n", "m.py", ["m"], False) is None
+    assert partial_summary(ast.parse("x = 1\n"), "x = 1\n", ["m"], False) is None
     write(tmp_path, {"models.py": DCGAN, "train.py": "import torch\nfrom models import *\n" + TRAIN_SCRIPT})
     assert check(tmp_path, "--select", "GPU403", ".") == set()
     # the models become an MLP: the cached finding of train.py must follow

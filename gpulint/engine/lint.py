@@ -333,7 +333,7 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         # when the project asks (a training loop imports the file), else it is left for then
         if project is None:
             project = ProjectInput(tuple(module_names(path, ())), is_package(path))
-        summary = partial_summary(tree, text, path, project.names, project.package,
+        summary = partial_summary(tree, text, project.names, project.package,
                                   layers=project.summarize or project.layers)
         if not (project.summarize or project.layers) and may_build_layers(text):
             deferred = True

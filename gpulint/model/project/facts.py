@@ -143,7 +143,7 @@ def model_with_facts(
     return fa, summary, table
 
 
-def partial_summary(tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool,
+def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: bool,
                     layers: bool = True) -> Optional[dict]:
     """The summary of a file that nothing in it can start a step from (its
     loops and calls are summarized only when the project asks): what a
