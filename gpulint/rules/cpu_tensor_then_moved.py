@@ -91,7 +91,11 @@ class CpuTensorThenMoved(Rule):
     `torch.as_tensor(data)` are not flagged either: their data lives on the
     host, and with `device=` PyTorch still builds the tensor on the CPU and
     copies it over (as `torch.from_numpy(a).cuda()` does), so `device=`
-    would save nothing. Test files are skipped.
+    would save nothing, unless numpy makes the data only to be copied:
+    `Tensor(np.random.normal(...))` (a CUDA tensor type) or
+    `torch.from_numpy(np.ones(n)).cuda()` in repeated code is flagged, with
+    the torch factory to use and no fix (other random numbers; other
+    arguments). Test files are skipped.
 
     Legacy typed constructors (`torch.Tensor`, `torch.FloatTensor`,
     `torch.LongTensor`, and the `Double`, `Half`, `BFloat16`, `Byte`, `Char`,
@@ -281,7 +285,7 @@ class CpuTensorThenMoved(Rule):
         if (
             isinstance(inner, ast.Call) and len(inner.args) == 1
             and fa.imports.qualname(inner.func) in ("torch.from_numpy", "torch.tensor", "torch.as_tensor")
-            and self._target(node, fa) is not None
+            and _target(node, fa) is not None
         ):
             self._numpy_draw(ctx, node, inner.args[0], ctx.source.node_text(inner.func))
             return
@@ -305,7 +309,7 @@ class CpuTensorThenMoved(Rule):
         built_on = factory_device_arg(name, inner)
         if built_on is not None and device_arg_kind(fa, built_on) != CPU:
             return
-        target = self._target(node, fa)
+        target = _target(node, fa)
         if target is None:
             return
         if not runs_repeatedly(fa, node, ctx.ancestors):
@@ -338,7 +342,7 @@ class CpuTensorThenMoved(Rule):
         fa = ctx.analysis
         if not legacy_size_args(fa, inner, ctx.ancestors):
             return  # data (`torch.FloatTensor([1, 2])`) crosses from the host anyway
-        if self._target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
+        if _target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
             return
         src = ctx.source
         sizes = ", ".join(src.node_text(a) for a in inner.args)
@@ -367,18 +371,6 @@ class CpuTensorThenMoved(Rule):
                 f"use `torch.empty({', '.join(args)})` instead"
             ),
         )
-
-    @staticmethod
-    def _target(node: ast.Call, fa) -> Optional[str]:
-        """DEVICE when the call moves to an accelerator, else None."""
-        if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
-            return None
-        if node.func.attr == "cuda":  # type: ignore[attr-defined]
-            return DEVICE
-        dev = next((kw.value for kw in node.keywords if kw.arg == "device"), None)
-        if dev is None and node.args:
-            dev = node.args[0]
-        return DEVICE if device_arg_kind(fa, dev) == DEVICE else None
 
     def _fix(self, ctx, node: ast.Call, inner: ast.Call, name: str, built_on) -> Optional[object]:
         fa = ctx.analysis
@@ -459,3 +451,15 @@ def _moved_dtype(node: ast.Call, fa) -> Optional[ast.AST]:
     if len(node.args) >= 2 and device_arg_kind(fa, node.args[1]) == DTYPE:
         return node.args[1]
     return None
+
+
+def _target(node: ast.Call, fa) -> Optional[str]:
+    """DEVICE when the call moves to an accelerator, else None."""
+    if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    if node.func.attr == "cuda":  # type: ignore[attr-defined]
+        return DEVICE
+    dev = next((kw.value for kw in node.keywords if kw.arg == "device"), None)
+    if dev is None and node.args:
+        dev = node.args[0]
+    return DEVICE if device_arg_kind(fa, dev) == DEVICE else None
