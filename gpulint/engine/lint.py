@@ -319,9 +319,9 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     model = summary = table = None
     deferred = False
     accelerator = may_use_accelerator(text)
+    if project is None:
+        project = ProjectInput(tuple(module_names(path, ())), is_package(path))
     if takes_part(text, accelerator):
-        if project is None:
-            project = ProjectInput(tuple(module_names(path, ())), is_package(path))
         if project.table is None and not project.summarize and not may_start_steps(text):
             # nothing here can start a step: its summary matters only if per-step code calls
             # into it, which the project finds out and asks for (`ProjectInput.summarize`)
@@ -331,11 +331,9 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     if summary is None:
         # what a package re-exports, for the call graph; the layers the file's models build
         # when the project asks (a training loop imports the file), else it is left for then
-        if project is None:
-            project = ProjectInput(tuple(module_names(path, ())), is_package(path))
-        summary = partial_summary(tree, text, project.names, project.package,
-                                  layers=project.summarize or project.layers)
-        if not (project.summarize or project.layers) and may_build_layers(text):
+        asked = project.summarize or project.layers
+        summary = partial_summary(tree, text, project.names, project.package, layers=asked)
+        if not asked and may_build_layers(text):
             deferred = True
     if not selected:
         return ModuleResult([], summary, table, deferred, accelerator)

@@ -22,7 +22,7 @@ from gpulint.engine.cache import Cache, facts_key, table_key
 from gpulint.engine.config import Settings
 from gpulint.engine.files import FileResult, lint_file, lint_text
 from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
-from gpulint.model.project.graph import ProjectGraph, module_file
+from gpulint.model.project.graph import ProjectGraph, module_file, trains
 from gpulint.model.project.modules import is_package, module_names
 
 # a run reads files in worker processes from this many on
@@ -60,11 +60,7 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     step) but that per-step code calls into: a call in the every-step part of
     a hot loop, or on every run of a function that runs every step, whose
     callee the graph cannot find yet."""
-    by_name: Dict[str, List[str]] = {}
-    for p, r in done.items():
-        if r.deferred and r.error is None:
-            for n in inputs[p].names:
-                by_name.setdefault(n, []).append(p)
+    by_name = _deferred_by_name(done, inputs)
     if not by_name:
         return []
     out: List[str] = []
@@ -89,17 +85,25 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     return out
 
 
+def _deferred_by_name(done: Dict[str, FileResult], inputs: Dict[str, ProjectInput],
+                      without_layers: bool = False) -> Dict[str, List[str]]:
+    """module name -> the files of that name whose summary was left for later
+    (with `without_layers`: whose layers were not read either)."""
+    out: Dict[str, List[str]] = {}
+    for p, r in done.items():
+        if r.deferred and r.error is None and not (without_layers and "layers" in (r.summary or {})):
+            for n in inputs[p].names:
+                out.setdefault(n, []).append(p)
+    return out
+
+
 def imported_models(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
     """The deferred files that a file with a training loop imports: what
     their models are (the layers they build) is asked of them."""
-    deferred: Dict[str, List[str]] = {}
-    for p, r in done.items():
-        if r.deferred and r.error is None and "layers" not in (r.summary or {}):
-            for n in inputs[p].names:
-                deferred.setdefault(n, []).append(p)
+    deferred = _deferred_by_name(done, inputs, without_layers=True)
     out: List[str] = []
     for path, (_, summary) in graph.files.items():
-        if not any(f.get("drives") or f.get("steps") for f in summary.get("functions", {}).values()):
+        if not trains(summary):
             continue
         for module in summary.get("imports", ()):
             for name in (module, module.rpartition(".")[0]):

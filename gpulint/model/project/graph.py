@@ -59,7 +59,6 @@ class ProjectGraph:
         self.files = files
         self.functions: Dict[str, dict] = {}
         self.owner: Dict[str, str] = {}
-        self.alias: Dict[str, str] = {}
         self.classes: Dict[str, List[str]] = {}
         self.class_alias: Dict[str, str] = {}
         self.exports: Dict[str, str] = {}  # `pkg.Name` -> what the package's __init__ imports as Name
@@ -79,13 +78,14 @@ class ProjectGraph:
                 self.owner[qual] = path
                 rest = qual[len(main) + 1:]
                 for n in names:
-                    self.alias.setdefault(f"{n}.{rest}", qual)
                     self.candidates.setdefault(f"{n}.{rest}", []).append(qual)
             for qual, bases in summary.get("classes", {}).items():
                 self.classes[qual] = bases
                 rest = qual[len(main) + 1:]
                 for n in names:
                     self.class_alias.setdefault(f"{n}.{rest}", qual)
+        # reference -> the function it names (the first file's, where several define it)
+        self.alias: Dict[str, str] = {ref: found[0] for ref, found in self.candidates.items()}
         self._resolved: Dict[str, Optional[str]] = {}
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str]]] = {}
@@ -359,8 +359,7 @@ class ProjectGraph:
                  "params": params, "param_kinds": param_kinds}
         if device:
             table["device_side"] = sorted(device)
-        # the models a training loop of the file trains (only a file with one asks)
-        if any(f.get("drives") or f.get("steps") for f in summary.get("functions", {}).values()):
+        if trains(summary):  # the models its training loop trains (only such a file asks)
             layers = self._layers(path, summary)
             if layers:
                 table["layers"] = layers
@@ -382,6 +381,11 @@ class ProjectGraph:
             for k, n in self.files[p][1].get("layers", {}).items():
                 total[k] = total.get(k, 0) + n
         return total
+
+
+def trains(summary: dict) -> bool:
+    """Some function of the file (or its top-level code) steps or drives a hot loop."""
+    return any(f.get("drives") or f.get("steps") for f in summary.get("functions", {}).values())
 
 
 def module_file(found: Sequence[str], importer: str) -> Optional[str]:

@@ -81,8 +81,7 @@ class FileRefs:
         """One pass over the file's bindings: names bound exactly once, to
         `Something(...)`, per scope (the module's are `instances`), and
         `self.<attr> = Something(...)` per class."""
-        found: Dict[ast.AST, Dict[str, str]] = {}
-        every: Dict[ast.AST, Dict[str, List[str]]] = {}
+        every: Dict[ast.AST, Dict[str, List[str]]] = {}  # scope -> name -> the classes of its bindings
         counts: Dict[ast.AST, Dict[str, int]] = {}
         attr_found: Dict[ast.AST, Dict[str, str]] = {}
         attr_counts: Dict[ast.AST, Dict[str, int]] = {}
@@ -121,16 +120,13 @@ class FileRefs:
                 if isinstance(t, ast.Name) and isinstance(value, ast.Call):
                     target = self.resolve_name(value.func)
                     if target is not None:
-                        found.setdefault(scope, {})[t.id] = target
                         every.setdefault(scope, {}).setdefault(t.id, []).append(target)
         for scope, names in every.items():
             c = counts.get(scope, {})
             unions = {k: tuple(sorted(set(v))) for k, v in names.items() if c.get(k) == len(v) and len(set(v)) > 1}
             if unions:
                 self._unions[scope] = unions
-        for scope, names in found.items():
-            c = counts.get(scope, {})
-            kept = {k: v for k, v in names.items() if c.get(k) == 1}
+            kept = {k: v[-1] for k, v in names.items() if c.get(k) == 1}
             if isinstance(scope, ast.Module):
                 self.instances = kept
             elif isinstance(scope, FUNCS):

@@ -310,9 +310,9 @@ def is_cuda_tensor_type(fa: "FileModel", expr: ast.AST, follow: bool = True) -> 
     string, `torch.cuda.FloatTensor if cuda else torch.FloatTensor`, or a
     name the module binds once to one of these."""
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value.startswith("torch.cuda.") and expr.value.endswith("Tensor")
+        return expr.value.startswith("torch.cuda.") and expr.value[len("torch.cuda."):] in LEGACY_CONSTRUCTORS
     q = fa.imports.qualname(expr) or ""
-    if q.startswith("torch.cuda.") and q.endswith("Tensor"):
+    if q.startswith("torch.cuda.") and q[len("torch.cuda."):] in LEGACY_CONSTRUCTORS:
         return True
     if isinstance(expr, ast.IfExp):
         return is_cuda_tensor_type(fa, expr.body, False) or is_cuda_tensor_type(fa, expr.orelse, False)

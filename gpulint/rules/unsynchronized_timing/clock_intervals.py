@@ -536,15 +536,23 @@ def _one_pass_between_syncs(fa: FileModel, scope: ast.AST, interval: Interval) -
     first reading, from a start before the loop, where the loop restarts
     the meter in every pass. A meter never restarted (`step / (time.time()
     - t0)`) is still flagged: early readings miss much of what they claim."""
-    loop = interval.loop
+    loop = interval.loop or _loop_read_in(fa, interval)
     if loop is None:
-        around = loops_around(fa.index.ancestors(interval.end) + [interval.end])
-        loop = next((lp for lp in around if not contains(lp, interval.start)), None)
-        if not isinstance(loop, LOOPS) or not _restarted_every_pass(fa, interval.start, loop):
+        return False
+    if interval.loop is None:
+        if not _restarted_every_pass(fa, interval.start, loop):
             return False
     elif not (contains(loop, interval.start) and _every_pass(fa, interval.start, loop)):
         return False
     return _every_pass(fa, interval.end, loop) and _syncs_every_pass(fa, scope, loop)
+
+
+def _loop_read_in(fa: FileModel, interval: Interval) -> Optional[ast.AST]:
+    """For an interval that starts before the loop its clock is read in: that
+    loop (the innermost around the read that does not hold the start)."""
+    around = loops_around(fa.index.ancestors(interval.end) + [interval.end])
+    loop = next((lp for lp in around if not contains(lp, interval.start)), None)
+    return loop if isinstance(loop, LOOPS) else None
 
 
 def _restarted_every_pass(fa: FileModel, start: ast.AST, loop: ast.AST) -> bool:
@@ -593,9 +601,8 @@ def spans_whole_passes(fa: FileModel, scope: ast.AST, interval: Interval) -> boo
     the tail of a step or a few, a small part of the passes measured."""
     loop = interval.loop
     if loop is None:
-        around = loops_around(fa.index.ancestors(interval.end) + [interval.end])
-        loop = next((lp for lp in around if not contains(lp, interval.start)), None)
-        if not isinstance(loop, LOOPS):
+        loop = _loop_read_in(fa, interval)
+        if loop is None:
             return False
     elif _every_pass(fa, interval.start, loop):
         return False
