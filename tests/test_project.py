@@ -869,3 +869,101 @@ def test_a_module_name_two_folders_define_resolves_beside_the_importer(tmp_path)
         "b/m.py": (["b.m", "m"], {"functions": {"b.m.f": {}}}),
     })
     assert g.resolve_in("m.f", "b/train.py") == "b.m.f" and g.resolve_in("m.f", "a/x.py") == "a.m.f"
+
+
+def test_namespace_packages_and_scripts_of_the_same_name_in_two_folders(tmp_path):
+    # tab-ddpm: CTAB-GAN/ and CTAB-GAN-Plus/ each hold model/synthesizer/{trainer,transformer}.py,
+    # with no __init__.py, run from their top folder (`from model.synthesizer.transformer import ...`)
+    helper = """
+        import torch
+
+
+        class Padder:
+            def pad(self, data):
+                return torch.zeros((len(data), 4)).to(data.device)
+    """
+    trainer = """
+        import torch
+        from model.synthesizer.transformer import Padder
+
+
+        class Trainer:
+            def fit(self, model, loader, opt):
+                self.padder = Padder()
+                for x in loader:
+                    loss = model(self.padder.pad(x.cuda())).mean()
+                    loss.backward()
+                    opt.step()
+    """
+    files = {}
+    for top in ("CTAB-GAN", "CTAB-GAN-Plus"):
+        files[f"{top}/model/synthesizer/transformer.py"] = helper
+        files[f"{top}/model/synthesizer/trainer.py"] = trainer
+    write(tmp_path, files)
+    names = module_names(str(tmp_path / "CTAB-GAN" / "model" / "synthesizer" / "transformer.py"), [str(tmp_path)])
+    assert names == ["transformer", "synthesizer.transformer", "model.synthesizer.transformer"]
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        res = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "json", "--select", "GPU203", "."])
+    finally:
+        os.chdir(cwd)
+    found = sorted((os.path.relpath(f["filename"], tmp_path).replace(os.sep, "/"), f["location"]["row"])
+                   for f in json.loads(res.stdout))
+    # each trainer's loop reaches its own folder's helper (both trainers are `trainer.Trainer.fit`)
+    assert found == [("CTAB-GAN-Plus/model/synthesizer/transformer.py", 7),
+                     ("CTAB-GAN/model/synthesizer/transformer.py", 7)]
+
+
+def test_functions_of_the_same_qualified_name_in_two_files_are_both_in_the_graph():
+    g = ProjectGraph({
+        "a/train.py": (["train"], {"functions": {"train.fit": {"drives": True, "calls": [["util.f", "train"]]}}}),
+        "b/train.py": (["train"], {"functions": {"train.fit": {"drives": True, "calls": [["util.f", "train"]]}}}),
+        "a/util.py": (["util"], {"functions": {"util.f": {}}}),
+        "b/util.py": (["util"], {"functions": {"util.f": {}}}),
+    })
+    ids = {g.id_of(p, q) for p, q in (("a/train.py", "train.fit"), ("b/train.py", "train.fit"))}
+    assert len(ids) == 2 and all(i in g.functions for i in ids)
+    for path in ("a/util.py", "b/util.py"):
+        assert g.facts_for(path)["every_step"] == {"util.f": "train"}, path
+
+
+def test_a_model_called_in_the_loop_runs_its_forward_and_what_that_calls_every_step(tmp_path):
+    write(tmp_path, {
+        "train.py": """
+            import torch
+            from models import Net
+
+
+            def main(loader):
+                model = Net().cuda()
+                model = torch.nn.parallel.DistributedDataParallel(model)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    loss = model(x.cuda()).sum()
+                    loss.backward()
+                    opt.step()
+        """,
+        # no device word, no step: read only because the loop calls into it
+        "models.py": """
+            import torch.nn as nn
+            import utils
+
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = nn.Linear(3, 3)
+
+                def forward(self, x):
+                    return self.lin(x) + utils.offsets(x)
+        """,
+        "utils.py": """
+            import torch
+
+
+            def offsets(x):
+                return torch.zeros(x.shape[0], 3).to(x.device)
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU203", ".") == {("utils.py", 6, "GPU203")}

@@ -321,7 +321,7 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     accelerator = may_use_accelerator(text)
     if project is None:
         project = ProjectInput(tuple(module_names(path, ())), is_package(path))
-    if takes_part(text, accelerator):
+    if takes_part(text, accelerator) or project.summarize:  # (per-step code calls into a file it asks for)
         if project.table is None and not project.summarize and not may_start_steps(text):
             # nothing here can start a step: its summary matters only if per-step code calls
             # into it, which the project finds out and asks for (`ProjectInput.summarize`)

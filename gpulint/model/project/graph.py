@@ -63,6 +63,10 @@ class ProjectGraph:
         self.class_alias: Dict[str, str] = {}
         self.exports: Dict[str, str] = {}  # `pkg.Name` -> what the package's __init__ imports as Name
         self.paths_of: Dict[str, List[str]] = {}  # module name -> the files it may name
+        # (path, qualified name) -> the function's id: its qualified name, or for a
+        # function of a second file of the same module name (two folders' `train.py`),
+        # that name and the file's path
+        self.ids: Dict[Tuple[str, str], str] = {}
         self.candidates: Dict[str, List[str]] = {}  # reference -> every function it may name
         for path, (names, summary) in files.items():
             if not names:
@@ -74,11 +78,12 @@ class ProjectGraph:
                 for n in names:
                     self.exports.setdefault(f"{n}.{name}", target)
             for qual, fsum in summary.get("functions", {}).items():
-                self.functions[qual] = fsum
-                self.owner[qual] = path
+                fid = self._new_id(qual, path)
+                self.functions[fid] = fsum
+                self.owner[fid] = path
                 rest = qual[len(main) + 1:]
                 for n in names:
-                    self.candidates.setdefault(f"{n}.{rest}", []).append(qual)
+                    self.candidates.setdefault(f"{n}.{rest}", []).append(fid)
             for qual, bases in summary.get("classes", {}).items():
                 self.classes[qual] = bases
                 rest = qual[len(main) + 1:]
@@ -96,6 +101,15 @@ class ProjectGraph:
         self.param_kinds = self._param_kinds()
         self.device_side = self._device_side()
 
+    def _new_id(self, qual: str, path: str) -> str:
+        fid = qual if qual not in self.functions else f"{qual}@{path}"
+        self.ids[(path, qual)] = fid
+        return fid
+
+    def id_of(self, path: str, qual: str) -> Optional[str]:
+        """The id of the function `qual` of the file `path`."""
+        return self.ids.get((path, qual))
+
     # ------------------------------------------------------------ resolution
     def resolve(self, ref: str) -> Optional[str]:
         if ref in self._resolved:
@@ -111,6 +125,9 @@ class ProjectGraph:
                 owner, _, method = name.rpartition(".")
                 if owner:
                     cid = self._through_bases(owner, method, set())
+                    if cid is None and method == "__call__" and self._class(owner) is not None:
+                        # a module called: `nn.Module.__call__` runs its `forward`
+                        cid = self.alias.get(f"{owner}.forward") or self._through_bases(owner, "forward", set())
             if cid is not None:
                 break
             name = self._unexported(name)
@@ -332,15 +349,16 @@ class ProjectGraph:
         param_kinds: Dict[str, Dict[str, str]] = {}
         device: List[str] = []
         for qual, fsum in summary.get("functions", {}).items():
-            if qual in self.device_side:
+            fid = self.ids.get((path, qual))  # None for a file with no module name: not in the graph
+            if fid in self.device_side:
                 device.append(qual)
-            kind = self.every_step.get(qual)
+            kind = self.every_step.get(fid)
             if kind is not None:
                 every[qual] = kind
-            if qual in self.params:
-                params[qual] = self.params[qual]
-            if qual in self.param_kinds:
-                param_kinds[qual] = self.param_kinds[qual]
+            if fid in self.params:
+                params[qual] = self.params[fid]
+            if fid in self.param_kinds:
+                param_kinds[qual] = self.param_kinds[fid]
             for call in fsum.get("calls", ()):
                 ref = call[0]
                 cid = self.resolve_in(ref, path)

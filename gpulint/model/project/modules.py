@@ -4,8 +4,11 @@ A file's module name is its path below a root, dotted: `pkg/sub/mod.py` is
 `pkg.sub.mod` and `pkg/sub/__init__.py` is `pkg.sub`. A file can be
 imported under more than one name (a script's folder, a `src/` layout, the
 top of its package), so each file gets every name it can have: below the
-project root, below `<root>/src`, and below the first folder above it that
-is not a package. Imports are resolved against those names.
+project root, below `<root>/src`, below the first folder above it that is
+not a package, and below each folder above that one, up to a root: folders
+without an `__init__.py` are namespace packages (`from
+model.synthesizer.transformer import ImageTransformer`, run from the folder
+that holds `model/`). Imports are resolved against those names.
 """
 
 from __future__ import annotations
@@ -26,12 +29,25 @@ def module_names(path: str, roots: Iterable[str], tops: Optional[Dict[str, str]]
     out: List[str] = []
     bases = [r if os.path.isabs(r) else os.path.abspath(r) for r in roots]
     # the folder Python puts on sys.path for a script, or the top of its package
-    bases.append(_package_top(os.path.dirname(path), tops if tops is not None else {}))
+    top = _package_top(os.path.dirname(path), tops if tops is not None else {})
+    bases.append(top)
+    # namespace packages: each folder above the package's top, up to a root (a few at most)
+    above = top
+    for _ in range(_NAMESPACE_DEPTH):
+        parent = os.path.dirname(above)
+        if parent == above or above in bases[:-1] or not os.path.basename(above).isidentifier():
+            break
+        bases.append(parent)
+        above = parent
     for base in bases:
         name = _below(stem, base)
         if name and name not in out:
             out.append(name)
     return out
+
+
+# how many folders above a package's top may hold it as a namespace package
+_NAMESPACE_DEPTH = 4
 
 
 def _package_top(folder: str, tops: Dict[str, str]) -> str:

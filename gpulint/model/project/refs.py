@@ -113,10 +113,13 @@ class FileRefs:
                             if target is not None:
                                 attr_found.setdefault(cls, {})[t.attr] = target
                     continue
+                if isinstance(t, ast.Name) and _keeps_object(value, t.id):
+                    continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
                 c = counts.setdefault(scope, {})
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):
                         c[n.id] = c.get(n.id, 0) + weight
+                value = _constructed(value)
                 if isinstance(t, ast.Name) and isinstance(value, ast.Call):
                     target = self.resolve_name(value.func)
                     if target is not None:
@@ -286,6 +289,41 @@ def _pairs(targets: Sequence[ast.AST], value: Optional[ast.AST]) -> List[Tuple[a
             and not any(isinstance(e, ast.Starred) for e in list(t.elts) + list(value.elts))):
         return list(zip(t.elts, value.elts))
     return [(t, value)]
+
+
+# methods of a module that return the module itself (`Net().to(device)` is a `Net`)
+_SELF_RETURNING = frozenset(("to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
+                             "requires_grad_", "share_memory", "to_empty"))
+# wrappers whose call runs the wrapped module's `forward`
+_MODULE_WRAPPERS = frozenset(("DDP", "DistributedDataParallel", "DataParallel", "FSDP",
+                              "FullyShardedDataParallel", "compile"))
+
+
+def _constructed(value: Optional[ast.AST]) -> Optional[ast.AST]:
+    """The construction under a chain of methods that return the module
+    itself: `Net(cfg).to(device).train()` -> `Net(cfg)`."""
+    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+           and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call)):
+        value = value.func.value
+    return value
+
+
+def _keeps_object(value: Optional[ast.AST], name: str) -> bool:
+    """`name = name.to(device)`, `name = DDP(name, ...)`, `name =
+    torch.compile(name)`: the name still holds (a wrapper of) the object it
+    held, whose `forward` a call of it runs."""
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
+        inner = func.value
+        while (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+               and inner.func.attr in _SELF_RETURNING):
+            inner = inner.func.value
+        return isinstance(inner, ast.Name) and inner.id == name
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return (last in _MODULE_WRAPPERS and bool(value.args) and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == name)
 
 
 def _enclosing_function(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
