@@ -119,7 +119,6 @@ def test_reported_without_fix(line):
         "w = torch.zeros(3).to('cpu')",
         "w = torch.zeros(3).to(torch.device('cpu'))",
         "w = torch.zeros(3).to(other)",
-        "w = torch.zeros(3).float().cuda()",
         "w = torch.from_numpy(a).cuda()",
         # host data: with device= it is still built on the CPU and copied
         "t = torch.tensor([1.0, 2.0]).cuda()",
@@ -136,6 +135,41 @@ def test_reported_without_fix(line):
 )
 def test_not_flagged(line):
     assert one(line, imports="import numpy as np\nimport torch") == []
+
+
+@pytest.mark.parametrize(
+    "line,factory",
+    [
+        # a cast, arithmetic or an elementwise function between the factory and the move
+        ("w = torch.zeros(3).float().cuda()", "zeros"),
+        ("w = (torch.ones(n) * i).to(x.device)", "ones"),
+        ("w = torch.exp(-k * torch.arange(half) / half).to(device=t.device)", "arange"),
+        ("w = torch.arange(n).view(1, n).expand(b, -1).to(x.device)", "arange"),
+    ],
+)
+def test_computed_on_the_cpu_then_moved(line, factory):
+    [finding] = one(line, imports="import torch")
+    assert finding.code == CODE and finding.fix is None
+    assert f"`torch.{factory}()` builds a tensor on the CPU that is computed on there" in finding.message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "w = (data * torch.arange(n)).cuda()",  # `data` a tensor of host data: it crosses either way
+        "w = torch.arange(n).float().to(torch.float16)",  # a cast only
+        "w = (torch.eye(n)[y.cpu()]).to(x.device)",  # the host waits for the GPU here anyway
+        "w = torch.cat([torch.arange(n), x]).cuda()",  # x: data
+    ],
+)
+def test_computed_look_alikes_not_flagged(line):
+    code = (
+        "import torch\n\n\ndef step(data: torch.Tensor, x: torch.Tensor, y, n):\n"
+        f"    {line}\n    return w\n\n\nfor b in loader:\n    step(b, b, b, 3)\n"
+    )
+    assert lint(code, codes=[CODE]) == []
+    # the same helper with a factory alone is flagged: the call from the loop makes it per-step code
+    assert len(lint(code.replace(line, "w = torch.arange(n).float().cuda()"), codes=[CODE])) == 1
 
 
 def test_import_forms():

@@ -19,6 +19,7 @@ from gpulint.model.values.devices import (
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Edit, Example, Rule
 
@@ -85,8 +86,8 @@ class CpuTensorThenMoved(Rule):
     A factory given a `generator=` is not flagged: working code that builds
     on the CPU with one uses a CPU generator (`torch.Generator()`), which a
     CUDA tensor cannot draw from, so it has to build on the CPU and copy.
-    `.to(dtype)`, `.to("cpu")`, `.to(other_tensor)` and factories that are not
-    followed directly by the move are not flagged; `*_like` and `new_*`
+    `.to(dtype)`, `.to("cpu")` and `.to(other_tensor)` are not flagged;
+    `*_like` and `new_*`
     already build on their input's device. `torch.tensor(data)` and
     `torch.as_tensor(data)` are not flagged either: their data lives on the
     host, and with `device=` PyTorch still builds the tensor on the CPU and
@@ -96,6 +97,22 @@ class CpuTensorThenMoved(Rule):
     `torch.from_numpy(np.ones(n)).cuda()` in repeated code is flagged, with
     the torch factory to use and no fix (other random numbers; other
     arguments). Test files are skipped.
+
+    A tensor computed on the CPU from a factory and then moved is flagged at
+    the factory, without a fix: casts, arithmetic, elementwise functions and
+    reshapes between them (`torch.exp(-k * torch.arange(half) / half)
+    .to(t.device)`, `torch.ones(n).long().cuda()`), also through names the
+    function assigns once in a block that holds the move (`emb =
+    torch.exp(torch.arange(h) * -k)` then `emb = emb.to(device)`, four
+    assignments deep at most). An operation that mixes a CPU tensor with a
+    CUDA one raises, so such an expression runs on the CPU. It is not
+    flagged where other tensor data joins the factory's (`(t *
+    torch.arange(n)).cuda()` with `t` a tensor: the data crosses either
+    way), in a function that reads device data on the host itself (`.item()`,
+    `.tolist()`, `.cpu()`, `.numpy()`, `nonzero`, `unique`, `torch.any`: the
+    host waits there anyway, so one more small copy stalls next to
+    nothing), nor in the `forward` of an `nn.Module` class, where GPU204
+    flags the factory (one finding per site).
 
     Legacy typed constructors (`torch.Tensor`, `torch.FloatTensor`,
     `torch.LongTensor`, and the `Double`, `Half`, `BFloat16`, `Byte`, `Char`,
@@ -294,6 +311,8 @@ class CpuTensorThenMoved(Rule):
             legacy = legacy_constructor(fa, inner)
             if legacy is not None:
                 self._legacy(ctx, node, inner, legacy)
+            else:
+                self._computed(ctx, node, inner)
             return
         if name in _HOST_DATA_FACTORIES:
             return
@@ -314,7 +333,7 @@ class CpuTensorThenMoved(Rule):
             return
         if not runs_repeatedly(fa, node, ctx.ancestors):
             return  # built once: a one-off copy costs microseconds
-        fix = self._fix(ctx, node, inner, name, built_on)
+        fix = _device_fix(self, ctx, node, inner, name, built_on)
         self.report(ctx, node, fix=fix, factory=name)
 
     def _numpy_draw(self, ctx, node: ast.Call, data: ast.AST, copier: str) -> None:
@@ -335,6 +354,15 @@ class CpuTensorThenMoved(Rule):
                 f"build it there with `{_NUMPY_DRAWS[draw]}(..., device=...)` instead"
             ),
         )
+
+    def _computed(self, ctx, node: ast.Call, inner: ast.AST) -> None:
+        """`torch.exp(-k * torch.arange(half) / half).to(t.device)` (`host_built`):
+        reported at the factory, without a fix (on the GPU the last bits may differ)."""
+        if _target(node, ctx.analysis) is None:
+            return
+        factory = computed_then_moved(ctx.analysis, inner, ctx.ancestors)
+        if factory is not None:
+            self.report(ctx, factory, message=computed_message(ctx.analysis, factory, node))
 
     def _legacy(self, ctx, node: ast.Call, inner: ast.Call, legacy: str) -> None:
         """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
@@ -372,73 +400,75 @@ class CpuTensorThenMoved(Rule):
             ),
         )
 
-    def _fix(self, ctx, node: ast.Call, inner: ast.Call, name: str, built_on) -> Optional[object]:
-        fa = ctx.analysis
-        src = ctx.source
-        for kw in inner.keywords:
-            if kw.arg in ("requires_grad", "pin_memory") and not (
-                isinstance(kw.value, ast.Constant) and kw.value.value is False
-            ):
-                return None
-        method = node.func.attr  # type: ignore[attr-defined]
-        device_text: Optional[str] = None
-        dtype_text: Optional[str] = None
-        if method == "cuda":
-            if any(kw.arg not in ("device", "non_blocking") for kw in node.keywords) or len(node.args) > 2:
-                return None
-            dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
-            if dev is None:
-                device_text = '"cuda"'
-            elif isinstance(dev, ast.Constant) and isinstance(dev.value, int) and not isinstance(dev.value, bool):
-                device_text = f'"cuda:{dev.value}"'
-            elif isinstance(dev, ast.Constant) and isinstance(dev.value, str) and dev.value.startswith("cuda"):
-                device_text = src.node_text(dev)
-            else:
-                return None  # `.cuda(x)`: x may be None (the current device) or an index
-        else:
-            # Tensor.to(device=None, dtype=None, non_blocking=False, copy=False, *, memory_format=...)
-            if any(kw.arg not in ("device", "dtype", "non_blocking") for kw in node.keywords):
-                return None
-            positional = list(node.args)
-            dev_kw = find_keyword(node, "device")
-            dtype_kw = find_keyword(node, "dtype")
-            if dev_kw is not None:
-                if positional:
-                    return None
-                dev = dev_kw.value
-            else:
-                dev = positional.pop(0)
-            dtype = dtype_kw.value if dtype_kw is not None else None
-            if positional and dtype is None and device_arg_kind(fa, positional[0]) == DTYPE:
-                dtype = positional.pop(0)
-            # what is left may only be a literal non_blocking (harmless to drop)
-            if len(positional) > 1 or (
-                positional and not (isinstance(positional[0], ast.Constant) and isinstance(positional[0].value, bool))
-            ):
-                return None
+
+def _device_fix(rule, ctx, node: ast.Call, inner: ast.Call, name: str, built_on) -> Optional[object]:
+    """The fix that builds the factory on the target device (`device=`) and drops the move."""
+    fa = ctx.analysis
+    src = ctx.source
+    for kw in inner.keywords:
+        if kw.arg in ("requires_grad", "pin_memory") and not (
+            isinstance(kw.value, ast.Constant) and kw.value.value is False
+        ):
+            return None
+    method = node.func.attr  # type: ignore[attr-defined]
+    device_text: Optional[str] = None
+    dtype_text: Optional[str] = None
+    if method == "cuda":
+        if any(kw.arg not in ("device", "non_blocking") for kw in node.keywords) or len(node.args) > 2:
+            return None
+        dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+        if dev is None:
+            device_text = '"cuda"'
+        elif isinstance(dev, ast.Constant) and isinstance(dev.value, int) and not isinstance(dev.value, bool):
+            device_text = f'"cuda:{dev.value}"'
+        elif isinstance(dev, ast.Constant) and isinstance(dev.value, str) and dev.value.startswith("cuda"):
             device_text = src.node_text(dev)
-            if dtype is not None:
-                if name not in _EXACT_IN_ANY_DTYPE or find_keyword(inner, "dtype") is not None:
-                    return None
-                dtype_text = src.node_text(dtype)
-        inner_end = src.node_span(inner)[1]
-        node_end = src.node_span(node)[1]
-        if "#" in src.text[inner_end:node_end]:
-            return None  # a comment inside the removed `.to(...)` would be lost
-        edits: List[Edit] = []
-        if built_on is not None:
-            # device="cpu": point it at the target instead
-            if dtype_text is not None:
-                return None
-            edits.append(replace_node(src, built_on, device_text))
         else:
-            text = f"device={device_text}" + (f", dtype={dtype_text}" if dtype_text else "")
-            edits.append(add_keyword(src, inner, text))
-        edits.append(Edit(inner_end, node_end, ""))
-        reason = values_depend_on_device(fa, name, inner)
-        applicability = UNSAFE if reason else SAFE
-        what = f"Build it on the device: `device={device_text}`"
-        return self.make_fix(what, edits, applicability)
+            return None  # `.cuda(x)`: x may be None (the current device) or an index
+    else:
+        # Tensor.to(device=None, dtype=None, non_blocking=False, copy=False, *, memory_format=...)
+        if any(kw.arg not in ("device", "dtype", "non_blocking") for kw in node.keywords):
+            return None
+        positional = list(node.args)
+        dev_kw = find_keyword(node, "device")
+        dtype_kw = find_keyword(node, "dtype")
+        if dev_kw is not None:
+            if positional:
+                return None
+            dev = dev_kw.value
+        else:
+            dev = positional.pop(0)
+        dtype = dtype_kw.value if dtype_kw is not None else None
+        if positional and dtype is None and device_arg_kind(fa, positional[0]) == DTYPE:
+            dtype = positional.pop(0)
+        # what is left may only be a literal non_blocking (harmless to drop)
+        if len(positional) > 1 or (
+            positional and not (isinstance(positional[0], ast.Constant) and isinstance(positional[0].value, bool))
+        ):
+            return None
+        device_text = src.node_text(dev)
+        if dtype is not None:
+            if name not in _EXACT_IN_ANY_DTYPE or find_keyword(inner, "dtype") is not None:
+                return None
+            dtype_text = src.node_text(dtype)
+    inner_end = src.node_span(inner)[1]
+    node_end = src.node_span(node)[1]
+    if "#" in src.text[inner_end:node_end]:
+        return None  # a comment inside the removed `.to(...)` would be lost
+    edits: List[Edit] = []
+    if built_on is not None:
+        # device="cpu": point it at the target instead
+        if dtype_text is not None:
+            return None
+        edits.append(replace_node(src, built_on, device_text))
+    else:
+        text = f"device={device_text}" + (f", dtype={dtype_text}" if dtype_text else "")
+        edits.append(add_keyword(src, inner, text))
+    edits.append(Edit(inner_end, node_end, ""))
+    reason = values_depend_on_device(fa, name, inner)
+    applicability = UNSAFE if reason else SAFE
+    what = f"Build it on the device: `device={device_text}`"
+    return rule.make_fix(what, edits, applicability)
 
 
 def _moved_dtype(node: ast.Call, fa) -> Optional[ast.AST]:
