@@ -259,3 +259,34 @@ def test_the_models_of_an_imported_project_file_count(tmp_path):
         os.chdir(cwd)
     found = sorted(f["filename"].replace(os.sep, "/").split("/")[-1] for f in json.loads(res.stdout))
     assert found == ["gan.py"]  # each script reads the models.py beside it
+
+
+TORCHVISION = """
+import torch
+import torchvision.models as models
+
+model = {build}.cuda()
+"""
+
+
+@pytest.mark.parametrize(
+    "build,flagged",
+    [
+        ("models.resnet50()", False),  # a convolutional family by name
+        ("models.__dict__[arch]()", False),  # chosen at run time: torchvision's choices are convnets
+        ("models.vit_b_16()", True),  # a vision transformer
+        ("models.get_model(arch)", True),  # says nothing of the architecture
+    ],
+)
+def test_torchvision_convnets_already_run_in_tf32(build, flagged):
+    code = TORCHVISION.format(build=build) + LOOP + "\ntrain(model, loader, opt, 'cuda')\n"
+    assert bool(rows(code)) is flagged
+
+
+def test_a_helper_that_builds_a_convolution_counts_as_one():
+    # MelGAN: `def WNConv1d(*a, **k): return weight_norm(nn.Conv1d(*a, **k))`, used by the modules
+    wn = DCGAN.replace("import torch.nn as nn\n", "import torch.nn as nn\n\n\ndef WNConv2d(*a, **k):\n"
+                       "    return nn.utils.weight_norm(nn.Conv2d(*a, **k))\n", 1).replace("nn.Conv2d(", "WNConv2d(")
+    wn = wn.replace("return nn.utils.weight_norm(WNConv2d(*a, **k))", "return nn.utils.weight_norm(nn.Conv2d(*a, **k))")
+    assert "WNConv2d(" in wn
+    assert rows(wn + TRAIN_SCRIPT) == []

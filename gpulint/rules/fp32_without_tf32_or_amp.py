@@ -60,8 +60,12 @@ class Fp32WithoutTf32OrAmp(Rule):
     projection, a UNet, a ResNet with its classifier head).
     cuDNN already runs convolutions in TF32 (`torch.backends.cudnn.allow_tf32`
     is True by default), so the premise does not hold and the fix changes
-    next to nothing. Where the models come from a library (`torchvision`,
-    `timm`), the rule cannot see their layers and still flags the loop.
+    next to nothing. A model built from `torchvision.models` counts as
+    convolutional (a ResNet by name, or `models.__dict__[args.arch]()`,
+    whose choices are convolutional networks), unless the file names a
+    vision transformer or the project's own models it trains have attention.
+    Where the models come from another library (`timm`, `transformers`), the
+    rule cannot see their layers and still flags the loop.
 
     The rule sees one file at a time: when the precision is set in another
     module (a `main.py` that enables TF32 before calling the loop in
@@ -237,7 +241,8 @@ class Fp32WithoutTf32OrAmp(Rule):
             return
         if not _scope_uses_device(ctx, fa.index.enclosing_scope(ctx.ancestors)):
             return  # e.g. a CPU toy loop in a file that also has GPU code
-        if convolutional(fa.facts.model_layers()):
+        layers = fa.facts.model_layers()
+        if convolutional(layers) or (_torchvision_convnet(fa) and not _matmul_models(layers)):
             return  # cuDNN already runs the convolutions in TF32
         if self._fix is None:
             self._fix = self.make_fix(
@@ -266,6 +271,40 @@ def convolutional(layers: Optional[Dict[str, int]]) -> bool:
         return False
     conv = layers.get("conv", 0)
     return conv > 0 and not layers.get("attention", 0) and layers.get("matmul", 0) <= conv
+
+
+# torchvision's classification models that are not convolutional
+_TORCHVISION_NOT_CONV = ("vit_", "swin_", "maxvit", "vision_transformer", "swin_transformer")
+# its subpackages and look-up functions, which say nothing of the architecture
+_TORCHVISION_OTHER = frozenset(("detection", "segmentation", "video", "optical_flow", "quantization",
+                                "feature_extraction", "get_model", "list_models", "get_weight", "get_model_weights"))
+
+
+def _matmul_models(layers) -> bool:
+    """The project's models the file can train include attention or more matmul layers than convolutions."""
+    return bool(layers) and (layers.get("attention", 0) > 0 or layers.get("matmul", 0) > layers.get("conv", 0))
+
+
+def _torchvision_convnet(fa) -> bool:
+    """The file builds its model from `torchvision.models`: a convolutional
+    family by name (`models.resnet50()`), or by an architecture chosen at
+    run time (`models.__dict__[args.arch]()`, `getattr(models, arch)`),
+    whose choices are convolutional unless the file names a vision
+    transformer."""
+    def compute() -> bool:
+        found = False
+        for node in fa.index.nodes_of(ast.Attribute):
+            q = fa.imports.qualname(node) or ""
+            if not q.startswith("torchvision.models.") or q.count(".") != 2:
+                continue
+            name = q.rsplit(".", 1)[1]
+            if name.startswith(_TORCHVISION_NOT_CONV):
+                return False
+            if name == "__dict__" or (name[:1].islower() and name not in _TORCHVISION_OTHER):
+                found = True
+        return found
+
+    return fa.index.memoized("gpu403.torchvision", "convnet", compute)
 
 
 def _innermost_loop(ancestors, node, fa) -> Optional[ast.AST]:

@@ -160,6 +160,11 @@ def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIn
     if not modules:
         return {}
     counts = {"conv": 0, "matmul": 0, "attention": 0}
+    # the file's functions that build a convolution (`def WNConv1d(*a, **k): return weight_norm(nn.Conv1d(*a, **k))`)
+    conv_helpers = {
+        n.name for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_conv(n, imports)
+    }
     if index is not None:
         nodes = index.nodes_of(ast.Call, ast.BinOp)
         parents = index.parents
@@ -172,7 +177,8 @@ def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIn
                 continue
         else:
             f = node.func
-            if (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None) not in _LAYER_NAMES:
+            called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if called not in _LAYER_NAMES and called not in conv_helpers:
                 continue
         if parents is not None:
             owner = parents.get(node)
@@ -184,13 +190,22 @@ def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIn
             counts["attention"] += 1
             continue
         q = imports.call_qualname(node)
-        if q in CONV_LAYERS:
+        if q in CONV_LAYERS or (isinstance(node.func, ast.Name) and node.func.id in conv_helpers):
             counts["conv"] += 1
         elif q in MATMUL_LAYERS:
             counts["matmul"] += 1
         elif q in ATTENTION_CALLS:
             counts["attention"] += 1
     return counts if any(counts.values()) else {}
+
+
+def _returns_conv(func: ast.AST, imports: ImportTable) -> bool:
+    """A helper whose body returns a call that builds a convolution layer."""
+    for node in ast.walk(func):
+        if isinstance(node, ast.Return) and node.value is not None:
+            if any(isinstance(c, ast.Call) and imports.call_qualname(c) in CONV_LAYERS for c in ast.walk(node.value)):
+                return True
+    return False
 
 
 def package_exports(tree: ast.Module, module: str, package: bool) -> Dict[str, str]:
