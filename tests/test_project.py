@@ -66,6 +66,18 @@ def check(root: Path, *args: str):
             for f in json.loads(res.stdout)}
 
 
+def rows_by_path(root: Path, code: str):
+    """(path below `root`, row) of each finding of `code` in `gpulint check .`, sorted."""
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        res = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "json", "--select", code, "."])
+    finally:
+        os.chdir(cwd)
+    return sorted((os.path.relpath(f["filename"], root).replace(os.sep, "/"), f["location"]["row"])
+                  for f in json.loads(res.stdout))
+
+
 # ------------------------------------------------------------------ modules
 def test_module_names_and_relative_imports(tmp_path):
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
@@ -855,14 +867,7 @@ def test_a_module_name_two_folders_define_resolves_beside_the_importer(tmp_path)
     """
     write(tmp_path, {"augmentations.py": helper, "train.py": train,
                      "old_version/augmentations.py": helper, "old_version/train.py": train})
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        res = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "json", "--select", "GPU101", "."])
-    finally:
-        os.chdir(cwd)
-    found = sorted((os.path.relpath(f["filename"], tmp_path).replace(os.sep, "/"), f["location"]["row"])
-                   for f in json.loads(res.stdout))
+    found = rows_by_path(tmp_path, "GPU101")
     assert found == [("augmentations.py", 7), ("old_version/augmentations.py", 7)]  # both copies
     g = ProjectGraph({
         "a/m.py": (["a.m", "m"], {"functions": {"a.m.f": {}}}),
@@ -902,14 +907,7 @@ def test_namespace_packages_and_scripts_of_the_same_name_in_two_folders(tmp_path
     write(tmp_path, files)
     names = module_names(str(tmp_path / "CTAB-GAN" / "model" / "synthesizer" / "transformer.py"), [str(tmp_path)])
     assert names == ["transformer", "synthesizer.transformer", "model.synthesizer.transformer"]
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        res = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "json", "--select", "GPU203", "."])
-    finally:
-        os.chdir(cwd)
-    found = sorted((os.path.relpath(f["filename"], tmp_path).replace(os.sep, "/"), f["location"]["row"])
-                   for f in json.loads(res.stdout))
+    found = rows_by_path(tmp_path, "GPU203")
     # each trainer's loop reaches its own folder's helper (both trainers are `trainer.Trainer.fit`)
     assert found == [("CTAB-GAN-Plus/model/synthesizer/transformer.py", 7),
                      ("CTAB-GAN/model/synthesizer/transformer.py", 7)]
