@@ -965,3 +965,42 @@ def test_a_model_called_in_the_loop_runs_its_forward_and_what_that_calls_every_s
         """,
     })
     assert check(tmp_path, "--no-cache", "--select", "GPU203", ".") == {("utils.py", 6, "GPU203")}
+
+
+def test_the_distributed_path_of_a_per_step_helper_runs_every_step(tmp_path):
+    # MAE's util/misc.py: the read is on the path of a distributed run, in a block that returns
+    write(tmp_path, {
+        "misc.py": """
+            import torch
+            import torch.distributed as dist
+
+
+            def all_reduce_mean(x):
+                world_size = dist.get_world_size()
+                if world_size > 1:
+                    x_reduce = torch.tensor(x).cuda()
+                    dist.all_reduce(x_reduce)
+                    return x_reduce.item()
+                else:
+                    return x
+
+
+            def maybe_log(x, verbose):
+                if verbose:
+                    return x.item()  # an option: not every step
+        """,
+        "train.py": """
+            import torch
+            import misc
+
+
+            def train(model, loader, opt, verbose):
+                for x in loader:
+                    loss = model(x.cuda()).mean()
+                    loss.backward()
+                    opt.step()
+                    misc.all_reduce_mean(loss.detach())
+                    misc.maybe_log(loss, verbose)
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("misc.py", 11, "GPU101")}

@@ -69,6 +69,27 @@ DISTRIBUTED_TEST_RE = re.compile(
 )
 
 
+# what a test that turns on the distributed path names (not `rank`: `if rank == 0:` picks one process)
+DISTRIBUTED_ON_RE = re.compile(
+    r"distributed|world_?size|is_initialized|\bddp\b|fsdp|multi_?gpu|num_processes|num_replicas|n_?gpus?\b|num_gpus",
+    re.I,
+)
+
+
+def turns_on_distributed(test: ast.AST) -> bool:
+    """`if world_size > 1:`, `if dist.is_initialized():`, `if args.distributed:`:
+    the path of a distributed run, which a training repository is built to
+    take on every step, not an option or a rare path."""
+    if isinstance(test, ast.Compare):
+        if len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.NotEq)):
+            return False
+        test = test.left
+    if isinstance(test, ast.Call):
+        test = test.func
+    word = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else None
+    return word is not None and DISTRIBUTED_ON_RE.search(word) is not None
+
+
 def data_parallel_calls(fa: "FileModel") -> List[ast.Call]:
     """The file's data-parallel wrapper constructions and `init_process_group` calls."""
 

@@ -27,6 +27,7 @@ from gpulint.model.index.order import nested_loops, own_nodes, target_names
 from gpulint.model.names import dotted, last_name
 from gpulint.model.values.kinds import CRITERION, MODEL, TENSOR
 from gpulint.model.values.values import Values
+from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
 
 
@@ -378,8 +379,14 @@ class Loops:
             body = self.index.block_of(anc, child)
             if body is not None and self.after_periodic_continue(anc, child):
                 return None
-            if body is not None and body and isinstance(body[-1], (ast.Return, ast.Raise)):
-                return None  # a block that leaves the function runs once
+            if body is not None and body and isinstance(body[-1], (ast.Return, ast.Raise)) and not (
+                isinstance(body[-1], ast.Return) and isinstance(anc, ast.If) and turns_on_distributed(anc.test)
+                and child in anc.body and not _in_a_loop(chain[:i])
+            ):
+                # a block that leaves the function runs once, except the distributed path of a
+                # helper's own flow (`if world_size > 1: ... return x.item()`), which a
+                # distributed run takes on every call
+                return None
             if body is not None and body and isinstance(body[-1], ast.Break):
                 once_per_loop = True
             if isinstance(anc, LOOPS):
@@ -414,3 +421,13 @@ def is_periodic_continue(stmt: ast.AST) -> bool:
         and not stmt.orelse
         and is_periodic_test(stmt.test)
     )
+
+
+def _in_a_loop(chain: Sequence[ast.AST]) -> bool:
+    """A loop encloses the end of `chain` within its innermost def, lambda or class."""
+    for anc in reversed(chain):
+        if isinstance(anc, SCOPES):
+            return False
+        if isinstance(anc, LOOPS):
+            return True
+    return False

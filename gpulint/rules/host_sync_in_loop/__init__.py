@@ -9,6 +9,7 @@ from gpulint.model.values.callfacts import TRAIN
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.kinds import TENSOR
 from gpulint.rules.host_sync_in_loop.prior_reads import HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block
+from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import HOST_PIPELINE_TRAINING
@@ -106,6 +107,18 @@ def _candidate(ctx, ancestors) -> bool:
     return False
 
 
+def _percent_operands(right: ast.AST) -> List[ast.AST]:
+    """What `"%.4f" % loss`, `("%11s" * 2 + "%11.4g" * 3) % (epoch, mem, *mloss)`
+    or `"%(loss).3f" % {...}` formats."""
+    if isinstance(right, ast.Tuple):
+        values = list(right.elts)
+    elif isinstance(right, ast.Dict):
+        values = [v for k, v in zip(right.keys, right.values) if k is not None]
+    else:
+        values = [right]
+    return [v.value if isinstance(v, ast.Starred) else v for v in values]
+
+
 def _conditional_in(node: ast.AST, ancestors, func: ast.AST) -> bool:
     """`node` runs under an `if` of `func` (or one branch of `x if c else y`)
     that is not a type check (`isinstance(v, torch.Tensor)`, `v is None`).
@@ -118,7 +131,7 @@ def _conditional_in(node: ast.AST, ancestors, func: ast.AST) -> bool:
         if anc is func:
             return False
         if isinstance(anc, ast.If) and child is not anc.test and not _type_check(anc.test):
-            if not (child in anc.body and _past_a_step(anc.test)):
+            if not (child in anc.body and (_past_a_step(anc.test) or turns_on_distributed(anc.test))):
                 return True
         if isinstance(anc, ast.IfExp) and child is not anc.test and not _type_check(anc.test):
             return True
@@ -317,7 +330,10 @@ class HostSyncInLoop(Rule):
     (`train_one_epoch`) is an epoch, not a step. In the helper, a read under
     an `if` other than a type check (`isinstance(v, torch.Tensor)`) is not
     flagged (most often an option or a rare path), but one under a step
-    counter past a warm-up (`if self.steps > start_steps:`) is. A file with
+    counter past a warm-up (`if self.steps > start_steps:`) is, and so is
+    one on the path of a distributed run (`if world_size > 1:`,
+    `if dist.is_initialized():`), which a training repository takes on
+    every step (not `if rank == 0:`, which picks one process). A file with
     no device word is device code when one that uses a device calls it. A
     file linted alone, or by flake8, sees the files it imports.
 
@@ -609,17 +625,8 @@ class HostSyncInLoop(Rule):
         self._formatted(node, values, ctx)
 
     def visit_BinOp(self, node: ast.BinOp, ctx) -> None:
-        # `"%.4f" % loss`, `("%11s" * 2 + "%11.4g" * 3) % (epoch, mem, *mloss)`
-        if not (isinstance(node.op, ast.Mod) and _is_str_expr(node.left)):
-            return
-        right = node.right
-        if isinstance(right, ast.Tuple):
-            values = list(right.elts)
-        elif isinstance(right, ast.Dict):
-            values = [v for k, v in zip(right.keys, right.values) if k is not None]  # `"%(loss).3f" % {...}`
-        else:
-            values = [right]
-        self._formatted(node, [v.value if isinstance(v, ast.Starred) else v for v in values], ctx)
+        if isinstance(node.op, ast.Mod) and _is_str_expr(node.left):
+            self._formatted(node, _percent_operands(node.right), ctx)
 
     def _formatted(self, node: ast.AST, values, ctx) -> None:
         if not values or not _candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
