@@ -1302,3 +1302,20 @@ def test_a_read_past_a_warm_up_threshold_in_a_per_step_helper_runs_every_step():
                     mel_loss = self.mel(y).mean()
                     self.total["mel_loss"] += mel_loss.item()
     """)
+
+
+def test_tensorboard_add_scalar_of_a_tensor_reads_it_on_the_host():
+    check(
+        """
+        def train(model, loader, optimizer, writer, log_every):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.cuda(), y.cuda())
+                writer.add_scalar("loss", loss, global_step=step)  # sync
+                loss.backward()
+                optimizer.step()
+                writer.add_scalar("lr", optimizer.param_groups[0]["lr"], step)
+                writer.add_scalar("step", step, step)
+                if step % log_every == 0:
+                    writer.add_scalar(tag="loss", scalar_value=loss.detach(), global_step=step)
+        """
+    )

@@ -107,6 +107,24 @@ def _candidate(ctx, ancestors) -> bool:
     return False
 
 
+def _element_message(ctx, node: ast.Call, iterated: ast.AST) -> str:
+    return (
+        f"`{_call_snippet(ctx, node)}` reads each element of the tensor `{_snippet(ctx.node_text(iterated))}` on "
+        "the host as the loop iterates it, one GPU sync per element; read them all at once (`.tolist()`) before "
+        "the loop"
+    )
+
+
+def _logs_a_tensor(call: ast.Call, ctx) -> bool:
+    """`writer.add_scalar(tag, t, step)` (or `scalar_value=t`) of a device
+    tensor: TensorBoard's SummaryWriter turns it into a number on the host."""
+    if len(call.args) >= 2 and not isinstance(call.args[1], ast.Starred):
+        value = call.args[1]
+    else:
+        value = next((k.value for k in call.keywords if k.arg == "scalar_value"), None)
+    return value is not None and _candidate(ctx, ctx.ancestors) and _is_device_tensor(value, ctx)
+
+
 def _percent_operands(right: ast.AST) -> List[ast.AST]:
     """What `"%.4f" % loss`, `("%11s" * 2 + "%11.4g" * 3) % (epoch, mem, *mloss)`
     or `"%(loss).3f" % {...}` formats."""
@@ -306,6 +324,8 @@ class HostSyncInLoop(Rule):
     - `.item()`, `.cpu()`, `.numpy()` on a value not known to be a numpy array,
       a Python number or a model; `.tolist()` on a tensor;
     - `float(t)`, `int(t)`, `bool(t)` of a tensor;
+    - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
+      which turns it into a number on the host;
     - `print()` of a tensor, `str(t)` / `repr(t)`, and formatting a tensor in
       an f-string (or with `str.format` / `%`, also `"%(loss).3f" % {...}`);
     - a tensor's truth value taken by a condition: `if t:` / `while t:`
@@ -533,6 +553,9 @@ class HostSyncInLoop(Rule):
             elif func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                 self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
+            elif func.attr == "add_scalar" and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
+                if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
+                    self.report(ctx, node, expr=_call_snippet(ctx, node))
             return
         if not isinstance(func, ast.Name) or func.id not in _BUILTIN_NAMES:
             return
@@ -608,15 +631,7 @@ class HostSyncInLoop(Rule):
         if key in self._element_statements:
             return True  # `e.item() + 1 if c else e.item()`: one read per statement and iteration
         self._element_statements.add(key)
-        it = _snippet(ctx.node_text(iterated))
-        self.report(
-            ctx,
-            node,
-            message=(
-                f"`{_call_snippet(ctx, node)}` reads each element of the tensor `{it}` on the host as the loop "
-                "iterates it, one GPU sync per element; read them all at once (`.tolist()`) before the loop"
-            ),
-        )
+        self.report(ctx, node, message=_element_message(ctx, node, iterated))
         return True
 
     # ------------------------------------------------------------ formatting
