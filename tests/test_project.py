@@ -1004,3 +1004,51 @@ def test_the_distributed_path_of_a_per_step_helper_runs_every_step(tmp_path):
         """,
     })
     assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("misc.py", 11, "GPU101")}
+
+
+def test_a_cpu_script_of_a_project_that_uses_a_gpu_elsewhere_stays_on_the_cpu(tmp_path):
+    # pytorch/examples: reinforcement_learning/reinforce.py never names a device, imagenet/main.py does
+    write(tmp_path, {
+        "gpu/train.py": """
+            import torch
+
+
+            def train(model, loader, opt):
+                model.cuda()
+                for x in loader:
+                    loss = model(x.cuda()).mean()
+                    loss.backward()
+                    opt.step()
+        """,
+        "cpu/reinforce.py": """
+            import torch
+            import torch.nn as nn
+
+
+            class Policy(nn.Module):
+                def forward(self, x):
+                    return x + torch.zeros(x.shape[0], 2)
+
+
+            def select_action(policy, state):
+                return policy(state).argmax().item()
+
+
+            def main(policy, opt, env):
+                for episode in range(100):
+                    action = select_action(policy, env.reset())
+                    loss = policy(env.step(action)).sum()
+                    loss.backward()
+                    opt.step()
+
+
+            if __name__ == "__main__":
+                main(Policy(), None, None)
+        """,
+    })
+    assert not any(f[0] == "reinforce.py" for f in check(tmp_path, "--no-cache", "--select", "GPU101,GPU204", "."))
+    # the same file as a library module (no entry point): its callers may move its tensors
+    lib = (tmp_path / "cpu" / "reinforce.py").read_text().split('if __name__')[0]
+    (tmp_path / "cpu" / "reinforce.py").write_text(lib)
+    found = check(tmp_path, "--no-cache", "--select", "GPU101,GPU204", ".")
+    assert {("reinforce.py", 8, "GPU204"), ("reinforce.py", 12, "GPU101")} <= found

@@ -145,7 +145,9 @@ class FactoryWithoutDeviceInForward(Rule):
       a CPU generator, so the tensor has to be built on the CPU (with
       `device=` it would raise);
     - test files (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`), whose
-      modules run on the CPU, as GPU203 does;
+      modules run on the CPU, as GPU203 does, and a script (an `if __name__
+      == "__main__":` block or a top-level loop) that never names a device
+      and that no device code calls: a CPU program;
     - any factory in a `forward` that moves data to the host itself
       (`.cpu()`, `.numpy()`, SciPy), as matchers and post-processing modules
       do on purpose;
@@ -257,6 +259,9 @@ class FactoryWithoutDeviceInForward(Rule):
         the module to the call's parent."""
         fa = ctx.analysis
         name = factory_name(fa, node)
+        if name is not None and fa.index.is_cpu_script() and not any(
+                isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)) and fa.facts.device_side(a) for a in ancestors):
+            return None  # a CPU program, which no device code calls: its modules run on the CPU
         if name is not None and default_device_set(fa, ancestors):
             return None  # built on the default device the code set, not on the CPU
         if name is None:

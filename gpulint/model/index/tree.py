@@ -192,5 +192,27 @@ class TreeIndex:
         allocated between steps."""
         return any(self.mentions(w) for w in _CUDA_GRAPH_WORDS)
 
+    def is_cpu_script(self) -> bool:
+        """The file is a program of its own (an `if __name__ == "__main__":`
+        block, or a loop in its top-level code) that never names a device
+        (`may_use_accelerator` of its text is False): it computes on
+        the CPU, as the CPU-only examples of a repository whose other
+        scripts use a GPU do. A library module without a device word may
+        still run on tensors its callers moved."""
+        if self.may_use_accelerator:
+            return False
+
+        def compute() -> bool:
+            for stmt in self.tree.body:
+                if isinstance(stmt, (ast.For, ast.While)):
+                    return True
+                if isinstance(stmt, ast.If) and any(
+                    isinstance(n, ast.Constant) and n.value == "__main__" for n in ast.walk(stmt.test)
+                ):
+                    return True
+            return False
+
+        return self.memoized("index.script", "cpu_script", compute)
+
     def is_test_file(self) -> bool:
         return is_test_path(self.path)

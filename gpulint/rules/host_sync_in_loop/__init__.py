@@ -89,15 +89,20 @@ def _candidate(ctx, ancestors) -> bool:
     """Cheap first checks: the file can put tensors on an accelerator at all
     (a file that never mentions CUDA, a device, `.to(...)` or a library that
     moves tensors computes on the CPU, unless the project's call graph says
-    the function runs every step of a loop elsewhere and some file of the
-    project can use an accelerator, or that a file which can use one calls
-    it), and a for/while
+    that a file which can use one calls the function, or, for a module that
+    is not a script, that the function runs every step and some file of the
+    project can use an accelerator: the CPU-only scripts of a repository
+    whose other scripts use a GPU stay on the CPU), and a for/while
     encloses the node within its function, or the function runs every step."""
     analysis = ctx.analysis
     func = _function_of(ancestors)
     facts = analysis.facts
     per_step = func is not None and facts.every_step(func) is not None and facts.project_uses_accelerator()
-    if not (analysis.index.may_use_accelerator or per_step or (func is not None and facts.device_side(func))):
+    if not (analysis.index.may_use_accelerator or (func is not None and facts.device_side(func))
+            or (per_step and not analysis.index.is_cpu_script())):
+        # a script that never names a device is a program of its own that runs on the CPU (the
+        # CPU-only examples of a repository whose other scripts use a GPU); a library module's
+        # per-step code may run on tensors its callers moved
         return False
     for anc in reversed(ancestors):
         if isinstance(anc, SCOPES):
