@@ -128,3 +128,24 @@ def test_a_read_after_a_guard_clause_in_a_function_that_ends_by_raising_runs_onc
                 optimizer.step()
     """), codes=("GPU101",))
     assert [(f.row, f.code) for f in found] == [(6, "GPU101")]  # the check, every step; not the error path
+
+
+def test_an_attribute_set_from_the_run_settings_is_not_a_tensor():
+    # OpenRLHF's reward-model trainer: a flag named like a loss
+    from helpers import lint
+
+    code = (
+        "import torch\n\n\nclass Trainer:\n"
+        "    def __init__(self, strategy):\n"
+        "        self.margin_loss = self.strategy.args.model.margin_loss_enable\n\n"
+        "    def fit(self, model, loader, opt):\n"
+        "        for x in loader:\n"
+        "            loss = model(x.cuda()).mean()\n"
+        "            if self.margin_loss:\n"
+        "                loss = loss * 2\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+    )
+    assert lint(code, codes=["GPU101"]) == []
+    assert [f.row for f in lint(code.replace("self.strategy.args.model.margin_loss_enable", "model.margin"),
+                                codes=["GPU101"])] == [11]  # unknown: the name still says loss

@@ -111,6 +111,8 @@ class Values:
                             and t.value.id == "self"
                         ):
                             k = self.classify(node.value, {}, set())
+                            if k is None and _from_config(node.value):
+                                k = OTHER  # `self.margin_loss = self.strategy.args.margin_loss_enable`: a setting
                             if k is not None:
                                 kinds[t.attr] = k
         return kinds
@@ -455,3 +457,21 @@ class Values:
             if isinstance(anc, (ast.Lambda, ast.ClassDef)):
                 return False
         return False
+
+
+# names of the objects that hold a run's settings
+_CONFIG_NAMES = frozenset(("args", "config", "cfg", "conf", "hparams", "hps", "opt", "opts", "flags", "options"))
+
+
+def _from_config(value: ast.AST) -> bool:
+    """`strategy.args.model.margin_loss_enable`, `cfg.train.loss_weight`: an
+    attribute read through a settings object (a flag, a number, a string),
+    not a tensor."""
+    if not isinstance(value, ast.Attribute):
+        return False
+    node: ast.AST = value.value
+    while isinstance(node, ast.Attribute):
+        if node.attr in _CONFIG_NAMES:
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in _CONFIG_NAMES
