@@ -278,6 +278,12 @@ FLAGGED_CONTEXTS = {
 }
 
 ONE_OFF_CONTEXTS = {
+    # the first pass of a decoding loop only (trlx's generate: `if peft and token == 0:`)
+    "first pass of a loop": (
+        "def generate(model, x, n, peft):\n    for token in range(n):\n"
+        "        if peft and token == 0:\n            m = torch.ones(x.shape[0], 4).to(x.device)\n"
+        "        x = model(x)\n    return x\n"
+    ),
     "module-level comprehension": "ws = [torch.zeros(3).cuda() for _ in range(4)]\n",
     "comprehension in a plain function": (
         "def profile(model, shapes):\n    xs = [torch.randn(1, *s).cuda() for s in shapes]\n    return model(*xs)\n"
@@ -486,3 +492,12 @@ def test_a_check_script_run_once_or_over_a_few_literal_sizes_is_not_per_step_cod
     swept = text.replace("    for step in range(1000):\n        check_gradient_numerical(step)  # a real loop repeats it\n", "")
     assert swept != text
     assert [f.row for f in lint(swept, codes=[CODE])] == [12]
+
+
+def test_a_later_pass_of_a_loop_still_repeats():
+    code = (
+        "import torch\n\n\ndef generate(model, x, n):\n    for token in range(n):\n"
+        "        if token % 2 == 0:\n            m = torch.ones(x.shape[0], 4).to(x.device)\n"
+        "        x = model(x)\n    return x\n"
+    )
+    assert len(lint(code, codes=[CODE])) == 1

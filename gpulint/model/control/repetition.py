@@ -16,7 +16,10 @@ Read from the file, and from what the project's facts say of its functions:
 * **Once-only guards**: a lazily cached value, built under
   `if not hasattr(...)`, `if len(...) == 0` (optimizer state),
   `if self.<attr> is None`, or stored as `cache[key] = ...` under
-  `if key not in cache:` (the same mapping and key), is built once.
+  `if key not in cache:` (the same mapping and key), is built once, and so
+  is code under `if token == 0:` where `token` counts the passes of a loop
+  around it (`for token in range(n):`, an `enumerate` index): its first
+  pass only.
 * **Repeated**: otherwise, a node in the body of a `for` / `while` loop of
   the same function (not in the expression iterated), a node in a function
   named like per-step code (`PER_STEP_WORDS`) unless this file calls that
@@ -304,9 +307,10 @@ def _has_own_loop(func: ast.AST) -> bool:
 def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
     child = node
     in_loop = False
-    for anc in reversed(ancestors):
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
         if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and (
-            _is_once_guard(anc.test) or _fills_its_cache(anc.test, child)
+            _is_once_guard(anc.test) or _fills_its_cache(anc.test, child) or _first_pass(anc.test, ancestors[:i])
         ):
             return _ONCE, False
         if isinstance(anc, _FUNCS):
@@ -315,6 +319,41 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
             in_loop = True
         child = anc
     return None, in_loop
+
+
+def _first_pass(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
+    """`if token == 0:` (or `... and token == 0 and ...`) where `token` counts
+    the passes of a loop around it (`for token in range(n):`, the index of
+    `enumerate(...)`): true on the loop's first pass only."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_first_pass(v, outer) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    left, right = test.left, test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    if not (isinstance(left, ast.Name) and isinstance(right, ast.Constant) and right.value == 0
+            and type(right.value) is int):
+        return False
+    for anc in reversed(outer):
+        if isinstance(anc, _FUNCS + (ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(anc, (ast.For, ast.AsyncFor)) and _counts_passes(anc, left.id):
+            return True
+    return False
+
+
+def _counts_passes(loop: ast.AST, name: str) -> bool:
+    """`name` is the counter of `for name in range(...)` or the index of `for name, x in enumerate(...)`."""
+    it, target = loop.iter, loop.target  # type: ignore[attr-defined]
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
+        return False
+    if it.func.id == "range":
+        return isinstance(target, ast.Name) and target.id == name and len(it.args) == 1
+    if it.func.id == "enumerate" and len(it.args) == 1 and not it.keywords:
+        return (isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name)
+                and target.elts[0].id == name)
+    return False
 
 
 def is_literal_sweep(loop: ast.AST) -> bool:

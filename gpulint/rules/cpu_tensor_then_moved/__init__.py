@@ -77,7 +77,8 @@ class CpuTensorThenMoved(Rule):
     they run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export`
     outside any `if` or loop of theirs: a dummy input for a graph trace), and
     values cached under `if not hasattr(...)`, `if len(state) == 0` or
-    `if self.x is None`. A comprehension builds one collection and repeats
+    `if self.x is None`, and code under `if token == 0:` on the first pass
+    of the loop `token` counts. A comprehension builds one collection and repeats
     only as often as the code around it: a list of dummy inputs built once
     in a plain function is not flagged, one inside a loop or `forward` is.
     There a one-off CPU build and copy costs microseconds, once; the advice
