@@ -4,7 +4,6 @@ import ast
 from typing import List, Optional
 
 from gpulint.model.values.devices import (
-    CPU,
     DEVICE,
     DTYPE,
     LEGACY_CONSTRUCTORS,
@@ -12,24 +11,19 @@ from gpulint.model.values.devices import (
     device_arg_kind,
     factory_device_arg,
     factory_name,
-    has_generator,
     is_cuda_tensor_type,
     legacy_constructor,
     legacy_size_args,
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
-from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
+from gpulint.rules.cpu_tensor_then_moved.host_built import builds_on_cpu, computed_message, computed_then_moved
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Edit, Example, Rule
 
 # factories whose values are the same in every dtype: `.to(dev, dtype)` can
 # become `device=dev, dtype=dtype` on them
 _EXACT_IN_ANY_DTYPE = frozenset(("zeros", "ones", "empty", "eye"))
-# factories of host data: `device=` still builds them on the CPU and copies
-# them synchronously (PyTorch's `tensor(data, device=...)` does exactly
-# that), so moving the target into them saves nothing
-_HOST_DATA_FACTORIES = frozenset(("tensor", "as_tensor"))
 # numpy calls that make fresh data on the host, and what draws or builds the same on the GPU
 _NUMPY_DRAWS = {
     "numpy.random.normal": "torch.normal", "numpy.random.randn": "torch.randn",
@@ -315,20 +309,12 @@ class CpuTensorThenMoved(Rule):
             else:
                 self._computed(ctx, node, inner)
             return
-        if name in _HOST_DATA_FACTORIES:
+        assert isinstance(inner, ast.Call)
+        if not builds_on_cpu(fa, name, inner):
             return
         if default_device_set(fa, ctx.ancestors):
             return  # the factory already builds on the default device the code set: the move copies nothing
-        assert isinstance(inner, ast.Call)
-        if find_keyword(inner, "out") is not None or any(kw.arg is None for kw in inner.keywords):
-            return
-        if has_generator(inner):
-            return  # drawn from a CPU generator: it has to be built on the CPU
-        if any(isinstance(a, ast.Starred) for a in inner.args) and name == "as_tensor":
-            return
         built_on = factory_device_arg(name, inner)
-        if built_on is not None and device_arg_kind(fa, built_on) != CPU:
-            return
         target = _target(node, fa)
         if target is None:
             return

@@ -23,6 +23,8 @@ import ast
 from typing import Optional, Sequence
 
 from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.order import scope_nodes, target_names
 from gpulint.model.values.devices import (
     CPU,
     DTYPE,
@@ -45,6 +47,10 @@ TENSOR_ELEMENTWISE = frozenset(
     rsqrt pow abs neg floor ceil round clamp clamp_min clamp_max mul add sub div mul_ add_ sub_ div_ pow_ exp_
     unsqueeze squeeze view reshape expand repeat t transpose permute flip contiguous cumsum cumprod""".split()
 )
+# factories of host data: `device=` still builds them on the CPU and copies
+# them synchronously (PyTorch's `tensor(data, device=...)` does exactly
+# that), so moving the target into them saves nothing
+HOST_DATA_FACTORIES = frozenset(("tensor", "as_tensor"))
 _MAX_HOPS = 4  # names followed to their assignment, at most
 _MAX_NEST = 48  # levels of an expression followed, at most
 # calls that make the host wait for the GPU (a read of device data on the host)
@@ -58,10 +64,11 @@ def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Opt
     repeatedly, not under a default device, not in a module's `forward`
     (GPU204's ground), not in a function that waits for the GPU anyway
     (`waits_anyway`); one finding per factory."""
-    if isinstance(moved, ast.Constant) or default_device_set(fa, ancestors) or _in_module_forward(fa, ancestors):
+    func = _function_around(ancestors)
+    if isinstance(moved, ast.Constant) or default_device_set(fa, ancestors) or _in_module_forward(fa, func):
         return None
-    factory = host_factory(fa, moved, ancestors, lambda e: fa.values.is_tensor(e, ancestors))
-    if factory is None or not runs_repeatedly(fa, moved, ancestors) or waits_anyway(fa, ancestors):
+    factory = host_factory(fa, moved, func, lambda e: fa.values.is_tensor(e, ancestors))
+    if factory is None or not runs_repeatedly(fa, moved, ancestors) or waits_anyway(fa, func):
         return None
     reported = fa.index.memo("gpu203.computed")
     if factory in reported:
@@ -77,22 +84,25 @@ def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
     )
 
 
-def _in_module_forward(fa, ancestors: Sequence[ast.AST]) -> bool:
-    """The code is in the `forward` of an `nn.Module` class (GPU204's ground)."""
-    func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if func is None or func.name != "forward":
+def _function_around(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+    """The innermost def around the code (through lambdas and comprehensions)."""
+    return next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
+
+
+def _in_module_forward(fa, func: Optional[ast.AST]) -> bool:
+    """`func` is the `forward` of an `nn.Module` class (GPU204's ground)."""
+    if func is None or func.name != "forward":  # type: ignore[attr-defined]
         return False
     cls = fa.index.parents.get(func)
     return isinstance(cls, ast.ClassDef) and fa.values.is_module_class(cls)
 
 
-def host_factory(fa, expr: ast.AST, ancestors: Sequence[ast.AST], tensor_kind) -> Optional[ast.Call]:
+def host_factory(fa, expr: ast.AST, func: Optional[ast.AST], tensor_kind) -> Optional[ast.Call]:
     """The CPU factory call `expr` is computed from on the host, through
     casts, arithmetic and elementwise functions and through names assigned
-    once in the same function; None when it is not one, or holds other
-    tensor data. `tensor_kind(expr)`: whether a leaf may be a tensor (True),
-    is not one (False), or is not known (None)."""
-    func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    once in `func` (the def around it); None when it is not one, or holds
+    other tensor data. `tensor_kind(expr)`: whether a leaf may be a tensor
+    (True), is not one (False), or is not known (None)."""
     found = _walk(fa, expr, func, tensor_kind, 0, expr)
     return found if isinstance(found, ast.Call) else None
 
@@ -112,7 +122,7 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
     if isinstance(expr, ast.Call):
         name = factory_name(fa, expr)
         if name is not None:
-            return expr if _cpu_factory(fa, name, expr) else _DATA
+            return expr if builds_on_cpu(fa, name, expr) else _DATA
         f = expr.func
         q = fa.imports.qualname(f) or ""
         if q.startswith("math.") or (isinstance(f, ast.Name) and f.id in ("int", "float", "len", "max", "min")):
@@ -155,11 +165,15 @@ def _first(fa, parts, func, tensor_kind, depth: int, use: ast.AST, nest: int):
     return found
 
 
-def _cpu_factory(fa, name: str, call: ast.Call) -> bool:
-    if name in ("tensor", "as_tensor", "from_numpy"):
-        return False  # host data
-    if any(kw.arg in ("out", None) for kw in call.keywords) or has_generator(call):
+def builds_on_cpu(fa, name: str, call: ast.Call) -> bool:
+    """The factory call `torch.<name>(...)` builds fresh values on the CPU,
+    which `device=` would build on the GPU instead: not host data
+    (`HOST_DATA_FACTORIES`), no `out=` or `**kwargs`, no CPU generator, and
+    no device or the CPU given."""
+    if name in HOST_DATA_FACTORIES:
         return False
+    if any(kw.arg in ("out", None) for kw in call.keywords) or has_generator(call):
+        return False  # (drawn from a CPU generator, a tensor has to be built on the CPU)
     built_on = factory_device_arg(name, call)
     return built_on is None or device_arg_kind(fa, built_on) == CPU
 
@@ -191,13 +205,15 @@ def _assigned_value(fa, name: ast.Name, func, use: ast.AST) -> Optional[ast.AST]
             best = stmt
     if best is None:
         return None
+    where = fa.index.slot(best)  # (the block that holds the assignment)
+    if where is None:
+        return None
     parents = fa.index.parents
-    block_owner = parents.get(best)
     node = use
-    while node is not None and parents.get(node) is not block_owner:
+    while node is not None and parents.get(node) is not where[0]:
         node = parents.get(node)
-    if node is None or not any(node in getattr(block_owner, f, ()) and best in getattr(block_owner, f, ())
-                               for f in ("body", "orelse", "finalbody")):
+    here = fa.index.slot(node) if node is not None else None
+    if here is None or here[:2] != where[:2]:
         return None
     return best.value
 
@@ -212,9 +228,8 @@ def _bindings(func) -> dict:
         elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With,
                                ast.AsyncWith)):
             for t in _targets(stmt):
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Name):
-                        out.setdefault(n.id, []).append(None)
+                for name in target_names(t):
+                    out.setdefault(name, []).append(None)
     for v in out.values():
         v.sort(key=lambda st: (0, 0) if st is None else (st.lineno, st.col_offset))
     return out
@@ -228,31 +243,26 @@ def _targets(stmt: ast.AST):
     return [i.optional_vars for i in stmt.items if i.optional_vars is not None]  # type: ignore[attr-defined]
 
 
-def waits_anyway(fa, ancestors: Sequence[ast.AST]) -> bool:
+def waits_anyway(fa, func: Optional[ast.AST]) -> bool:
     """The function around the move reads device data on the host itself
     (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `nonzero`, `unique`, a
     truth test of `torch.any(...)`): the host waits for the GPU there
     anyway, so the stall of one more small copy costs next to nothing."""
-    func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if func is None:
         return False
     return fa.index.memoized("gpu203.waits", func, lambda: _reads_on_host(fa, func))
 
 
 def _reads_on_host(fa, func) -> bool:
-    stack = list(func.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+    for n in scope_nodes(func):
+        if not isinstance(n, ast.Call):
             continue
-        if isinstance(n, ast.Call):
-            f = n.func
-            if isinstance(f, ast.Attribute) and f.attr in _SYNC_METHODS and not n.args:
-                return True
-            if isinstance(f, ast.Attribute) and f.attr == "to" and n.args and isinstance(n.args[0], ast.Constant) \
-                    and n.args[0].value == "cpu":
-                return True
-            if (fa.imports.qualname(f) or "") in _SYNC_FUNCS:
-                return True
-        stack.extend(ast.iter_child_nodes(n))
+        f = n.func
+        if isinstance(f, ast.Attribute) and f.attr in _SYNC_METHODS and not n.args:
+            return True
+        if isinstance(f, ast.Attribute) and f.attr == "to" and n.args and isinstance(n.args[0], ast.Constant) \
+                and n.args[0].value == "cpu":
+            return True
+        if (fa.imports.qualname(f) or "") in _SYNC_FUNCS:
+            return True
     return False
