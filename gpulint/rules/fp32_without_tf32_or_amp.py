@@ -63,7 +63,8 @@ class Fp32WithoutTf32OrAmp(Rule):
     next to nothing. A model built from `torchvision.models` counts as
     convolutional (a ResNet by name, or `models.__dict__[args.arch]()`,
     whose choices are convolutional networks), unless the file names a
-    vision transformer or the project's own models it trains have attention.
+    vision transformer; where the layer counts see project models the loop
+    can train, those decide instead.
     Where the models come from another library (`timm`, `transformers`), the
     rule cannot see their layers and still flags the loop.
 
@@ -242,7 +243,8 @@ class Fp32WithoutTf32OrAmp(Rule):
         if not _scope_uses_device(ctx, fa.index.enclosing_scope(ctx.ancestors)):
             return  # e.g. a CPU toy loop in a file that also has GPU code
         layers = fa.facts.model_layers()
-        if convolutional(layers) or (_torchvision_convnet(fa) and not _matmul_models(layers)):
+        # the project's own models decide where the layer counts see them; else a torchvision convnet
+        if convolutional(layers) if layers else _torchvision_convnet(fa):
             return  # cuDNN already runs the convolutions in TF32
         if self._fix is None:
             self._fix = self.make_fix(
@@ -278,11 +280,6 @@ _TORCHVISION_NOT_CONV = ("vit_", "swin_", "maxvit", "vision_transformer", "swin_
 # its subpackages and look-up functions, which say nothing of the architecture
 _TORCHVISION_OTHER = frozenset(("detection", "segmentation", "video", "optical_flow", "quantization",
                                 "feature_extraction", "get_model", "list_models", "get_weight", "get_model_weights"))
-
-
-def _matmul_models(layers) -> bool:
-    """The project's models the file can train include attention or more matmul layers than convolutions."""
-    return bool(layers) and (layers.get("attention", 0) > 0 or layers.get("matmul", 0) > layers.get("conv", 0))
 
 
 def _torchvision_convnet(fa) -> bool:

@@ -23,7 +23,7 @@ import ast
 from typing import Callable, Dict, List, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
-from gpulint.model.index.order import nested_loops, own_nodes, target_names
+from gpulint.model.index.order import loops_around, nested_loops, own_nodes, target_names
 from gpulint.model.names import dotted, last_name
 from gpulint.model.values.kinds import CRITERION, MODEL, TENSOR
 from gpulint.model.values.values import Values
@@ -381,7 +381,7 @@ class Loops:
                 return None
             if body is not None and body and isinstance(body[-1], (ast.Return, ast.Raise)) and not (
                 isinstance(body[-1], ast.Return) and isinstance(anc, ast.If) and turns_on_distributed(anc.test)
-                and child in anc.body and not _in_a_loop(chain[:i])
+                and child in anc.body and not loops_around(chain[: i + 1])
             ):
                 # a block that leaves the function runs once, except the distributed path of a
                 # helper's own flow (`if world_size > 1: ... return x.item()`), which a
@@ -421,13 +421,3 @@ def is_periodic_continue(stmt: ast.AST) -> bool:
         and not stmt.orelse
         and is_periodic_test(stmt.test)
     )
-
-
-def _in_a_loop(chain: Sequence[ast.AST]) -> bool:
-    """A loop encloses the end of `chain` within its innermost def, lambda or class."""
-    for anc in reversed(chain):
-        if isinstance(anc, SCOPES):
-            return False
-        if isinstance(anc, LOOPS):
-            return True
-    return False

@@ -158,19 +158,26 @@ def is_one_shot_test(test: ast.AST) -> bool:
     (a remainder, `step % n == 0`, is periodic and does not count)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(is_one_shot_test(v) for v in test.values)
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+    compared = _equal_to_an_int(test)
+    if compared is None or isinstance(compared[0], ast.BinOp):
         return False
-    left, right = test.left, test.comparators[0]
-    if isinstance(left, ast.Constant):
-        left, right = right, left
-    if not (isinstance(right, ast.Constant) and type(right.value) is int):
-        return False
-    if isinstance(left, ast.BinOp):
-        return False
+    left = compared[0]
     target = left.func if isinstance(left, ast.Call) else left
     text = ast.unparse(target).lower()
     name = text.rsplit(".", 1)[-1]
     return name in ("i", "it", "n") or any(h in name for h in _COUNTER_HINTS)
+
+
+def _equal_to_an_int(test: ast.AST):
+    """(x, n) for `x == n` or `n == x` with an int literal `n`; else None."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return None
+    left, right = test.left, test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    if not (isinstance(right, ast.Constant) and type(right.value) is int):
+        return None
+    return left, right.value
 
 
 def _is_once_guard(test: ast.AST) -> bool:
@@ -327,14 +334,10 @@ def _first_pass(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
     `enumerate(...)`): true on the loop's first pass only."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(_first_pass(v, outer) for v in test.values)
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+    compared = _equal_to_an_int(test)
+    if compared is None or compared[1] != 0 or not isinstance(compared[0], ast.Name):
         return False
-    left, right = test.left, test.comparators[0]
-    if isinstance(left, ast.Constant):
-        left, right = right, left
-    if not (isinstance(left, ast.Name) and isinstance(right, ast.Constant) and right.value == 0
-            and type(right.value) is int):
-        return False
+    left = compared[0]
     for anc in reversed(outer):
         if isinstance(anc, _FUNCS + (ast.Lambda, ast.ClassDef)):
             return False

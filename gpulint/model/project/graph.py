@@ -349,7 +349,7 @@ class ProjectGraph:
         param_kinds: Dict[str, Dict[str, str]] = {}
         device: List[str] = []
         for qual, fsum in summary.get("functions", {}).items():
-            fid = self.ids.get((path, qual))  # None for a file with no module name: not in the graph
+            fid = self.id_of(path, qual)  # None for a file with no module name: not in the graph
             if fid in self.device_side:
                 device.append(qual)
             kind = self.every_step.get(fid)

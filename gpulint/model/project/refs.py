@@ -316,11 +316,9 @@ def _keeps_object(value: Optional[ast.AST], name: str) -> bool:
         return False
     func = value.func
     if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
-        inner = func.value
-        while (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-               and inner.func.attr in _SELF_RETURNING):
-            inner = inner.func.value
-        return isinstance(inner, ast.Name) and inner.id == name
+        innermost = _constructed(value).func  # (the first method called on the name, when it is one)
+        return (isinstance(innermost, ast.Attribute) and innermost.attr in _SELF_RETURNING
+                and isinstance(innermost.value, ast.Name) and innermost.value.id == name)
     last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     return (last in _MODULE_WRAPPERS and bool(value.args) and isinstance(value.args[0], ast.Name)
             and value.args[0].id == name)
