@@ -5,6 +5,7 @@ import re
 from textwrap import dedent
 from typing import Optional, Set, Tuple
 
+from gpulint.model.control.repetition import under_once_guard
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import (
     default_device_set,
@@ -128,6 +129,9 @@ class FactoryWithoutDeviceInForward(Rule):
     Not flagged:
     - `*_like` and `x.new_*`, which use their input's device;
     - code in `__init__` or other methods, and nested functions;
+    - code under a guard that holds on the first call only: `if
+      self.step == 0:` (a counter), `if self.table is None:` (a lazy
+      cache), `if key not in cache: cache[key] = ...`;
     - `torch.tensor(3.0)`-style scalars and other 0-dim tensors, which
       PyTorch combines with CUDA tensors without a copy, and placeholders
       with a literal 0 dimension (`torch.empty([0])`), which hold no data (`torch.tensor` and
@@ -281,6 +285,8 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if _in_host_only_branch(ancestors, node):
             return None
+        if under_once_guard(node, ancestors):
+            return None  # `if self.step == 0:` / `if self.table is None:`: built on the first call only
         if self._needed_on_host(ctx, node, forward):
             return None
         device = self._device_expr(forward, node, ctx)

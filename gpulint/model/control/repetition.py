@@ -328,6 +328,14 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
     return None, in_loop
 
 
+def under_once_guard(node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """`node` is in the body of a once-only guard of its function (see the
+    module docstring): `if self.step == 0:`, `if self.cache is None:`,
+    `if key not in cache: cache[key] = ...`, `if token == 0:` in a loop that
+    counts `token`. It runs on one call or pass, not on every one."""
+    return _guarded_context(node, ancestors)[0] is _ONCE
+
+
 def _first_pass(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
     """`if token == 0:` (or `... and token == 0 and ...`) where `token` counts
     the passes of a loop around it (`for token in range(n):`, the index of
