@@ -96,7 +96,9 @@ class CpuTensorThenMoved(Rule):
     A tensor computed on the CPU from a factory and then moved is flagged at
     the factory, without a fix: casts, arithmetic, elementwise functions and
     reshapes between them (`torch.exp(-k * torch.arange(half) / half)
-    .to(t.device)`, `torch.ones(n).long().cuda()`), also through names the
+    .to(t.device)`, `torch.ones(n).long().cuda()`), samples drawn from it
+    (`torch.multinomial(torch.ones(n), k).to(x.device)`, which samples on
+    the CPU), also through names the
     function assigns once in a block that holds the move (`emb =
     torch.exp(torch.arange(h) * -k)` then `emb = emb.to(device)`, four
     assignments deep at most). An operation that mixes a CPU tensor with a

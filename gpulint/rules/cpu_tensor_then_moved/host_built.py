@@ -35,6 +35,9 @@ from gpulint.model.values.devices import (
     has_generator,
 )
 
+# torch functions that draw samples from their first argument, where it is (the rest are numbers
+# and options): `torch.multinomial(torch.ones(n), k)` samples on the CPU
+TORCH_SAMPLING = frozenset(("multinomial", "bernoulli", "poisson"))
 # torch functions that compute elementwise (or reshape) on their tensor arguments, where they are
 TORCH_ELEMENTWISE = frozenset(
     """exp exp2 expm1 log log2 log10 log1p sin cos tan sinh cosh tanh sigmoid sqrt rsqrt pow abs neg floor ceil
@@ -127,6 +130,8 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
         q = fa.imports.qualname(f) or ""
         if q.startswith("math.") or (isinstance(f, ast.Name) and f.id in ("int", "float", "len", "max", "min")):
             return None  # a Python number
+        if q.startswith("torch.") and q.count(".") == 1 and q[6:] in TORCH_SAMPLING and expr.args:
+            return _walk(fa, expr.args[0], func, tensor_kind, depth, use, nest)
         if q.startswith("torch.") and q.count(".") == 1 and q[6:] in TORCH_ELEMENTWISE:
             return _first(fa, [a for a in expr.args] + [k.value for k in expr.keywords if k.arg != "dim"],
                           func, tensor_kind, depth, use, nest)
