@@ -186,10 +186,22 @@ CORPUS_SETS = {
         ("sfujim/TD3", "34770ccdcb51df6f6c7d85c1ba7e40d71b940d16"),
         ("yang-song/score_sde_pytorch", "cb1f359f4aadf0ff9a5e122fe8fffc9451fd6e44"),
     ],
+    "tenth": [
+        ("allenai/open-instruct", "e6c3044aa6201c8bfa4573c1b03142af599e730d"),
+        ("amdegroot/ssd.pytorch", "5b0b77faa955c1917b0c710d770739ba8fbff9b7"),
+        ("CompVis/latent-diffusion", "a506df5756472e2ebaf9078affdde2c4f1502cd4"),
+        ("facebookresearch/deit", "7e160fe43f0252d17191b71cbb5826254114ea5b"),
+        ("kathrinse/TabSurvey", "454b8b2445450c9cd58b6f1c60fab3e625f58bcd"),
+        ("kuangliu/pytorch-cifar", "49b7aa97b0c12fe0d4054e670403a16b6b834ddd"),
+        ("NVIDIA/waveglow", "8afb643df59265016af6bd255c7516309d675168"),
+        ("pranz24/pytorch-soft-actor-critic", "c1805660b3961694be54079a355155a5cad492f5"),
+        ("ShangtongZhang/DeepRL", "c0968b5c046314af09944843cdf06f4100c6bb95"),
+        ("xingyizhou/CenterNet", "4c50fd3a46bdf63dbf2082c5cbb3458d39579e6c"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
