@@ -54,6 +54,7 @@ import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 
 from gpulint.model.control.loops import is_periodic_test
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -80,8 +81,6 @@ _ONCE_RE = re.compile(
 
 # entry points: being called from a loop does not make them per-step code
 _ENTRY_POINTS = frozenset(("main", "run"))
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -119,7 +118,7 @@ def _traces_model(fa: "FileModel", func: ast.AST) -> bool:
     stack = list(func.body)  # type: ignore[attr-defined]
     while stack and not found:
         n = stack.pop()
-        if isinstance(n, (ast.If, ast.IfExp, ast.BoolOp, ast.Lambda, ast.ClassDef) + _FUNCS + _LOOPS + _COMPS):
+        if isinstance(n, (ast.If, ast.IfExp, ast.BoolOp, ast.Lambda, ast.ClassDef) + FUNCS + LOOPS + _COMPS):
             continue
         if isinstance(n, ast.Try):
             stack.extend(n.body)  # handlers and `else` run only sometimes
@@ -135,7 +134,7 @@ def _traces_model(fa: "FileModel", func: ast.AST) -> bool:
 def _once_only_function(fa: "FileModel", ancestors: Sequence[ast.AST]) -> bool:
     """Some function around the node runs once: by its name, or because it traces a model."""
     return any(
-        isinstance(a, _FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a)) for a in ancestors
+        isinstance(a, FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a)) for a in ancestors
     )
 
 
@@ -267,7 +266,7 @@ def _called_once_here(fa: "FileModel", func: ast.AST) -> bool:
     once = bool(sites)
     for call in sites:
         ancestors = fa.index.ancestors(call)
-        caller = next((a for a in reversed(ancestors) if isinstance(a, _FUNCS)), None)
+        caller = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
         if _under_periodic_guard(call, ancestors):
             continue  # `if batches_done % opt.sample_interval == 0: sample_image(...)`: now and then
         if caller is None:
@@ -291,10 +290,10 @@ def _under_periodic_guard(node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     (within its function): it runs every n-th pass, not every one."""
     child = node
     for anc in reversed(ancestors):
-        if isinstance(anc, _FUNCS + _LOOPS):
+        if isinstance(anc, FUNCS + LOOPS):
             return False
         if isinstance(anc, ast.If) and child in anc.body and is_periodic_test(anc.test):
-            return any(isinstance(a, _LOOPS) for a in ancestors)
+            return any(isinstance(a, LOOPS) for a in ancestors)
         child = anc
     return False
 
@@ -303,9 +302,9 @@ def _has_own_loop(func: ast.AST) -> bool:
     stack = list(func.body)  # type: ignore[attr-defined]
     while stack:
         n = stack.pop()
-        if isinstance(n, _LOOPS):
+        if isinstance(n, LOOPS):
             return True
-        if isinstance(n, _FUNCS + (ast.Lambda, ast.ClassDef)):
+        if isinstance(n, SCOPES):
             continue
         stack.extend(ast.iter_child_nodes(n))
     return False
@@ -320,9 +319,9 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST]):
             _is_once_guard(anc.test) or _fills_its_cache(anc.test, child) or _first_pass(anc.test, ancestors[:i])
         ):
             return _ONCE, False
-        if isinstance(anc, _FUNCS):
+        if isinstance(anc, FUNCS):
             return anc, in_loop
-        if isinstance(anc, _LOOPS) and _in_loop_body(anc, child) and not is_literal_sweep(anc):
+        if isinstance(anc, LOOPS) and _in_loop_body(anc, child) and not is_literal_sweep(anc):
             in_loop = True
         child = anc
     return None, in_loop
@@ -347,7 +346,7 @@ def _first_pass(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
         return False
     left = compared[0]
     for anc in reversed(outer):
-        if isinstance(anc, _FUNCS + (ast.Lambda, ast.ClassDef)):
+        if isinstance(anc, SCOPES):
             return False
         if isinstance(anc, (ast.For, ast.AsyncFor)) and _counts_passes(anc, left.id):
             return True

@@ -130,9 +130,10 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
         q = fa.imports.qualname(f) or ""
         if q.startswith("math.") or (isinstance(f, ast.Name) and f.id in ("int", "float", "len", "max", "min")):
             return None  # a Python number
-        if q.startswith("torch.") and q.count(".") == 1 and q[6:] in TORCH_SAMPLING and expr.args:
+        torch_fn = q[6:] if q.startswith("torch.") and q.count(".") == 1 else ""  # `torch.exp`, not `torch.nn.x`
+        if torch_fn in TORCH_SAMPLING and expr.args:
             return _walk(fa, expr.args[0], func, tensor_kind, depth, use, nest)
-        if q.startswith("torch.") and q.count(".") == 1 and q[6:] in TORCH_ELEMENTWISE:
+        if torch_fn in TORCH_ELEMENTWISE:
             return _first(fa, [a for a in expr.args] + [k.value for k in expr.keywords if k.arg != "dim"],
                           func, tensor_kind, depth, use, nest)
         if isinstance(f, ast.Attribute) and f.attr in TENSOR_ELEMENTWISE:
