@@ -198,10 +198,24 @@ CORPUS_SETS = {
         ("ShangtongZhang/DeepRL", "c0968b5c046314af09944843cdf06f4100c6bb95"),
         ("xingyizhou/CenterNet", "4c50fd3a46bdf63dbf2082c5cbb3458d39579e6c"),
     ],
+    # eleventh: labelled on 2026-12-03 at first sight on 8ca4039
+    "eleventh": [
+        ("CorentinJ/Real-Time-Voice-Cloning", "865eba8826bb6d76721a9d828a546724779c23ab"),
+        ("Denys88/rl_games", "262cf20258360ce50c4b73694210bbdc8b0d58ad"),
+        ("kzl/decision-transformer", "e2d82e68f330c00f763507b3b01d774740bee53f"),
+        ("lm-sys/FastChat", "0e6d3e4beaab66f4d3f93db72541a4abab8af28d"),
+        ("meta-llama/llama-recipes", "faae2fd877995430906e1d0904131ecdaa89a604"),
+        ("microsoft/DeepSpeedExamples", "83757d9c937daabd1089a08051061706cb73900d"),
+        ("ming024/FastSpeech2", "d4e79eb52e8b01d24703b2dfc0385544092958f3"),
+        ("NVlabs/edm", "008a4e5316c8e3bfe61a62f874bddba254295afb"),
+        ("salesforce/BLIP", "056a169437371659074aa2732649d5de3bffb4a8"),
+        ("yhenon/pytorch-retinanet", "0348a9d57b279e3b5b235461b472d37da5feec3d"),
+        ("Yura52/tabular-dl-num-embeddings", "e49e95c52f829ad0ab7d653e0776c2a84c03e261"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
