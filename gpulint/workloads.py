@@ -193,35 +193,40 @@ def run(steps):
 """SGD and `run(steps)`: classifier training steps over the batches `inputs`/`targets`
 already on the device, counting a global `step`; `model` is whatever wraps the net."""
 
-WIDE_MLP_TRAINING = """\
-device = torch.device(DEVICE)
-if device.type == "cuda":
-    torch.backends.cudnn.benchmark = True
-
-layers = [nn.Linear(features, hidden), nn.ReLU()]
-for _ in range(depth - 1):
-    layers += [nn.Linear(hidden, hidden), nn.ReLU()]
-model = nn.Sequential(*layers, nn.Linear(hidden, classes)).to(device)
-optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-train_batches = [
-    (torch.randn(batch, features), torch.randint(0, classes, (batch,)))
-    for _ in range(4)
-]
-
-
-def run(steps):
-    model.train()
-    for step in range(steps):
-        data, target = train_batches[step % len(train_batches)]
-        data, target = data.to(device), target.to(device)
-        optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
-        loss.backward()
-        optimizer.step()
-    return loss.detach()
+GPT_SIZES = """\
+# GPT-style causal language model (8 layers, d_model 768, about 90M parameters)
+# trained on 16 sequences of 512 tokens; synthetic tokens already on the GPU
+vocab, dim, heads, layers, batch_size, seq_len = (100, 32, 4, 2, 2, 16) if SMALL else (32000, 768, 12, 8, 16, 512)
+n_batches = 4
 """
-"""A wide MLP with AdamW and `run(steps)`: float32 training steps on batches copied
-from the host; needs `torch`, `nn`, `F` and the sizes defined first."""
+"""The sizes of the GPT workload."""
+
+GPT_TOKENS = """\
+tokens = torch.randint(0, vocab, (n_batches, batch_size, seq_len + 1), device=DEVICE)
+"""
+"""The GPT workload's device-resident `tokens` batches; needs `torch` and `GPT_SIZES` first."""
+
+GPT_MODEL = """\
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(seq_len, dim)
+        layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, idx):
+        n = idx.size(1)
+        positions = torch.arange(n, device=idx.device)
+        mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=idx.device), diagonal=1)
+        x = self.tok(idx) + self.pos(positions.to(idx.device))
+        return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
+
+
+"""
+"""A GPT-style `nn.Module` (token and position embeddings, a pre-norm
+`nn.TransformerEncoder`, a vocabulary head) sized by `GPT_SIZES`."""
 
 GPT_TRAIN_LOOP = """\
 model = GPT().to(DEVICE)

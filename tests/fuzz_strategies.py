@@ -70,6 +70,9 @@ SIMPLE = [
     "{T}.autograd.set_detect_anomaly(True)",
     "{M} = {T}.nn.DataParallel({M})",
     "{M} = nn.DataParallel({M}).cuda()",
+    "from transformers import AutoModelForCausalLM\n{M} = AutoModelForCausalLM.from_pretrained(name).cuda()",
+    "import timm\n{M} = timm.create_model(\"vit_base_patch16_224\").to({D})",
+    "from transformers import AutoModel; {M} = AutoModel.from_pretrained(name).to({D})",
     "{M}.eval()",
     "{M}.train()",
     "{M}.train(False)",
@@ -223,6 +226,8 @@ IMPORTS = [
     "from torch.cuda.amp import *",
     "import torch, time",
     "import torch; import time",
+    "from transformers import AutoModelForCausalLM",
+    "import timm",
 ]
 PREAMBLES = ["#!/usr/bin/env python", "# -*- coding: utf-8 -*-", "\"\"\"Train a model.\"\"\""]
 LOOP_HEADERS = [

@@ -525,7 +525,7 @@ def test_core_notebook_cells_of_newer_syntax(tmp_path):
     from gpulint.fix.notebook import fix_notebook
 
     cells = [
-        "import torch\ndevice = 'cuda'\n",
+        "import torch\nfrom transformers import AutoModel\ndevice = 'cuda'\nbert = AutoModel.from_pretrained('bert-base-uncased')\n",
         "def train[T](model: T, loader, opt):\n    for x, y in loader:\n"
         "        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))\n"
         "        loss.backward()\n        opt.step()\n"

@@ -825,19 +825,20 @@ def test_a_returned_parameter_is_not_a_loader_by_its_name():
 
 
 def test_layers_of_imported_models_reach_the_training_file_and_the_cache_follows_them(tmp_path):
-    from test_rule_gpu403 import DCGAN, MLP, TRAIN_SCRIPT
+    from test_rule_gpu403 import DCGAN, TRAIN_SCRIPT, VIT
 
     from gpulint.model.project.facts import partial_summary
 
     # a models file with nothing that steps: only the layers its classes build are summarized
     part = partial_summary(ast.parse(DCGAN), DCGAN, ["models"], False)
-    assert part == {"functions": {}, "classes": {}, "imports": [], "partial": True,
+    # (and what it imports, where the models it builds may have more layers)
+    assert part == {"functions": {}, "classes": {}, "imports": ["torch", "torch.nn"], "partial": True,
                     "layers": {"conv": 4, "matmul": 2, "attention": 0}}  # by call site: `block` has one Conv2d
     assert partial_summary(ast.parse("x = 1\n"), "x = 1\n", ["m"], False) is None
     write(tmp_path, {"models.py": DCGAN, "train.py": "import torch\nfrom models import *\n" + TRAIN_SCRIPT})
     assert check(tmp_path, "--select", "GPU403", ".") == set()
-    # the models become an MLP: the cached finding of train.py must follow
-    write(tmp_path, {"models.py": MLP.replace("class Net", "class Generator") + "\n\nclass Discriminator(Generator):\n    pass\n"})
+    # the models become a ViT's attention: the cached finding of train.py must follow
+    write(tmp_path, {"models.py": VIT + "\n\nGenerator = Discriminator = Attention\n"})
     assert check(tmp_path, "--select", "GPU403", ".") == {("train.py", 9, "GPU403")}
 
 

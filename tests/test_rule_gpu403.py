@@ -26,8 +26,16 @@ def src(code: str) -> str:
     return textwrap.dedent(code).lstrip("\n")
 
 
-def rows(code: str, **kw):
-    return [f.row for f in lint(src(code), codes=[CODE], **kw)]
+def attention(nn: str = "torch.nn") -> str:
+    """A transformer block, appended to a snippet: the evidence of matmul
+    work that the rule asks for (no line of the snippet above it moves)."""
+    return (f"\n\nclass Block({nn}.Module):\n    def __init__(self):\n        super().__init__()\n"
+            f"        self.attn = {nn}.MultiheadAttention(1024, 16)\n        self.mlp = {nn}.Linear(1024, 4096)\n")
+
+
+def rows(code: str, evidence: bool = True, **kw):
+    text = src(code) + (attention() if evidence else "")
+    return [f.row for f in lint(text, codes=[CODE], **kw)]
 
 
 def test_flags_first_backward_of_each_training_loop():
@@ -46,7 +54,8 @@ def test_flags_first_backward_of_each_training_loop():
                 model(x.cuda()).sum().backward()
             model(x.cuda()).mean().backward()
         """
-    assert rows(code) == [7, 12, 13]
+    assert rows(code) == [7]  # the finding is about the file: once, at its first training loop
+    assert rows(code, evidence=False) == []  # no evidence of matmul work: nothing to gain
 
 
 def test_fix_is_inserted_once_after_the_imports():
@@ -65,8 +74,8 @@ def test_fix_is_inserted_once_after_the_imports():
                 nn.functional.l1_loss(model(x.cuda()), y.cuda()).backward()
                 opt.step()
         """
-    )
-    assert [f.row for f in lint(code, codes=[CODE])] == [8, 11]
+    ) + attention("nn")
+    assert [f.row for f in lint(code, codes=[CODE])] == [8]
     assert fix(code, codes=[CODE]) == code  # unsafe: needs opt-in
     out = fix(code, codes=[CODE], unsafe=True)
     assert out == code.replace(
@@ -77,25 +86,24 @@ def test_fix_is_inserted_once_after_the_imports():
 
 
 def test_fix_uses_the_torch_alias():
-    code = 'import torch as th\nDEV = "cuda"\n' + LOOP
+    code = 'import torch as th\nDEV = "cuda"\n' + LOOP + attention("th.nn")
     out = fix(code, codes=[CODE], unsafe=True)
     assert out.startswith('import torch as th\n\nth.set_float32_matmul_precision("high")\nDEV = "cuda"\n')
 
 
 def test_fix_adds_import_torch_when_only_from_imports():
-    code = 'from torch import nn\nDEVICE = "cuda"\n' + LOOP
+    code = 'from torch import nn\nDEVICE = "cuda"\n' + LOOP + attention("nn")
     out = fix(code, codes=[CODE], unsafe=True)
     assert out.startswith('from torch import nn\n\nimport torch\n\ntorch.set_float32_matmul_precision("high")\n')
     compile(out, "x.py", "exec")
 
 
 def test_fix_without_a_trailing_newline():
-    code = "import torch\nfor x in loader:\n    model(x.cuda()).sum().backward()"
+    code = attention().lstrip("\n").replace("class", "import torch\nclass", 1) + (
+        "for x in loader:\n    model(x.cuda()).sum().backward()")
     out = fix(code, codes=[CODE], unsafe=True)
-    assert out == (
-        'import torch\n\ntorch.set_float32_matmul_precision("high")\n'
-        "for x in loader:\n    model(x.cuda()).sum().backward()"
-    )
+    assert out == code.replace("import torch\n", 'import torch\n\ntorch.set_float32_matmul_precision("high")\n', 1)
+    assert not out.endswith("\n")
 
 
 @pytest.mark.parametrize(
@@ -222,20 +230,73 @@ class Net(nn.Module):
 """
 
 
-def test_convolutional_models_already_run_in_tf32():
+VIT = """
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim=768, heads=12):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+        return self.proj(attn @ v)
+"""
+
+
+def test_only_evidence_of_matmul_work_is_flagged():
     # cuDNN runs convolutions in TF32 by default: a DCGAN's loop is not flagged
-    assert rows(DCGAN + TRAIN_SCRIPT) == []
-    # an MLP's is, and so is a conv net with attention
-    assert rows(MLP + TRAIN_SCRIPT.replace("Generator()", "Net()").replace("Discriminator()", "Net()")) != []
-    attention = DCGAN.replace(
+    assert rows(DCGAN + TRAIN_SCRIPT, evidence=False) == []
+    # nor a small MLP's (launch-bound), nor a model the rule cannot see
+    mlp_script = TRAIN_SCRIPT.replace("Generator()", "Net()").replace("Discriminator()", "Net()")
+    assert rows(MLP + mlp_script, evidence=False) == []
+    assert rows("import torch\n" + LOOP + "\ntrain(model, loader, opt, 'cuda')\n", evidence=False) == []
+    # a conv net with a product or two of attention is still convolutional (a UNet's low-resolution attention)
+    conv_attention = DCGAN.replace(
         "return self.adv_layer(self.model(img).flatten(1))",
         "h = self.model(img).flatten(1)\n        return self.adv_layer(torch.softmax(h @ h.T, -1) @ h)",
     )
-    assert rows(attention + TRAIN_SCRIPT) != []
+    assert rows(conv_attention + TRAIN_SCRIPT, evidence=False) == []
+    # attention computed by hand in a model of Linear layers (a ViT, a GPT), or attention layers proper
+    vit_script = TRAIN_SCRIPT.replace("Generator(), Discriminator()", "Attention(), Attention()")
+    assert rows(VIT + vit_script, evidence=False) == [15 + vit_script.count("\n", 0, vit_script.index("backward")) + 1]
+    assert rows(MLP + mlp_script, evidence=True) != []
+
+
+@pytest.mark.parametrize(
+    "build,flagged",
+    [
+        ("AutoModelForCausalLM.from_pretrained(name)", True),
+        ("BertForSequenceClassification(config)", True),
+        ("timm.create_model('vit_base_patch16_224')", True),
+        ("timm.create_model('resnet50')", False),
+        ("timm.create_model(args.model)", False),  # says nothing of the architecture
+    ],
+)
+def test_library_transformers_are_evidence(build, flagged):
+    code = ("import timm\nimport torch\nfrom transformers import AutoModelForCausalLM, BertForSequenceClassification\n\n"
+            f"model = {build}.cuda()\n" + LOOP + "\ntrain(model, loader, opt, 'cuda')\n")
+    assert bool(rows(code, evidence=False)) is flagged
 
 
 def test_the_models_of_an_imported_project_file_count(tmp_path):
     # PyTorch-GAN's layout: `from models import *` beside a training script with no def
+    (tmp_path / "cyclegan").mkdir()
+    (tmp_path / "vit").mkdir()
+    (tmp_path / "cyclegan" / "models.py").write_text(DCGAN)
+    (tmp_path / "vit" / "models.py").write_text(VIT + "\n\nGenerator = Discriminator = Attention\n")
+    script = "import torch\nfrom models import *\n" + TRAIN_SCRIPT
+    (tmp_path / "cyclegan" / "cyclegan.py").write_text(script)
+    (tmp_path / "vit" / "gan.py").write_text(script)
+    assert found_in(tmp_path) == ["gan.py"]  # each script reads the models.py beside it
+
+
+def found_in(folder) -> list:
     import json
     import os
 
@@ -243,22 +304,56 @@ def test_the_models_of_an_imported_project_file_count(tmp_path):
 
     from gpulint.frontends.cli import cli
 
-    (tmp_path / "cyclegan").mkdir()
-    (tmp_path / "mlp").mkdir()
-    (tmp_path / "cyclegan" / "models.py").write_text(DCGAN)
-    (tmp_path / "mlp" / "models.py").write_text(MLP.replace("class Net", "class Generator").replace(
-        "return self.b(self.a(x))", "return self.b(self.a(x))\n\n\nclass Discriminator(Generator):\n    pass"))
-    script = "import torch\nfrom models import *\n" + TRAIN_SCRIPT
-    (tmp_path / "cyclegan" / "cyclegan.py").write_text(script)
-    (tmp_path / "mlp" / "gan.py").write_text(script)
     cwd = os.getcwd()
-    os.chdir(tmp_path)
+    os.chdir(folder)
     try:
         res = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "json", "--select", CODE, "."])
     finally:
         os.chdir(cwd)
-    found = sorted(f["filename"].replace(os.sep, "/").split("/")[-1] for f in json.loads(res.stdout))
-    assert found == ["gan.py"]  # each script reads the models.py beside it
+    return sorted(f["filename"].replace(os.sep, "/").split("/")[-1] for f in json.loads(res.stdout))
+
+
+TRAINER = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model, loader, device):
+        self.model, self.loader, self.device = model, loader, device
+        self.opt = torch.optim.AdamW(model.parameters())
+
+    def run(self):
+        for x, y in self.loader:
+            loss = torch.nn.functional.cross_entropy(self.model(x.to(self.device)), y.to(self.device))
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+"""
+
+
+def test_a_trainer_handed_its_model_reads_the_models_of_its_callers(tmp_path):
+    # minGPT and DETR: the loop is in a file that builds no model and never names CUDA;
+    # the script that imports it builds the model and chooses the device
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "model.py").write_text(VIT)
+    main = ("import torch\nfrom model import Attention\nfrom trainer import Trainer\n\n\ndef main(loader):\n"
+            "    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "    Trainer(Attention().to(device), loader, device).run()\n")
+    (tmp_path / "main.py").write_text(main)
+    assert found_in(tmp_path) == ["trainer.py"]
+    # a caller on the CPU only: nothing says the loop runs on CUDA
+    (tmp_path / "main.py").write_text(main.replace("'cuda' if torch.cuda.is_available() else 'cpu'", "'cpu'"))
+    assert found_in(tmp_path) == []
+
+
+def test_own_models_decide_before_the_callers(tmp_path):
+    # rtdl's layout: an analysis script imports both a ResNet-style MLP script and a transformer;
+    # the MLP script's loop trains its own MLP, not the transformer
+    (tmp_path / "mlp.py").write_text(MLP + "\nmodel = Net().cuda()\n" + LOOP.replace("def train", "def fit"))
+    (tmp_path / "model.py").write_text(VIT)
+    (tmp_path / "analysis.py").write_text("import mlp\nimport model\n\n\ndef main(loader):\n"
+                                          "    mlp.fit(mlp.model, loader, None, 'cuda')\n")
+    assert found_in(tmp_path) == []
 
 
 TORCHVISION = """
@@ -273,14 +368,15 @@ model = {build}.cuda()
     "build,flagged",
     [
         ("models.resnet50()", False),  # a convolutional family by name
-        ("models.__dict__[arch]()", False),  # chosen at run time: torchvision's choices are convnets
+        ("models.__dict__[arch]()", False),  # chosen at run time: no evidence
         ("models.vit_b_16()", True),  # a vision transformer
-        ("models.get_model(arch)", True),  # says nothing of the architecture
+        ("models.swin_t()", True),
+        ("models.get_model(arch)", False),  # says nothing of the architecture
     ],
 )
-def test_torchvision_convnets_already_run_in_tf32(build, flagged):
+def test_torchvision_transformers_are_evidence(build, flagged):
     code = TORCHVISION.format(build=build) + LOOP + "\ntrain(model, loader, opt, 'cuda')\n"
-    assert bool(rows(code)) is flagged
+    assert bool(rows(code, evidence=False)) is flagged
 
 
 def test_a_helper_that_builds_a_convolution_counts_as_one():
@@ -289,4 +385,7 @@ def test_a_helper_that_builds_a_convolution_counts_as_one():
                        "    return nn.utils.weight_norm(nn.Conv2d(*a, **k))\n", 1).replace("nn.Conv2d(", "WNConv2d(")
     wn = wn.replace("return nn.utils.weight_norm(WNConv2d(*a, **k))", "return nn.utils.weight_norm(nn.Conv2d(*a, **k))")
     assert "WNConv2d(" in wn
-    assert rows(wn + TRAIN_SCRIPT) == []
+    # with hand-written attention, the convolutions it builds through the helper still outnumber the Linear layers
+    attn = wn.replace("return self.adv_layer(self.model(img).flatten(1))",
+                      "h = self.model(img).flatten(1)\n        return self.adv_layer(torch.softmax(h @ h.T, -1) @ h)")
+    assert rows(attn + TRAIN_SCRIPT, evidence=False) == []

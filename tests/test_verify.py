@@ -232,12 +232,13 @@ def test_nothing_to_fix_exits_0_without_running(tmp_path):
     assert res.exit_code == 0, res.stderr
     # nothing ran: this script would fail on the CPU (torch.cuda.synchronize())
     assert res.stdout == (
-        "Nothing to fix in train.py and the files beside it (3 findings not fixed; "
-        "2 unsafe fixes held back: add --unsafe-fixes): nothing to compare.\n"
+        "Nothing to fix in train.py and the files beside it (2 findings not fixed; "
+        "1 unsafe fix held back: add --unsafe-fixes): nothing to compare.\n"
     )
     data = json.loads(out.read_text())
     assert data["status"] == "nothing to fix" and "runs" not in data
-    assert [f["code"] for f in data["fixes"]["remaining"]] == ["GPU403", "GPU101", "GPU102"]
+    # (its small MLP gives GPU403 no evidence of matmul work)
+    assert [f["code"] for f in data["fixes"]["remaining"]] == ["GPU101", "GPU102"]
 
 
 def test_unknown_rule_code_is_a_usage_error(tmp_path):

@@ -98,18 +98,23 @@ def _deferred_by_name(done: Dict[str, FileResult], inputs: Dict[str, ProjectInpu
 
 
 def imported_models(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
-    """The deferred files that a file with a training loop imports: what
-    their models are (the layers they build) is asked of them."""
+    """The deferred files that the model files of a file with a training
+    loop import (`ProjectGraph.model_files`: what it imports, a few imports
+    deep, and the files that import it): what their models are (the layers
+    they build, and what they import) is asked of them."""
     deferred = _deferred_by_name(done, inputs, without_layers=True)
+    if not deferred:
+        return []
     out: List[str] = []
     for path, (_, summary) in graph.files.items():
         if not trains(summary):
             continue
-        for module in summary.get("imports", ()):
-            for name in (module, module.rpartition(".")[0]):
-                p = module_file(deferred.get(name, []), path)
-                if p is not None and p not in out:
-                    out.append(p)
+        for source in sorted(graph.model_files(path)):
+            for module in graph.files[source][1].get("imports", ()):
+                for name in (module, module.rpartition(".")[0]):
+                    p = module_file(deferred.get(name, []), source)
+                    if p is not None and p not in out:
+                        out.append(p)
     return out
 
 

@@ -17,7 +17,7 @@ from gpulint.model.values.devices import (
 )
 from gpulint.edits import add_keyword, find_keyword
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Example, Rule
-from gpulint.workloads import GPT_TRAIN_LOOP
+from gpulint.workloads import GPT_MODEL, GPT_SIZES, GPT_TOKENS, GPT_TRAIN_LOOP
 
 # chained calls that take the tensor off the GPU path or move it themselves
 _CHAINED_SKIP = frozenset("to cuda cpu tolist numpy item".split())
@@ -53,57 +53,11 @@ def _no_elements(args) -> bool:
 
 # FactoryWithoutDeviceInForward's bench program (see `Bench` in gpulint/rule.py)
 BENCH = Bench(
-        setup='''
-            import torch
-            import torch.nn.functional as F
-            from torch import nn
-
-            # GPT-style causal language model (8 layers, d_model 768, about 90M parameters)
-            # trained on 16 sequences of 512 tokens; synthetic tokens already on the GPU
-            vocab, dim, heads, layers, batch_size, seq_len = (100, 32, 4, 2, 2, 16) if SMALL else (32000, 768, 12, 8, 16, 512)
-            n_batches = 4
-            tokens = torch.randint(0, vocab, (n_batches, batch_size, seq_len + 1), device=DEVICE)
-        ''',
-        bad=dedent('''
-            class GPT(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.tok = nn.Embedding(vocab, dim)
-                    self.pos = nn.Embedding(seq_len, dim)
-                    layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
-                    self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-                    self.head = nn.Linear(dim, vocab, bias=False)
-
-                def forward(self, idx):
-                    n = idx.size(1)
-                    positions = torch.arange(n)
-                    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-                    x = self.tok(idx) + self.pos(positions.to(idx.device))
-                    return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
-
-
-            ''')
+        setup="import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n" + GPT_SIZES + GPT_TOKENS,
+        bad=GPT_MODEL.replace("torch.arange(n, device=idx.device)", "torch.arange(n)").replace(
+            "dtype=torch.bool, device=idx.device)", "dtype=torch.bool)")
         + GPT_TRAIN_LOOP,
-        good=dedent('''
-            class GPT(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.tok = nn.Embedding(vocab, dim)
-                    self.pos = nn.Embedding(seq_len, dim)
-                    layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
-                    self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-                    self.head = nn.Linear(dim, vocab, bias=False)
-
-                def forward(self, idx):
-                    n = idx.size(1)
-                    positions = torch.arange(n, device=idx.device)
-                    mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=idx.device), diagonal=1)
-                    x = self.tok(idx) + self.pos(positions.to(idx.device))
-                    return self.head(self.blocks(x, mask=mask.to(idx.device), is_causal=True))
-
-
-            ''')
-        + GPT_TRAIN_LOOP,
+        good=GPT_MODEL + GPT_TRAIN_LOOP,
         metric=TIME,
         steps=20,
         warmup=5,

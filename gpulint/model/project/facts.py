@@ -17,7 +17,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from gpulint.model.file import FileModel
 from gpulint.model.names import ImportTable
 from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
-from gpulint.model.project.refs import FileRefs
+from gpulint.model.project.refs import FileRefs, imported_modules
 from gpulint.model.project.summary import exports_summary, layer_counts, may_build_layers, summarize
 from gpulint.model.values.callfacts import CallFacts
 
@@ -101,6 +101,9 @@ class ProjectFacts(CallFacts):
     def model_layers(self) -> Optional[Dict[str, int]]:
         return self.table.get("layers") or None
 
+    def cuda_nearby(self) -> bool:
+        return bool(self.table.get("cuda_nearby"))
+
     def device_side(self, func: ast.AST) -> bool:
         side = self.table.get("device_side")
         return bool(side) and self.refs is not None and self.refs.qualname(func) in side
@@ -153,6 +156,9 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
     out = exports_summary(tree, module) if package else {"functions": {}, "classes": {}, "imports": [], "partial": True}
     if layers and may_build_layers(text):
         out["layers"] = layer_counts(tree, ImportTable(tree))  # {} too: asked, and there are none
+        if not package:  # and what it imports, where the models it builds may have more layers
+            top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+            out["imports"] = sorted(imported_modules(top, module, package))
     return out if "layers" in out or out.get("exports") else None
 
 

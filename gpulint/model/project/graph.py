@@ -51,6 +51,8 @@ from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_TENSOR, LO
 # `loss.item()`: reading it waits for nothing), and a tensor in host memory
 # (`return loss.detach().cpu()`)
 RETURN_KINDS = frozenset({LOADER, NUMBER, HOST_TENSOR})
+# how many imports deep the models a training file can train are looked for
+LAYER_IMPORT_DEPTH = 3
 
 
 class ProjectGraph:
@@ -94,6 +96,8 @@ class ProjectGraph:
         self._resolved: Dict[str, Optional[str]] = {}
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str]]] = {}
+        self._importers_of: Optional[Dict[str, List[str]]] = None
+        self._imports_of: Dict[str, List[str]] = {}
         self.params = self._param_classes()
         self.steps = self._closure("steps")
         self.drives = self._closure("drives", self.steps)
@@ -381,19 +385,68 @@ class ProjectGraph:
             layers = self._layers(path, summary)
             if layers:
                 table["layers"] = layers
+            if not summary.get("cuda") and any(self.files[p][1].get("cuda") for p in self.model_files(path)):
+                table["cuda_nearby"] = True
         return table
 
     def _module_file(self, module: str, importer: str) -> Optional[str]:
         """The file `import module` in `importer` reads (`module_file`)."""
         return module_file(self.paths_of.get(module, []), importer)
 
+    def _imported_files(self, path: str) -> List[str]:
+        """The project files that `path` imports (a module, or the module of an imported name)."""
+        out = self._imports_of.get(path)
+        if out is None:
+            out = self._imports_of[path] = []
+            for module in self.files[path][1].get("imports", ()):
+                found = self._module_file(module, path) or self._module_file(module.rpartition(".")[0], path)
+                if found is not None and found in self.files and found not in out:
+                    out.append(found)
+        return out
+
+    def _importers(self) -> Dict[str, List[str]]:
+        """file -> the project files that import it (computed once)."""
+        if self._importers_of is None:
+            self._importers_of = {}
+            for p in self.files:
+                for found in self._imported_files(p):
+                    if found != p:
+                        self._importers_of.setdefault(found, []).append(p)
+        return self._importers_of
+
+    def _import_closure(self, starts: Sequence[str], depth: int = LAYER_IMPORT_DEPTH) -> Set[str]:
+        """`starts` and the project files they import, `depth` imports deep."""
+        seen = set(starts)
+        frontier = list(starts)
+        for _ in range(depth):
+            nxt: List[str] = []
+            for p in frontier:
+                for f in self._imported_files(p):
+                    if f not in seen:
+                        seen.add(f)
+                        nxt.append(f)
+            frontier = nxt
+            if not frontier:
+                break
+        return seen
+
+    def model_files(self, path: str, importers: bool = True) -> Set[str]:
+        """The files where the models the loops of `path` train may be
+        built: the file and the project files it imports, a few imports
+        deep, and with `importers` the files that import it with what they
+        import (a trainer that is handed its model by a script beside it:
+        minGPT's `Trainer`, DETR's `engine.py`)."""
+        own = self._import_closure([path])
+        return own | self._import_closure(sorted(self._importers().get(path, ()))) if importers else own
+
     def _layers(self, path: str, summary: dict) -> Dict[str, int]:
-        """The layer counts of the file and of the project files it imports."""
-        paths = {path}
-        for module in summary.get("imports", ()):
-            found = self._module_file(module, path) or self._module_file(module.rpartition(".")[0], path)
-            if found is not None:
-                paths.add(found)
+        """The layer counts of the models the file's loops can train: those
+        its own `model_files` build, or where they build none (a trainer
+        handed its model), those of the files that import it."""
+        total = self._count_layers(self.model_files(path, importers=False))
+        return total or self._count_layers(self.model_files(path))
+
+    def _count_layers(self, paths: Set[str]) -> Dict[str, int]:
         total: Dict[str, int] = {}
         for p in sorted(paths):
             for k, n in self.files[p][1].get("layers", {}).items():
@@ -425,7 +478,7 @@ ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params")
 # ... and all that a table can say about a file (what rules ask besides)
-TABLE_KEYS = MODEL_KEYS + ("device_side", "layers")
+TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby")
 
 
 def is_empty(table: dict) -> bool:

@@ -14,7 +14,7 @@ parameter's method, a value returned by a call, a subscript).
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.project.modules import resolve_from
@@ -23,6 +23,23 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
 
 MODULE_CODE = "<module>"  # the qualified name of a module's own top-level code
+
+
+def imported_modules(nodes: Iterable[ast.AST], module: str, package: bool) -> Set[str]:
+    """The modules (or module members) that the `import` statements `nodes`
+    of the module `module` import, absolute (`from .detr import build` in
+    `models/__init__.py` imports `models.detr` and `models.detr.build`)."""
+    out: Set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve_from(module, package, node.level, node.module)
+            if base is None:
+                continue
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
+    return out
 
 
 class FileRefs:
@@ -54,10 +71,11 @@ class FileRefs:
     # ------------------------------------------------------------ module level
     def _read_module(self) -> None:
         tree = self.fa.tree
-        for node in self.fa.index.nodes_of(ast.Import, ast.ImportFrom):
+        nodes = self.fa.index.nodes_of(ast.Import, ast.ImportFrom)
+        self.imported = imported_modules(nodes, self.module, self.package)
+        for node in nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
-                    self.imported.add(a.name)
                     if a.asname:
                         self.names[a.asname] = a.name
                     else:
@@ -67,11 +85,9 @@ class FileRefs:
                 base = resolve_from(self.module, self.package, node.level, node.module)
                 if base is None:
                     continue
-                self.imported.add(base)
                 for a in node.names:
                     if a.name != "*":
                         self.names[a.asname or a.name] = f"{base}.{a.name}"
-                        self.imported.add(f"{base}.{a.name}")
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.names[node.name] = f"{self.module}.{node.name}"

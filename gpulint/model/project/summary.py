@@ -123,6 +123,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         out["exports"] = exports
     if not fa.index.may_use_accelerator:
         out["host_only"] = True  # nothing in the file can put a tensor on an accelerator
+    elif fa.index.uses_cuda:
+        out["cuda"] = True  # the file names CUDA (for the files whose device it chooses)
     return out
 
 
@@ -134,23 +136,27 @@ CONV_LAYERS = frozenset(
 MATMUL_LAYERS = frozenset(
     f"torch.nn.{k}" for k in ("Linear", "Bilinear", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell")
 )
-ATTENTION_CALLS = frozenset(
-    ["torch.nn.MultiheadAttention", "torch.nn.functional.scaled_dot_product_attention", "torch.matmul",
-     "torch.bmm", "torch.einsum", "torch.baddbmm"]
+# attention layers proper: a transformer's matmul work
+TRANSFORMER_LAYERS = frozenset(
+    ["torch.nn.MultiheadAttention", "torch.nn.functional.scaled_dot_product_attention"]
     + [f"torch.nn.{k}" for k in ("Transformer", "TransformerEncoder", "TransformerDecoder",
                                  "TransformerEncoderLayer", "TransformerDecoderLayer")]
 )
+# and the products that attention-style code computes by hand
+ATTENTION_CALLS = TRANSFORMER_LAYERS | frozenset(["torch.matmul", "torch.bmm", "torch.einsum", "torch.baddbmm"])
 
 
 _LAYER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in CONV_LAYERS | MATMUL_LAYERS | ATTENTION_CALLS)
 
 
 def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIndex"] = None) -> Dict[str, int]:
-    """{"conv": n, "matmul": n, "attention": n}: the layers the `nn.Module`
-    classes at the file's top level build (`nn.Conv2d(...)`, `nn.Linear(...)`,
-    counted where the code builds them), and the attention-style products
-    their code computes (`q @ k.transpose(...)`, `torch.matmul`,
-    `nn.MultiheadAttention`); {} for a file without such classes. Read from
+    """{"conv": n, "matmul": n, "attention": n, "transformer": n}: the
+    layers the `nn.Module` classes at the file's top level build
+    (`nn.Conv2d(...)`, `nn.Linear(...)`, counted where the code builds them),
+    the attention-style products their code computes (`q @ k.transpose(...)`,
+    `torch.matmul`, `nn.MultiheadAttention`), and of those the attention
+    layers proper (`nn.MultiheadAttention`, `nn.TransformerEncoderLayer`,
+    `F.scaled_dot_product_attention`); {} for a file without such classes. Read from
     the tree and its imports (and the file's `index`, where it has one, to
     visit only calls and products): the file need not be modelled."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
@@ -196,6 +202,8 @@ def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIn
             counts["matmul"] += 1
         elif q in ATTENTION_CALLS:
             counts["attention"] += 1
+            if q in TRANSFORMER_LAYERS:
+                counts["transformer"] = counts.get("transformer", 0) + 1
     return counts if any(counts.values()) else {}
 
 

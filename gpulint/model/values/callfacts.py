@@ -67,9 +67,16 @@ class CallFacts:
 
     def model_layers(self) -> Optional[Dict[str, int]]:
         """What the `nn.Module` classes of this file and of the project files
-        it imports build: {"conv": n, "matmul": n, "attention": n} (see
+        it imports build: {"conv": n, "matmul": n, "attention": n,
+        "transformer": n} (see
         `project.summary.layer_counts`); None where it has none."""
         return None
+
+    def cuda_nearby(self) -> bool:
+        """The file does not name CUDA, but a file where the models its
+        training loops train are built, or one that imports it, does (DETR's
+        `engine.py`, whose device `main.py` chooses)."""
+        return False
 
     def device_side(self, func: ast.AST) -> bool:
         """The function is in a file that never mentions a device, and a
