@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import ast
 import re
-from textwrap import dedent
 from typing import Optional, Set, Tuple
 
 from gpulint.model.control.repetition import under_once_guard

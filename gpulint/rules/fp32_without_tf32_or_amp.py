@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import ast
 import re
-from textwrap import dedent
 from typing import Dict, Optional, Set
 
 from gpulint.model.control.amp import autocast_uses, dtype_of, torch_module_alias
@@ -383,9 +382,8 @@ def _precision_managed(ctx) -> bool:
     fa = ctx.analysis
     if any(fa.imports.imports_module(p) for p in PRECISION_FRAMEWORKS):
         return True
-    for node in fa.index.nodes_of(ast.ImportFrom):  # `from transformers import Trainer`
-        if any(TRANSFORMERS_TRAINERS.match(f"{node.module}.{a.name}") for a in node.names if node.module):
-            return True
+    if any(TRANSFORMERS_TRAINERS.match(q) for q in fa.imports.names.values()):  # `from transformers import Trainer`
+        return True
     if autocast_uses(fa):
         return True
     for node in ast.walk(ctx.tree):

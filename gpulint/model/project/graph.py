@@ -41,7 +41,7 @@ import hashlib
 import json
 import os
 from collections import deque
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
 from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_TENSOR, LOADER, NUMBER, OTHER
@@ -96,8 +96,7 @@ class ProjectGraph:
         self._resolved: Dict[str, Optional[str]] = {}
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str]]] = {}
-        self._importers_of: Optional[Dict[str, List[str]]] = None
-        self._imports_of: Dict[str, List[str]] = {}
+        self._model_files: Optional[ModelFiles] = None
         self.params = self._param_classes()
         self.steps = self._closure("steps")
         self.drives = self._closure("drives", self.steps)
@@ -393,51 +392,11 @@ class ProjectGraph:
         """The file `import module` in `importer` reads (`module_file`)."""
         return module_file(self.paths_of.get(module, []), importer)
 
-    def _imported_files(self, path: str) -> List[str]:
-        """The project files that `path` imports (a module, or the module of an imported name)."""
-        out = self._imports_of.get(path)
-        if out is None:
-            out = self._imports_of[path] = []
-            for module in self.files[path][1].get("imports", ()):
-                found = self._module_file(module, path) or self._module_file(module.rpartition(".")[0], path)
-                if found is not None and found in self.files and found not in out:
-                    out.append(found)
-        return out
-
-    def _importers(self) -> Dict[str, List[str]]:
-        """file -> the project files that import it (computed once)."""
-        if self._importers_of is None:
-            self._importers_of = {}
-            for p in self.files:
-                for found in self._imported_files(p):
-                    if found != p:
-                        self._importers_of.setdefault(found, []).append(p)
-        return self._importers_of
-
-    def _import_closure(self, starts: Sequence[str], depth: int = LAYER_IMPORT_DEPTH) -> Set[str]:
-        """`starts` and the project files they import, `depth` imports deep."""
-        seen = set(starts)
-        frontier = list(starts)
-        for _ in range(depth):
-            nxt: List[str] = []
-            for p in frontier:
-                for f in self._imported_files(p):
-                    if f not in seen:
-                        seen.add(f)
-                        nxt.append(f)
-            frontier = nxt
-            if not frontier:
-                break
-        return seen
-
     def model_files(self, path: str, importers: bool = True) -> Set[str]:
-        """The files where the models the loops of `path` train may be
-        built: the file and the project files it imports, a few imports
-        deep, and with `importers` the files that import it with what they
-        import (a trainer that is handed its model by a script beside it:
-        minGPT's `Trainer`, DETR's `engine.py`)."""
-        own = self._import_closure([path])
-        return own | self._import_closure(sorted(self._importers().get(path, ()))) if importers else own
+        """`ModelFiles.of` this project."""
+        if self._model_files is None:
+            self._model_files = ModelFiles(self.files, self._module_file)
+        return self._model_files.of(path, importers)
 
     def _layers(self, path: str, summary: dict) -> Dict[str, int]:
         """The layer counts of the models the file's loops can train: those
@@ -452,6 +411,69 @@ class ProjectGraph:
             for k, n in self.files[p][1].get("layers", {}).items():
                 total[k] = total.get(k, 0) + n
         return total
+
+
+class ModelFiles:
+    """Where the models a training file trains may be built, by the imports
+    among the project's files (`files`: path -> (module names, summary);
+    `module_file(module, importer)`: the file an import reads)."""
+
+    def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]],
+                 module_file: Callable[[str, str], Optional[str]]) -> None:
+        self.files = files
+        self.module_file = module_file
+        self._imports_of: Dict[str, List[str]] = {}
+        self._importers_of: Optional[Dict[str, List[str]]] = None
+        self._found: Dict[str, Tuple[Set[str], Set[str]]] = {}
+
+    def of(self, path: str, importers: bool = True) -> Set[str]:
+        """The file and the project files it imports, LAYER_IMPORT_DEPTH
+        imports deep, and with `importers` the files that import it with
+        what they import (a trainer that is handed its model by a script
+        beside it: minGPT's `Trainer`, DETR's `engine.py`). Read once per
+        file: the layers, `cuda_nearby` and the engine all ask."""
+        found = self._found.get(path)
+        if found is None:
+            own = self._closure([path])
+            found = self._found[path] = (own, own | self._closure(sorted(self._importers().get(path, ()))))
+        return found[1] if importers else found[0]
+
+    def _imported_files(self, path: str) -> List[str]:
+        """The project files that `path` imports (a module, or the module of an imported name)."""
+        out = self._imports_of.get(path)
+        if out is None:
+            out = self._imports_of[path] = []
+            for module in self.files[path][1].get("imports", ()):
+                found = self.module_file(module, path) or self.module_file(module.rpartition(".")[0], path)
+                if found is not None and found not in out:
+                    out.append(found)
+        return out
+
+    def _importers(self) -> Dict[str, List[str]]:
+        """file -> the project files that import it (computed once)."""
+        if self._importers_of is None:
+            self._importers_of = {}
+            for p in self.files:
+                for found in self._imported_files(p):
+                    if found != p:
+                        self._importers_of.setdefault(found, []).append(p)
+        return self._importers_of
+
+    def _closure(self, starts: Sequence[str]) -> Set[str]:
+        """`starts` and the project files they import, LAYER_IMPORT_DEPTH imports deep."""
+        seen = set(starts)
+        frontier = list(starts)
+        for _ in range(LAYER_IMPORT_DEPTH):
+            nxt: List[str] = []
+            for p in frontier:
+                for f in self._imported_files(p):
+                    if f not in seen:
+                        seen.add(f)
+                        nxt.append(f)
+            frontier = nxt
+            if not frontier:
+                break
+        return seen
 
 
 def trains(summary: dict) -> bool:
