@@ -212,10 +212,24 @@ CORPUS_SETS = {
         ("yhenon/pytorch-retinanet", "0348a9d57b279e3b5b235461b472d37da5feec3d"),
         ("Yura52/tabular-dl-num-embeddings", "e49e95c52f829ad0ab7d653e0776c2a84c03e261"),
     ],
+    # twelfth: labelled on 2026-12-03 at first sight on da31eff
+    "twelfth": [
+        ("dreamquark-ai/tabnet", "2c0c4ebd2bb1cb639ea94ab4b11823bc49265588"),
+        ("facebookresearch/ConvNeXt", "048efcea897d999aed302f2639b6270aedf8d4c8"),
+        ("facebookresearch/simsiam", "a7bc1772896d0dad0806c51f0bb6f3b16d290468"),
+        ("IDEA-Research/DINO", "faa8520fe9604c23ad65a48bc583550a44c0e3ab"),
+        ("jaywalnut310/glow-tts", "13e997689d643410f5d9f1f9a73877ae85e19bc2"),
+        ("Lightning-AI/lit-llama", "2a464de2a1d2f266614d15091d3d7f30330c3ede"),
+        ("MishaLaskin/curl", "8416d6e3869e38ca0e46fcbc54a2f784dc09d7fc"),
+        ("nikhilbarhate99/PPO-PyTorch", "728cce83d7ab628fe2634eabcdf3239997eb81dd"),
+        ("openai/guided-diffusion", "22e0df8183507e13a7813f8d38d51b072ca1e67c"),
+        ("ultralytics/yolov5", "5081342f04fb287fc2e5f2b5a4e06752b7937b1c"),
+        ("yl4579/StyleTTS2", "5cedc71c333f8d8b8551ca59378bdcc7af4c9529"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
