@@ -22,6 +22,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from gpulint.engine.globs import PatternSet
+from gpulint.engine.torch_pin import Pin, PinFinder
 from gpulint.registry import all_rules
 from gpulint.rule import LATEST_TORCH
 
@@ -73,6 +74,12 @@ class Settings:
     include: Tuple[str, ...] = DEFAULT_INCLUDE
     extend_include: Tuple[str, ...] = ()
     torch_version: Tuple[int, ...] = LATEST_TORCH
+    # where torch_version came from; None until resolved for a file's
+    # directory (the config's `torch-version` sets it at once)
+    torch_version_source: Optional[str] = None
+    # the newest torch the project may run on (None: the same as torch_version);
+    # a pin such as `torch>=1.8` allows up to the newest known
+    torch_newest: Optional[Tuple[int, ...]] = None
     output_format: Optional[str] = None
     # the command line's selection, applied as a layer on top of the config's (as Ruff does)
     cli_select: Optional[Tuple[str, ...]] = None
@@ -266,7 +273,7 @@ def parse_version(text: str) -> Tuple[int, ...]:
 _DIST_INFO_RE = re.compile(r"^torch-([0-9][^-]*?)\.(?:dist-info|egg-info)$", re.I)
 
 
-def installed_torch_version() -> Tuple[int, ...]:
+def installed_torch_version(missing: Optional[Tuple[int, ...]] = LATEST_TORCH) -> Optional[Tuple[int, ...]]:
     """The installed torch's version from its package metadata folder
     (`torch-2.5.1.dist-info` on sys.path): never imports torch, and a folder
     listing costs less than importlib.metadata's import and search."""
@@ -281,18 +288,28 @@ def installed_torch_version() -> Tuple[int, ...]:
                 try:
                     return parse_version(m.group(1))
                 except ValueError:
-                    return LATEST_TORCH
-    return LATEST_TORCH
+                    return missing
+    return missing
 
 
-_DEFAULT_TORCH: Optional[Tuple[int, ...]] = None
+_DEFAULT_TORCH: Optional[Tuple[Tuple[int, ...], str]] = None
+
+
+def default_torch() -> Tuple[Tuple[int, ...], str]:
+    """The torch version of a project that pins none, and why: the installed
+    torch's, else the newest that gpulint knows."""
+    global _DEFAULT_TORCH
+    if _DEFAULT_TORCH is None:
+        found = installed_torch_version(missing=None)
+        if found is None:
+            _DEFAULT_TORCH = (LATEST_TORCH, "the newest torch gpulint knows (no torch pin found, none installed)")
+        else:
+            _DEFAULT_TORCH = (found, "the installed torch (no torch pin found)")
+    return _DEFAULT_TORCH
 
 
 def default_torch_version() -> Tuple[int, ...]:
-    global _DEFAULT_TORCH
-    if _DEFAULT_TORCH is None:
-        _DEFAULT_TORCH = installed_torch_version()
-    return _DEFAULT_TORCH
+    return default_torch()[0]
 
 
 # ----------------------------------------------------------------- loading
@@ -380,6 +397,7 @@ def settings_from_table(table: dict, path: str) -> Settings:
             kw["torch_version"] = parse_version(table["torch-version"])
         except ValueError:
             raise ConfigError(f"{where} 'torch-version': not a version: {table['torch-version']!r}")
+        kw["torch_version_source"] = f"{path}: torch-version = {table['torch-version']!r}"
     else:
         kw["torch_version"] = default_torch_version()
     if "output-format" in table:
@@ -409,18 +427,40 @@ class ConfigResolver:
         self._by_dir: Dict[str, Settings] = {}
         self._loaded: Dict[str, Settings] = {}
         self.override: Optional[Settings] = None
+        self._pins = PinFinder()
+        self._pinned: Dict[Tuple[int, Optional[Pin]], Settings] = {}
         if override is not None:
             if not os.path.isfile(override):
                 raise ConfigError(f"{override}: config file not found")
             self.override = settings_from_file(override)
 
     def for_path(self, path: str) -> Settings:
-        if self.override is not None:
-            return self.override
         d = os.path.abspath(path)
         if not os.path.isdir(d):
             d = os.path.dirname(d)
-        return self._for_dir(d)
+        return self._with_torch(self.override if self.override is not None else self._for_dir(d), d)
+
+    def _with_torch(self, settings: Settings, d: str) -> Settings:
+        """The settings with the torch version of the directory's project: the
+        config's `torch-version`, else the project's own pin, else the
+        installed torch's, else the newest known."""
+        if settings.torch_version_source is not None:
+            return settings
+        pin = self._pins.for_dir(d)
+        key = (id(settings), pin)
+        done = self._pinned.get(key)
+        if done is None:
+            if pin is not None:
+                version, newest, source = pin[0], pin[1] or max(pin[0], LATEST_TORCH), pin[2]
+                source = f"the project's torch pin ({source})"
+            else:
+                version, source = default_torch()
+                newest = version
+            # `settings` is kept alive by the resolver's caches, so its id is not reused
+            done = self._pinned[key] = replace(
+                settings, torch_version=version, torch_newest=newest, torch_version_source=source
+            )
+        return done
 
     def _for_dir(self, d: str) -> Settings:
         chain = []

@@ -53,7 +53,10 @@ class LintError(Exception):
 @dataclass(frozen=True)
 class LintOptions:
     codes: Tuple[str, ...]  # the selected rules
-    torch_version: Tuple[int, ...] = LATEST_TORCH
+    torch_version: Tuple[int, ...] = LATEST_TORCH  # the oldest torch the code must run on
+    # the newest torch it may run on (None: torch_version); a cost that only old
+    # torch has is real only when every allowed version is old
+    torch_newest: Optional[Tuple[int, ...]] = None
     unfixable: Tuple[str, ...] = ()  # rules whose fixes are dropped
     safe_fixes: Tuple[str, ...] = ()  # rules whose unsafe fixes count as safe
     unsafe_fixes: Tuple[str, ...] = ()  # rules whose safe fixes count as unsafe
@@ -74,6 +77,7 @@ class FileContext:
         self.tree = tree
         self.options = options
         self.torch_version = options.torch_version
+        self.torch_newest = options.torch_newest or options.torch_version
         self.ancestors: List[ast.AST] = []
         self.current: Optional[ast.AST] = None  # the node the engine is visiting
         self.analysis = model if model is not None else FileModel(tree, source.text, path)

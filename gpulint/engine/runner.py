@@ -71,7 +71,7 @@ def options_for(s: Settings, path: str) -> LintOptions:
     if options is None:  # one object per distinct set of options, not one per file
         unfixable, safe, unsafe = policy[1]
         options = _OPTIONS[key] = LintOptions(
-            codes=codes, torch_version=s.torch_version, unfixable=unfixable, safe_fixes=safe, unsafe_fixes=unsafe,
+            codes=codes, torch_version=s.torch_version, torch_newest=s.torch_newest, unfixable=unfixable, safe_fixes=safe, unsafe_fixes=unsafe,
         )
     return options
 

@@ -114,11 +114,17 @@ def _read_stdin() -> bytes:
 @click.option("--unsafe-fixes", is_flag=True, help="With --diff: include unsafe fixes; otherwise count them as fixable.")
 @click.option("--add-noqa", is_flag=True,
               help="Add a `# noqa: CODE` comment for every finding (adopt gpulint on existing code), then exit.")
+@click.option("--show-settings", is_flag=True,
+              help="Print the settings the first file is linted with, and where each came from (torch-version: "
+                   "the config, the project's torch pin, the installed torch or the newest), then exit.")
 @_stdin_option
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
           exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False,
-          add_noqa=False, stdin_filename=None) -> None:
+          add_noqa=False, show_settings=False, stdin_filename=None) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
+    if show_settings:
+        _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename)
+        return
     if diff and add_noqa:
         raise click.UsageError("--diff and --add-noqa cannot be used together")
     if diff:
@@ -187,6 +193,26 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename) -> None:
+    from gpulint.frontends.show_settings import first_file, render
+
+    select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
+    try:
+        resolver = ConfigResolver(config_path)
+        if _reads_stdin(paths, stdin_filename):
+            name = stdin_filename or os.path.join(os.getcwd(), "stdin.py")
+            found = (name, resolver.for_path(name))
+        else:
+            found = first_file(list(paths) or ["."], resolver)
+    except ConfigError as exc:
+        _config_error(exc)
+        sys.exit(EXIT_ERROR)
+    if found is None:
+        click.echo("error: no Python files found to show the settings of", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(render(found[0], found[1], select_l or None, ignore_l, extend_l), nl=False)
 
 
 def _warn_nothing_found() -> None:

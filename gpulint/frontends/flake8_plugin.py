@@ -18,8 +18,9 @@ the message without gpulint's `[*]` fix marker).
   `--disable-noqa` turns them off too.
 - Torch version: `torch-version` from the gpulint config that `gpulint check`
   would use for the file (`[tool.gpulint]` in the closest pyproject.toml, or
-  gpulint.toml); `--gpulint-torch-version` (or `gpulint-torch-version =` in
-  flake8's config) overrides it.
+  gpulint.toml), else the project's own torch pin, as `gpulint check` reads
+  it; `--gpulint-torch-version` (or `gpulint-torch-version =` in flake8's
+  config) overrides both.
 - The plugin lints the tree and lines flake8 has already read and parsed; it
   never reads the file again. A file gpulint cannot analyse is reported as
   `GPU000` on line 1, and the run goes on.
@@ -75,7 +76,7 @@ class Plugin:
     _torch_version: Optional[Tuple[int, ...]] = None
     _disable_noqa: bool = False
     _resolver: Optional[ConfigResolver] = None
-    _options_cache: Dict[Tuple[int, ...], LintOptions] = {}
+    _options_cache: Dict[tuple, LintOptions] = {}
     _project: Optional[ProjectLinter] = None  # the files read for their summaries, once per process
 
     def __init__(self, tree: ast.AST, lines: List[str], filename: str) -> None:
@@ -150,12 +151,16 @@ class Plugin:
 
     def _lint_options(self, settings: Settings) -> LintOptions:
         cls = type(self)
-        version = cls._torch_version if cls._torch_version is not None else settings.torch_version
-        options = cls._options_cache.get(version)
+        if cls._torch_version is not None:
+            version, newest = cls._torch_version, cls._torch_version
+        else:
+            version, newest = settings.torch_version, settings.torch_newest
+        options = cls._options_cache.get((version, newest))
         if options is None:
-            options = cls._options_cache[version] = LintOptions(
+            options = cls._options_cache[(version, newest)] = LintOptions(
                 codes=cls._default_on + cls._explicit,
                 torch_version=version,
+                torch_newest=newest,
                 noqa=False,  # flake8 applies `# noqa` itself
                 gpulint_comments=not cls._disable_noqa,
             )

@@ -11,8 +11,11 @@ class ZeroGradNotSetToNone(Rule):
     """
     ## What it does
     Flags `zero_grad(set_to_none=False)` on an optimizer or a model, and a bare
-    `zero_grad()` when the targeted torch release is older than 2.0 (where
-    `set_to_none` defaulted to `False`; see the `torch-version` setting).
+    `zero_grad()` when every torch release the project allows is older than
+    2.0 (where `set_to_none` defaulted to `False`). The releases allowed come
+    from the `torch-version` setting, else the project's own torch pin (a
+    project that requires `torch>=1.8` mostly runs on torch 2, so its bare
+    `zero_grad()` is left alone; one pinned `torch==1.13.*` is flagged).
 
     Not in a file that captures CUDA graphs (`torch.cuda.graph`,
     `CUDAGraph`, `make_graphed_callables`, tensordict's `CudaGraphModule`,
@@ -119,7 +122,10 @@ class ZeroGradNotSetToNone(Rule):
                 fix = self.make_fix("Set `set_to_none=True`", [replace_node(ctx.source, a, "True")])
                 self.report(ctx, node, fix=fix)
             return
-        if ctx.torch_version < (2, 0):
+        if ctx.torch_newest < (2, 0):
+            # only when every torch the project allows zeroes in place: a
+            # project pinned `torch>=1.8` mostly runs on torch 2, where the
+            # default already sets gradients to None
             from gpulint.edits import add_keyword
 
             fix = self.make_fix("Add `set_to_none=True`", [add_keyword(ctx.source, node, "set_to_none=True")])

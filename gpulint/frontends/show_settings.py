@@ -1,0 +1,45 @@
+"""`gpulint check --show-settings`: the settings one file is linted with, and
+where each came from (as `ruff check --show-settings`)."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from gpulint.engine.config import ConfigResolver, Settings, with_cli_overrides
+from gpulint.engine.discovery import discover
+
+
+def first_file(paths: Sequence[str], resolver: ConfigResolver) -> Optional[tuple]:
+    """(file, settings) of the first file a run over `paths` would lint."""
+    for found in discover(list(paths), resolver, lambda path, why: None):
+        return found
+    return None
+
+
+def render(path: str, settings: Settings, select: Optional[Sequence[str]], ignore: Sequence[str],
+           extend_select: Sequence[str]) -> str:
+    s = with_cli_overrides(settings, select, ignore, extend_select)
+    config = s.config_path or "none found: the defaults"
+    cli = [f"--select {','.join(select)}"] if select else []
+    cli += [f"--ignore {','.join(ignore)}"] if ignore else []
+    cli += [f"--extend-select {','.join(extend_select)}"] if extend_select else []
+    lines: List[str] = [
+        f"Resolved settings for: {path}",
+        f"Settings path: {config}",
+        "",
+        f"torch-version = \"{'.'.join(map(str, s.torch_version))}\"",
+        f"  # from {s.torch_version_source or 'the default'}",
+        f"rules = [{', '.join(repr(c) for c in s.codes_for(path))}]",
+        f"  # from {config}" + (f", then the command line ({' '.join(cli)})" if cli else ""),
+        f"root = {s.root!r}",
+    ]
+    for name in ("select", "extend_select", "ignore", "per_file_ignores", "exclude", "extend_exclude", "include",
+                 "extend_include", "output_format", "fixable", "unfixable", "extend_safe_fixes",
+                 "extend_unsafe_fixes"):
+        value = getattr(s, name)
+        if isinstance(value, tuple) and value and isinstance(value[0], tuple):
+            value = {k: list(v) for k, v in value}
+        elif isinstance(value, tuple):
+            value = list(value)
+        lines.append(f"{name.replace('_', '-')} = {value!r}")
+    return "\n".join(lines) + "\n"
