@@ -60,6 +60,19 @@ LOSS_NOT_VALUE_RE = re.compile(
     r"init|create|add|set|update|log|print|report)_"
 )
 NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)
+# `loss_params`, `model_cfg`, `loss_type`: the settings of a thing, not the thing
+SETTINGS_SUFFIX_RE = re.compile(
+    r"_(params?|cfgs?|conf|configs?|args|kwargs|opts|options|hparams|settings|types?|names?|mode|kind|specs?)$"
+)
+# constructors and loaders of settings objects: what they return holds
+# numbers, strings and flags, not tensors
+SETTINGS_HOLDERS = frozenset((
+    "munch.Munch", "munch.munchify", "munch.DefaultMunch", "easydict.EasyDict", "addict.Dict", "addict.addict.Dict",
+    "types.SimpleNamespace", "argparse.Namespace", "box.Box", "dotmap.DotMap", "attrdict.AttrDict",
+    "ml_collections.ConfigDict", "ml_collections.FrozenConfigDict", "yaml.load", "yaml.safe_load",
+    "yaml.full_load", "json.load", "json.loads", "toml.load", "tomllib.load", "tomli.load",
+))
+SETTINGS_HOLDER_PREFIXES = ("omegaconf.", "hydra.")
 
 # torch.<sub>.* namespaces whose calls do not return tensors
 _NON_TENSOR_TORCH_PREFIXES = (
@@ -189,7 +202,7 @@ def kind_from_name(name: str) -> Optional[str]:
     name = name.lstrip("_")  # `self._optimizer`, `self._model` name the same things
     if not name:
         return None
-    if NOT_MODEL_HINT_RE.search(name):
+    if NOT_MODEL_HINT_RE.search(name) or SETTINGS_SUFFIX_RE.search(name):
         return None
     if MODEL_NAME_RE.match(name):
         return MODEL

@@ -36,6 +36,8 @@ from gpulint.model.values.kinds import (
     PARAM_GROUP,
     PARAM_GROUPS,
     SCALER,
+    SETTINGS_HOLDER_PREFIXES,
+    SETTINGS_HOLDERS,
     TENSOR,
     TENSOR_ATTRS,
     is_tensor_returning_torch,
@@ -298,6 +300,8 @@ class Values:
 
     def _kind_of_qualified_call(self, q: str, call: ast.Call, kinds, batch) -> Optional[str]:
         last = q.rsplit(".", 1)[-1]
+        if q in SETTINGS_HOLDERS or q.startswith(SETTINGS_HOLDER_PREFIXES):
+            return OTHER  # `Munch(config["loss_params"])`: settings, whatever the name it is bound to
         if q.startswith(LOCAL + "."):
             if last in self.module_classes:
                 return MODEL
