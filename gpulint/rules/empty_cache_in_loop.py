@@ -4,13 +4,32 @@ import ast
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.edits import remove_statement
-from gpulint.model.control.repetition import is_one_shot_test
+from gpulint.model.control.repetition import is_literal_sweep, is_one_shot_test
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
 
 
 _EMPTY_CACHE = frozenset(
     {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache", "torch.accelerator.memory.empty_cache"}
 )
+
+
+def _only_structural_loops(node: ast.AST, ancestors, loop: ast.AST, ctx) -> bool:
+    """Every loop of the function around `node` walks a model's own layers
+    (`for block in model.transformer.h:`) or a short list set by hand (`for
+    name in ["attn.c_attn", "mlp.c_fc"]:`): a conversion, quantization or
+    layer-by-layer offload, whose memory changes from one pass to the next,
+    not a steady loop over data."""
+    chain = list(ancestors) + [node]
+    loops = ctx.analysis.loops
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, SCOPES):
+            break
+        if isinstance(anc, LOOPS) and any(child is s for s in anc.body):
+            outer = chain[:i]
+            if not (loops.iterates_model_structure(anc, outer) or is_literal_sweep(anc, ctx.analysis, outer)):
+                return False
+    return True
 
 
 def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
@@ -77,7 +96,12 @@ class EmptyCacheInLoop(Rule):
     one in a loop that reads the allocator's statistics
     (`torch.cuda.memory_reserved()`, `max_memory_allocated()`, ...): that is
     memory profiling, where emptying the cache between measurements is what
-    makes each reading the measured code's own.
+    makes each reading the measured code's own. Nor is one whose loops all
+    walk a model's own layers or parameters (`for block in
+    model.transformer.h:`, `for m in model.modules():`) or a short list of
+    constants set by hand: a quantization, conversion or layer-by-layer
+    offload script, where each pass moves a different block on and off the
+    GPU and returning the last one's memory is the point.
 
     ## Why is this bad?
     PyTorch's caching allocator keeps freed GPU memory reserved so that the
@@ -214,6 +238,8 @@ class EmptyCacheInLoop(Rule):
         if loop is None:
             return
         if _under_one_shot_guard(node, ctx.ancestors, loop) or _measures_memory(loop, ctx):
+            return
+        if _only_structural_loops(node, ctx.ancestors, loop, ctx):
             return
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None

@@ -31,6 +31,13 @@ from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
 
 
+# methods of nn.Module that walk the module's own structure
+_MODULE_STRUCTURE = frozenset((
+    "modules", "children", "named_modules", "named_children", "parameters", "named_parameters", "buffers",
+    "named_buffers",
+))
+
+
 class Loops:
     """The loops of one file."""
 
@@ -47,6 +54,30 @@ class Loops:
         base, _ = self.values.unwrap(loop.iter)
         info = self.values.info_for(ancestors)
         return self.values.is_loader(base, info.kinds)
+
+    def iterates_model_structure(self, loop: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+        """`for i, block in enumerate(model.transformer.h):`, `for m in
+        model.modules():`: a loop over a model's own layers or parameters
+        (conversion, quantization, layer-by-layer offloading), not over
+        data or steps."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        it = loop.iter
+        while isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in (
+            "enumerate", "reversed", "list", "tuple", "sorted"
+        ) and it.args:
+            it = it.args[0]
+        node = it
+        while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Attribute) and node.func.attr in _MODULE_STRUCTURE:
+                    return True
+                node = node.func
+            else:
+                node = node.value
+        if node is it or not isinstance(node, ast.Name):
+            return False  # a bare name: what it holds is not known here
+        return self.values.kind_at(node, ancestors) == MODEL
 
     def loop_iterates_data(self, loop: ast.AST) -> bool:
         """`for batch in batches:` / `for i, b in enumerate(tqdm(dataset)):`: a
