@@ -87,8 +87,9 @@ class FactoryWithoutDeviceInForward(Rule):
       cache), `if key not in cache: cache[key] = ...`;
     - `torch.tensor(3.0)`-style scalars and other 0-dim tensors, which
       PyTorch combines with CUDA tensors without a copy, and placeholders
-      with a literal 0 dimension (`torch.empty([0])`), which hold no data (`torch.tensor` and
-      `as_tensor` are only flagged for a list/tuple literal or a
+      with a literal 0 dimension (`torch.empty([0])`) or empty data
+      (`torch.tensor([])`), which hold nothing to copy (`torch.tensor` and
+      `as_tensor` are only flagged for a non-empty list/tuple literal or a
       comprehension);
     - a factory chained into `.to()`/`.cuda()` (GPU203's case) or into
       `.cpu()`/`.tolist()`/`.numpy()`/`.item()`;
@@ -234,6 +235,8 @@ class FactoryWithoutDeviceInForward(Rule):
             data = node.args[0] if node.args else None
             if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
                 return None
+            if isinstance(data, (ast.List, ast.Tuple)) and not data.elts:
+                return None  # `torch.tensor([])`: an empty placeholder, nothing to copy (as GPU203 treats it)
         elif _builds_a_scalar(name, node):
             return None
         if _in_host_only_branch(ancestors, node):
