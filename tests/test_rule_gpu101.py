@@ -966,7 +966,7 @@ def test_gpu_work_in_between_ends_the_synced_state():
         check(code.replace("{work}", work))
 
 
-def test_the_synced_state_does_not_cross_a_loop_boundary_or_a_nested_loop():
+def test_the_synced_state_does_not_cross_a_loop_boundary_or_a_nested_loop_with_model_work():
     check(
         """
         def train(model, loader, optimizer, log, ts):
@@ -977,8 +977,10 @@ def test_the_synced_state_does_not_cross_a_loop_boundary_or_a_nested_loop():
                 optimizer.step()
                 a = loss.item()  # sync
                 for t in ts:
-                    b = loss.item()  # sync (the top of a nested loop's body)
+                    b = loss.item()  # a small per-item loop after a read: each pass waits for nothing new
                 c = loss.item()  # sync (a loop in between)
+                for t in ts:
+                    f = model(t).sum().item()  # sync (model work in the nested loop)
                 for t in ts:
                     d = (loss * t).mean()
                 e = loss.item()  # sync
@@ -1317,5 +1319,21 @@ def test_tensorboard_add_scalar_of_a_tensor_reads_it_on_the_host():
                 writer.add_scalar("step", step, step)
                 if step % log_every == 0:
                     writer.add_scalar(tag="loss", scalar_value=loss.detach(), global_step=step)
+        """
+    )
+
+
+def test_a_per_parameter_loop_after_a_read_still_syncs_on_each_parameter():
+    # hundreds of round trips, each its own wait (guided-diffusion's norm logging)
+    check(
+        """
+        def train(model, loader, optimizer, log):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                v = loss.item()  # sync
+                for p in model.parameters():
+                    log(p.grad.norm().item())  # sync
+                optimizer.step()
         """
     )

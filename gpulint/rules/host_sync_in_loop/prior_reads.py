@@ -143,8 +143,38 @@ def synced_before(chain, analysis) -> bool:
             continue  # on before `parent`, in the block holding it
         if isinstance(parent, PASSABLE) and field == "body":  # a `try` body
             continue
+        if field == "body" and _small_inner_loop(parent, chain[: depth - 1], analysis):
+            # each pass of a per-sample loop waits only for the small work its
+            # body queued since the last pass's read; the first pass, for what
+            # ran before the loop: go on before it
+            continue
         return False
     return False
+
+
+def _small_inner_loop(loop, outer, analysis) -> bool:
+    """`for bib in range(len(lengths)): n = int(lengths[bib].item())`: a `for`
+    loop inside another loop of the same function, over no DataLoader, whose
+    body queues no model work and holds no loop of its own: a walk over the
+    samples of one step, not a step loop, nor one over a model's parameters
+    or layers."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    if not any(isinstance(a, LOOP_STMTS) for a in _within_function(outer)):
+        return False
+    if analysis.loops.loop_fetches_data(loop) or analysis.loops.is_step_loop(loop):
+        return False
+    if analysis.loops.iterates_model_structure(loop, outer):
+        return False  # one read per parameter: hundreds of round trips, each its own wait
+    return not any(holds_loop(b) or queues_model_work(b, list(outer) + [loop], analysis) for b in loop.body)
+
+
+def _within_function(outer):
+    """The ancestors after the innermost function or class."""
+    for i in range(len(outer) - 1, -1, -1):
+        if isinstance(outer[i], (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return outer[i + 1:]
+    return outer
 
 
 def is_compound(stmt) -> bool:
