@@ -77,8 +77,9 @@ class Settings:
     # where torch_version came from; None until resolved for a file's
     # directory (the config's `torch-version` sets it at once)
     torch_version_source: Optional[str] = None
-    # the newest torch the project may run on (None: the same as torch_version);
-    # a pin such as `torch>=1.8` allows up to the newest known
+    # the newest torch the project may run on (None: the same as torch_version,
+    # as a configured or installed version says); a project's pin leaves it
+    # open: the newest known
     torch_newest: Optional[Tuple[int, ...]] = None
     output_format: Optional[str] = None
     # the command line's selection, applied as a layer on top of the config's (as Ruff does)
@@ -451,8 +452,9 @@ class ConfigResolver:
         done = self._pinned.get(key)
         if done is None:
             if pin is not None:
-                version, newest, source = pin[0], pin[1] or max(pin[0], LATEST_TORCH), pin[2]
-                source = f"the project's torch pin ({source})"
+                # a pin sets the oldest torch the code must run on; what it may
+                # run on is left open (see `torch_newest`)
+                version, newest, source = pin[0], max(pin[0], LATEST_TORCH), f"the project's torch pin ({pin[1]})"
             else:
                 version, source = default_torch()
                 newest = version

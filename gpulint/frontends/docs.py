@@ -76,7 +76,7 @@ def render_markdown(cls, speedups: Optional[dict] = None) -> str:
     out += ["## Fix safety", sec.get("Fix safety", ""), ""]
     rec = _record(cls, speedups)
     if rec is not None:
-        out += ["## Measured", measured_text(rec, speedups["where"]), ""]
+        out += ["## Measured", measured_text(rec, rec.get("where", speedups["where"])), ""]
         multi = load_speedups(MULTIGPU_JSON) if cls.code == "GPU001" else None
         if multi is not None and multigpu_summary(multi):
             out += [multigpu_summary(multi), ""]
@@ -86,8 +86,11 @@ def render_markdown(cls, speedups: Optional[dict] = None) -> str:
 
 def render_bench_table(report: dict) -> str:
     """The recorded `gpulint bench` run as a markdown table."""
+    alone = [r for r in report["rules"] if r.get("where", report["where"]) != report["where"]]
     lines = [
-        f"Measured on {report['where']}, {report['repetitions']} interleaved repetitions per side.",
+        f"Measured on {report['where']}, {report['repetitions']} interleaved repetitions per side"
+        + "".join(f"; {r['code']} re-recorded alone (`gpulint bench {r['code']}`) on {r['where']}" for r in alone)
+        + ".",
         "",
         "| rule | bad ms/step [min-max] | good ms/step [min-max] | bad/good | peak memory bad -> good | verdict | check |",
         "|---|---|---|---|---|---|---|",
