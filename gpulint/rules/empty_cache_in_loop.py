@@ -13,7 +13,7 @@ _EMPTY_CACHE = frozenset(
 )
 
 
-def _only_structural_loops(node: ast.AST, ancestors, loop: ast.AST, ctx) -> bool:
+def _only_structural_loops(node: ast.AST, ancestors, ctx) -> bool:
     """Every loop of the function around `node` walks a model's own layers
     (`for block in model.transformer.h:`) or a short list set by hand (`for
     name in ["attn.c_attn", "mlp.c_fc"]:`): a conversion, quantization or
@@ -239,7 +239,7 @@ class EmptyCacheInLoop(Rule):
             return
         if _under_one_shot_guard(node, ctx.ancestors, loop) or _measures_memory(loop, ctx):
             return
-        if _only_structural_loops(node, ctx.ancestors, loop, ctx):
+        if _only_structural_loops(node, ctx.ancestors, ctx):
             return
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None

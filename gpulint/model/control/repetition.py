@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 
 from gpulint.model.control.loops import is_periodic_test
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
+from gpulint.model.index.order import target_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -401,7 +402,7 @@ def _is_constant(e: ast.AST) -> bool:
 
 def _literal_constants(e: ast.AST) -> Optional[int]:
     """How many constants a literal list, tuple, set or dict of constants
-    holds (at most `_SWEEP_MAX`, at least one); None for anything else."""
+    holds (at most `_SWEEP_MAX`; 0 for an empty one); None for anything else."""
     if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
         elts = e.elts
     elif isinstance(e, ast.Dict):
@@ -447,9 +448,7 @@ def _literal_names(scope: ast.AST) -> Set[str]:
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Name):
-                    if _literal_constants(n.value) is not None or (
-                        isinstance(n.value, (ast.List, ast.Dict, ast.Tuple, ast.Set)) and not _children(n.value)
-                    ):
+                    if _literal_constants(n.value) is not None:  # an empty one too
                         bindings[t.id] = bindings.get(t.id, 0) + 1
                     else:
                         bad.add(t.id)
@@ -459,9 +458,7 @@ def _literal_names(scope: ast.AST) -> Set[str]:
                     else:
                         bad.add(t.value.id)
                 else:
-                    for sub in ast.walk(t):
-                        if isinstance(sub, ast.Name):
-                            bad.add(sub.id)
+                    bad.update(target_names(t))
         elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name):
             bad.add(n.target.id)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
@@ -471,29 +468,19 @@ def _literal_names(scope: ast.AST) -> Set[str]:
             elif n.func.attr in ("append", "add", "insert", "extend", "update", "setdefault", "__setitem__",
                                  "__iadd__", "__ior__"):
                 bad.add(owner)
-        elif isinstance(n, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr, ast.Import,
-                            ast.ImportFrom, ast.Global, ast.Nonlocal, ast.comprehension)):
-            for sub in ast.walk(n.target) if isinstance(n, (ast.For, ast.AsyncFor, ast.NamedExpr,
-                                                            ast.comprehension)) else ():
-                if isinstance(sub, ast.Name):
-                    bad.add(sub.id)
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
-                bad.update((a.asname or a.name).split(".")[0] for a in n.names)
-            if isinstance(n, (ast.Global, ast.Nonlocal)):
-                bad.update(n.names)
+        elif isinstance(n, (ast.For, ast.AsyncFor, ast.NamedExpr, ast.comprehension)):
+            bad.update(target_names(n.target))
         elif isinstance(n, ast.withitem) and n.optional_vars is not None:
-            for sub in ast.walk(n.optional_vars):
-                if isinstance(sub, ast.Name):
-                    bad.add(sub.id)
+            bad.update(target_names(n.optional_vars))
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bad.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            bad.update(n.names)
         stack.extend(ast.iter_child_nodes(n))
     return {
         name for name, count in bindings.items()
         if name not in bad and filled.get(name, 0) <= _SWEEP_MAX * count
     }
-
-
-def _children(node: ast.AST) -> bool:
-    return any(True for _ in ast.iter_child_nodes(node) if not isinstance(_, ast.expr_context))
 
 
 def _calls_by_callee(fa: "FileModel") -> Dict[str, List[ast.Call]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 
+from gpulint.model.index.order import loops_around
 from gpulint.model.values.kinds import TENSOR
 from gpulint.rules.host_sync_in_loop.eval_order import evaluation_order
 
@@ -160,21 +161,13 @@ def _small_inner_loop(loop, outer, analysis) -> bool:
     or layers."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    if not any(isinstance(a, LOOP_STMTS) for a in _within_function(outer)):
+    if not loops_around(list(outer) + [loop]):
         return False
     if analysis.loops.loop_fetches_data(loop) or analysis.loops.is_step_loop(loop):
         return False
     if analysis.loops.iterates_model_structure(loop, outer):
         return False  # one read per parameter: hundreds of round trips, each its own wait
     return not any(holds_loop(b) or queues_model_work(b, list(outer) + [loop], analysis) for b in loop.body)
-
-
-def _within_function(outer):
-    """The ancestors after the innermost function or class."""
-    for i in range(len(outer) - 1, -1, -1):
-        if isinstance(outer[i], (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return outer[i + 1:]
-    return outer
 
 
 def is_compound(stmt) -> bool:
