@@ -226,10 +226,23 @@ CORPUS_SETS = {
         ("ultralytics/yolov5", "5081342f04fb287fc2e5f2b5a4e06752b7937b1c"),
         ("yl4579/StyleTTS2", "5cedc71c333f8d8b8551ca59378bdcc7af4c9529"),
     ],
+    "thirteenth": [
+        ("BlinkDL/RWKV-LM", "524481d5099b38d9bc8ef1e89209161b86c8011b"),
+        ("clovaai/deep-text-recognition-benchmark", "e2117f2fb882b3c6085030500a260c113be27a63"),
+        ("eriklindernoren/PyTorch-YOLOv3", "1d621c8489e22c76ceb93bb2397ac6c8dfb5ceb7"),
+        ("facebookresearch/barlowtwins", "8e8d284ca0bc02f88b92328e53f9b901e86b4a3c"),
+        ("karpathy/llama2.c", "350e04fe35433e6d2941dce5a1f53308f87058eb"),
+        ("NM512/dreamerv3-torch", "6ef8646d807cd10ce0c88e10a7e943211e7fc44c"),
+        ("NVIDIA/BigVGAN", "7d2b454564a6c7d014227f635b7423881f14bdac"),
+        ("openai/consistency_models", "e32b69ee436d518377db86fb2127a3972d0d8716"),
+        ("OpenLMLab/LOMO", "45d4bac16c642f101ed00db7244cacf28e5dde15"),
+        ("Qwicen/node", "3bae6a8a63f0205683270b6d566d9cfa659403e4"),
+        ("tinkoff-ai/CORL", "6afec90484bbf47dee05fdf525e26a3ebe028e9b"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
