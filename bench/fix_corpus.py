@@ -58,6 +58,9 @@ def findings(cwd) -> list:
 
 
 def main() -> None:
+    # every rule on by default, preview ones too, as before the preview tier (an
+    # older gpulint ignores the variable, so runs of old and new code compare)
+    os.environ["GPULINT_PREVIEW"] = "1"
     ap = argparse.ArgumentParser()
     ap.add_argument("packages", nargs="*", default=DEFAULT_PACKAGES)
     ap.add_argument("--out", default=None)

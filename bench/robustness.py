@@ -330,6 +330,9 @@ def _kinds(kinds: dict) -> str:
 
 
 def main() -> None:
+    # every rule on by default, preview ones too, as before the preview tier (an
+    # older gpulint ignores the variable, so runs of old and new code compare)
+    os.environ["GPULINT_PREVIEW"] = "1"
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "gpulint-corpus"))
     ap.add_argument("-j", "--jobs", type=int, default=None, help="passed to gpulint (default: its own)")

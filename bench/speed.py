@@ -714,6 +714,9 @@ def render(res: dict) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    # every rule on by default, preview ones too, as before the preview tier (an
+    # older gpulint ignores the variable, so runs of old and new code compare)
+    os.environ["GPULINT_PREVIEW"] = "1"
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "gpulint-speed-corpus"))

@@ -2,7 +2,7 @@
 
 A rule is one module under `gpulint/rules/` holding one `Rule` subclass. The
 class carries everything about the rule: code, kebab-case name, message, fix
-safety, whether it is on by default, its documentation (the class docstring,
+safety, whether it is on by default, whether it is stable or in preview, its documentation (the class docstring,
 Ruff's sections) and its bad/good `examples`. The examples are the tests
 (lint(bad) flags, lint(good) is clean, fix(bad) == good), they render the
 "Example" / "Use instead" sections of the docs, and the harness times them.
@@ -185,7 +185,15 @@ class Rule:
     name: ClassVar[str] = ""
     message: ClassVar[str] = ""
     fix_safety: ClassVar[str] = NONE
+    # on by default within its tier: a stable rule runs by default, a preview
+    # rule with --preview (a rule that is off is turned on by its exact code)
     default: ClassVar[bool] = True
+    # a preview rule runs only with --preview (or when selected by its exact
+    # code), as in Ruff. A rule is stable only when its precision at first
+    # sight, on corpora labelled before any tuning on them, is at least 95%
+    # over 30 or more judged findings from two or more corpora
+    # (docs/first-sight.json, checked by the test suite); new rules start here.
+    preview: ClassVar[bool] = True
     # The file is only parsed for this rule when one of these substrings occurs in
     # it (a cheap pre-filter); an empty tuple means "always".
     needles: ClassVar[Tuple[str, ...]] = ()

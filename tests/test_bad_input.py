@@ -541,6 +541,7 @@ def test_config_known_keys_load_nothing():
         "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "torch-version",
         "output-format", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes",
         "include", "extend-include",  # file globs for discovery, like exclude
+        "preview",  # a boolean: which built-in rules run
     }
 
 

@@ -453,8 +453,9 @@ def test_rules_lists_every_rule(tmp_path):
     assert res.exit_code == 0
     rows = {line.split()[0]: line.split() for line in res.stdout.splitlines()[1:]}
     assert set(rows) == set(all_rules())
-    assert rows["GPU001"] == ["GPU001", "data-parallel", "on", "none"]
-    assert rows["GPU302"] == ["GPU302", "zero-grad-not-set-to-none", "on", "unsafe"]
+    assert rows["GPU001"] == ["GPU001", "data-parallel", "preview", "on", "none"]
+    assert rows["GPU302"] == ["GPU302", "zero-grad-not-set-to-none", "preview", "on", "unsafe"]
+    assert rows["GPU401"] == ["GPU401", "deprecated-cuda-amp", "stable", "on", "safe"]
     data = json.loads(invoke(["rules", "--output-format", "json"], tmp_path).stdout)
     assert {d["code"] for d in data} == set(all_rules())
 

@@ -221,10 +221,11 @@ def test_broken_config_with_only_a_missing_path(tmp_path):
 @pytest.fixture
 def fake_rules(monkeypatch):
     meta = {
-        "GPU101": ("host-sync", True),
-        "GPU102": ("sync-in-loop", True),
-        "GPU201": ("pin-memory", True),
-        "GPU299": ("experimental", False),  # off by default
+        # (name, on by default, stable)
+        "GPU101": ("host-sync", True, True),
+        "GPU102": ("sync-in-loop", True, True),
+        "GPU201": ("pin-memory", True, True),
+        "GPU299": ("experimental", False, False),  # a preview rule, off by default
     }
     monkeypatch.setattr(cfg, "_rule_meta", lambda: meta)
     return meta

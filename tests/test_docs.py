@@ -44,8 +44,9 @@ def test_index_lists_every_rule_with_its_page_and_measured_figure():
         cells = [c.strip() for c in row.strip("|").split(" | ")]
         assert cells[0] == f"[{code}]({cls.name}.md)"
         assert cells[1] == f"[{cls.name}]({cls.name}.md)"
-        assert cells[3] == ("on" if cls.default else "off")
-        assert cells[4] == cls.fix_safety
+        assert cells[3] == ("preview" if cls.preview else "stable")
+        assert cells[4] == ("on" if cls.default else "off")
+        assert cells[5] == cls.fix_safety
     report = docs.load_speedups()
     assert report is not None
     verdicts = {r["code"]: r["verdict"] for r in report["rules"] if "verdict" in r}

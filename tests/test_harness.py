@@ -175,7 +175,7 @@ def test_probe_without_torch(tmp_path, monkeypatch):
 
 def test_bench_without_cuda_says_so_and_exits_2(monkeypatch):
     monkeypatch.setattr("gpulint.registry.all_rules", lambda: {"GPU999": dummy()})
-    monkeypatch.setattr("gpulint.engine.config._rule_meta", lambda: {"GPU999": ("dummy", True)})
+    monkeypatch.setattr("gpulint.engine.config._rule_meta", lambda: {"GPU999": ("dummy", True, True)})
     info = dict(probe(), cuda_available=False)
     monkeypatch.setattr("gpulint.harness.probe.probe", lambda python=None: info)
     res = CliRunner().invoke(cli, ["bench", "GPU999"])
@@ -190,7 +190,7 @@ def test_bench_rejects_unknown_codes():
 
 def test_bench_cli_on_cpu_writes_json_and_plot(tmp_path, monkeypatch):
     monkeypatch.setattr("gpulint.registry.all_rules", lambda: {"GPU999": dummy()})
-    monkeypatch.setattr("gpulint.engine.config._rule_meta", lambda: {"GPU999": ("dummy", True)})
+    monkeypatch.setattr("gpulint.engine.config._rule_meta", lambda: {"GPU999": ("dummy", True, True)})
     out, png = tmp_path / "b.json", tmp_path / "b.png"
     res = CliRunner().invoke(cli, ["bench", "--device", "cpu", "--small", "--reps", "2",
                                    "--json", str(out), "--plot", str(png)])

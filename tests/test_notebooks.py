@@ -607,8 +607,9 @@ def test_real_notebooks_lint_cleanly(tmp_path):
     sgpr = copy_real(tmp_path, "gpytorch_SGPR_Regression_CUDA.ipynb")
     res = invoke(["check", "--select", "ALL", "--output-format", "json", str(sgpr)], tmp_path)
     got = [(d["cell"], d["location"]["row"], d["code"]) for d in json.loads(res.stdout)]
-    # (a Gaussian process: no attention or transformer, so GPU403 has no evidence of matmul work to speed up)
-    assert got == [(10, 24, "GPU101"), (10, 26, "GPU103")]
+    # (a Gaussian process: no attention or transformer, so GPU403 has no evidence of matmul work to speed up;
+    # ALL with preview (the tests' GPULINT_PREVIEW) is every rule, GPU405 too, which is off by default)
+    assert got == [(10, 8, "GPU405"), (10, 24, "GPU101"), (10, 26, "GPU103")]
     nb45 = copy_real(tmp_path, "nbformat_test4.5.ipynb")
     res = invoke(["check", "--select", "ALL", str(nb45)], tmp_path)
     assert res.exit_code == 0 and res.stderr == "" and "All checks passed!" in res.stdout

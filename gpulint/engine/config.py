@@ -54,6 +54,7 @@ KNOWN_KEYS = {
     "unfixable": list,
     "extend-safe-fixes": list,
     "extend-unsafe-fixes": list,
+    "preview": bool,
 }
 
 
@@ -91,6 +92,18 @@ class Settings:
     unfixable: Tuple[str, ...] = ()
     extend_safe_fixes: Tuple[str, ...] = ()
     extend_unsafe_fixes: Tuple[str, ...] = ()
+    # preview rules and preview behaviour of stable rules (`preview = true`);
+    # the command line's --preview / --no-preview wins over the config's
+    preview: bool = False
+    cli_preview: Optional[bool] = None
+
+    @property
+    def preview_on(self) -> bool:
+        """--preview / --no-preview, else GPULINT_PREVIEW, else the config's `preview`."""
+        if self.cli_preview is not None:
+            return self.cli_preview
+        env = preview_from_env()
+        return self.preview if env is None else env
 
     def fix_policy(self) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
         """(codes whose fixes are dropped, codes promoted to safe, codes demoted to unsafe).
@@ -120,8 +133,23 @@ class Settings:
     def enabled_codes(self) -> Tuple[str, ...]:
         # asked once per linted file: the resolution itself is cached
         return _resolve_selection_cached(
-            self.select, self.extend_select, self.ignore, (self.cli_select, self.cli_extend_select, self.cli_ignore)
+            self.select, self.extend_select, self.ignore, (self.cli_select, self.cli_extend_select, self.cli_ignore),
+            self.preview_on,
         )
+
+    def selection_warnings(self) -> Tuple[str, ...]:
+        """One line per selector that selects nothing because its rules are
+        in preview and preview is off (as Ruff warns)."""
+        if self.preview_on:
+            return ()
+        out = []
+        for sel in tuple(self.select or ()) + self.extend_select + tuple(self.cli_select or ()) + self.cli_extend_select:
+            if not expand_selector(sel, for_select=True) and expand_selector(sel, for_select=True, preview=True):
+                out.append(f"selection `{sel}` has no effect because preview is not enabled: its rules are in "
+                           "preview (add --preview, or `preview = true` in the config)")
+        if not self.enabled_codes():
+            out.append("no rule is selected: nothing is checked")
+        return tuple(dict.fromkeys(out))
 
     def codes_for(self, path: str) -> Tuple[str, ...]:
         codes = self.enabled_codes()
@@ -178,28 +206,31 @@ def _relpath(path: str, root: str) -> str:
 
 # ------------------------------------------------------------------ selection
 def _rule_meta():
-    return {code: (cls.name, cls.default) for code, cls in all_rules().items()}
+    """{code: (name, on by default, stable)}."""
+    return {code: (cls.name, cls.default, not cls.preview) for code, cls in all_rules().items()}
 
 
 def is_valid_selector(sel: str) -> bool:
     sel_u = sel.upper()
     if sel_u == "ALL":
         return True
-    for code, (name, _) in _rule_meta().items():
+    for code, (name, _, _) in _rule_meta().items():
         if code.startswith(sel_u) or name == sel:
             return True
     return False
 
 
-def expand_selector(sel: str, for_select: bool = False) -> Tuple[str, ...]:
-    """Codes a selector names. A rule that is off by default is only turned on
-    by its exact code or name, never by a prefix or ALL."""
+def expand_selector(sel: str, for_select: bool = False, preview: bool = False) -> Tuple[str, ...]:
+    """Codes a selector names, as Ruff reads them. To select, a prefix or ALL
+    names every stable rule, and with preview every rule; an exact code or
+    name selects its rule whatever its status. To ignore, a selector names
+    every rule it matches."""
     sel_u = sel.upper()
     out = []
-    for code, (name, default) in _rule_meta().items():
+    for code, (name, _, stable) in _rule_meta().items():
         exact = code == sel_u or name == sel
         prefix = sel_u == "ALL" or code.startswith(sel_u)
-        if exact or (prefix and (default or not for_select)):
+        if exact or (prefix and (stable or preview or not for_select)):
             out.append(code)
     return tuple(out)
 
@@ -213,7 +244,7 @@ def _specificity(sel: str) -> int:
     return len(sel_u)
 
 
-def _apply_layer(current, select, extend_select, ignore, meta) -> set:
+def _apply_layer(current, select, extend_select, ignore, meta, preview: bool = False) -> set:
     """One layer of selection (the config's, then the command line's).
 
     Within a layer the most specific selector wins for each rule, and at equal
@@ -223,7 +254,7 @@ def _apply_layer(current, select, extend_select, ignore, meta) -> set:
     selectors = [(s, True) for s in (select or ())]
     selectors += [(s, True) for s in extend_select]
     selectors += [(s, False) for s in ignore]
-    expanded = [(set(expand_selector(s, for_select=on)), _specificity(s), on) for s, on in selectors]
+    expanded = [(set(expand_selector(s, for_select=on, preview=preview)), _specificity(s), on) for s, on in selectors]
     updates: Dict[str, bool] = {}
     for code in meta:
         best = None
@@ -244,22 +275,24 @@ def _apply_layer(current, select, extend_select, ignore, meta) -> set:
 
 
 @lru_cache(maxsize=None)
-def _resolve_selection_cached(select, extend_select, ignore, cli) -> Tuple[str, ...]:
-    return resolve_selection(select, extend_select, ignore, cli=cli)
+def _resolve_selection_cached(select, extend_select, ignore, cli, preview) -> Tuple[str, ...]:
+    return resolve_selection(select, extend_select, ignore, cli=cli, preview=preview)
 
 
-def resolve_selection(select, extend_select, ignore, cli=None) -> Tuple[str, ...]:
+def resolve_selection(select, extend_select, ignore, cli=None, preview: bool = False) -> Tuple[str, ...]:
     """The enabled rule codes. Ruff's rule: the default rules, then the
     config's layer, then the command line's layer (see `_apply_layer`): so
     `--select GPU001` enables GPU001 even when the config ignores it, and
-    `--ignore GPU1` drops a prefix the config selected."""
+    `--ignore GPU1` drops a prefix the config selected. The default rules
+    are the stable rules that are on by default, and with `preview` the
+    preview rules that are on by default too."""
     meta = _rule_meta()
-    enabled = {c for c, (_, d) in meta.items() if d}
-    enabled = _apply_layer(enabled, select, extend_select, ignore, meta)
+    enabled = {c for c, (_, d, stable) in meta.items() if d and (stable or preview)}
+    enabled = _apply_layer(enabled, select, extend_select, ignore, meta, preview)
     if cli is not None:
         cli_select, cli_extend, cli_ignore = cli
         if cli_select is not None or cli_extend or cli_ignore:
-            enabled = _apply_layer(enabled, cli_select, cli_extend, cli_ignore, meta)
+            enabled = _apply_layer(enabled, cli_select, cli_extend, cli_ignore, meta, preview)
     return tuple(c for c in meta if c in enabled)
 
 
@@ -352,7 +385,8 @@ def settings_from_table(table: dict, path: str) -> Settings:
             raise ConfigError(f"{where} unknown key '{key}'{_suggest(key, KNOWN_KEYS)}")
         typ = KNOWN_KEYS[key]
         if not isinstance(value, typ):
-            raise ConfigError(f"{where} '{key}' must be a {'list' if typ is list else 'table' if typ is dict else 'string'}")
+            what = {list: "list", dict: "table", bool: "boolean (true or false)"}.get(typ, "string")
+            raise ConfigError(f"{where} '{key}' must be a {what}")
     kw: dict = {"root": os.path.dirname(os.path.abspath(path)), "config_path": path}
 
     def codes(key: str) -> Tuple[str, ...]:
@@ -401,6 +435,8 @@ def settings_from_table(table: dict, path: str) -> Settings:
         kw["torch_version_source"] = f"{path}: torch-version = {table['torch-version']!r}"
     else:
         kw["torch_version"] = default_torch_version()
+    if "preview" in table:
+        kw["preview"] = table["preview"]
     if "output-format" in table:
         fmt = table["output-format"]
         if fmt not in OUTPUT_FORMATS:
@@ -502,18 +538,32 @@ class ConfigResolver:
         return None
 
 
+def preview_from_env() -> Optional[bool]:
+    """GPULINT_PREVIEW, read as Click reads a boolean flag's variable (the
+    command line's --preview has it): None when unset or empty."""
+    value = os.environ.get("GPULINT_PREVIEW", "").strip().lower()
+    if value in ("1", "true", "t", "yes", "y", "on"):
+        return True
+    if value in ("0", "false", "f", "no", "n", "off"):
+        return False
+    return None
+
+
 def with_cli_overrides(
     settings: Settings,
     select: Optional[Sequence[str]] = None,
     ignore: Sequence[str] = (),
     extend_select: Sequence[str] = (),
+    preview: Optional[bool] = None,
 ) -> Settings:
-    """The settings with the command line's selection as a layer on top."""
-    if not select and not ignore and not extend_select:
+    """The settings with the command line's selection (and --preview or
+    --no-preview) as a layer on top."""
+    if not select and not ignore and not extend_select and preview is None:
         return settings
     return replace(
         settings,
         cli_select=tuple(select) if select else None,
         cli_ignore=tuple(ignore),
         cli_extend_select=tuple(extend_select),
+        cli_preview=preview,
     )

@@ -65,6 +65,8 @@ class LintOptions:
     # `noqa` off: flake8 applies `# noqa` itself, and --disable-noqa must show all.
     noqa: bool = True
     gpulint_comments: bool = True
+    # preview behaviour of stable rules (`--preview`)
+    preview: bool = False
 
 
 class FileContext:
@@ -78,6 +80,7 @@ class FileContext:
         self.options = options
         self.torch_version = options.torch_version
         self.torch_newest = options.torch_newest or options.torch_version
+        self.preview = options.preview
         self.ancestors: List[ast.AST] = []
         self.current: Optional[ast.AST] = None  # the node the engine is visiting
         self.analysis = model if model is not None else FileModel(tree, source.text, path)

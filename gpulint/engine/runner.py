@@ -71,7 +71,8 @@ def options_for(s: Settings, path: str) -> LintOptions:
     if options is None:  # one object per distinct set of options, not one per file
         unfixable, safe, unsafe = policy[1]
         options = _OPTIONS[key] = LintOptions(
-            codes=codes, torch_version=s.torch_version, torch_newest=s.torch_newest, unfixable=unfixable, safe_fixes=safe, unsafe_fixes=unsafe,
+            codes=codes, torch_version=s.torch_version, torch_newest=s.torch_newest, unfixable=unfixable, safe_fixes=safe,
+            unsafe_fixes=unsafe, preview=s.preview_on,
         )
     return options
 
@@ -87,6 +88,7 @@ def run_stdin(
     ignore: Sequence[str] = (),
     extend_select: Sequence[str] = (),
     force_exclude: bool = False,
+    preview: Optional[bool] = None,
 ) -> RunResult:
     """Lint text read from stdin as the file `filename` (its config, its
     per-file-ignores, its name in the report), as `ruff check --stdin-filename`.
@@ -96,7 +98,7 @@ def run_stdin(
     out = RunResult()
     name = filename or STDIN_NAME
     settings = resolver.for_path(filename or os.path.join(os.getcwd(), "stdin.py"))
-    s = with_cli_overrides(settings, select, ignore, extend_select)
+    s = with_cli_overrides(settings, select, ignore, extend_select, preview)
     if filename and force_exclude and force_excluded(filename, s):
         return out
     options = out.options[name] = options_for(s, name)
@@ -126,6 +128,7 @@ def run(
     keep_source: bool = False,
     cache_dir: Optional[str] = None,
     force_exclude: bool = False,
+    preview: Optional[bool] = None,
 ) -> RunResult:
     out = RunResult()
     overridden: Dict[int, Settings] = {}
@@ -137,7 +140,7 @@ def run(
     for path, settings in discover(list(paths), resolver, on_error, force_exclude=force_exclude):
         s = overridden.get(id(settings))
         if s is None:
-            s = with_cli_overrides(settings, select, ignore, extend_select)
+            s = with_cli_overrides(settings, select, ignore, extend_select, preview)
             overridden[id(settings)] = s
         options = options_for(s, path)
         todo.append((path, options, s))

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import click
 
 from gpulint import __version__
-from gpulint.engine.config import OUTPUT_FORMATS, ConfigError, ConfigResolver
+from gpulint.engine.config import OUTPUT_FORMATS, ConfigError, ConfigResolver, with_cli_overrides
 from gpulint.engine.console import split_codes, use_color, validate_codes
 from gpulint.rule import Finding
 
@@ -61,6 +61,19 @@ def cli() -> None:
 
 def _codes_option(name: str, help_: str):
     return click.option(name, multiple=True, metavar="CODES", help=help_)
+
+
+_preview_option = click.option(
+    "--preview/--no-preview", default=None,
+    help="Turn on the rules in preview (those not yet right at first sight on unseen code: see `gpulint rules`)"
+         " and the preview behaviour of stable rules; overrides the config's `preview` (also GPULINT_PREVIEW=1).",
+)
+
+
+def _selection_warnings(settings) -> None:
+    """As Ruff: a selector whose rules are all in preview says so, once."""
+    for line in settings.selection_warnings():
+        click.echo(f"gpulint: warning: {line}", err=True)
 
 
 _stdin_option = click.option(
@@ -117,13 +130,14 @@ def _read_stdin() -> bytes:
 @click.option("--show-settings", is_flag=True,
               help="Print the settings the first file is linted with, and where each came from (torch-version: "
                    "the config, the project's torch pin, the installed torch or the newest), then exit.")
+@_preview_option
 @_stdin_option
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
           exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False,
-          add_noqa=False, show_settings=False, stdin_filename=None) -> None:
+          add_noqa=False, show_settings=False, stdin_filename=None, preview=None) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
     if show_settings:
-        _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename)
+        _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename, preview)
         return
     if diff and add_noqa:
         raise click.UsageError("--diff and --add-noqa cannot be used together")
@@ -132,6 +146,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
             fix, paths=paths, apply_=False, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore,
             extend_select=extend_select, config_path=config_path, no_color=no_color, no_cache=no_cache,
             cache_dir=cache_dir, jobs=jobs, force_exclude=force_exclude, stdin_filename=stdin_filename,
+            preview=preview,
         )
         return
     from gpulint.frontends.reporters import ReportContext, get_reporter
@@ -143,9 +158,11 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
     try:
         resolver = ConfigResolver(config_path)
+        s = resolver.override or resolver.for_path(stdin_filename or (paths[0] if paths and not stdin else "."))
+        _selection_warnings(with_cli_overrides(s, select_l or None, ignore_l, extend_l, preview))
         if stdin:
             result = run_stdin(_read_stdin(), stdin_filename, resolver, select=select_l or None, ignore=ignore_l,
-                               extend_select=extend_l, force_exclude=force_exclude)
+                               extend_select=extend_l, force_exclude=force_exclude, preview=preview)
         else:
             result = run(
                 list(paths) or ["."],
@@ -157,11 +174,9 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
                 use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"),
                 cache_dir=cache_dir,
                 force_exclude=force_exclude,
+                preview=preview,
             )
-        fmt = output_format
-        if fmt is None:
-            s = resolver.override or resolver.for_path(stdin_filename or (paths[0] if paths and not stdin else "."))
-            fmt = s.output_format or "text"
+        fmt = output_format or s.output_format or "text"
     except ConfigError as exc:
         _config_error(exc)
         sys.exit(EXIT_ERROR)
@@ -195,7 +210,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     sys.exit(EXIT_OK)
 
 
-def _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename) -> None:
+def _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename, preview=None) -> None:
     from gpulint.frontends.show_settings import first_file, render
 
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
@@ -212,7 +227,7 @@ def _show_settings(paths, select, ignore, extend_select, config_path, stdin_file
     if found is None:
         click.echo("error: no Python files found to show the settings of", err=True)
         sys.exit(EXIT_ERROR)
-    click.echo(render(found[0], found[1], select_l or None, ignore_l, extend_l), nl=False)
+    click.echo(render(found[0], found[1], select_l or None, ignore_l, extend_l, preview), nl=False)
 
 
 def _warn_nothing_found() -> None:
@@ -251,9 +266,10 @@ def _write_output_or_exit(path: str, data: bytes, what: str) -> None:
 @click.option("--fix-only", is_flag=True,
               help="With --apply: neither list the findings left over nor fail for them (as Ruff's --fix-only;"
                    " the gpulint-fix pre-commit hook, which runs before `gpulint check`).")
+@_preview_option
 @_stdin_option
 def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path, no_color, no_cache, cache_dir, jobs,
-        force_exclude, stdin_filename=None, fix_only=False) -> None:
+        force_exclude, stdin_filename=None, fix_only=False, preview=None) -> None:
     """Show the diff of every fix for PATHS, or write them with --apply.
 
     With `-` (or --stdin-filename), the source is read from stdin: the diff is
@@ -266,13 +282,15 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
     if _reads_stdin(paths, stdin_filename):
         _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_, unsafe_fixes, no_color,
-                   force_exclude)
+                   force_exclude, preview)
     try:
         resolver = ConfigResolver(config_path)
+        _selection_warnings(with_cli_overrides(resolver.override or resolver.for_path(paths[0] if paths else "."),
+                                               select_l or None, ignore_l, extend_l, preview))
         result = run(
             list(paths) or ["."], resolver, select=select_l or None, ignore=ignore_l, extend_select=extend_l,
             jobs=jobs, use_cache=not no_cache and not os.environ.get("GPULINT_NO_CACHE"), cache_dir=cache_dir,
-            force_exclude=force_exclude,
+            force_exclude=force_exclude, preview=preview,
         )
     except ConfigError as exc:
         _config_error(exc)
@@ -332,7 +350,7 @@ def _end_fix(apply_: bool, n_fixed: int, remaining: bool, held: int, errors: boo
 
 
 def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_, unsafe_fixes, no_color,
-               force_exclude) -> None:
+               force_exclude, preview=None) -> None:
     """`gpulint fix -`: the diff on stdout, or with --apply the fixed source.
     Whatever goes wrong, --apply writes the input back unchanged: an editor
     that replaces its buffer with gpulint's output never loses it."""
@@ -347,7 +365,7 @@ def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_
     try:
         resolver = ConfigResolver(config_path)
         result = run_stdin(data, stdin_filename, resolver, select=select_l or None, ignore=ignore_l,
-                           extend_select=extend_l, force_exclude=force_exclude)
+                           extend_select=extend_l, force_exclude=force_exclude, preview=preview)
     except ConfigError as exc:
         if apply_:
             out.write(data)
@@ -417,7 +435,11 @@ def _add_noqa(result, roots: List[str], no_color: bool) -> None:
 @cli.command("rules")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def rules_cmd(output_format: str) -> None:
-    """List every rule: code, name, default on/off, fix availability and safety."""
+    """List every rule: code, name, status (stable or preview), default on/off, fix availability and safety.
+
+    A preview rule runs with --preview, or when selected by its exact code;
+    `default` says whether it runs without a selection (a preview rule: with
+    --preview)."""
     from gpulint.registry import all_rules
 
     rules = all_rules()
@@ -425,14 +447,16 @@ def rules_cmd(output_format: str) -> None:
         import json
 
         click.echo(json.dumps([
-            {"code": c, "name": r.name, "default": r.default, "fix": r.fix_safety, "message": r.message}
+            {"code": c, "name": r.name, "status": "preview" if r.preview else "stable", "preview": r.preview,
+             "default": r.default, "fix": r.fix_safety, "message": r.message}
             for c, r in rules.items()
         ], indent=2))
         return
     w = max(len(r.name) for r in rules.values())
-    click.echo(f"{'code':<7} {'name':<{w}}  {'default':<7}  fix")
+    click.echo(f"{'code':<7} {'name':<{w}}  {'status':<7}  {'default':<7}  fix")
     for code, r in rules.items():
-        click.echo(f"{code:<7} {r.name:<{w}}  {'on' if r.default else 'off':<7}  {r.fix_safety}")
+        status = "preview" if r.preview else "stable"
+        click.echo(f"{code:<7} {r.name:<{w}}  {status:<7}  {'on' if r.default else 'off':<7}  {r.fix_safety}")
 
 
 @cli.command()

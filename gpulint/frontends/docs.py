@@ -18,6 +18,9 @@ INDEX_PAGE = "index.md"
 REGENERATE = "python3 -m gpulint.frontends.docs"
 # what `gpulint bench --json` recorded on a real GPU (see docs/speedups.md)
 SPEEDUPS_JSON = os.path.join(ROOT, "docs", "speedups.json")
+# each rule's precision at first sight on unseen code: the evidence behind its
+# status (`python3 bench/first_sight.py --write docs/first-sight.json`)
+FIRST_SIGHT_JSON = os.path.join(ROOT, "docs", "first-sight.json")
 
 
 def page_name(cls) -> str:
@@ -34,6 +37,29 @@ def load_speedups(path: str = SPEEDUPS_JSON) -> Optional[dict]:
         return None
 
 
+
+
+def load_first_sight(path: str = FIRST_SIGHT_JSON) -> Optional[dict]:
+    """The per-rule first-sight evidence, or None where there is none (an installed wheel)."""
+    return load_speedups(path)
+
+
+def status_text(cls, evidence: Optional[dict]) -> str:
+    """The rule's status and the figures behind it."""
+    e = (evidence or {}).get("rules", {}).get(cls.code)
+    if e and e["judged"]:
+        pinned = f"; {e['pinned_out']} more were in projects pinned to a torch without the fix" if e["pinned_out"] else ""
+        figures = (f"right {e['right']} times in {e['judged']} findings judged at first sight "
+                   f"({100 * e['right'] / e['judged']:.1f}%), over {len(e['corpora'])} "
+                   f"{'corpora' if len(e['corpora']) != 1 else 'corpus'} of code it had never seen{pinned}")
+    elif evidence is None:  # an installed wheel has no docs/
+        figures = "its figures are in docs/first-sight.json of the source repository"
+    else:
+        figures = "no finding of it has been judged at first sight on unseen code yet"
+    if not cls.preview:
+        return f"Status: stable: {figures}."
+    return (f"Status: preview (runs with `--preview`, or `--select {cls.code}`): {figures}. Stable needs 95% "
+            "over 30 or more findings from two or more corpora ([accuracy.md](../accuracy.md)).")
 
 
 def measured_text(rec: dict, where: str) -> str:
@@ -59,10 +85,14 @@ def fix_label(cls) -> str:
     return {SAFE: "safe fix", "unsafe": "unsafe fix (needs --unsafe-fixes)", NONE: "no fix"}[cls.fix_safety]
 
 
-def render_markdown(cls, speedups: Optional[dict] = None) -> str:
+def render_markdown(cls, speedups: Optional[dict] = None, first_sight: Optional[dict] = None) -> str:
     sec = cls.doc_sections()
     out = [f"# {cls.name} ({cls.code})", ""]
-    out.append(f"Default: {'on' if cls.default else 'off (turn it on with `--select ' + cls.code + '`)'}. Fix: {fix_label(cls)}.")
+    out.append(status_text(cls, first_sight if first_sight is not None else load_first_sight()))
+    out.append("")
+    tier = " with `--preview`" if cls.preview else ""
+    out.append(f"Default: {'on' + tier if cls.default else 'off (turn it on with `--select ' + cls.code + '`)'}."
+               f" Fix: {fix_label(cls)}.")
     out.append("")
     out += ["## What it does", sec.get("What it does", ""), ""]
     out += ["## Why is this bad?", sec.get("Why is this bad?", ""), ""]
@@ -226,19 +256,22 @@ def render_index(rules, speedups: Optional[dict] = None) -> str:
         "`gpulint explain CODE` (or the rule's name) prints the same page.",
         "",
         "Summary: the finding's message (`{...}` is filled in from the flagged code).",
+        "Status: a stable rule runs by default; a preview rule runs with `--preview` (or its exact code),"
+        " until it is right at first sight on unseen code (95% over 30 findings from two corpora).",
         "Default: rules that are off are turned on by their exact code or name (`--select GPU104`).",
         "Fix safety: `safe` fixes are applied by `gpulint fix --apply`; `unsafe` ones also need `--unsafe-fixes`.",
         "Measured: the verdict of `gpulint bench` on the rule's own workload, bad against good",
         "([speedups.md](../speedups.md) has the figures and the machine).",
         "",
-        "| code | name | summary | default | fix safety | measured |",
-        "|---|---|---|---|---|---|",
+        "| code | name | summary | status | default | fix safety | measured |",
+        "|---|---|---|---|---|---|---|",
     ]
     for code, cls in rules.items():
         default = "on" if cls.default else "off"
         link = f"[{cls.name}]({page_name(cls)})"
+        status = "preview" if cls.preview else "stable"
         out.append(
-            f"| [{code}]({page_name(cls)}) | {link} | {_cell(cls.message)} | {default} | {cls.fix_safety} "
+            f"| [{code}]({page_name(cls)}) | {link} | {_cell(cls.message)} | {status} | {default} | {cls.fix_safety} "
             f"| {_cell(measured_figure(cls, speedups))} |"
         )
     return "\n".join(out) + "\n"
@@ -250,7 +283,8 @@ def generated_pages() -> dict:
 
     rules = all_rules()
     speedups = load_speedups()
-    pages = {page_name(cls): render_markdown(cls, speedups) for cls in rules.values()}
+    first_sight = load_first_sight()
+    pages = {page_name(cls): render_markdown(cls, speedups, first_sight) for cls in rules.values()}
     pages[INDEX_PAGE] = render_index(rules, speedups)
     return pages
 

@@ -5,10 +5,13 @@ installed gpulint is found by flake8 with no configuration: `flake8 --select
 GPU` reports the same findings as `gpulint check` (code, line and column;
 the message without gpulint's `[*]` fix marker).
 
-- Rules: every rule that is on by default. A rule that is off by default
-  (GPU104) runs when flake8's `--select` or `--extend-select` (or the same
-  keys in its config) names its exact code, as in gpulint, where a prefix
-  (`GPU`, `GPU1`) never turns such a rule on. What is reported is then
+- Rules: every stable rule that is on by default, and with
+  `--gpulint-preview` (or `gpulint-preview = true` in flake8's config,
+  `GPULINT_PREVIEW=1`, or `preview = true` in gpulint's) the preview rules
+  that are on by default too. Any other rule (preview, or off by default: GPU104) runs when
+  flake8's `--select` or `--extend-select` (or the same keys in its config)
+  names its exact code, as in gpulint, where a prefix (`GPU`, `GPU1`) never
+  turns such a rule on. What is reported is then
   flake8's decision: `--select`, `--ignore`, `--extend-ignore` and
   `--per-file-ignores` work by code prefix as for any plugin.
 - Suppressions: flake8 applies `# noqa` and `# noqa: GPU101` itself (on the
@@ -72,7 +75,8 @@ class Plugin:
 
     # set once per flake8 run by parse_options
     _default_on: Tuple[str, ...] = ()
-    _explicit: Tuple[str, ...] = ()  # default-off rules named by their exact code
+    _explicit: Tuple[str, ...] = ()  # rules outside the default set named by their exact code
+    _preview: Optional[bool] = None  # --gpulint-preview; None: gpulint's config decides
     _torch_version: Optional[Tuple[int, ...]] = None
     _disable_noqa: bool = False
     _resolver: Optional[ConfigResolver] = None
@@ -95,6 +99,13 @@ class Plugin:
             help="The torch release the code targets, e.g. 2.4 (default: gpulint's config, "
             "else the installed torch, else the newest gpulint knows).",
         )
+        option_manager.add_option(
+            "--gpulint-preview",
+            default=False,
+            action="store_true",
+            parse_from_config=True,
+            help="Also run gpulint's preview rules that are on by default (as `gpulint check --preview`).",
+        )
 
     @classmethod
     def parse_options(cls, options) -> None:
@@ -102,7 +113,8 @@ class Plugin:
         named = {c.strip().upper() for c in (getattr(options, "select", None) or [])}
         named |= {c.strip().upper() for c in (getattr(options, "extend_select", None) or [])}
         cls._default_on = tuple(code for code, rule in rules.items() if rule.default)
-        cls._explicit = tuple(code for code, rule in rules.items() if not rule.default and code in named)
+        cls._explicit = tuple(code for code, rule in rules.items() if code in named)
+        cls._preview = True if getattr(options, "gpulint_preview", False) else None
         cls._disable_noqa = bool(getattr(options, "disable_noqa", False))
         version = getattr(options, "gpulint_torch_version", None)
         cls._torch_version = _torch_version(version) if isinstance(version, str) else version
@@ -155,10 +167,13 @@ class Plugin:
             version, newest = cls._torch_version, cls._torch_version
         else:
             version, newest = settings.torch_version, settings.torch_newest
-        options = cls._options_cache.get((version, newest))
+        preview = settings.preview_on if cls._preview is None else cls._preview
+        options = cls._options_cache.get((version, newest, preview))
         if options is None:
-            options = cls._options_cache[(version, newest)] = LintOptions(
-                codes=cls._default_on + cls._explicit,
+            default = tuple(c for c in cls._default_on if preview or not all_rules()[c].preview)
+            options = cls._options_cache[(version, newest, preview)] = LintOptions(
+                codes=tuple(dict.fromkeys(default + cls._explicit)),
+                preview=preview,
                 torch_version=version,
                 torch_newest=newest,
                 noqa=False,  # flake8 applies `# noqa` itself

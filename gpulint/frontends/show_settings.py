@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from gpulint.engine.config import ConfigResolver, Settings, with_cli_overrides
+from gpulint.engine.config import ConfigResolver, Settings, preview_from_env, with_cli_overrides
 from gpulint.engine.discovery import discover
 
 
@@ -16,19 +16,30 @@ def first_file(paths: Sequence[str], resolver: ConfigResolver) -> Optional[tuple
     return None
 
 
+def _preview_source(s: Settings, config: str) -> str:
+    if s.cli_preview is not None:
+        return "the command line"
+    if preview_from_env() is not None:
+        return "GPULINT_PREVIEW"
+    return config if s.preview else "the default"
+
+
 def render(path: str, settings: Settings, select: Optional[Sequence[str]], ignore: Sequence[str],
-           extend_select: Sequence[str]) -> str:
-    s = with_cli_overrides(settings, select, ignore, extend_select)
+           extend_select: Sequence[str], preview: Optional[bool] = None) -> str:
+    s = with_cli_overrides(settings, select, ignore, extend_select, preview)
     config = s.config_path or "none found: the defaults"
     cli = [f"--select {','.join(select)}"] if select else []
     cli += [f"--ignore {','.join(ignore)}"] if ignore else []
     cli += [f"--extend-select {','.join(extend_select)}"] if extend_select else []
+    cli += ["--preview" if preview else "--no-preview"] if preview is not None else []
     lines: List[str] = [
         f"Resolved settings for: {path}",
         f"Settings path: {config}",
         "",
         f"torch-version = \"{'.'.join(map(str, s.torch_version))}\"",
         f"  # from {s.torch_version_source or 'the default'}",
+        f"preview = {'true' if s.preview_on else 'false'}",
+        f"  # from {_preview_source(s, config)}",
         f"rules = [{', '.join(repr(c) for c in s.codes_for(path))}]",
         f"  # from {config}" + (f", then the command line ({' '.join(cli)})" if cli else ""),
         f"root = {s.root!r}",

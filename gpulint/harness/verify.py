@@ -138,6 +138,7 @@ class FixOutcome:
 def fix_copy(
     src: str, script: str, after: str, copied: Sequence[str], unsafe: bool,
     select: Optional[Sequence[str]] = None, ignore: Sequence[str] = (), config_path: Optional[str] = None,
+    preview: Optional[bool] = None,
 ) -> FixOutcome:
     """Fix the copies in `after` as `gpulint fix --apply SRC SCRIPT` would fix
     the originals: the files are discovered and configured from the
@@ -152,7 +153,8 @@ def fix_copy(
 
     out = FixOutcome()
     resolver = ConfigResolver(config_path)
-    result = run([script, src], resolver, select=select or None, ignore=list(ignore), jobs=1, use_cache=False)
+    result = run([script, src], resolver, select=select or None, ignore=list(ignore), jobs=1, use_cache=False,
+                 preview=preview)
     out.errors.extend((os.path.relpath(p, src) if os.path.isabs(p) else p, why) for p, why in result.all_errors)
     allowed = (SAFE, UNSAFE) if unsafe else (SAFE,)
     copied_set = set(copied)
@@ -450,8 +452,10 @@ def _fail(msg: str) -> None:
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter that runs the script (default: the one running gpulint).")
 @click.option("--keep-temp", is_flag=True, help="Keep the temporary copies and logs, and print where they are.")
+@click.option("--preview/--no-preview", default=None,
+              help="Fix what the preview rules find too (as `gpulint fix --preview`).")
 def verify(script, args, steps, warmup, device, unsafe_fixes, select, ignore, config_path, json_path, timeout,
-           repeat, python, keep_temp) -> None:
+           repeat, python, keep_temp, preview=None) -> None:
     """Measure SCRIPT before and after `gpulint fix`: steps/s, syncs/step,
     peak GPU memory, and whether the first losses agree.
 
@@ -484,7 +488,7 @@ def verify(script, args, steps, warmup, device, unsafe_fixes, select, ignore, co
     o = dict(
         src=src, script_rel=script_rel, script_abs=script_abs, args=list(args), steps=steps, warmup=warmup,
         device=device, repeat=repeat, unsafe_fixes=unsafe_fixes, select_l=select_l, ignore_l=ignore_l,
-        config_path=config_path, json_path=json_path, timeout=timeout, python=python, info=info,
+        config_path=config_path, json_path=json_path, timeout=timeout, python=python, info=info, preview=preview,
         device_line=device_line,
     )
     work = tempfile.mkdtemp(prefix="gpulint-verify-")
@@ -506,7 +510,7 @@ def _verify(o: Dict[str, object], work: str) -> int:
     copied = copy_tree(src, before_dir)
     copy_tree(src, after_dir)
     fx = fix_copy(src, script_abs, after_dir, copied, o["unsafe_fixes"], o["select_l"], o["ignore_l"],
-                  o["config_path"])
+                  o["config_path"], o.get("preview"))
     fixes = {
         "count": fx.fixed_count, "fixed": fx.fixed, "remaining": fx.remaining, "files_changed": fx.files_changed,
         "held_back_unsafe": fx.held_back_unsafe, "errors": [list(e) for e in fx.errors],

@@ -65,6 +65,7 @@ class DeprecatedCudaAmp(Rule):
     """
 
     code = "GPU401"
+    preview = False  # stable: docs/first-sight.json
     name = "deprecated-cuda-amp"
     message = "`torch.cuda.amp.autocast` and `torch.cuda.amp.GradScaler` are deprecated since torch 2.4; use `torch.amp` with \"cuda\""
     _detail = "`torch.cuda.amp.{name}` is deprecated since torch 2.4; use `torch.amp.{name}(\"cuda\", ...)`"

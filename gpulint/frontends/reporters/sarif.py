@@ -76,8 +76,9 @@ def _descriptor(cls) -> dict:
         "fullDescription": {"text": what, "markdown": what},
         "help": {"text": markdown, "markdown": markdown},
         "helpUri": DOCS_URL.format(code=cls.code, name=cls.name),
-        "defaultConfiguration": {"enabled": bool(cls.default), "level": LEVEL},
-        "properties": {"tags": ["pytorch", "performance"], "fixSafety": cls.fix_safety},
+        "defaultConfiguration": {"enabled": bool(cls.default and not cls.preview), "level": LEVEL},
+        "properties": {"tags": ["pytorch", "performance"], "fixSafety": cls.fix_safety,
+                       "status": "preview" if cls.preview else "stable"},
     }
 
 
