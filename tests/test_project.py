@@ -1053,3 +1053,81 @@ def test_a_cpu_script_of_a_project_that_uses_a_gpu_elsewhere_stays_on_the_cpu(tm
     (tmp_path / "cpu" / "reinforce.py").write_text(lib)
     found = check(tmp_path, "--no-cache", "--select", "GPU101,GPU204", ".")
     assert {("reinforce.py", 8, "GPU204"), ("reinforce.py", 12, "GPU101")} <= found
+
+
+def test_setting_an_attribute_of_an_object_does_not_rebind_its_name(tmp_path):
+    # CORL's finetune scripts: `trainer.cql_alpha = ...` in the loop left `trainer`
+    # bound "twice", so `trainer.train(batch)` resolved to nothing and its reads were missed
+    write(tmp_path, {"train.py": """
+        import torch
+
+        class Trainer:
+            def __init__(self, actor, optimizer):
+                self.actor = actor
+                self.optimizer = optimizer
+                self.alpha = 1.0
+
+            def train(self, batch):
+                loss = self.actor(batch).mean()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                return {"loss": loss.item()}
+
+        def main(actor, optimizer, buffer, steps, switch_at):
+            trainer = Trainer(actor.cuda(), optimizer)
+            for t in range(steps):
+                if t == switch_at:
+                    trainer.alpha = 0.5
+                batch = buffer.sample(256).cuda()
+                log = trainer.train(batch)
+    """})
+    assert rows_by_path(tmp_path, "GPU101") == [("train.py", 15)]
+
+
+def test_what_every_branch_of_an_if_else_calls_runs_every_step():
+    # guided-diffusion's and consistency_models' MixedPrecisionTrainer.optimize
+    graph, summaries = _graph({
+        "m": """
+            class Trainer:
+                def __init__(self, params, use_fp16):
+                    self.params = params
+                    self.use_fp16 = use_fp16
+
+                def optimize(self, opt):
+                    if self.use_fp16:
+                        return self._optimize_fp16(opt)
+                    else:
+                        return self._optimize_normal(opt)
+
+                def _optimize_fp16(self, opt):
+                    norms = self._compute_norms(2.0)
+                    self._unscale()
+                    opt.step()
+
+                def _optimize_normal(self, opt):
+                    norms = self._compute_norms()
+                    opt.step()
+
+                def _compute_norms(self, scale=1.0):
+                    return sum(p.norm().item() for p in self.params) / scale
+
+                def _unscale(self):
+                    pass
+
+            def train(model, loader, opt, debug):
+                trainer = Trainer(model.parameters(), False)
+                for x in loader:
+                    loss = model(x)
+                    loss.backward()
+                    trainer.optimize(opt)
+                    if debug:
+                        trainer._unscale()
+        """,
+    })
+    fsum = summaries["m.py"][1]["functions"]["m.Trainer.optimize"]
+    assert fsum["either"] == [[["m.Trainer._optimize_fp16"], ["m.Trainer._optimize_normal"]]]
+    assert graph.every_step.get("m.Trainer.optimize") == "train"
+    assert graph.every_step.get("m.Trainer._compute_norms") == "train"  # on both branches
+    assert "m.Trainer._optimize_fp16" not in graph.every_step  # only when use_fp16
+    assert "m.Trainer._unscale" not in graph.every_step  # on one branch only, and under an option

@@ -149,3 +149,71 @@ def test_an_attribute_set_from_the_run_settings_is_not_a_tensor():
     assert lint(code, codes=["GPU101"]) == []
     assert [f.row for f in lint(code.replace("self.strategy.args.model.margin_loss_enable", "model.margin"),
                                 codes=["GPU101"])] == [11]  # unknown: the name still says loss
+
+
+def _attr_kinds(text: str, attr: str) -> list:
+    """The kind of every load of `self.<attr>`, in source order."""
+    text = textwrap.dedent(text)
+    fa = FileModel(ast.parse(text), text)
+    loads = [n for n in ast.walk(fa.tree) if isinstance(n, ast.Attribute) and n.attr == attr
+             and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name) and n.value.id == "self"]
+    loads.sort(key=lambda n: (n.lineno, n.col_offset))
+    return [fa.values.kind_at(n, fa.index.ancestors(n)) for n in loads]
+
+
+COUNTERS = """
+    class Trainer:
+        def __init__(self):
+            self.tokens = 0
+            self.avg_loss = -1
+            self.seen = 0
+
+        def step(self, loader, loss):
+            x, y = next(iter(loader))
+            x, y = x.cuda(), y.cuda()
+            self.tokens += (y >= 0).sum()
+            self.seen += x.shape[0]
+            now_loss = 0
+            now_loss += loss.item()
+            now_loss = now_loss / 2
+            self.avg_loss = now_loss
+            self.avg_loss = self.avg_loss * 0.9 + now_loss * 0.1
+            return self.tokens, self.avg_loss, self.seen
+"""
+
+
+def test_an_attribute_grown_by_a_tensor_is_a_tensor():
+    # `self.tokens = 0`, then `self.tokens += (y >= 0).sum()` (RWKV-LM): a tensor from then on
+    assert _attr_kinds(COUNTERS, "tokens") == [TENSOR]
+    # `+= x.shape[0]` keeps a number
+    assert _attr_kinds(COUNTERS, "seen") == [NUMBER]
+
+
+def test_an_attribute_set_from_a_local_number_is_a_number_whatever_its_name():
+    # `now_loss` is built from `.item()` values: its name says loss, its bindings say number;
+    # the update `self.avg_loss * 0.9 + ...` says nothing new
+    assert set(_attr_kinds(COUNTERS, "avg_loss")) == {NUMBER}
+
+
+def test_a_loop_over_a_name_bound_to_a_wrapped_loader_iterates_the_loader():
+    kinds = _name_kinds("""
+        from torch.utils.data import DataLoader
+        from tqdm import tqdm
+
+        def train(data, is_train):
+            loader = DataLoader(data, batch_size=8)
+            pbar = tqdm(enumerate(loader), total=len(loader)) if is_train else enumerate(loader)
+            for it, (x, y) in pbar:
+                print(it, x, y)
+    """, "x")
+    assert kinds[-1] == TENSOR
+    assert _name_kinds("""
+        from torch.utils.data import DataLoader
+        from tqdm import tqdm
+
+        def train(data):
+            loader = DataLoader(data, batch_size=8)
+            pbar = tqdm(enumerate(loader))
+            for it, (x, y) in pbar:
+                print(it)
+    """, "it")[-1] == NUMBER

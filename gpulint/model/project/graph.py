@@ -60,6 +60,7 @@ class ProjectGraph:
         """`files`: path -> (the module names of the file, main one first; its summary)."""
         self.files = files
         self.functions: Dict[str, dict] = {}
+        self._body_reach: Dict[str, Set[str]] = {}
         self.owner: Dict[str, str] = {}
         self.classes: Dict[str, List[str]] = {}
         self.class_alias: Dict[str, str] = {}
@@ -313,11 +314,44 @@ class ProjectGraph:
                         todo.append(cid)
             while todo:
                 fid = todo.popleft()
-                for cid in self._callees(fid, {BODY}):
+                for cid in self._callees(fid, {BODY}) + self._on_every_branch(fid):
                     if cid not in out and cid not in self.drives:
                         out[cid] = kind
                         todo.append(cid)
         return out
+
+    def _on_every_branch(self, fid: str) -> List[str]:
+        """The functions that run on every run of `fid` because each branch of
+        one of its `if`/`else` chains reaches them through plain calls
+        (`optimize` calls `_optimize_fp16` or `_optimize_normal`, and both
+        call `_compute_norms`)."""
+        out: List[str] = []
+        for group in self.functions[fid].get("either", ()):
+            reach = []
+            for branch in group:
+                found: Set[str] = set()
+                for ref in branch:
+                    cid = self.resolve_in(ref, self.owner[fid])
+                    if cid is not None:
+                        found |= self._body_closure(cid)
+                reach.append(found)
+            if reach:
+                out.extend(sorted(set.intersection(*reach)))
+        return out
+
+    def _body_closure(self, fid: str) -> Set[str]:
+        """`fid` and the functions it reaches through plain calls (BODY), memoized."""
+        memo = self._body_reach
+        if fid not in memo:
+            seen = {fid}
+            todo = deque([fid])
+            while todo:
+                for cid in self._callees(todo.popleft(), {BODY}):
+                    if cid not in seen:
+                        seen.add(cid)
+                        todo.append(cid)
+            memo[fid] = seen
+        return memo[fid]
 
     def _device_side(self) -> Set[str]:
         """The functions of files whose summary says `host_only` that a

@@ -133,7 +133,9 @@ class FileRefs:
                     continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
                 c = counts.setdefault(scope, {})
                 for n in ast.walk(t):
-                    if isinstance(n, ast.Name):
+                    # names the statement binds: `trainer.cql_alpha = x` and
+                    # `d[k] = v` store into an object, they do not rebind its name
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         c[n.id] = c.get(n.id, 0) + weight
                 value = _constructed(value)
                 if isinstance(t, ast.Name) and isinstance(value, ast.Call):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.modules import resolve_from
@@ -251,11 +251,13 @@ def may_build_layers(text: str) -> bool:
 
 
 class _Scope:
-    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "loops")
+    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "loops", "alternatives")
 
     def __init__(self) -> None:
         self.steps = False
         self.calls: set = set()
+        # `if` statements of the function's own body -> branch -> what its plain statements call
+        self.alternatives: Dict[ast.If, Dict[int, Set[str]]] = {}
         self.returns: List[Optional[str]] = []
         self.return_nodes: List[ast.Return] = []
         self.generator = False
@@ -274,6 +276,13 @@ class _Scope:
         kinds = set(self.returns)
         if self.returns and not self.generator and len(kinds) == 1 and None not in kinds:
             out["returns"] = kinds.pop()
+        either = []
+        for stmt, branches in self.alternatives.items():
+            n = _branch_count(stmt)
+            if n and len(branches) == n:  # an `if`/`elif`/`else` each of whose branches calls the project
+                either.append([sorted(branches[i]) for i in range(n)])
+        if either:
+            out["either"] = sorted(either)
         if self.generator and isinstance(scope, FUNCS):
             i = _iterated_parameter(fa, scope, self.loops)
             if i is not None:
@@ -316,6 +325,9 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     found = refs.call_refs(node, ancestors)
     if not found:
         return
+    alt = _alternative(ancestors, scope)
+    if alt is not None:
+        sc.alternatives.setdefault(alt[0], {}).setdefault(alt[1], set()).update(found)
     args = refs.argument_classes(node, ancestors)
     where = _plain_where(ancestors, scope)
     if where != BODY and not (hot.light or hot.in_model_class(scope)):
@@ -362,6 +374,59 @@ def _call_entry(ref: str, where: str, classes: tuple, kinds: Optional[tuple]) ->
     if kinds is not None:
         return [ref, where, dict(classes), dict(kinds)]
     return [ref, where, dict(classes)] if classes else [ref, where]
+
+
+_SIMPLE_STMTS = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
+
+
+def _alternative(ancestors, scope: ast.AST) -> Optional[Tuple[ast.If, int]]:
+    """(the `if`, the branch) when the call sits in a plain statement of one
+    branch of an `if`/`elif`/`else` chain that is itself a plain statement of
+    the function (`if self.use_fp16: return self._optimize_fp16(opt) else:
+    return self._optimize_normal(opt)`): each run takes one branch."""
+    chain = list(ancestors)
+    try:
+        i = chain.index(scope)
+    except ValueError:
+        return None
+    below = chain[i + 1:]
+    if len(below) < 2 or not isinstance(below[0], ast.If) or below[0] not in getattr(scope, "body", ()):
+        return None
+    top = below[0]
+    branch, k = 0, 0
+    node = top
+    while True:
+        nxt = below[k + 1] if k + 1 < len(below) else None
+        if nxt is None:
+            return None
+        if nxt in node.body:
+            break
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If) and nxt is node.orelse[0]:
+            node, k, branch = nxt, k + 1, branch + 1  # `elif`
+            continue
+        if nxt in node.orelse:
+            branch += 1
+            break
+        return None
+    stmt = below[k + 1]
+    if not isinstance(stmt, _SIMPLE_STMTS):
+        return None
+    for anc in below[k + 2:]:
+        if isinstance(anc, (ast.Lambda, ast.IfExp, ast.BoolOp, ast.comprehension)):
+            return None  # may not run
+    return top, branch
+
+
+def _branch_count(stmt: ast.If) -> int:
+    """How many branches an `if`/`elif` chain has when it ends in an `else`; 0 without one."""
+    n = 1
+    while True:
+        if not stmt.orelse:
+            return 0
+        if len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If):
+            stmt, n = stmt.orelse[0], n + 1
+            continue
+        return n + 1
 
 
 def _plain_where(ancestors, scope: ast.AST) -> str:

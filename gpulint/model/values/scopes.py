@@ -129,11 +129,16 @@ def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
             if k is not None:
                 kinds[args.kwarg.arg] = k
     body = scope.body if isinstance(scope.body, list) else [scope.body]
+    # names bound to a wrapped loader (`pbar = tqdm(enumerate(loader)) if is_train
+    # else enumerate(loader)`): a loop over the name iterates what it wraps
+    wrapped: Dict[str, ast.AST] = {}
     for node in walk_scope(body):
         if isinstance(node, ast.Assign):
             k = values.classify(node.value, kinds, batch)
             for t in node.targets:
                 _bind(values, t, k, kinds, batch, node.value)
+                if isinstance(t, ast.Name):
+                    _note_wrapped_loader(values, t.id, node.value, kinds, wrapped)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             k = values.classify(node.value, kinds, batch)
             _bind(values, node.target, k, kinds, batch, node.value)
@@ -142,7 +147,10 @@ def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
             if k == TENSOR:
                 kinds[node.target.id] = TENSOR
         elif isinstance(node, (ast.For, ast.AsyncFor)):
-            _bind_loop_target(values, node.target, node.iter, kinds, batch)
+            it = node.iter
+            if isinstance(it, ast.Name) and it.id in wrapped:
+                it = wrapped[it.id]
+            _bind_loop_target(values, node.target, it, kinds, batch)
         elif isinstance(node, ast.comprehension):
             _bind_loop_target(values, node.target, node.iter, kinds, batch)
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
@@ -167,6 +175,19 @@ def _record_bindings(node: ast.AST, kinds: Dict[str, str], history: Dict[str, Li
     for t in targets:
         for name in target_names(t):
             history.setdefault(name, []).append((at, kinds.get(name)))
+
+def _note_wrapped_loader(values: "Values", name: str, value: ast.AST, kinds, wrapped: Dict[str, ast.AST]) -> None:
+    """Remember `name` as a wrapped loader when `value` wraps one (`tqdm(loader)`,
+    `enumerate(loader)`, either branch of a conditional); forget it otherwise."""
+    wrapped.pop(name, None)
+    branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+    for b in branches:
+        if isinstance(b, ast.Call):
+            base, _ = values.unwrap(b)
+            if base is not b and values.is_loader(base, kinds):
+                wrapped[name] = b
+                return
+
 
 def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
     if isinstance(target, ast.Name):

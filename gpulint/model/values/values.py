@@ -48,6 +48,7 @@ from gpulint.model.values.kinds import (
 )
 from gpulint.model.values.callfacts import NO_FACTS, CallFacts
 from gpulint.model.values.narrowing import not_a_tensor_here
+from gpulint.model.values.attributes import class_attribute_kinds
 from gpulint.model.values.scopes import FunctionInfo, KindsAt, build_function_info
 
 
@@ -99,24 +100,13 @@ class Values:
         return cls.name in self.module_classes
 
     def class_kinds(self, cls: ast.ClassDef) -> Dict[str, str]:
-        """Kinds of `self.<attr>` assigned anywhere in the class's methods."""
+        """Kinds of `self.<attr>` assigned anywhere in the class's methods
+        (`attributes.class_attribute_kinds`)."""
         kinds = self._class_attr_kinds.get(cls)
         if kinds is None:
             kinds = {}
-            self._class_attr_kinds[cls] = kinds
-            for node in ast.walk(cls):
-                if isinstance(node, ast.Assign):
-                    for t in node.targets:
-                        if (
-                            isinstance(t, ast.Attribute)
-                            and isinstance(t.value, ast.Name)
-                            and t.value.id == "self"
-                        ):
-                            k = self.classify(node.value, {}, set())
-                            if k is None and _from_config(node.value):
-                                k = OTHER  # `self.margin_loss = self.strategy.args.margin_loss_enable`: a setting
-                            if k is not None:
-                                kinds[t.attr] = k
+            self._class_attr_kinds[cls] = kinds  # before filling: an attribute read while filling finds it
+            class_attribute_kinds(self, cls, kinds)
         return kinds
 
     def function_info(self, scope: Optional[ast.AST]) -> FunctionInfo:
@@ -461,21 +451,3 @@ class Values:
             if isinstance(anc, (ast.Lambda, ast.ClassDef)):
                 return False
         return False
-
-
-# names of the objects that hold a run's settings
-_CONFIG_NAMES = frozenset(("args", "config", "cfg", "conf", "hparams", "hps", "opt", "opts", "flags", "options"))
-
-
-def _from_config(value: ast.AST) -> bool:
-    """`strategy.args.model.margin_loss_enable`, `cfg.train.loss_weight`: an
-    attribute read through a settings object (a flag, a number, a string),
-    not a tensor."""
-    if not isinstance(value, ast.Attribute):
-        return False
-    node: ast.AST = value.value
-    while isinstance(node, ast.Attribute):
-        if node.attr in _CONFIG_NAMES:
-            return True
-        node = node.value
-    return isinstance(node, ast.Name) and node.id in _CONFIG_NAMES

@@ -1,0 +1,107 @@
+"""What the `self.<attr>` of a class hold, from the assignments in its methods.
+
+Values asks this once per class (`Values.class_kinds`). A plain assignment
+says what the attribute holds (`self.model = Net().cuda()`); an update that
+reads the attribute itself says nothing new (`self.avg = self.avg * 0.9 +
+x`); a name is read for what the method bound it to, not for its name
+(`self.avg_loss = now_loss`, with `now_loss` summed from `.item()` values);
+and an augmented assignment of a tensor makes a tensor of whatever the
+attribute started as (`self.tokens = 0`, then `self.tokens += (y >=
+0).sum()`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
+
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.order import walk_scope
+from gpulint.model.values.kinds import OTHER, TENSOR
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.model.values.values import Values
+
+# names of the objects that hold a run's settings
+CONFIG_NAMES = frozenset(("args", "config", "cfg", "conf", "hparams", "hps", "opt", "opts", "flags", "options"))
+
+
+def class_attribute_kinds(values: "Values", cls: ast.ClassDef, kinds: Dict[str, str]) -> None:
+    """Fill `kinds` with attr -> kind for the `self.<attr>` the class's methods assign."""
+    grown: List[ast.AugAssign] = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if not is_self_attr(t):
+                    continue
+                attr = t.attr  # type: ignore[attr-defined]
+                if mentions_self_attr(node.value, attr):
+                    continue  # `self.avg = self.avg * 0.9 + x`: an update, as the value was
+                k = values.classify(node.value, {}, set())
+                if isinstance(node.value, ast.Name):
+                    # `self.avg_loss = now_loss`: what the method bound the name to, not its name
+                    k = local_name_kind(values, node, node.value.id) or k
+                if k is None and from_config(node.value):
+                    k = OTHER  # `self.margin_loss = self.strategy.args.margin_loss_enable`: a setting
+                if k is not None:
+                    kinds[attr] = k
+        elif isinstance(node, ast.AugAssign) and is_self_attr(node.target):
+            grown.append(node)
+    # `self.tokens += (y >= 0).sum()`: a tensor from then on, whatever it
+    # started as. Read once the kinds above are known, with the method's names.
+    for node in grown:
+        scope = values.index.enclosing_scope(values.index.ancestors(node))
+        if not isinstance(scope, FUNCS):
+            continue
+        info = values.function_info(scope)
+        if values.classify(node.value, info.kinds, info.batch_names) == TENSOR:
+            kinds[node.target.attr] = TENSOR  # type: ignore[attr-defined]
+
+
+def local_name_kind(values: "Values", at: ast.AST, name: str) -> Optional[str]:
+    """What the function around `at` binds `name` to, read from its own
+    statements in order (`now_loss = 0`, `now_loss += x.item()`): the kind
+    every binding that says anything agrees on (a tensor added to a number
+    makes a tensor); None otherwise, and for a loop or `with` variable."""
+    scope = values.index.enclosing_scope(values.index.ancestors(at))
+    if not isinstance(scope, FUNCS):
+        return None
+    found: Set[str] = set()
+    local: Dict[str, str] = {}  # the name's kind so far, statement by statement
+    for node in walk_scope(scope.body):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is not None and any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                k = values.classify(node.value, local, set())
+                if k is not None:
+                    found.add(k)
+                    local[name] = k
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            bound = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            if bound is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(bound)):
+                return None
+    if TENSOR in found:
+        return TENSOR
+    return found.pop() if len(found) == 1 else None
+
+
+def is_self_attr(t: ast.AST) -> bool:
+    return isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+
+
+def mentions_self_attr(value: ast.AST, attr: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n) for n in ast.walk(value))
+
+
+def from_config(value: ast.AST) -> bool:
+    """`strategy.args.model.margin_loss_enable`, `cfg.train.loss_weight`: an
+    attribute read through a settings object (a flag, a number, a string),
+    not a tensor."""
+    if not isinstance(value, ast.Attribute):
+        return False
+    node: ast.AST = value.value
+    while isinstance(node, ast.Attribute):
+        if node.attr in CONFIG_NAMES:
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in CONFIG_NAMES
