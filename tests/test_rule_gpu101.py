@@ -311,8 +311,10 @@ def test_periodic_short_circuit_and_conditional_expression():
                 shown = loss.item() if step % 10 == 0 else None
                 if loss.item() > best and step % 10 == 0:  # sync
                     pass
+                loss = model(x.cuda()).mean()  # new work: the next read waits again
                 if torch.isnan(loss) and step % 10 == 0:  # sync
                     pass
+                loss = model(x.cuda()).mean()
                 late = loss.item() if step > 5 else None  # sync
         """
     )
@@ -479,9 +481,13 @@ def test_truth_tests():
                 grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 if not torch.isfinite(grad_norm):  # sync
                     continue
+                out = model(x.cuda())  # new work: the next read waits again
                 if args.check_nan and torch.isnan(loss):  # sync
                     continue
+                out = model(x.cuda())
                 if loss > 100:  # sync
+                    print("spike")
+                if loss > 1000:  # the test just above has waited
                     print("spike")
                 if loss is None or "loss" in args.skip or loss == "none":
                     continue
@@ -508,16 +514,21 @@ def test_comparisons_and_booleans_of_tensors_as_conditions():
                 optimizer.step()
                 if loss < best:  # sync
                     best = loss.detach()
+                pred = model(x)  # new work before each test below: each waits again
                 if 0.0 < loss < 10.0:  # sync
                     pass
+                pred = model(x)
                 if (pred.argmax(1) == y).all():  # sync
                     pass
+                pred = model(x)
                 if not (pred.argmax(1) == y).any() or x.size(0) < 2:  # sync
                     pass
+                pred = model(x)
                 if pred.argmax(1).eq(y).sum() > x.size(0) // 2:  # sync
                     pass
                 if x.size(0) < 2 or x.shape[1] != 3 or x.dim() == 4:
                     pass
+                pred = model(x)
                 if loss.item() < 0.1:  # sync
                     pass
         """

@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.values.callfacts import TRAIN
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.kinds import TENSOR
-from gpulint.rules.host_sync_in_loop.prior_reads import HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block
+from gpulint.rules.host_sync_in_loop.prior_reads import (
+    HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block,
+    truth_operands,
+)
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
@@ -206,19 +209,6 @@ def _function_of(ancestors) -> Optional[ast.AST]:
         if isinstance(anc, SCOPES):
             return None
     return None
-
-
-def _truth_operands(test: ast.AST) -> Iterator[ast.AST]:
-    """The values whose truth an `if`/`while` test takes: through `not`, `and`, `or`."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        yield from _truth_operands(test.operand)
-    elif isinstance(test, ast.BoolOp):
-        for v in test.values:
-            yield from _truth_operands(v)
-    elif isinstance(test, ast.NamedExpr):
-        yield from _truth_operands(test.value)
-    else:
-        yield test
 
 
 # HostSyncInLoop's bad/good examples: its tests, its docs' examples and its bench
@@ -686,7 +676,7 @@ class HostSyncInLoop(Rule):
         analysis = ctx.analysis
         if not any(
             _is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.index.ancestors(t)) is not None
-            for t in _truth_operands(test)
+            for t in truth_operands(test)
         ):
             return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
         if isinstance(stmt, ast.IfExp):

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
+from typing import Iterator
 
 from gpulint.model.index.order import loops_around
-from gpulint.model.values.kinds import TENSOR
+from gpulint.model.values.kinds import PARAM_GROUPS, TENSOR
 from gpulint.rules.host_sync_in_loop.eval_order import evaluation_order
 
 # Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
@@ -17,6 +18,8 @@ from gpulint.rules.host_sync_in_loop.eval_order import evaluation_order
 # `.tolist()` is common on numpy arrays too and needs a known tensor.
 TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
 HOST_METHODS = TENSOR_ONLY_METHODS | {"tolist"}
+# builtins that read a tensor's value on the host
+CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 
 
 def on_host_already(expr: ast.AST) -> bool:
@@ -34,15 +37,52 @@ def on_host_already(expr: ast.AST) -> bool:
             return False
 
 
+def truth_operands(test: ast.AST) -> Iterator[ast.AST]:
+    """The values whose truth an `if`/`while` test takes: through `not`, `and`, `or`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from truth_operands(test.operand)
+    elif isinstance(test, ast.BoolOp):
+        for v in test.values:
+            yield from truth_operands(v)
+    elif isinstance(test, ast.NamedExpr):
+        yield from truth_operands(test.value)
+    else:
+        yield test
+
+
+def reads_truth(test: ast.AST, analysis) -> bool:
+    """An `if` test that surely takes a device tensor's truth value (its first
+    operand, which always runs: `if self.tokens < warmup:`)."""
+    first = next(truth_operands(test), None)
+    if first is None:
+        return False
+    ancestors = analysis.index.ancestors(first)
+    return analysis.values.kind_at(first, ancestors) == TENSOR and not analysis.host.is_host_tensor(first, ancestors)
+
+
+def _converts_tensor(n: ast.AST, analysis) -> bool:
+    """`float(t)`, `int(t)`, `bool(t)` of a tensor not known to be in host memory."""
+    if not (isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords):
+        return False
+    if analysis.imports.qualname(n.func) not in CONVERSIONS:
+        return False
+    arg = n.args[0]
+    ancestors = analysis.index.ancestors(arg)
+    return analysis.values.kind_at(arg, ancestors) == TENSOR and not analysis.host.is_host_tensor(arg, ancestors)
+
+
 def has_host_read(node: ast.AST, analysis=None) -> bool:
     """`node` surely reads a tensor on the host when it runs: reads in the
     branches of `x if c else y`, after the first operand of `and`/`or`, or in
     lambdas and comprehensions may not run, and do not count. With
-    `analysis`, nor do reads known not to wait for the GPU (`may_sync`)."""
+    `analysis`, nor do reads known not to wait for the GPU (`may_sync`), and
+    `float(t)` of a device tensor counts."""
     stack = [node]
     while stack:
         n = stack.pop()
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
+            return True
+        if analysis is not None and _converts_tensor(n, analysis):
             return True
         if isinstance(n, ast.IfExp):
             stack.append(n.test)
@@ -129,9 +169,9 @@ def synced_before(chain, analysis) -> bool:
             b = block[j]
             if ends_reading(b, analysis):
                 return True
-            if not isinstance(b, PASSABLE) and is_compound(b):
+            if not isinstance(b, PASSABLE) and is_compound(b) and not _only_host_loops(b, analysis):
                 return False  # a loop, a def, a `match`: stop
-            if holds_loop(b) or queues_model_work(b, chain[:depth], analysis):
+            if (holds_loop(b) and not _only_host_loops(b, analysis)) or queues_model_work(b, chain[:depth], analysis):
                 return False
         # the top of the block: leave it for the statements before `parent`?
         if isinstance(parent, (ast.If, ast.With, ast.AsyncWith)) and field in ("body", "orelse"):
@@ -141,16 +181,36 @@ def synced_before(chain, analysis) -> bool:
                 return False
             if any(has_host_read(h.context_expr if isinstance(h, ast.withitem) else h, analysis) for h in headers):
                 return True  # `if loss.item() > 0:` ran before its body
+            if isinstance(parent, ast.If) and reads_truth(parent.test, analysis):
+                return True  # `if self.tokens < warmup:` took a device tensor's truth value first
             continue  # on before `parent`, in the block holding it
         if isinstance(parent, PASSABLE) and field == "body":  # a `try` body
             continue
-        if field == "body" and _small_inner_loop(parent, chain[: depth - 1], analysis):
+        if field == "body" and _small_inner_loop(parent, chain[: depth - 1], analysis) and not _over_device_tensor(parent, analysis):
             # each pass of a per-sample loop waits only for the small work its
             # body queued since the last pass's read; the first pass, for what
             # ran before the loop: go on before it
             continue
         return False
     return False
+
+
+def _over_device_tensor(loop, analysis) -> bool:
+    """`for idx in mask.nonzero():`: each pass takes an element of a device
+    tensor, so a read of it syncs once per element, whatever ran before the loop."""
+    it = getattr(loop, "iter", None)
+    return it is not None and analysis.values.kind_at(it, analysis.index.ancestors(it)) == TENSOR
+
+
+def _only_host_loops(stmt, analysis) -> bool:
+    """Every loop in `stmt` walks an optimizer's `param_groups` (setting the
+    learning rate): host dictionaries, no GPU work to wait for."""
+    loops = [n for n in ast.walk(stmt) if isinstance(n, LOOP_STMTS)]
+    return bool(loops) and all(
+        isinstance(n, (ast.For, ast.AsyncFor))
+        and analysis.values.kind_at(n.iter, analysis.index.ancestors(n.iter)) == PARAM_GROUPS
+        for n in loops
+    )
 
 
 def _small_inner_loop(loop, outer, analysis) -> bool:
@@ -191,6 +251,8 @@ def ends_reading(stmt, analysis) -> bool:
     if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
         return has_host_read(stmt, analysis)
     if isinstance(stmt, ast.If):
+        if has_host_read(stmt.test, analysis) or reads_truth(stmt.test, analysis):
+            return True  # the test runs on every path, before either branch
         return block_ends_reading(stmt.body, analysis) and block_ends_reading(stmt.orelse, analysis)
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
         return block_ends_reading(stmt.body, analysis)
