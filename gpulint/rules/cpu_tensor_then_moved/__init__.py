@@ -125,7 +125,11 @@ class CpuTensorThenMoved(Rule):
     for the same reason as `torch.tensor(data)`: the data lives on the host
     and must be copied anyway. Nor are an empty tensor (`torch.LongTensor()`),
     an argument that could be data or a size (a parameter `n`), and
-    `torch.cuda.FloatTensor(...)`, which builds on the GPU already.
+    `torch.cuda.FloatTensor(...)`, which builds on the GPU already. Filled
+    on the way (`torch.FloatTensor(b, n).fill_(0).to(device)`, `.zero_()`),
+    the tensor is built, filled and copied: `torch.zeros(b, n, ...,
+    device=...)` or `torch.full((b, n), v, ..., device=...)` does it on the
+    GPU (reported without a fix).
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied to the GPU
@@ -308,7 +312,7 @@ class CpuTensorThenMoved(Rule):
             legacy = legacy_constructor(fa, inner)
             if legacy is not None:
                 self._legacy(ctx, node, inner, legacy)
-            else:
+            elif not self._legacy_filled(ctx, node, inner):
                 self._computed(ctx, node, inner)
             return
         assert isinstance(inner, ast.Call)
@@ -352,6 +356,45 @@ class CpuTensorThenMoved(Rule):
         factory = computed_then_moved(ctx.analysis, inner, ctx.ancestors)
         if factory is not None:
             self.report(ctx, factory, message=computed_message(ctx.analysis, factory, node))
+
+    def _legacy_filled(self, ctx, node: ast.Call, inner: ast.AST) -> bool:
+        """`torch.FloatTensor(b, n).fill_(0).to(device)` (`.zero_()` too): a
+        tensor built and filled on the CPU, then copied. Reported without a fix;
+        the message names the `torch.zeros` / `torch.full` call. True when
+        `inner` has that shape (reported or not)."""
+        fa = ctx.analysis
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in ("fill_", "zero_")):
+            return False
+        base = inner.func.value
+        legacy = legacy_constructor(fa, base) if isinstance(base, ast.Call) else None
+        if legacy is None:
+            return False
+        if not legacy_size_args(fa, base, ctx.ancestors):
+            return True  # data: crosses from the host anyway
+        if _target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
+            return True
+        src = ctx.source
+        sizes = ", ".join(src.node_text(a) for a in base.args)  # type: ignore[attr-defined]
+        if len(sizes) > 40 or "\n" in sizes:
+            sizes = "..."
+        dtype = LEGACY_CONSTRUCTORS[legacy]
+        dtype_arg = f", dtype=torch.{dtype}" if dtype else ""
+        if inner.func.attr == "zero_" or (len(inner.args) == 1 and isinstance(inner.args[0], ast.Constant)
+                                          and inner.args[0].value == 0):
+            use = f"torch.zeros({sizes}{dtype_arg}, device=...)"
+        else:
+            value = src.node_text(inner.args[0]) if inner.args else "..."
+            shape = f"({sizes},)" if len(base.args) == 1 else f"({sizes})"  # type: ignore[attr-defined]
+            use = f"torch.full({shape}, {value if len(value) <= 20 else '...'}{dtype_arg}, device=...)"
+        self.report(
+            ctx,
+            node,
+            message=(f"`torch.{legacy}({sizes}).{inner.func.attr}({'...' if inner.args else ''})` builds and fills "
+                     "the tensor on the CPU and "
+                     f"then copies it to the GPU; use `{use}` instead"),
+        )
+        return True
 
     def _legacy(self, ctx, node: ast.Call, inner: ast.Call, legacy: str) -> None:
         """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
