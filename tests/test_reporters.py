@@ -88,7 +88,8 @@ def test_sarif_from_the_cli_is_valid_and_complete(tmp_path, validator):
         assert r["fullDescription"]["text"] == cls.doc_sections()["What it does"]
         assert "## Why is this bad?" in r["help"]["markdown"] and "## Fix safety" in r["help"]["markdown"]
         _absolute_uri(r["helpUri"])
-        assert r["defaultConfiguration"] == {"enabled": cls.default, "level": "warning"}
+        assert r["defaultConfiguration"] == {"enabled": cls.default and not cls.preview, "level": "warning"}
+        assert r["properties"]["status"] == ("preview" if cls.preview else "stable")
 
     assert run["columnKind"] == "unicodeCodePoints"
     base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
