@@ -386,6 +386,29 @@ def test_legacy_constructor_with_sizes(line, suggestion):
     assert fix(code, codes=[CODE], unsafe=True) == code
 
 
+@pytest.mark.parametrize(
+    "line,use",
+    [
+        ("a = torch.FloatTensor(3, 4).zero_().cuda()", "torch.zeros(3, 4, dtype=torch.float32, device=...)"),
+        ("a = torch.FloatTensor(b, n).fill_(0).to(device)", "torch.zeros(b, n, dtype=torch.float32, device=...)"),
+        ("a = torch.LongTensor(x.size(0)).fill_(k).to(device)",
+         "torch.full((x.size(0),), k, dtype=torch.int64, device=...)"),
+        ("a = torch.LongTensor(b).fill_(k).to(device)", None),  # one parameter: data or a size, left alone
+        ("a = torch.Tensor(b, n).fill_(0.5).cuda()", "torch.full((b, n), 0.5, device=...)"),
+    ],
+)
+def test_legacy_constructor_filled_then_moved(line, use):
+    # deep-text-recognition-benchmark's attention decoder, on every forward
+    code = f"import torch\ndef step(x, device, b, n, k):\n    for i in range(3):\n        {line}\n"
+    findings = lint(code, codes=[CODE])
+    if use is None:
+        assert findings == []
+        return
+    assert [f.code for f in findings] == [CODE]
+    assert f"use `{use}` instead" in findings[0].message
+    assert findings[0].fix is None
+
+
 def test_legacy_constructor_sizes_from_names_bound_in_the_function():
     code = src(
         """
@@ -423,7 +446,8 @@ def test_legacy_constructor_sizes_from_names_bound_in_the_function():
         "a = torch.FloatTensor(3, 4).to(x)",
         "a = torch.FloatTensor(3, 4).cpu()",
         "a = torch.FloatTensor(3, 4).pin_memory()",
-        "a = torch.FloatTensor(3, 4).zero_().cuda()",  # not moved at once
+        "a = torch.FloatTensor([1, 2]).fill_(0).cuda()",  # data, filled: crosses from the host anyway
+        "a = torch.FloatTensor(3, 4).normal_().cuda()",  # drawn on the CPU's generator: not a fill
     ],
 )
 def test_legacy_constructor_not_flagged(line):
