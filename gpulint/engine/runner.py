@@ -66,7 +66,7 @@ def options_for(s: Settings, path: str) -> LintOptions:
     if policy is None:
         policy = _POLICY[id(s)] = (s, s.fix_policy())
     codes = s.codes_for(path)
-    key = (id(s), codes)
+    key = (id(s), codes, s.preview_on)
     options = _OPTIONS.get(key)
     if options is None:  # one object per distinct set of options, not one per file
         unfixable, safe, unsafe = policy[1]
