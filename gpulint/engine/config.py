@@ -99,11 +99,18 @@ class Settings:
 
     @property
     def preview_on(self) -> bool:
-        """--preview / --no-preview, else GPULINT_PREVIEW, else the config's `preview`."""
+        return self.preview_setting()[0]
+
+    def preview_setting(self) -> Tuple[bool, str]:
+        """(preview on?, where that came from): --preview / --no-preview
+        ("cli"), else GPULINT_PREVIEW ("env"), else the config's `preview`
+        ("config", or "default" where it does not say)."""
         if self.cli_preview is not None:
-            return self.cli_preview
+            return self.cli_preview, "cli"
         env = preview_from_env()
-        return self.preview if env is None else env
+        if env is not None:
+            return env, "env"
+        return self.preview, "config" if self.preview else "default"
 
     def fix_policy(self) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
         """(codes whose fixes are dropped, codes promoted to safe, codes demoted to unsafe).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from typing import Optional
 
 from gpulint.harness.stats import fmt_mib, fmt_ms as _ms
@@ -39,8 +40,10 @@ def load_speedups(path: str = SPEEDUPS_JSON) -> Optional[dict]:
 
 
 
+@lru_cache(maxsize=None)
 def load_first_sight(path: str = FIRST_SIGHT_JSON) -> Optional[dict]:
-    """The per-rule first-sight evidence, or None where there is none (an installed wheel)."""
+    """The per-rule first-sight evidence, or None where there is none (an
+    installed wheel). Read once: every rule's page asks (SARIF renders all)."""
     return load_speedups(path)
 
 

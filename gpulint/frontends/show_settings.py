@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from gpulint.engine.config import ConfigResolver, Settings, preview_from_env, with_cli_overrides
+from gpulint.engine.config import ConfigResolver, Settings, with_cli_overrides
 from gpulint.engine.discovery import discover
 
 
@@ -16,17 +16,14 @@ def first_file(paths: Sequence[str], resolver: ConfigResolver) -> Optional[tuple
     return None
 
 
-def _preview_source(s: Settings, config: str) -> str:
-    if s.cli_preview is not None:
-        return "the command line"
-    if preview_from_env() is not None:
-        return "GPULINT_PREVIEW"
-    return config if s.preview else "the default"
+# where --show-settings says `preview` came from ("config": the config file's path)
+_PREVIEW_SOURCES = {"cli": "the command line", "env": "GPULINT_PREVIEW", "default": "the default"}
 
 
 def render(path: str, settings: Settings, select: Optional[Sequence[str]], ignore: Sequence[str],
            extend_select: Sequence[str], preview: Optional[bool] = None) -> str:
     s = with_cli_overrides(settings, select, ignore, extend_select, preview)
+    preview_on, preview_source = s.preview_setting()
     config = s.config_path or "none found: the defaults"
     cli = [f"--select {','.join(select)}"] if select else []
     cli += [f"--ignore {','.join(ignore)}"] if ignore else []
@@ -38,8 +35,8 @@ def render(path: str, settings: Settings, select: Optional[Sequence[str]], ignor
         "",
         f"torch-version = \"{'.'.join(map(str, s.torch_version))}\"",
         f"  # from {s.torch_version_source or 'the default'}",
-        f"preview = {'true' if s.preview_on else 'false'}",
-        f"  # from {_preview_source(s, config)}",
+        f"preview = {'true' if preview_on else 'false'}",
+        f"  # from {_PREVIEW_SOURCES.get(preview_source, config)}",
         f"rules = [{', '.join(repr(c) for c in s.codes_for(path))}]",
         f"  # from {config}" + (f", then the command line ({' '.join(cli)})" if cli else ""),
         f"root = {s.root!r}",

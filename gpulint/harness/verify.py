@@ -510,7 +510,7 @@ def _verify(o: Dict[str, object], work: str) -> int:
     copied = copy_tree(src, before_dir)
     copy_tree(src, after_dir)
     fx = fix_copy(src, script_abs, after_dir, copied, o["unsafe_fixes"], o["select_l"], o["ignore_l"],
-                  o["config_path"], o.get("preview"))
+                  o["config_path"], o["preview"])
     fixes = {
         "count": fx.fixed_count, "fixed": fx.fixed, "remaining": fx.remaining, "files_changed": fx.files_changed,
         "held_back_unsafe": fx.held_back_unsafe, "errors": [list(e) for e in fx.errors],

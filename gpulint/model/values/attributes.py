@@ -16,7 +16,7 @@ import ast
 from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from gpulint.model.index.nodes import FUNCS
-from gpulint.model.index.order import walk_scope
+from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.kinds import OTHER, TENSOR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,7 +78,7 @@ def local_name_kind(values: "Values", at: ast.AST, name: str) -> Optional[str]:
                     local[name] = k
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
             bound = node.optional_vars if isinstance(node, ast.withitem) else node.target
-            if bound is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(bound)):
+            if bound is not None and name in target_names(bound):
                 return None
     if TENSOR in found:
         return TENSOR

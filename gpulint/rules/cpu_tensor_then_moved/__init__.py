@@ -375,9 +375,7 @@ class CpuTensorThenMoved(Rule):
         if _target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
             return True
         src = ctx.source
-        sizes = ", ".join(src.node_text(a) for a in base.args)  # type: ignore[attr-defined]
-        if len(sizes) > 40 or "\n" in sizes:
-            sizes = "..."
+        sizes = _sizes_text(src, base)  # type: ignore[arg-type]
         dtype = LEGACY_CONSTRUCTORS[legacy]
         dtype_arg = f", dtype=torch.{dtype}" if dtype else ""
         if inner.func.attr == "zero_" or (len(inner.args) == 1 and isinstance(inner.args[0], ast.Constant)
@@ -405,9 +403,7 @@ class CpuTensorThenMoved(Rule):
         if _target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
             return
         src = ctx.source
-        sizes = ", ".join(src.node_text(a) for a in inner.args)
-        if len(sizes) > 40 or "\n" in sizes:
-            sizes = "..."
+        sizes = _sizes_text(src, inner)
         dtype = _moved_dtype(node, fa)
         if dtype is not None:
             dtype_text: Optional[str] = src.node_text(dtype)
@@ -431,6 +427,12 @@ class CpuTensorThenMoved(Rule):
                 f"use `torch.empty({', '.join(args)})` instead"
             ),
         )
+
+
+def _sizes_text(src, call: ast.Call) -> str:
+    """The size arguments of a legacy constructor as the message quotes them ("..." when long)."""
+    sizes = ", ".join(src.node_text(a) for a in call.args)
+    return "..." if len(sizes) > 40 or "\n" in sizes else sizes
 
 
 def _device_fix(rule, ctx, node: ast.Call, inner: ast.Call, name: str, built_on) -> Optional[object]:

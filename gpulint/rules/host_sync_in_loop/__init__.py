@@ -9,7 +9,7 @@ from gpulint.model.values.callfacts import TRAIN
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.kinds import TENSOR
 from gpulint.rules.host_sync_in_loop.prior_reads import (
-    HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block,
+    CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block,
     truth_operands,
 )
 from gpulint.model.control.distributed import turns_on_distributed
@@ -21,7 +21,6 @@ from gpulint.workloads import HOST_PIPELINE_TRAINING
 # on little else than tensors (and numpy values, which inference tells apart),
 # so they are flagged unless the receiver is known not to be a tensor;
 # `.tolist()` is common on numpy arrays too and needs a known tensor.
-_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 # builtins that turn their argument into text (a tensor's values, read on the host)
 _TEXT_CONVERSIONS = frozenset({"builtins.str", "builtins.repr"})
 # builtins that compare their arguments with `<` / `>` and take the result's truth value
@@ -557,11 +556,11 @@ class HostSyncInLoop(Rule):
         if not _candidate(ctx, ctx.ancestors):
             return
         q = ctx.analysis.imports.qualname(func)
-        if q in _CONVERSIONS and len(node.args) == 1 and not node.keywords and self._element_read(node, node.args[0], ctx):
+        if q in CONVERSIONS and len(node.args) == 1 and not node.keywords and self._element_read(node, node.args[0], ctx):
             return  # int(idx) of a tensor's element, in a loop over that tensor
         if not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
-        if q in _CONVERSIONS:
+        if q in CONVERSIONS:
             if len(node.args) != 1 or node.keywords or not _is_device_tensor(node.args[0], ctx):
                 return
         elif q == "builtins.print":

@@ -54,21 +54,20 @@ def reads_truth(test: ast.AST, analysis) -> bool:
     """An `if` test that surely takes a device tensor's truth value (its first
     operand, which always runs: `if self.tokens < warmup:`)."""
     first = next(truth_operands(test), None)
-    if first is None:
-        return False
-    ancestors = analysis.index.ancestors(first)
-    return analysis.values.kind_at(first, ancestors) == TENSOR and not analysis.host.is_host_tensor(first, ancestors)
+    return first is not None and _device_tensor(first, analysis)
 
 
 def _converts_tensor(n: ast.AST, analysis) -> bool:
     """`float(t)`, `int(t)`, `bool(t)` of a tensor not known to be in host memory."""
     if not (isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords):
         return False
-    if analysis.imports.qualname(n.func) not in CONVERSIONS:
-        return False
-    arg = n.args[0]
-    ancestors = analysis.index.ancestors(arg)
-    return analysis.values.kind_at(arg, ancestors) == TENSOR and not analysis.host.is_host_tensor(arg, ancestors)
+    return analysis.imports.qualname(n.func) in CONVERSIONS and _device_tensor(n.args[0], analysis)
+
+
+def _device_tensor(expr: ast.AST, analysis) -> bool:
+    """Known to be a tensor where it is read, and not known to be in host memory."""
+    ancestors = analysis.index.ancestors(expr)
+    return analysis.values.kind_at(expr, ancestors) == TENSOR and not analysis.host.is_host_tensor(expr, ancestors)
 
 
 def has_host_read(node: ast.AST, analysis=None) -> bool:
