@@ -239,10 +239,25 @@ CORPUS_SETS = {
         ("Qwicen/node", "3bae6a8a63f0205683270b6d566d9cfa659403e4"),
         ("tinkoff-ai/CORL", "6afec90484bbf47dee05fdf525e26a3ebe028e9b"),
     ],
+    "fourteenth": [
+        ("descriptinc/descript-audio-codec", "c7cfc5d2647e26471dc394f95846a0830e7bec34"),
+        ("facebookresearch/dinov2", "b8931f7bf91576930313be2c6d6af376033b35f0"),
+        ("fatchord/WaveRNN", "83c08fdcd625be56244f4145f41500468974b144"),
+        ("jannerm/diffuser", "7ea422860cc0106e5ca5949d980f04b799d5462c"),
+        ("jyansir/t2g-former", "3ad093d7967b726b265606251ec267daa0756427"),
+        ("lcswillems/rl-starter-files", "317da04a9a6fb26506bbd7f6c7c7e10fc0de86e0"),
+        ("LTH14/mar", "fe470ac24afbee924668d8c5c83e9fec60af3a73"),
+        ("lufficc/SSD", "68dc0a20efaf3997e58b616afaaaa21bf8ca3c05"),
+        ("mistralai/mistral-finetune", "1943535d8e6d46b2eb47de8b81df07fec3ca5c15"),
+        ("p-christ/Deep-Reinforcement-Learning-Algorithms-with-PyTorch", "4835bac8557fdacff1735eca004e35ea5a4b7443"),
+        ("tatsu-lab/stanford_alpaca", "761dc5bfbdeeffa89b8bff5d038781a4055f796a"),
+        ("willisma/SiT", "947f95bd3a510e9af441d38c1e9f72e0eee873c5"),
+        ("yandex-research/tabm", "28e47ae301c92ec37787dde1ce923a0793f405b4"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
