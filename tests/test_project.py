@@ -832,8 +832,15 @@ def test_layers_of_imported_models_reach_the_training_file_and_the_cache_follows
     # a models file with nothing that steps: only the layers its classes build are summarized
     part = partial_summary(ast.parse(DCGAN), DCGAN, ["models"], False)
     # (and what it imports, where the models it builds may have more layers)
-    assert part == {"functions": {}, "classes": {}, "imports": ["torch", "torch.nn"], "partial": True,
-                    "layers": {"conv": 4, "matmul": 2, "attention": 0}}  # by call site: `block` has one Conv2d
+    # (and what its code builds, and its classes' bases, where a subclass of a trainer builds its model)
+    assert part == {"functions": {}, "imports": ["torch", "torch.nn"], "uses": {}, "partial": True,
+                    "classes": {"models.Discriminator": ["torch.nn.Module"], "models.Generator": ["torch.nn.Module"]},
+                    "layers": {"conv": 4, "matmul": 2, "attention": 0},  # by call site: `block` has one Conv2d
+                    "class_layers": {"Discriminator": {"conv": 1, "matmul": 1, "attention": 0},
+                                     "Generator": {"conv": 3, "matmul": 1, "attention": 0}}}
+    # not asked yet: what it imports (whether it imports a training file), nothing more
+    assert partial_summary(ast.parse(DCGAN), DCGAN, ["models"], False, layers=False) == {
+        "functions": {}, "classes": {}, "imports": ["torch", "torch.nn"], "partial": True}
     assert partial_summary(ast.parse("x = 1\n"), "x = 1\n", ["m"], False) is None
     write(tmp_path, {"models.py": DCGAN, "train.py": "import torch\nfrom models import *\n" + TRAIN_SCRIPT})
     assert check(tmp_path, "--select", "GPU403", ".") == set()

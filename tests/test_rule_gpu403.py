@@ -356,6 +356,153 @@ def test_own_models_decide_before_the_callers(tmp_path):
     assert found_in(tmp_path) == []
 
 
+def _layout(tmp_path, files) -> list:
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return found_in(tmp_path)
+
+
+STRATEGY = """
+import torch
+from models.utils import forward_all
+
+
+class Strategy:
+    def __init__(self, model, loader):
+        self.model, self.loader = model.cuda(), loader
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train(self):
+        for x, y in self.loader:
+            loss = torch.nn.functional.cross_entropy(forward_all(self.model, x.cuda()), y.cuda())
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+"""
+
+
+def test_a_strategy_handed_its_model_does_not_count_every_model_of_the_package(tmp_path):
+    # avalanche's layout: a strategy calls a helper of the models package, which also
+    # defines a transformer the strategy never builds
+    files = {
+        "models/__init__.py": "from .utils import forward_all\nfrom .vit import Attention\n",
+        "models/utils.py": ("from models.vit import Attention\n\n\ndef forward_all(model, x):\n"
+                            "    return model(x)[0] if isinstance(model, Attention) else model(x)\n"),
+        "models/vit.py": VIT,
+        "strategies/naive.py": STRATEGY,
+    }
+    assert _layout(tmp_path, files) == []
+    # the strategy that builds the transformer it trains is flagged
+    files["strategies/naive.py"] = STRATEGY.replace(
+        "from models.utils import forward_all",
+        "from models.utils import forward_all\nfrom models import Attention",
+    ).replace("self.model, self.loader = model.cuda(), loader", "self.model, self.loader = Attention().cuda(), loader")
+    assert _layout(tmp_path, files) == ["naive.py"]
+
+
+BUILDERS = {
+    # BLIP's layout: the script calls a builder function, whose class builds a ViT of another file
+    "models/vit.py": VIT,
+    "models/blip.py": """
+        import torch.nn as nn
+        from models.vit import Attention
+
+
+        def create_vit():
+            return Attention(), 768
+
+
+        class Decoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.visual_encoder, width = create_vit()
+                self.head = nn.Linear(width, 10)
+
+
+        def blip_decoder():
+            return Decoder()
+    """,
+    "train.py": """
+        import torch
+        from models.blip import blip_decoder
+
+        model = blip_decoder().cuda()
+        opt = torch.optim.AdamW(model.parameters())
+        for x, y in loader:
+            loss = model(x.cuda(), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """,
+}
+
+
+def test_models_built_through_functions_and_classes_of_other_files_count(tmp_path):
+    assert _layout(tmp_path, BUILDERS) == ["train.py"]
+
+
+def test_a_model_chosen_by_name_from_a_module_counts_that_module(tmp_path):
+    # DINO's `vits.__dict__[args.arch]()`, and `getattr(models, arch)()`
+    for pick in ("vits.__dict__[arch]()", "getattr(vits, arch)()"):
+        files = dict(BUILDERS)
+        files["train.py"] = BUILDERS["train.py"].replace(
+            "from models.blip import blip_decoder", "import models.vit as vits"
+        ).replace("blip_decoder()", pick)
+        assert _layout(tmp_path, files) == ["train.py"], pick
+
+
+def test_a_builder_re_exported_by_a_package_is_followed(tmp_path):
+    # DETR's layout: `from models import build_model`, defined in `models/__init__.py` over `.detr`
+    files = dict(BUILDERS)
+    files["models/__init__.py"] = "from .blip import blip_decoder as build\n\n\ndef build_model():\n    return build()\n"
+    files["train.py"] = BUILDERS["train.py"].replace(
+        "from models.blip import blip_decoder", "from models import build_model"
+    ).replace("blip_decoder()", "build_model()")
+    assert _layout(tmp_path, files) == ["train.py"]
+    # a convolutional model built the same way is not
+    files["models/vit.py"] = DCGAN.replace("class Generator", "class Attention")
+    assert _layout(tmp_path, files) == []
+
+
+BASE_MODEL = """
+import torch
+
+
+class BaseModel:
+    def __init__(self, device):
+        self.device = device
+
+    def fit(self, loader):
+        opt = torch.optim.AdamW(self.model.parameters())
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(self.model(x.cuda()), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+
+def test_a_base_class_loop_counts_the_subclasses_that_keep_it(tmp_path):
+    # TabSurvey's layout: `BaseModelTorch.fit` trains the MLP; the transformers subclass
+    # it but train in a `fit` of their own
+    files = {
+        "models/base.py": BASE_MODEL,
+        "models/mlp.py": MLP + "\nfrom models.base import BaseModel\n\n\nclass MLPModel(BaseModel):\n"
+                         "    def __init__(self, device='cuda'):\n        super().__init__(device)\n"
+                         "        self.model = Net().to(device)\n",
+        "models/vit.py": VIT + "\nfrom models.base import BaseModel\n\n\nclass ViTModel(BaseModel):\n"
+                         "    def __init__(self, device='cuda'):\n        super().__init__(device)\n"
+                         "        self.model = Attention().to(device)\n\n"
+                         "    def fit(self, loader):\n        return None\n",
+    }
+    assert _layout(tmp_path, files) == []
+    # the transformer that keeps the shared loop makes it a transformer's loop
+    files["models/vit.py"] = files["models/vit.py"].replace("    def fit(self, loader):\n        return None\n", "")
+    assert _layout(tmp_path, files) == ["base.py"]
+
+
 TORCHVISION = """
 import torch
 import torchvision.models as models

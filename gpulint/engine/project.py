@@ -100,15 +100,20 @@ def _deferred_by_name(done: Dict[str, FileResult], inputs: Dict[str, ProjectInpu
 def imported_models(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
     """The deferred files that the model files of a file with a training
     loop import (`ProjectGraph.model_files`: what it imports, a few imports
-    deep, and the files that import it): what their models are (the layers
-    they build, and what they import) is asked of them."""
+    deep, and the files that import it), and the deferred files that import
+    it (where a subclass of its trainer may build the model): what their
+    models are (the layers they build, and what they import) is asked of them."""
     deferred = _deferred_by_name(done, inputs, without_layers=True)
     if not deferred:
         return []
     out: List[str] = []
+    waiting = {p for paths in deferred.values() for p in paths}
     for path, (_, summary) in graph.files.items():
         if not trains(summary):
             continue
+        for p in graph.importers_of(path):  # a subclass of its trainer may build the model it trains
+            if p in waiting and p not in out:
+                out.append(p)
         for source in sorted(graph.model_files(path)):
             for module in graph.files[source][1].get("imports", ()):
                 for name in (module, module.rpartition(".")[0]):

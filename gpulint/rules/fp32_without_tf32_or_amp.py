@@ -60,8 +60,11 @@ class Fp32WithoutTf32OrAmp(Rule):
     where TF32 matmuls were on by default.
 
     The rule flags only with evidence of matmul work that TF32 speeds up:
-    - the `nn.Module` classes of the file and of the project files it
-      imports build attention layers (`nn.MultiheadAttention`,
+    - the `nn.Module` classes of the file, and the project's classes its
+      code builds (through functions and classes of other files:
+      `blip_decoder()` builds `BLIP_Decoder`, which builds a
+      `VisionTransformer`; a module read by name, as in
+      `vits.__dict__[arch]()`, counts whole), build attention layers (`nn.MultiheadAttention`,
       `nn.TransformerEncoderLayer`, `F.scaled_dot_product_attention`), or
       compute attention products by hand (`q @ k.transpose(-2, -1)`,
       `torch.einsum`) with more `nn.Linear` layers than convolutions (a ViT,
@@ -78,7 +81,11 @@ class Fp32WithoutTf32OrAmp(Rule):
     does gain (a 1024x4 MLP step at batch 4096: 2.07 to 1.62 ms), but the
     widths and batches come from configuration the linter cannot read, so
     such loops are missed on purpose. So are models the rule cannot see
-    (built by a factory in a library or chosen from a registry).
+    (built by a factory in a library or chosen from a registry). A trainer
+    handed its model (minGPT's `Trainer`, DETR's `engine.py`) counts the
+    models that the files importing it build, unless it imports models it
+    builds none of (a continual-learning strategy that calls a helper of a
+    models package): which one it trains cannot be told, so it is not flagged.
 
     The rule sees one file at a time: when the precision is set in another
     module (a `main.py` that enables TF32 before calling the loop in
@@ -263,8 +270,8 @@ class Fp32WithoutTf32OrAmp(Rule):
 
 
 def matmul_heavy(layers: Optional[Dict[str, int]]) -> bool:
-    """The models the file can train (its own `nn.Module` classes and those of
-    the project files it imports, counted where the code builds them) do
+    """The models the file can train (its own `nn.Module` classes and the
+    project's classes its code builds, counted where the code builds them) do
     transformer-style matmul work: attention layers proper
     (`nn.MultiheadAttention`, `nn.TransformerEncoderLayer`,
     `F.scaled_dot_product_attention`), or attention products computed by

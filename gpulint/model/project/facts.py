@@ -12,13 +12,15 @@ the files whose table changed.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpulint.model.file import FileModel
 from gpulint.model.names import ImportTable
 from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
-from gpulint.model.project.refs import FileRefs, imported_modules
-from gpulint.model.project.summary import exports_summary, layer_counts, may_build_layers, summarize
+from gpulint.model.project.refs import FileRefs, import_bindings, imported_modules, star_imported, used_names
+from gpulint.model.project.summary import (
+    EXTERNAL_ROOTS, class_layer_counts, exports_summary, may_build_layers, summarize, total_layers,
+)
 from gpulint.model.values.callfacts import CallFacts
 
 MAX_ROUNDS = 4
@@ -154,12 +156,44 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
     build. None where it has neither."""
     module = names[0] if names else "__main__"
     out = exports_summary(tree, module) if package else {"functions": {}, "classes": {}, "imports": [], "partial": True}
-    if layers and may_build_layers(text):
-        out["layers"] = layer_counts(tree, ImportTable(tree))  # {} too: asked, and there are none
-        if not package:  # and what it imports, where the models it builds may have more layers
-            top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-            out["imports"] = sorted(imported_modules(top, module, package))
-    return out if "layers" in out or out.get("exports") else None
+    if not may_build_layers(text):
+        return out if out.get("exports") else None
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if not package:  # what it imports: where the models it builds may have more layers, and
+        # whether it imports a training file (a subclass of a trainer, whose models the project asks for)
+        out["imports"] = sorted(imported_modules(top, module, package))
+    if layers:
+        per_class = class_layer_counts(tree, ImportTable(tree))
+        out["layers"] = total_layers(per_class)  # {} too: asked, and there are none
+        if per_class:
+            out["class_layers"] = per_class
+        # and what it builds or calls of those, and its classes' bases (`ModelFiles`)
+        bindings = import_bindings(top, module, package)
+        out["uses"] = used_names(tree, module, bindings, None, None, EXTERNAL_ROOTS,
+                                 "__dict__" in text, star_imported(top, module, package))
+        out["classes"] = class_bases(tree, module, bindings)
+    return out if not package or "layers" in out or out.get("exports") else None
+
+
+def class_bases(tree: ast.Module, module: str, bindings: Dict[str, str]) -> Dict[str, List[str]]:
+    """class -> its bases, absolute, for the file's top-level classes whose
+    bases name imported or top-level names (`class MLP(BaseModelTorch)`)."""
+    names = dict(bindings)
+    names.update({n.name: f"{module}.{n.name}" for n in tree.body if isinstance(n, ast.ClassDef)})
+    out: Dict[str, List[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            bases = []
+            for base in node.bases:
+                parts: List[str] = []
+                while isinstance(base, ast.Attribute):
+                    parts.append(base.attr)
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in names:
+                    bases.append(".".join([names[base.id]] + parts[::-1]))
+            if bases:
+                out[f"{module}.{node.name}"] = bases
+    return out
 
 
 def answers_nothing(table: dict) -> bool:

@@ -43,6 +43,7 @@ import os
 from collections import deque
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from gpulint.model.project.refs import EVERY_NAME
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
 from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_TENSOR, LOADER, NUMBER, OTHER
 
@@ -53,6 +54,9 @@ from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_TENSOR, LO
 RETURN_KINDS = frozenset({LOADER, NUMBER, HOST_TENSOR})
 # how many imports deep the models a training file can train are looked for
 LAYER_IMPORT_DEPTH = 3
+# how many uses deep `ModelFiles.built_layers` follows what code builds
+# (a script's `main` -> `blip_decoder` -> `BLIP_Decoder` -> `create_vit` -> `VisionTransformer` -> `Block` -> `Attention`)
+BUILD_DEPTH = 12
 
 
 class ProjectGraph:
@@ -426,6 +430,11 @@ class ProjectGraph:
         """The file `import module` in `importer` reads (`module_file`)."""
         return module_file(self.paths_of.get(module, []), importer)
 
+    def importers_of(self, path: str) -> List[str]:
+        """The project files that import `path`."""
+        self.model_files(path, importers=False)  # (makes `_model_files`)
+        return list(self._model_files.importers_of(path))  # type: ignore[union-attr]
+
     def model_files(self, path: str, importers: bool = True) -> Set[str]:
         """`ModelFiles.of` this project."""
         if self._model_files is None:
@@ -434,10 +443,26 @@ class ProjectGraph:
 
     def _layers(self, path: str, summary: dict) -> Dict[str, int]:
         """The layer counts of the models the file's loops can train: those
-        its own `model_files` build, or where they build none (a trainer
-        handed its model), those of the files that import it."""
-        total = self._count_layers(self.model_files(path, importers=False))
-        return total or self._count_layers(self.model_files(path))
+        of the files its code builds or calls into (`ModelFiles.built`).
+        Where those build none and neither do the files it imports (a
+        trainer handed its model), those that the files importing it build
+        or call into. A file that imports models but builds none of them (a
+        strategy handed its model that calls a helper of a models package)
+        has none: which one it trains cannot be told."""
+        files = self.model_files(path, importers=False)  # (and makes `_model_files`)
+        model_files: ModelFiles = self._model_files  # type: ignore[assignment]
+        total = model_files.built_layers(path)
+        if total or any(self.files[p][1].get("layers") for p in files):
+            return total
+        # the methods of the file's classes that train (`BaseModel.fit`): a subclass
+        # that overrides them trains its model in a loop of its own
+        trainers: Dict[str, Set[str]] = {}
+        functions = summary.get("functions", {})
+        for qual, fsum in functions.items():
+            owner, _, method = qual.rpartition(".")
+            if owner and owner not in functions and (fsum.get("steps") or fsum.get("drives")):
+                trainers.setdefault(owner, set()).add(method)  # (a class's method, not a nested def)
+        return model_files.built_layers(path, importers=True, trainers=trainers)
 
     def _count_layers(self, paths: Set[str]) -> Dict[str, int]:
         total: Dict[str, int] = {}
@@ -459,6 +484,7 @@ class ModelFiles:
         self._imports_of: Dict[str, List[str]] = {}
         self._importers_of: Optional[Dict[str, List[str]]] = None
         self._found: Dict[str, Tuple[Set[str], Set[str]]] = {}
+        self._built: Dict[Tuple[str, bool], Dict[str, int]] = {}
 
     def of(self, path: str, importers: bool = True) -> Set[str]:
         """The file and the project files it imports, LAYER_IMPORT_DEPTH
@@ -472,6 +498,116 @@ class ModelFiles:
             found = self._found[path] = (own, own | self._closure(sorted(self._importers().get(path, ()))))
         return found[1] if importers else found[0]
 
+    def built_layers(self, path: str, importers: bool = False,
+                     trainers: Optional[Dict[str, Set[str]]] = None) -> Dict[str, int]:
+        """The layer counts of what the file's code builds or calls into:
+        its own classes, and through the project's `uses` (`blip_decoder(...)`
+        in `train.py`, `BLIP_Decoder(...)` in it, `VisionTransformer(...)` in
+        that, a base class, a module read by name as in `vits.__dict__[arch]()`),
+        the classes reached, BUILD_DEPTH uses deep. With `importers`, what
+        the files that import it build instead; where such a file subclasses
+        one of `trainers` (class -> its methods that train: TabSurvey's
+        `BaseModelTorch.fit`), what the subclasses that do not override
+        those methods build. A strategy handed its model that calls a helper
+        of a models package counts that helper, not every model the package
+        defines. A file whose uses were not read counts whole."""
+        key = (path, importers)
+        found = self._built.get(key)
+        if found is None:
+            if importers:
+                starts: List[Tuple[str, Optional[str]]] = []
+                for p in sorted(self._importers().get(path, ())):
+                    starts += self._subclass_roots(p, trainers or {})
+            else:
+                starts = [(path, None)]
+            found = self._built[key] = self._count(self._reach(starts))
+        return found
+
+    def _subclass_roots(self, path: str, trainers: Dict[str, Set[str]]) -> List[Tuple[str, Optional[str]]]:
+        """Where what `path` builds starts: its subclasses of `trainers`
+        that keep the training methods, or where it has none, all of it."""
+        summary = self.files[path][1]
+        functions = summary.get("functions", {})
+        roots: List[Tuple[str, Optional[str]]] = []
+        subclassed = False
+        for cls, bases in sorted(summary.get("classes", {}).items()):
+            methods = set().union(*(trainers.get(b, set()) for b in bases))
+            if not methods:
+                continue
+            subclassed = True
+            if not any(f"{cls}.{m}" in functions for m in methods):
+                roots.append((path, cls.rpartition(".")[2]))
+        return roots if subclassed else [(path, None)]
+
+    def _reach(self, starts: Sequence[Tuple[str, Optional[str]]]) -> Set[Tuple[str, Optional[str]]]:
+        """(file, top-level name) pairs reached from `starts` (name None: the whole file)."""
+        seen: Set[Tuple[str, Optional[str]]] = set(starts)
+        frontier = sorted(seen, key=lambda n: (n[0], n[1] or ""))
+        for _ in range(BUILD_DEPTH):
+            nxt: List[Tuple[str, Optional[str]]] = []
+            for node in frontier:
+                for target in self._targets(*node):
+                    if target not in seen and (target[0], None) not in seen:
+                        seen.add(target)
+                        nxt.append(target)
+            frontier = nxt
+            if not frontier:
+                break
+        return seen
+
+    def _targets(self, path: str, name: Optional[str]) -> List[Tuple[str, Optional[str]]]:
+        """What the top-level `name` of `path` (None: all of it) uses, as (file, name) pairs."""
+        summary = self.files[path][1]
+        uses = summary.get("uses")
+        if not isinstance(uses, dict):  # a file read for its exports only, or its uses not read
+            return [(f, None) for f in self._imported_files(path)]
+        if name is None:
+            wanted = [t for ts in uses.values() for t in ts]
+        else:
+            wanted = list(uses.get(name, ())) + list(uses.get(EVERY_NAME, ()))
+        out: List[Tuple[str, Optional[str]]] = []
+        for target in wanted:
+            found = self._node_of(target, path)
+            if found is not None and found not in out:
+                out.append(found)
+        return out
+
+    def _node_of(self, name: str, importer: str, depth: int = 0) -> Optional[Tuple[str, Optional[str]]]:
+        """The project file that defines `name` and the top-level name in it
+        (`models.blip.blip_decoder`: `models/blip.py`, `blip_decoder`; a
+        module: its file, None), through what packages re-export
+        (`models.blip_decoder` with `from .blip import blip_decoder` in
+        `models/__init__.py`)."""
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            found = self.module_file(".".join(parts[:i]), importer)
+            if found is None:
+                continue
+            rest = parts[i:]
+            if not rest:
+                return found, None
+            exports = self.files[found][1].get("exports") or {}
+            if rest[0] in exports and depth < BUILD_DEPTH:
+                target = exports[rest[0]]
+                return self._node_of(".".join([target] + rest[1:]), found, depth + 1) or (found, None)
+            return found, rest[0]
+        return None
+
+    def _count(self, nodes: Set[Tuple[str, Optional[str]]]) -> Dict[str, int]:
+        """The layers of the classes `nodes` name, and of the whole files they
+        name (or whose layers are not told per class)."""
+        whole = sorted({p for p, name in nodes if name is None or "class_layers" not in self.files[p][1]})
+        total: Dict[str, int] = {}
+        counted = [self.files[p][1].get("layers", {}) for p in whole]
+        counted += [
+            self.files[p][1]["class_layers"].get(name, {})
+            for p, name in sorted(n for n in nodes if n[1] is not None and n[0] not in whole)  # type: ignore[misc]
+        ]
+        for counts in counted:
+            for k, n in counts.items():
+                total[k] = total.get(k, 0) + n
+        return total
+
     def _imported_files(self, path: str) -> List[str]:
         """The project files that `path` imports (a module, or the module of an imported name)."""
         out = self._imports_of.get(path)
@@ -482,6 +618,10 @@ class ModelFiles:
                 if found is not None and found not in out:
                     out.append(found)
         return out
+
+    def importers_of(self, path: str) -> List[str]:
+        """The project files that import `path`."""
+        return self._importers().get(path, [])
 
     def _importers(self) -> Dict[str, List[str]]:
         """file -> the project files that import it (computed once)."""

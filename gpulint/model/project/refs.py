@@ -42,6 +42,125 @@ def imported_modules(nodes: Iterable[ast.AST], module: str, package: bool) -> Se
     return out
 
 
+def import_bindings(nodes: Iterable[ast.AST], module: str, package: bool) -> Dict[str, str]:
+    """name -> the absolute dotted name it is bound to by the `import`
+    statements `nodes` of `module` (`from .blip import blip_decoder` in
+    `train.py` binds `blip_decoder` to `blip.blip_decoder`; `import a.b`
+    binds `a`)."""
+    names: Dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    names[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    names.setdefault(top, top)
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve_from(module, package, node.level, node.module)
+            if base is None:
+                continue
+            for a in node.names:
+                if a.name != "*":
+                    names[a.asname or a.name] = f"{base}.{a.name}"
+    return names
+
+
+def star_imported(nodes: Iterable[ast.AST], module: str, package: bool) -> List[str]:
+    """The modules that the `import` statements `nodes` of `module` import
+    all names of (`from models import *`): what the file uses of them cannot be told."""
+    out: List[str] = []
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            base = resolve_from(module, package, node.level, node.module)
+            if base is not None and base not in out:
+                out.append(base)
+    return out
+
+
+# calls whose first argument is a module read by name (`getattr(models, arch)(...)`)
+_MODULE_LOOKUPS = frozenset({"getattr", "vars"})
+
+
+EVERY_NAME = "*"  # `used_names` key: what every name of the file may use (its star imports)
+
+
+def used_names(tree: ast.Module, module: str, bindings: Dict[str, str],
+               calls: Optional[Iterable[ast.AST]] = None, parents: Optional[Dict[ast.AST, ast.AST]] = None,
+               skip: Iterable[str] = (), dict_reads: bool = True, stars: Iterable[str] = ()) -> Dict[str, List[str]]:
+    """What each top-level def of the file (and its module code, as
+    MODULE_CODE) builds or calls of the names it imports or defines,
+    absolute: `blip_decoder(...)` is `models.blip.blip_decoder`,
+    `models.vit.VisionTransformer(...)` is itself, a base class is used by
+    its class, and a module looked up by name (`vits.__dict__[arch](...)`,
+    `getattr(models, arch)(...)`) is used as a whole. Names only read
+    (`isinstance(m, DynamicModule)`, an annotation) are not uses: what code
+    uses is where the models it trains can be built. `bindings`: the
+    file's imported names (`import_bindings`); `calls` with `parents`: the
+    file's calls and parent map, where an index holds them; names under a
+    root in `skip` (`torch`, `numpy`) are left out; `dict_reads`: the text
+    may read a `__dict__`; `stars`: the modules it imports all names of
+    (`star_imported`), used by every name (EVERY_NAME)."""
+    skip = frozenset(skip)
+    names = {k: v for k, v in bindings.items() if v.split(".", 1)[0] not in skip}
+    tops: Dict[ast.AST, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = f"{module}.{node.name}"
+            tops[node] = node.name
+    out: Dict[str, Set[str]] = {}
+    starred = sorted(m for m in stars if m.split(".", 1)[0] not in skip)
+    if starred:
+        out[EVERY_NAME] = set(starred)
+
+    def dotted_use(node: ast.AST) -> Optional[str]:
+        parts: List[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in names:
+            return None
+        parts.append(names[node.id])
+        return ".".join(reversed(parts))
+
+    def use(key: str, node: ast.AST) -> None:
+        used = dotted_use(node)
+        if used is not None and used != f"{module}.{key}":
+            out.setdefault(key, set()).add(used)
+
+    def call_use(key: str, call: ast.AST) -> None:
+        func = call.func  # type: ignore[attr-defined]
+        if isinstance(func, ast.Name) and func.id in _MODULE_LOOKUPS and call.args:  # type: ignore[attr-defined]
+            use(key, call.args[0])  # type: ignore[attr-defined]
+        else:
+            use(key, func)
+
+    if calls is not None and parents is not None:
+        for call in calls:
+            top = call
+            while True:
+                up = parents.get(top)
+                if up is None or up is tree:
+                    break
+                top = up
+            call_use(tops.get(top, MODULE_CODE), call)
+        walked: Iterable[Tuple[str, ast.AST]] = []
+        if dict_reads:
+            walked = [(tops.get(stmt, MODULE_CODE), n) for stmt in tree.body for n in ast.walk(stmt)]
+    else:
+        walked = [(tops.get(stmt, MODULE_CODE), n) for stmt in tree.body for n in ast.walk(stmt)]
+    for key, node in walked:
+        if isinstance(node, ast.Call) and calls is None:
+            call_use(key, node)
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            use(key, node.value)
+    for node, key in tops.items():
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                use(key, base)
+    return {k: sorted(v) for k, v in out.items()}
+
+
 class FileRefs:
     """References of one file's calls and functions."""
 
@@ -73,21 +192,7 @@ class FileRefs:
         tree = self.fa.tree
         nodes = self.fa.index.nodes_of(ast.Import, ast.ImportFrom)
         self.imported = imported_modules(nodes, self.module, self.package)
-        for node in nodes:
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.asname:
-                        self.names[a.asname] = a.name
-                    else:
-                        top = a.name.split(".")[0]
-                        self.names.setdefault(top, top)
-            else:
-                base = resolve_from(self.module, self.package, node.level, node.module)
-                if base is None:
-                    continue
-                for a in node.names:
-                    if a.name != "*":
-                        self.names[a.asname or a.name] = f"{base}.{a.name}"
+        self.names.update(import_bindings(nodes, self.module, self.package))
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.names[node.name] = f"{self.module}.{node.name}"

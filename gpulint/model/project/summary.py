@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.modules import resolve_from
-from gpulint.model.project.refs import MODULE_CODE, FileRefs
+from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
 from gpulint.model.names import ImportTable
 from gpulint.model.values.kinds import HOST_TENSOR, LOADER, LOADER_NAME_RE, TENSOR, kind_from_name
 from gpulint.model.values.values import module_class_names
@@ -115,9 +115,13 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         for c in fa.index.nodes(ast.ClassDef)
     }
     out = {"functions": functions, "classes": {k: v for k, v in classes.items() if v}, "imports": sorted(refs.imported)}
-    layers = layer_counts(fa.tree, fa.imports, fa.index) if fa.values.module_classes else {}
-    if layers:
-        out["layers"] = layers
+    stars = star_imported(fa.index.nodes_of(ast.ImportFrom), refs.module, refs.package) if fa.index.mentions("*") else ()
+    out["uses"] = used_names(fa.tree, refs.module, refs.names, fa.index.nodes_of(ast.Call), fa.index.parents,
+                             EXTERNAL_ROOTS, fa.index.mentions("__dict__"), stars)
+    per_class = class_layer_counts(fa.tree, fa.imports, fa.index) if fa.values.module_classes else {}
+    if per_class:
+        out["layers"] = total_layers(per_class)
+        out["class_layers"] = per_class
     exports = package_exports(fa.tree, refs.module, refs.package)
     if exports:
         out["exports"] = exports
@@ -150,13 +154,31 @@ _LAYER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in CONV_LAYERS | MATMUL_LAYE
 
 
 def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIndex"] = None) -> Dict[str, int]:
-    """{"conv": n, "matmul": n, "attention": n, "transformer": n}: the
-    layers the `nn.Module` classes at the file's top level build
+    """The file's total of `class_layer_counts`: {} for a file without such classes."""
+    return total_layers(class_layer_counts(tree, imports, index))
+
+
+def total_layers(per_class: Dict[str, Dict[str, int]]) -> Dict[str, int]:
+    """The sum of a file's `class_layer_counts` ({} for none)."""
+    total: Dict[str, int] = {}
+    for counts in per_class.values():
+        for k, n in counts.items():
+            total[k] = total.get(k, 0) + n
+    if total:
+        for k in ("conv", "matmul", "attention"):
+            total.setdefault(k, 0)
+    return total
+
+
+def class_layer_counts(tree: ast.Module, imports: ImportTable,
+                       index: Optional["TreeIndex"] = None) -> Dict[str, Dict[str, int]]:
+    """class -> {"conv": n, "matmul": n, "attention": n, "transformer": n}: the
+    layers each `nn.Module` class at the file's top level builds
     (`nn.Conv2d(...)`, `nn.Linear(...)`, counted where the code builds them),
     the attention-style products their code computes (`q @ k.transpose(...)`,
     `torch.matmul`, `nn.MultiheadAttention`), and of those the attention
     layers proper (`nn.MultiheadAttention`, `nn.TransformerEncoderLayer`,
-    `F.scaled_dot_product_attention`); {} for a file without such classes. Read from
+    `F.scaled_dot_product_attention`); classes that build none are left out. Read from
     the tree and its imports (and the file's `index`, where it has one, to
     visit only calls and products): the file need not be modelled."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
@@ -165,19 +187,24 @@ def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIn
     modules = {classes[n] for n in module_class_names(classes, imports)}
     if not modules:
         return {}
-    counts = {"conv": 0, "matmul": 0, "attention": 0}
+    per_class: Dict[str, Dict[str, int]] = {}
     # the file's functions that build a convolution (`def WNConv1d(*a, **k): return weight_norm(nn.Conv1d(*a, **k))`)
     conv_helpers = {
         n.name for n in tree.body
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_conv(n, imports)
     }
     if index is not None:
-        nodes = index.nodes_of(ast.Call, ast.BinOp)
         parents = index.parents
+        found = []
+        for node in index.nodes_of(ast.Call, ast.BinOp):
+            owner = parents.get(node)
+            while owner is not None and not isinstance(owner, ast.ClassDef):
+                owner = parents.get(owner)
+            if owner in modules:
+                found.append((node, owner))
     else:
-        nodes = [n for cls in modules for n in ast.walk(cls) if isinstance(n, (ast.Call, ast.BinOp))]
-        parents = None
-    for node in nodes:
+        found = [(n, cls) for cls in modules for n in ast.walk(cls) if isinstance(n, (ast.Call, ast.BinOp))]
+    for node, owner in found:
         if isinstance(node, ast.BinOp):
             if not isinstance(node.op, ast.MatMult):
                 continue
@@ -186,12 +213,7 @@ def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIn
             called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
             if called not in _LAYER_NAMES and called not in conv_helpers:
                 continue
-        if parents is not None:
-            owner = parents.get(node)
-            while owner is not None and not isinstance(owner, ast.ClassDef):
-                owner = parents.get(owner)
-            if owner not in modules:
-                continue
+        counts = per_class.setdefault(owner.name, {"conv": 0, "matmul": 0, "attention": 0})
         if isinstance(node, ast.BinOp):
             counts["attention"] += 1
             continue
@@ -204,7 +226,7 @@ def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIn
             counts["attention"] += 1
             if q in TRANSFORMER_LAYERS:
                 counts["transformer"] = counts.get("transformer", 0) + 1
-    return counts if any(counts.values()) else {}
+    return {name: counts for name, counts in per_class.items() if any(counts.values())}
 
 
 def _returns_conv(func: ast.AST, imports: ImportTable) -> bool:
@@ -235,11 +257,15 @@ def package_exports(tree: ast.Module, module: str, package: bool) -> Dict[str, s
 
 def exports_summary(tree: ast.Module, module: str) -> dict:
     """The summary of a package's `__init__` that defines nothing: what it
-    re-exports, and the modules it imports. `partial`: not read as a
+    re-exports, the modules it imports, and what its code builds or calls
+    of them (`uses`; a re-export is no use). `partial`: not read as a
     file whose loops and calls the project's facts change."""
     exports = package_exports(tree, module, True)
     imported = set(exports.values()) | {target.rsplit(".", 1)[0] for target in exports.values()}
-    return {"functions": {}, "classes": {}, "imports": sorted(imported), "exports": exports, "partial": True}
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    uses = used_names(tree, module, import_bindings(top, module, True), None, None, EXTERNAL_ROOTS, True,
+                      star_imported(top, module, True))
+    return {"functions": {}, "classes": {}, "imports": sorted(imported), "exports": exports, "uses": uses, "partial": True}
 
 
 _LAYER_WORDS = ("Conv", "Linear", "LSTM", "GRU", "RNN", "@", "matmul", "bmm", "einsum", "ttention", "Transformer")
