@@ -1138,3 +1138,50 @@ def test_what_every_branch_of_an_if_else_calls_runs_every_step():
     assert graph.every_step.get("m.Trainer._compute_norms") == "train"  # on both branches
     assert "m.Trainer._optimize_fp16" not in graph.every_step  # only when use_fp16
     assert "m.Trainer._unscale" not in graph.every_step  # on one branch only, and under an option
+
+
+def test_a_helper_entered_right_after_a_read_starts_synced(tmp_path):
+    # MAR's layout: engine.py calls misc.all_reduce_mean(loss_value) right after
+    # torch.cuda.synchronize() and loss.item(); the helper's own read waits for
+    # nothing the caller has not waited for
+    helper = """
+        import torch
+        import torch.distributed as dist
+
+
+        def all_reduce_mean(x):
+            x_reduce = torch.tensor(x).cuda()
+            dist.all_reduce(x_reduce)
+            return x_reduce.item()
+    """
+    engine = """
+        import torch
+        import misc
+
+
+        def train(model, loader, opt):
+            for x in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                opt.step()
+                loss_value = loss.item()
+                misc.all_reduce_mean(loss_value)
+    """
+    write(tmp_path, {"misc.py": helper, "engine.py": engine})
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("engine.py", 11, "GPU101")}
+    from gpulint.model.project.facts import model_with_facts
+
+    text = textwrap.dedent(engine)
+    _, summary, _ = model_with_facts(ast.parse(text), text, "engine.py", ["engine"])
+    assert summary["functions"]["engine.train"]["synced"] == ["misc.all_reduce_mean"]
+    # one caller that reaches it with the backward still queued: its read waits for the step
+    write(tmp_path, {"other.py": engine.replace("                loss_value = loss.item()\n", "").replace(
+        "misc.all_reduce_mean(loss_value)", "misc.all_reduce_mean(loss.detach())")})
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {
+        ("engine.py", 11, "GPU101"), ("misc.py", 9, "GPU101")}
+    # the cache follows the caller: once it reads again before the call, the helper is quiet
+    write(tmp_path, {"other.py": engine})
+    assert check(tmp_path, "--select", "GPU101", ".") == {("engine.py", 11, "GPU101"), ("other.py", 11, "GPU101")}
+    write(tmp_path, {"other.py": engine.replace("                loss_value = loss.item()\n", "").replace(
+        "misc.all_reduce_mean(loss_value)", "misc.all_reduce_mean(loss.detach())")})
+    assert check(tmp_path, "--select", "GPU101", ".") == {("engine.py", 11, "GPU101"), ("misc.py", 9, "GPU101")}

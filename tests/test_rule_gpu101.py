@@ -1109,7 +1109,7 @@ def test_ppo_logging_reads_after_the_first():
 def test_evaluation_order_of_a_statement(source, reads):
     import ast
 
-    from gpulint.rules.host_sync_in_loop.eval_order import evaluation_order
+    from gpulint.model.control.eval_order import evaluation_order
 
     stmt = ast.parse(source).body[0]
     got = [

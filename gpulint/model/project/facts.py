@@ -115,6 +115,10 @@ class ProjectFacts(CallFacts):
             return None
         return self._every.get(self.refs.qualname(func))
 
+    def entered_synced(self, func: ast.AST) -> bool:
+        synced = self.table.get("entered_synced")
+        return bool(synced) and self.refs is not None and self.refs.qualname(func) in synced
+
 
 def model_with_facts(
     tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool = False,

@@ -106,6 +106,7 @@ class ProjectGraph:
         self.steps = self._closure("steps")
         self.drives = self._closure("drives", self.steps)
         self.every_step = self._every_step()
+        self.entered_synced = entered_synced(self)
         self.param_kinds = self._param_kinds()
         self.device_side = self._device_side()
 
@@ -389,10 +390,13 @@ class ProjectGraph:
         params: Dict[str, Dict[str, str]] = {}
         param_kinds: Dict[str, Dict[str, str]] = {}
         device: List[str] = []
+        entered: List[str] = []
         for qual, fsum in summary.get("functions", {}).items():
             fid = self.id_of(path, qual)  # None for a file with no module name: not in the graph
             if fid in self.device_side:
                 device.append(qual)
+            if fid in self.entered_synced:
+                entered.append(qual)
             kind = self.every_step.get(fid)
             if kind is not None:
                 every[qual] = kind
@@ -418,8 +422,11 @@ class ProjectGraph:
                  "params": params, "param_kinds": param_kinds}
         if device:
             table["device_side"] = sorted(device)
+        if entered:
+            table["entered_synced"] = sorted(entered)
         if trains(summary):  # the models its training loop trains (only such a file asks)
-            layers = self._layers(path, summary)
+            self.model_files(path, importers=False)  # (makes `_model_files`)
+            layers = self._model_files.trained_layers(path, summary)  # type: ignore[union-attr]
             if layers:
                 table["layers"] = layers
             if not summary.get("cuda") and any(self.files[p][1].get("cuda") for p in self.model_files(path)):
@@ -441,35 +448,24 @@ class ProjectGraph:
             self._model_files = ModelFiles(self.files, self._module_file)
         return self._model_files.of(path, importers)
 
-    def _layers(self, path: str, summary: dict) -> Dict[str, int]:
-        """The layer counts of the models the file's loops can train: those
-        of the files its code builds or calls into (`ModelFiles.built`).
-        Where those build none and neither do the files it imports (a
-        trainer handed its model), those that the files importing it build
-        or call into. A file that imports models but builds none of them (a
-        strategy handed its model that calls a helper of a models package)
-        has none: which one it trains cannot be told."""
-        files = self.model_files(path, importers=False)  # (and makes `_model_files`)
-        model_files: ModelFiles = self._model_files  # type: ignore[assignment]
-        total = model_files.built_layers(path)
-        if total or any(self.files[p][1].get("layers") for p in files):
-            return total
-        # the methods of the file's classes that train (`BaseModel.fit`): a subclass
-        # that overrides them trains its model in a loop of its own
-        trainers: Dict[str, Set[str]] = {}
-        functions = summary.get("functions", {})
-        for qual, fsum in functions.items():
-            owner, _, method = qual.rpartition(".")
-            if owner and owner not in functions and (fsum.get("steps") or fsum.get("drives")):
-                trainers.setdefault(owner, set()).add(method)  # (a class's method, not a nested def)
-        return model_files.built_layers(path, importers=True, trainers=trainers)
 
-    def _count_layers(self, paths: Set[str]) -> Dict[str, int]:
-        total: Dict[str, int] = {}
-        for p in sorted(paths):
-            for k, n in self.files[p][1].get("layers", {}).items():
-                total[k] = total.get(k, 0) + n
-        return total
+def entered_synced(graph: ProjectGraph) -> Set[str]:
+    """The functions that run every step and that every per-step call
+    (from a loop's step, or from the body of a function that runs every
+    step) makes right after a host read of its caller (a summary's
+    `synced`): MAE's `all_reduce_mean(loss_value)` after `torch.cuda.synchronize()`."""
+    ok: Dict[str, bool] = {}
+    for fid, f in graph.functions.items():
+        per_step = fid in graph.every_step
+        synced = set(f.get("synced", ()))
+        for call in f.get("calls", ()):
+            ref, where = call[0], call[1]
+            if where not in (TRAIN, EVAL) and not (per_step and where == BODY):
+                continue
+            cid = graph.resolve_in(ref, graph.owner[fid])
+            if cid is not None:
+                ok[cid] = ok.get(cid, True) and ref in synced
+    return {cid for cid, yes in ok.items() if yes and cid in graph.every_step}
 
 
 class ModelFiles:
@@ -497,6 +493,26 @@ class ModelFiles:
             own = self._closure([path])
             found = self._found[path] = (own, own | self._closure(sorted(self._importers().get(path, ()))))
         return found[1] if importers else found[0]
+
+    def trained_layers(self, path: str, summary: dict) -> Dict[str, int]:
+        """The layer counts of the models the file's loops can train: those
+        its code builds (`built_layers`). Where it builds none and neither
+        do the files it imports (a trainer handed its model), those that the
+        files importing it build. A file that imports models but builds none
+        of them (a strategy handed its model that calls a helper of a models
+        package) has none: which one it trains cannot be told."""
+        total = self.built_layers(path)
+        if total or any(self.files[p][1].get("layers") for p in self.of(path, importers=False)):
+            return total
+        # the methods of the file's classes that train (`BaseModel.fit`): a subclass
+        # that overrides them trains its model in a loop of its own
+        trainers: Dict[str, Set[str]] = {}
+        functions = summary.get("functions", {})
+        for qual, fsum in functions.items():
+            owner, _, method = qual.rpartition(".")
+            if owner and owner not in functions and (fsum.get("steps") or fsum.get("drives")):
+                trainers.setdefault(owner, set()).add(method)  # (a class's method, not a nested def)
+        return self.built_layers(path, importers=True, trainers=trainers)
 
     def built_layers(self, path: str, importers: bool = False,
                      trainers: Optional[Dict[str, Set[str]]] = None) -> Dict[str, int]:
@@ -672,7 +688,7 @@ def digest(table: dict) -> str:
 # the parts of a facts table that change what the values and control layers answer
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds")
 # ... and what the loops and calls of a file are read with
-MODEL_KEYS = ANSWER_KEYS + ("every_step", "params")
+MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced")
 # ... and all that a table can say about a file (what rules ask besides)
 TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby")
 

@@ -30,6 +30,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
+from gpulint.model.control.syncs import follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
@@ -42,6 +43,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
 
 TRAIN, EVAL, BODY, SOME = "train", "eval", "body", "some"
+# how many statements back a per-step call's summary looks for a host read
+# (`follows_host_read`): a bound, so that a block of many calls costs linear time
+SYNC_WALK_LIMIT = 32
 
 
 # without one of these words no loop of a file steps over data (unless the
@@ -277,11 +281,13 @@ def may_build_layers(text: str) -> bool:
 
 
 class _Scope:
-    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "loops", "alternatives")
+    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "loops", "alternatives", "synced")
 
     def __init__(self) -> None:
         self.steps = False
         self.calls: set = set()
+        # reference -> whether each of its per-step calls comes right after a host read
+        self.synced: Dict[str, bool] = {}
         # `if` statements of the function's own body -> branch -> what its plain statements call
         self.alternatives: Dict[ast.If, Dict[int, Set[str]]] = {}
         self.returns: List[Optional[str]] = []
@@ -309,6 +315,9 @@ class _Scope:
                 either.append([sorted(branches[i]) for i in range(n)])
         if either:
             out["either"] = sorted(either)
+        synced = sorted(ref for ref, ok in self.synced.items() if ok)
+        if synced:
+            out["synced"] = synced
         if self.generator and isinstance(scope, FUNCS):
             i = _iterated_parameter(fa, scope, self.loops)
             if i is not None:
@@ -360,8 +369,14 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
         where = _where(fa, hot, node, ancestors, scope)
     # what a call from a hot loop passes (the callee runs every step: what it reads matters)
     passed = _argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else None
+    # whether a per-step call comes right after a host read of the caller (`entered_synced`)
+    synced: Optional[bool] = None
+    if where in (TRAIN, EVAL) or (where == BODY and isinstance(scope, FUNCS) and fa.facts.every_step(scope)):
+        synced = follows_host_read(node, ancestors, fa, limit=SYNC_WALK_LIMIT)
     for ref in found:
         sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
+        if synced is not None:
+            sc.synced[ref] = sc.synced.get(ref, True) and synced
 
 
 def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:

@@ -66,10 +66,10 @@ class CallFacts:
         return None
 
     def model_layers(self) -> Optional[Dict[str, int]]:
-        """What the `nn.Module` classes of this file and of the project files
-        it imports build: {"conv": n, "matmul": n, "attention": n,
-        "transformer": n} (see
-        `project.summary.layer_counts`); None where it has none."""
+        """What the `nn.Module` classes of this file and the project's classes
+        its code builds build: {"conv": n, "matmul": n, "attention": n,
+        "transformer": n} (see `project.summary.class_layer_counts` and
+        `project.graph.ModelFiles.built_layers`); None where it has none."""
         return None
 
     def cuda_nearby(self) -> bool:
@@ -89,6 +89,14 @@ class CallFacts:
         it is called from the every-step part of one, or from a function that
         runs every step, in this file or another."""
         return None
+
+    def entered_synced(self, func: ast.AST) -> bool:
+        """Every call of the function from a loop's step, or from a function
+        that runs every step, comes right after a host read or an explicit
+        sync of its caller, with no model work queued between
+        (`loss_value = loss.item()` then `all_reduce_mean(loss_value)`): at
+        the top of its body the host has just waited for the GPU."""
+        return False
 
 
 NO_FACTS = CallFacts()

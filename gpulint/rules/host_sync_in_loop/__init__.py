@@ -8,7 +8,7 @@ from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.values.callfacts import TRAIN
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.kinds import TENSOR
-from gpulint.rules.host_sync_in_loop.prior_reads import (
+from gpulint.model.control.syncs import (
     CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block,
     truth_operands,
 )
@@ -430,7 +430,11 @@ class HostSyncInLoop(Rule):
       `and`/`or`, after the first comparison of a chain (`a < b < x.item()`),
       in a lambda or in a comprehension. And no read follows another when
       its own statement also calls a model, `backward()` or an optimizer
-      step (`c = model(x).sum().item()` after `a = loss.item()`);
+      step (`c = model(x).sum().item()` after `a = loss.item()`). The walk
+      back stops at the top of a function, unless every per-step call of
+      that function, in this file or another, comes right after such a read
+      or sync of its caller (MAE's `all_reduce_mean(loss_value)` after
+      `torch.cuda.synchronize()`, `model.get_step()` after `loss.item()`);
     - loops that run no backward and no optimizer step: evaluation and
       inference loops (see GPU104), token-by-token decoding, iterative
       refinement, a model's own loop over experts. There a per-step read often

@@ -1,6 +1,9 @@
 """Reads the host already waits for: a statement that follows a host read of
 the same step (or an explicit sync: `torch.cuda.synchronize()`, a barrier),
-or a value derived from one, waits for nothing new. GPU101's walk back over the statements before a read."""
+or a value derived from one, waits for nothing new; so does a function that
+every per-step caller calls right after such a read (`entered_synced`, from
+the project). The walk back over the statements before a read, asked by
+GPU101 of its reads and by the project's summaries of their calls."""
 
 from __future__ import annotations
 
@@ -8,9 +11,10 @@ import ast
 from bisect import bisect_left
 from typing import Iterator
 
+from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around
 from gpulint.model.values.kinds import PARAM_GROUPS, TENSOR
-from gpulint.rules.host_sync_in_loop.eval_order import evaluation_order
+from gpulint.model.control.eval_order import evaluation_order
 
 # Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
 # on little else than tensors (and numpy values, which inference tells apart),
@@ -102,7 +106,7 @@ def statement_and_block(chain, analysis):
     return None, None
 
 
-def follows_host_read(node, ancestors, analysis, at=None) -> bool:
+def follows_host_read(node, ancestors, analysis, at=None, limit=None) -> bool:
     """The loop has just waited for the GPU, and this read only waits for what
     was queued since, a few small kernels: an earlier statement of the step
     surely read a tensor on the host (`a = x.item()` then `b = y.item()`;
@@ -111,14 +115,16 @@ def follows_host_read(node, ancestors, analysis, at=None) -> bool:
     or this statement did, in a part evaluated before this read and every
     time (`{"a": a.item(), "b": b.item()}`). `at` is the node whose
     evaluation makes the read (default `node`): for an f-string, the first
-    tensor it formats."""
+    tensor it formats. `limit`: at most that many statements are walked back.
+    A function that every per-step caller enters right after a read
+    (`CallFacts.entered_synced`) starts synced."""
     chain = list(ancestors) + [node]
     stmt, block = statement_and_block(chain, analysis)
     if stmt is None:
         return False
     if queues_model_work(stmt, list(ancestors), analysis):
         return False  # this statement queues real work of its own (before reading, or we cannot tell)
-    return synced_before(chain, analysis) or read_earlier_in_statement(stmt, node if at is None else at, analysis)
+    return synced_before(chain, analysis, limit) or read_earlier_in_statement(stmt, node if at is None else at, analysis)
 
 
 def queues_model_work(node, ancestors, analysis) -> bool:
@@ -141,7 +147,7 @@ PASSABLE = (ast.If, ast.With, ast.AsyncWith, ast.Try) + ((ast.TryStar,) if hasat
 LOOP_STMTS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def synced_before(chain, analysis) -> bool:
+def synced_before(chain, analysis, limit=None) -> bool:
     """Walking back from the innermost statement of `chain` through the
     statements run before it in this step, a statement that surely read on
     the host (`ends_reading`) comes before any that queues model work.
@@ -152,7 +158,11 @@ def synced_before(chain, analysis) -> bool:
     statement, once its header (an `if` test, `with` items) has been checked
     the same way. It stops at the top of a loop's body (what ran before is
     the previous iteration, or the code before the loop), at an `except`,
-    `else` or `finally` block of a `try`, and at a function's body."""
+    `else` or `finally` block of a `try`, and at a function's body, unless
+    the project says every per-step caller enters the function right after
+    a read (`entered_synced`). With `limit`, it gives up (False) after that
+    many statements."""
+    budget = limit
     for depth in range(len(chain) - 1, 0, -1):
         stmt = chain[depth]
         if not isinstance(stmt, ast.stmt):
@@ -166,6 +176,10 @@ def synced_before(chain, analysis) -> bool:
         outer = chain[: depth - 1]
         for j in range(k - 1, -1, -1):  # the statements before, nearest first
             b = block[j]
+            if budget is not None:
+                budget -= 1
+                if budget < 0:
+                    return False
             if ends_reading(b, analysis):
                 return True
             if not isinstance(b, PASSABLE) and is_compound(b) and not _only_host_loops(b, analysis):
@@ -190,6 +204,8 @@ def synced_before(chain, analysis) -> bool:
             # body queued since the last pass's read; the first pass, for what
             # ran before the loop: go on before it
             continue
+        if isinstance(parent, FUNCS) and field == "body" and analysis.facts.entered_synced(parent):
+            return True  # every per-step caller has just read on the host
         return False
     return False
 
@@ -278,7 +294,7 @@ def read_earlier_in_statement(stmt, at, analysis) -> bool:
     in a branch of `... if ... else ...`, after the first operand of
     `and`/`or`, or in a lambda or comprehension; and never `at` itself when
     it lies in a lambda or runs once per item of a comprehension)."""
-    memo = analysis.index.memo("GPU101.statement_reads")
+    memo = analysis.index.memo("syncs.statement_reads")
     entry = memo.get(stmt)
     if entry is None:
         order = evaluation_order(stmt)
@@ -334,7 +350,7 @@ def derived_from_host_read(name: str, ancestors, analysis) -> bool:
 
 def assignments(block, analysis):
     """name -> the indices of the block's `name = ...` statements, in order."""
-    memo = analysis.index.memo("GPU101.block_assignments")
+    memo = analysis.index.memo("syncs.block_assignments")
     out = memo.get(id(block))
     if out is None or out[0] is not block:
         by_name = {}
