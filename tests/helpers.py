@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Iterable, List, Optional, Set, Tuple
@@ -18,7 +19,11 @@ TORCH_RE = re.compile(r"#\s*fixture:\s*torch-version\s*=\s*([\d.]+)")
 
 
 def options(codes: Optional[Iterable[str]] = None, torch_version: Tuple[int, ...] = LATEST_TORCH) -> LintOptions:
-    return LintOptions(codes=tuple(codes) if codes is not None else tuple(all_rules()), torch_version=torch_version)
+    """Every rule (or `codes`), with the preview behaviour of stable rules as
+    the suite runs them (`GPULINT_PREVIEW`, set by conftest.py): fixtures
+    hold what `gpulint check --preview` reports."""
+    return LintOptions(codes=tuple(codes) if codes is not None else tuple(all_rules()), torch_version=torch_version,
+                       preview=os.environ.get("GPULINT_PREVIEW") == "1")
 
 
 def lint(code: str, codes: Optional[Iterable[str]] = None, path: str = "snippet.py", torch_version=LATEST_TORCH):

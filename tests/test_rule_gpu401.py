@@ -355,3 +355,41 @@ def test_torchscript_functions_are_flagged_without_fix():
             pass
         """
     assert findings(code) == [(5, False), (7, True)]
+
+
+def test_custom_autograd_decorators_are_preview_behaviour():
+    from gpulint.engine.lint import LintOptions, lint_source
+    from helpers import LATEST_TORCH
+
+    code = src("""
+        import torch
+        from torch.cuda.amp import custom_bwd, custom_fwd
+
+
+        class F(torch.autograd.Function):
+            @staticmethod
+            @custom_fwd(cast_inputs=torch.float16)
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            @custom_bwd
+            def backward(ctx, g):
+                return g
+
+
+        if hasattr(torch.amp, "custom_fwd"):
+            deco = torch.amp.custom_fwd(device_type="cuda")
+        else:
+            @torch.cuda.amp.custom_fwd
+            def old(x):
+                return x
+    """)
+
+    def rows(preview: bool, torch_version=LATEST_TORCH):
+        options = LintOptions(codes=(CODE,), torch_version=torch_version, preview=preview)
+        return [(f.row, f.fix) for f in lint_source(code, "snippet.py", options)]
+
+    assert rows(preview=False) == []  # stable behaviour: calls of autocast and GradScaler only
+    assert rows(preview=True) == [(7, None), (12, None)]  # not the version-guarded fallback
+    assert rows(preview=True, torch_version=(2, 3)) == []

@@ -12,6 +12,9 @@ from gpulint.workloads import RESNET18
 
 # the deprecated callables -> their name in torch.amp
 DEPRECATED = {"torch.cuda.amp.autocast": "autocast", "torch.cuda.amp.GradScaler": "GradScaler"}
+# the decorators of custom autograd functions, deprecated with them (preview
+# behaviour: no first-sight evidence yet); `torch.amp`'s take `device_type="cuda"`
+DEPRECATED_DECORATORS = {"torch.cuda.amp.custom_fwd": "custom_fwd", "torch.cuda.amp.custom_bwd": "custom_bwd"}
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled): positional arguments
 # become keywords, since torch.amp.autocast takes (device_type, dtype, enabled, ...)
 AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
@@ -32,6 +35,13 @@ class DeprecatedCudaAmp(Rule):
     setting). Code that chooses between the old and new API (in an `except`
     handler, or under an `if` that tests the torch version or `hasattr`) is
     not flagged.
+
+    With `--preview`, it also flags the decorators of custom autograd
+    functions deprecated with them, `torch.cuda.amp.custom_fwd` and
+    `custom_bwd` (bare or called, `@custom_fwd(cast_inputs=torch.float16)`),
+    for `torch.amp.custom_fwd(device_type="cuda", ...)`; no fix is offered
+    for them yet. This variant is preview behaviour of a stable rule: it has
+    no first-sight evidence of its own.
 
     ## Why is this bad?
     Since PyTorch 2.4 both are deprecated aliases of the device-generic
@@ -228,11 +238,21 @@ class DeprecatedCudaAmp(Rule):
     def begin_file(self, ctx) -> None:
         self._plan: Optional[Dict[int, Tuple[str, Optional[Fix]]]] = None
 
+    _decorator_detail = (
+        "`torch.cuda.amp.{name}` is deprecated since torch 2.4;"
+        " use `torch.amp.{name}(device_type=\"cuda\", ...)`"
+    )
+
     def _check(self, node: ast.AST, ctx) -> None:
         if ctx.torch_version < (2, 4):
             return
         target = node.func if isinstance(node, ast.Call) else node
-        if (ctx.qualname(target) or "") not in DEPRECATED:
+        q = ctx.qualname(target) or ""
+        if q in DEPRECATED_DECORATORS:
+            if ctx.preview and _decorates(node, ctx) and not _Planner.in_compat_code(ctx, node):
+                self.report(ctx, node, message=self._decorator_detail.format(name=DEPRECATED_DECORATORS[q]))
+            return
+        if q not in DEPRECATED:
             return
         if self._plan is None:
             self._plan = _Planner(ctx, self).plan()
@@ -246,6 +266,12 @@ class DeprecatedCudaAmp(Rule):
     visit_Call = _check
     visit_Name = _check
     visit_Attribute = _check
+
+
+def _decorates(node: ast.AST, ctx) -> bool:
+    """`node` is one of a def's decorators (`@custom_bwd`, `@custom_fwd(...)`)."""
+    parent = ctx.analysis.index.parents.get(node)
+    return isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in parent.decorator_list
 
 
 class _Planner:
@@ -308,12 +334,19 @@ class _Planner:
         return stmts[0]
 
     def _in_compat_code(self, node: ast.AST) -> bool:
-        chain = self.fa.index.ancestors(node) + [node]
+        return _Planner.in_compat_code(self.ctx, node)
+
+    @staticmethod
+    def in_compat_code(ctx, node: ast.AST) -> bool:
+        """Code that chooses between the old and new API: in an `except`
+        handler, under an `if` that tests the torch version or `hasattr`, or
+        after an `if <new torch>: return <new API>`."""
+        chain = ctx.analysis.index.ancestors(node) + [node]
         for i, anc in enumerate(chain[:-1]):
             if isinstance(anc, ast.ExceptHandler):
                 return True
             if isinstance(anc, (ast.If, ast.IfExp)) and chain[i + 1] is not anc.test:
-                if COMPAT_TEST_RE.search(self.src.node_text(anc.test)):
+                if COMPAT_TEST_RE.search(ctx.source.node_text(anc.test)):
                     return True
             # the fallback after `if <new torch>: return <new API>`
             for field in ("body", "orelse", "finalbody"):
@@ -327,7 +360,7 @@ class _Planner:
                         isinstance(stmt, ast.If)
                         and stmt.body
                         and isinstance(stmt.body[-1], (ast.Return, ast.Raise))
-                        and COMPAT_TEST_RE.search(self.src.node_text(stmt.test))
+                        and COMPAT_TEST_RE.search(ctx.source.node_text(stmt.test))
                     ):
                         return True
         return False
