@@ -173,7 +173,7 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
             out["class_layers"] = per_class
         # and what it builds or calls of those, and its classes' bases (`ModelFiles`)
         bindings = import_bindings(top, module, package)
-        out["uses"] = used_names(tree, module, bindings, None, None, EXTERNAL_ROOTS,
+        out["uses"] = used_names(tree, module, bindings, None, EXTERNAL_ROOTS,
                                  "__dict__" in text, star_imported(top, module, package))
         out["classes"] = class_bases(tree, module, bindings)
     return out if not package or "layers" in out or out.get("exports") else None

@@ -461,7 +461,7 @@ def entered_synced(graph: ProjectGraph) -> Set[str]:
         for call in f.get("calls", ()):
             ref, where = call[0], call[1]
             if where not in (TRAIN, EVAL) and not (per_step and where == BODY):
-                continue
+                continue  # (a per-step function's own calls are never `synced`: they count against)
             cid = graph.resolve_in(ref, graph.owner[fid])
             if cid is not None:
                 ok[cid] = ok.get(cid, True) and ref in synced
@@ -481,6 +481,8 @@ class ModelFiles:
         self._importers_of: Optional[Dict[str, List[str]]] = None
         self._found: Dict[str, Tuple[Set[str], Set[str]]] = {}
         self._built: Dict[Tuple[str, bool], Dict[str, int]] = {}
+        self._targets_of: Dict[Tuple[str, Optional[str]], List[Tuple[str, Optional[str]]]] = {}
+        self._nodes_of: Dict[str, Dict[str, Optional[Tuple[str, Optional[str]]]]] = {}
 
     def of(self, path: str, importers: bool = True) -> Set[str]:
         """The file and the project files it imports, LAYER_IMPORT_DEPTH
@@ -572,7 +574,14 @@ class ModelFiles:
         return seen
 
     def _targets(self, path: str, name: Optional[str]) -> List[Tuple[str, Optional[str]]]:
-        """What the top-level `name` of `path` (None: all of it) uses, as (file, name) pairs."""
+        """What the top-level `name` of `path` (None: all of it) uses, as (file, name) pairs (memoized)."""
+        key = (path, name)
+        found = self._targets_of.get(key)
+        if found is None:
+            found = self._targets_of[key] = self._read_targets(path, name)
+        return found
+
+    def _read_targets(self, path: str, name: Optional[str]) -> List[Tuple[str, Optional[str]]]:
         summary = self.files[path][1]
         uses = summary.get("uses")
         if not isinstance(uses, dict):  # a file read for its exports only, or its uses not read
@@ -582,8 +591,9 @@ class ModelFiles:
         else:
             wanted = list(uses.get(name, ())) + list(uses.get(EVERY_NAME, ()))
         out: List[Tuple[str, Optional[str]]] = []
+        nodes = self._nodes_of.setdefault(path, {})  # (the uses of a file's names repeat)
         for target in wanted:
-            found = self._node_of(target, path)
+            found = nodes[target] if target in nodes else nodes.setdefault(target, self._node_of(target, path))
             if found is not None and found not in out:
                 out.append(found)
         return out

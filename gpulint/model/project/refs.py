@@ -14,9 +14,11 @@ parameter's method, a value returned by a call, a subscript).
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.walk import index_tree
 from gpulint.model.project.modules import resolve_from
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,8 +88,9 @@ EVERY_NAME = "*"  # `used_names` key: what every name of the file may use (its s
 
 
 def used_names(tree: ast.Module, module: str, bindings: Dict[str, str],
-               calls: Optional[Iterable[ast.AST]] = None, parents: Optional[Dict[ast.AST, ast.AST]] = None,
-               skip: Iterable[str] = (), dict_reads: bool = True, stars: Iterable[str] = ()) -> Dict[str, List[str]]:
+               calls: Optional[Iterable[ast.AST]] = None,
+               skip: Iterable[str] = (), dict_reads: bool = True, stars: Iterable[str] = (),
+               attributes: Optional[Iterable[ast.AST]] = None) -> Dict[str, List[str]]:
     """What each top-level def of the file (and its module code, as
     MODULE_CODE) builds or calls of the names it imports or defines,
     absolute: `blip_decoder(...)` is `models.blip.blip_decoder`,
@@ -96,8 +99,9 @@ def used_names(tree: ast.Module, module: str, bindings: Dict[str, str],
     `getattr(models, arch)(...)`) is used as a whole. Names only read
     (`isinstance(m, DynamicModule)`, an annotation) are not uses: what code
     uses is where the models it trains can be built. `bindings`: the
-    file's imported names (`import_bindings`); `calls` with `parents`: the
-    file's calls and parent map, where an index holds them; names under a
+    file's imported names (`import_bindings`); `calls` and `attributes`:
+    the file's calls and attribute nodes, where an index holds them (else
+    the tree is walked); names under a
     root in `skip` (`torch`, `numpy`) are left out; `dict_reads`: the text
     may read a `__dict__`; `stars`: the modules it imports all names of
     (`star_imported`), used by every name (EVERY_NAME)."""
@@ -135,25 +139,29 @@ def used_names(tree: ast.Module, module: str, bindings: Dict[str, str],
         else:
             use(key, func)
 
-    if calls is not None and parents is not None:
+    if calls is not None:
+        # the top-level statement of a node, by line: top-level statements never share lines
+        # but with `;` (then the first one's name stands for all)
+        starts = [min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())]) for stmt in tree.body]
+
+        def owner(node: ast.AST) -> str:
+            i = bisect_right(starts, node.lineno) - 1  # type: ignore[attr-defined]
+            return tops.get(tree.body[i], MODULE_CODE) if i >= 0 else MODULE_CODE
+
         for call in calls:
-            top = call
-            while True:
-                up = parents.get(top)
-                if up is None or up is tree:
-                    break
-                top = up
-            call_use(tops.get(top, MODULE_CODE), call)
-        walked: Iterable[Tuple[str, ast.AST]] = []
-        if dict_reads:
-            walked = [(tops.get(stmt, MODULE_CODE), n) for stmt in tree.body for n in ast.walk(stmt)]
+            call_use(owner(call), call)
+        for node in attributes if dict_reads and attributes is not None else ():
+            if node.attr == "__dict__":  # type: ignore[attr-defined]
+                use(owner(node), node.value)  # type: ignore[attr-defined]
     else:
-        walked = [(tops.get(stmt, MODULE_CODE), n) for stmt in tree.body for n in ast.walk(stmt)]
-    for key, node in walked:
-        if isinstance(node, ast.Call) and calls is None:
-            call_use(key, node)
-        elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
-            use(key, node.value)
+        key = MODULE_CODE
+        for node, depth in index_tree(tree)[0]:  # pre-order: a top-level statement, then what it holds
+            if depth == 1:
+                key = tops.get(node, MODULE_CODE)
+            if isinstance(node, ast.Call):
+                call_use(key, node)
+            elif dict_reads and isinstance(node, ast.Attribute) and node.attr == "__dict__":
+                use(key, node.value)
     for node, key in tops.items():
         if isinstance(node, ast.ClassDef):
             for base in node.bases:

@@ -30,7 +30,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
-from gpulint.model.control.syncs import follows_host_read
+from gpulint.model.control.syncs import HOST_METHODS, follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
@@ -120,8 +120,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     }
     out = {"functions": functions, "classes": {k: v for k, v in classes.items() if v}, "imports": sorted(refs.imported)}
     stars = star_imported(fa.index.nodes_of(ast.ImportFrom), refs.module, refs.package) if fa.index.mentions("*") else ()
-    out["uses"] = used_names(fa.tree, refs.module, refs.names, fa.index.nodes_of(ast.Call), fa.index.parents,
-                             EXTERNAL_ROOTS, fa.index.mentions("__dict__"), stars)
+    dict_reads = fa.index.mentions("__dict__")
+    out["uses"] = used_names(fa.tree, refs.module, refs.names, fa.index.nodes_of(ast.Call), EXTERNAL_ROOTS,
+                             dict_reads, stars, fa.index.nodes_of(ast.Attribute) if dict_reads else None)
     per_class = class_layer_counts(fa.tree, fa.imports, fa.index) if fa.values.module_classes else {}
     if per_class:
         out["layers"] = total_layers(per_class)
@@ -267,7 +268,7 @@ def exports_summary(tree: ast.Module, module: str) -> dict:
     exports = package_exports(tree, module, True)
     imported = set(exports.values()) | {target.rsplit(".", 1)[0] for target in exports.values()}
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    uses = used_names(tree, module, import_bindings(top, module, True), None, None, EXTERNAL_ROOTS, True,
+    uses = used_names(tree, module, import_bindings(top, module, True), None, EXTERNAL_ROOTS, True,
                       star_imported(top, module, True))
     return {"functions": {}, "classes": {}, "imports": sorted(imported), "exports": exports, "uses": uses, "partial": True}
 
@@ -371,12 +372,36 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     passed = _argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else None
     # whether a per-step call comes right after a host read of the caller (`entered_synced`)
     synced: Optional[bool] = None
-    if where in (TRAIN, EVAL) or (where == BODY and isinstance(scope, FUNCS) and fa.facts.every_step(scope)):
-        synced = follows_host_read(node, ancestors, fa, limit=SYNC_WALK_LIMIT)
+    if where in (TRAIN, EVAL):  # (from a loop's step; a per-step function's own calls are not asked: cost)
+        first = _first_reads(fa).get(scope)
+        synced = first is not None and first <= node.lineno and follows_host_read(node, ancestors, fa, limit=SYNC_WALK_LIMIT)
     for ref in found:
         sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
         if synced is not None:
             sc.synced[ref] = sc.synced.get(ref, True) and synced
+
+
+_READ_METHODS = frozenset(HOST_METHODS | {"synchronize", "barrier"})
+_READ_BUILTINS = frozenset({"float", "int", "bool"})
+
+
+def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
+    """scope -> the first line of a call in it that may read on the host or
+    sync (`x.item()`, `torch.cuda.synchronize()`, `float(t)`), by name only:
+    a call before none of them cannot follow a read, and needs no walk back
+    (`follows_host_read`). One pass over the file's calls."""
+    memo = fa.index.memo("summary.first_reads")
+    found = memo.get(None)
+    if found is None:
+        found = memo[None] = {}
+        for call in fa.index.nodes_of(ast.Call):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in _READ_METHODS or (isinstance(func, ast.Name) and name in _READ_BUILTINS):
+                scope = fa.index.owner(call)
+                if scope is not None and (scope not in found or call.lineno < found[scope]):
+                    found[scope] = call.lineno
+    return found  # type: ignore[return-value]
 
 
 def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:
