@@ -17,7 +17,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from gpulint.model.file import FileModel
 from gpulint.model.names import ImportTable
 from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
-from gpulint.model.project.refs import FileRefs, import_bindings, imported_modules, star_imported, used_names
+from gpulint.model.project.refs import (
+    FileRefs, bound_dotted, import_bindings, imported_modules, star_imported, used_names,
+)
 from gpulint.model.project.summary import (
     EXTERNAL_ROOTS, class_layer_counts, exports_summary, may_build_layers, summarize, total_layers,
 )
@@ -187,14 +189,7 @@ def class_bases(tree: ast.Module, module: str, bindings: Dict[str, str]) -> Dict
     out: Dict[str, List[str]] = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            bases = []
-            for base in node.bases:
-                parts: List[str] = []
-                while isinstance(base, ast.Attribute):
-                    parts.append(base.attr)
-                    base = base.value
-                if isinstance(base, ast.Name) and base.id in names:
-                    bases.append(".".join([names[base.id]] + parts[::-1]))
+            bases = [b for b in (bound_dotted(base, names) for base in node.bases) if b is not None]
             if bases:
                 out[f"{module}.{node.name}"] = bases
     return out

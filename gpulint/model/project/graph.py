@@ -425,8 +425,7 @@ class ProjectGraph:
         if entered:
             table["entered_synced"] = sorted(entered)
         if trains(summary):  # the models its training loop trains (only such a file asks)
-            self.model_files(path, importers=False)  # (makes `_model_files`)
-            layers = self._model_files.trained_layers(path, summary)  # type: ignore[union-attr]
+            layers = self._models().trained_layers(path, summary)
             if layers:
                 table["layers"] = layers
             if not summary.get("cuda") and any(self.files[p][1].get("cuda") for p in self.model_files(path)):
@@ -439,14 +438,17 @@ class ProjectGraph:
 
     def importers_of(self, path: str) -> List[str]:
         """The project files that import `path`."""
-        self.model_files(path, importers=False)  # (makes `_model_files`)
-        return list(self._model_files.importers_of(path))  # type: ignore[union-attr]
+        return list(self._models().importers_of(path))
 
     def model_files(self, path: str, importers: bool = True) -> Set[str]:
         """`ModelFiles.of` this project."""
+        return self._models().of(path, importers)
+
+    def _models(self) -> "ModelFiles":
+        """The project's `ModelFiles` (made once, when first asked)."""
         if self._model_files is None:
             self._model_files = ModelFiles(self.files, self._module_file)
-        return self._model_files.of(path, importers)
+        return self._model_files
 
 
 def entered_synced(graph: ProjectGraph) -> Set[str]:

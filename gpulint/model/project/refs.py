@@ -80,6 +80,19 @@ def star_imported(nodes: Iterable[ast.AST], module: str, package: bool) -> List[
     return out
 
 
+def bound_dotted(node: ast.AST, names: Dict[str, str]) -> Optional[str]:
+    """`a.b.c` with `a` bound in `names` to `pkg.mod`: `pkg.mod.b.c`; None
+    for anything else (a call, a subscript, an unbound name)."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in names:
+        return None
+    parts.append(names[node.id])
+    return ".".join(reversed(parts))
+
+
 # calls whose first argument is a module read by name (`getattr(models, arch)(...)`)
 _MODULE_LOOKUPS = frozenset({"getattr", "vars"})
 
@@ -117,18 +130,8 @@ def used_names(tree: ast.Module, module: str, bindings: Dict[str, str],
     if starred:
         out[EVERY_NAME] = set(starred)
 
-    def dotted_use(node: ast.AST) -> Optional[str]:
-        parts: List[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name) or node.id not in names:
-            return None
-        parts.append(names[node.id])
-        return ".".join(reversed(parts))
-
     def use(key: str, node: ast.AST) -> None:
-        used = dotted_use(node)
+        used = bound_dotted(node, names)
         if used is not None and used != f"{module}.{key}":
             out.setdefault(key, set()).add(used)
 

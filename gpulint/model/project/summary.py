@@ -30,7 +30,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
-from gpulint.model.control.syncs import HOST_METHODS, follows_host_read
+from gpulint.model.control.syncs import CONVERSIONS, HOST_METHODS, follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
@@ -158,11 +158,6 @@ ATTENTION_CALLS = TRANSFORMER_LAYERS | frozenset(["torch.matmul", "torch.bmm", "
 _LAYER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in CONV_LAYERS | MATMUL_LAYERS | ATTENTION_CALLS)
 
 
-def layer_counts(tree: ast.Module, imports: ImportTable, index: Optional["TreeIndex"] = None) -> Dict[str, int]:
-    """The file's total of `class_layer_counts`: {} for a file without such classes."""
-    return total_layers(class_layer_counts(tree, imports, index))
-
-
 def total_layers(per_class: Dict[str, Dict[str, int]]) -> Dict[str, int]:
     """The sum of a file's `class_layer_counts` ({} for none)."""
     total: Dict[str, int] = {}
@@ -277,7 +272,7 @@ _LAYER_WORDS = ("Conv", "Linear", "LSTM", "GRU", "RNN", "@", "matmul", "bmm", "e
 
 
 def may_build_layers(text: str) -> bool:
-    """The text may define `nn.Module` classes that build layers (see `layer_counts`)."""
+    """The text may define `nn.Module` classes that build layers (see `class_layer_counts`)."""
     return "Module" in text and any(w in text for w in _LAYER_WORDS)
 
 
@@ -382,7 +377,7 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
 
 
 _READ_METHODS = frozenset(HOST_METHODS | {"synchronize", "barrier"})
-_READ_BUILTINS = frozenset({"float", "int", "bool"})
+_READ_BUILTINS = frozenset(q.rsplit(".", 1)[-1] for q in CONVERSIONS)
 
 
 def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
@@ -390,10 +385,8 @@ def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
     sync (`x.item()`, `torch.cuda.synchronize()`, `float(t)`), by name only:
     a call before none of them cannot follow a read, and needs no walk back
     (`follows_host_read`). One pass over the file's calls."""
-    memo = fa.index.memo("summary.first_reads")
-    found = memo.get(None)
-    if found is None:
-        found = memo[None] = {}
+    def compute() -> Dict[ast.AST, int]:
+        found: Dict[ast.AST, int] = {}
         for call in fa.index.nodes_of(ast.Call):
             func = call.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -401,7 +394,9 @@ def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
                 scope = fa.index.owner(call)
                 if scope is not None and (scope not in found or call.lineno < found[scope]):
                     found[scope] = call.lineno
-    return found  # type: ignore[return-value]
+        return found
+
+    return fa.index.memoized("summary", "first_reads", compute)
 
 
 def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:
