@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+
+import pytest
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli_helpers import invoke, write
 from gpulint.source import Source
+from helpers import lint
 
 HEADER = (
     "import torch\nfrom torch import nn\n"
@@ -92,3 +96,37 @@ def test_long_lines_of_other_shapes(tmp_path):
     write(tmp_path, "reads.py", "import torch\nfor b in loader: " + "loss.item();" * 50_000 + "\n")
     res = invoke(["check", "--select", "ALL", "--output-format", "json", "."], tmp_path)
     assert res.exit_code == 0 and json.loads(res.stdout) == []
+
+
+def _python_calls(text: str) -> int:
+    """Python function calls made linting `text`: a count of work that does not
+    depend on how fast or busy the machine is."""
+    count = [0]
+
+    def profile(frame, event, arg):
+        if event == "call":
+            count[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        lint(text, codes=["GPU101", "GPU203"])
+    finally:
+        sys.setprofile(None)
+    return count[0]
+
+
+@pytest.mark.parametrize("shape", ["one line", "one statement per line"])
+def test_work_grows_linearly_with_the_loop(shape):
+    """Twice the training loop costs about twice the work, not four times: a
+    rule asking the whole loop again for each read in it made the linter
+    quadratic on long loops (255 s for a 250 KB loop) and a timing test would
+    not have caught it reliably. Counting calls does, on any machine."""
+    stmts = [s.strip() for s in BODY.split(";") if s.strip()]
+
+    def text(reps: int) -> str:
+        if shape == "one line":
+            return HEADER + "for x, y in loader: " + BODY * reps + "\n"
+        return HEADER + "for x, y in loader:\n" + "".join(f"    {s}\n" for _ in range(reps) for s in stmts)
+
+    small, large = _python_calls(text(150)), _python_calls(text(300))
+    assert large / small < 2.3, (small, large)

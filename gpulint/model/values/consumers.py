@@ -9,7 +9,7 @@ Copying the actions to the host every step is the point, not waste.
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from gpulint.model.index.nodes import LOOPS
 from gpulint.model.index.tree import TreeIndex
@@ -30,17 +30,31 @@ def feeds_environment_step(index: TreeIndex, read: ast.AST, ancestors: Sequence[
     stmt = next((a for a in reversed(chain) if isinstance(a, ast.stmt)), None)
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return False
-    name = stmt.targets[0].id
     loop = next((a for a in reversed(ancestors) if isinstance(a, LOOPS)), None)
     if loop is None:
         return False
-    for n in ast.walk(loop):
-        if (
-            isinstance(n, ast.Call) and n.lineno > stmt.lineno and _environment_step(index, n)
-            and any(isinstance(a, ast.Name) and a.id == name for a in n.args)
-        ):
-            return True
-    return False
+    return _last_steps(index).get(loop, {}).get(stmt.targets[0].id, 0) > stmt.lineno
+
+
+def _last_steps(index: TreeIndex) -> Dict[ast.AST, Dict[str, int]]:
+    """For each loop, the names passed to an environment's step inside it, each
+    with the last line that passes it. Built once per file from its step calls
+    (asking the loop's body again for each read made the rule quadratic)."""
+
+    def compute() -> Dict[ast.AST, Dict[str, int]]:
+        out: Dict[ast.AST, Dict[str, int]] = {}
+        for call in index.nodes(ast.Call):
+            if not _environment_step(index, call):  # type: ignore[arg-type]
+                continue
+            names = [a.id for a in call.args if isinstance(a, ast.Name)]  # type: ignore[attr-defined]
+            for anc in index.ancestors(call):
+                if isinstance(anc, LOOPS):
+                    last = out.setdefault(anc, {})
+                    for name in names:
+                        last[name] = max(last.get(name, 0), call.lineno)  # type: ignore[attr-defined]
+        return out
+
+    return index.memoized("consumers.steps", "last", compute)
 
 
 def _environment_step(index: TreeIndex, call: ast.Call) -> bool:
