@@ -254,10 +254,24 @@ CORPUS_SETS = {
         ("willisma/SiT", "947f95bd3a510e9af441d38c1e9f72e0eee873c5"),
         ("yandex-research/tabm", "28e47ae301c92ec37787dde1ce923a0793f405b4"),
     ],
+    "fifteenth": [
+        ("Atten4Vis/ConditionalDETR", "8ea7c3f3fff49cd287855d4f13cc12a6066bc8e9"),
+        ("KellerJordan/modded-nanogpt", "f411b3d346aa52d3504324ca93c230fd84c6c07f"),
+        ("LeoGrin/tabular-benchmark", "9d54cf53d9fd3159e367e70a00005f4fcbf2c79d"),
+        ("NVlabs/edm2", "4bf8162f601bcc09472ce8a32dd0cbe8889dc8fc"),
+        ("OpenGVLab/LLaMA-Adapter", "521a09da84f70f6913d54b7421afa24010319e47"),
+        ("chenyuntc/simple-faster-rcnn-pytorch", "367db367834efd8a2bc58ee0023b2b628a0e474d"),
+        ("cloneofsimo/minDiffusion", "00a3c8066d25a34d3d472ef6c87c7b6b238ea444"),
+        ("facebookresearch/mbrl-lib", "3f93cccfc8d635f74e335a2f07aab6e9a48fc021"),
+        ("huggingface/alignment-handbook", "925acdfe4b2b4e38c3dabd1851bc418f0b656351"),
+        ("jcwleo/random-network-distillation-pytorch", "e383fb95177c50bfdcd81b43e37c443c8cde1d94"),
+        ("naszilla/tabzilla", "dd2f32cee8c404b30f61efa55577572c6680ab99"),
+        ("r9y9/wavenet_vocoder", "a35fff76ea3687b05e1a10023cad3f7f64fa25a3"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
