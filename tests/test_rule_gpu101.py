@@ -221,10 +221,26 @@ def test_inference_over_stored_batches_is_a_step_loop():
         """
         import torch
 
+        def score(model, batches, device):
+            total = 0.0
+            for b in batches:
+                total += model(b.to(device)).sum().cpu()  # sync
+            return total
+        """
+    )
+
+
+def test_predictions_kept_for_the_host_are_not_waste():
+    """Per-sample outputs appended to a list (for a scorer or a file) are
+    what the host needs; the copy is the point (issue 19's host consumers)."""
+    check(
+        """
+        import torch
+
         def predict(model, batches, device):
             outs = []
             for b in batches:
-                outs.append(model(b.to(device)).argmax(-1).cpu())  # sync
+                outs.append(model(b.to(device)).argmax(-1).cpu())
             return outs
         """
     )

@@ -9,6 +9,7 @@ Copying the actions to the host every step is the point, not waste.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, Optional, Sequence
 
 from gpulint.model.index.nodes import LOOPS
@@ -67,3 +68,120 @@ def _environment_step(index: TreeIndex, call: ast.Call) -> bool:
         isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
         and isinstance(parent.targets[0], (ast.Tuple, ast.List)) and len(parent.targets[0].elts) in (4, 5)
     )
+
+
+# methods, attributes and wrappers a copied tensor passes through on its way
+# to where the host keeps it (`preds.detach().cpu().numpy()`, `list(x.numpy())`)
+_PASS_ATTRS = frozenset(
+    "cpu numpy tolist detach data float double long int half astype squeeze flatten ravel reshape view copy clone"
+    .split()
+)
+_WRAPPERS = frozenset(("list", "tuple", "np.asarray", "np.array", "numpy.asarray", "numpy.array"))
+# reductions: what they give is one number, bookkeeping rather than an output
+_REDUCTIONS = frozenset("sum mean max min prod norm std var all any item count_nonzero".split())
+# names of scalar bookkeeping (`losses.append(loss.cpu())` is a metric, not an output)
+_SCALAR_NAME_RE = re.compile(r"(^|_)(loss|losses|acc|accuracy|correct|err|error|nll|ppl|perplexity)(_|$)", re.I)
+
+
+def exports_outputs(index: TreeIndex, read: ast.AST) -> bool:
+    """The host copy `read` (`x.cpu()`, `x.numpy()`, `x.tolist()`) takes a
+    model's per-sample outputs to where the host keeps them: appended to a
+    list (`predictions.append(preds.detach().cpu().numpy())`) that is not
+    joined back into a tensor, returned or yielded, directly or through a
+    name the function keeps that way later. Predictions for a scorer, an evaluator or a file:
+    the copy is the point. Not a reduction or a loss (`loss.cpu()`,
+    `(pred == y).sum().cpu()`), which is bookkeeping that could stay on the GPU."""
+    if not (isinstance(read, ast.Call) and isinstance(read.func, ast.Attribute)
+            and read.func.attr in ("cpu", "numpy", "tolist")):
+        return False
+    if _scalar(read.func.value):
+        return False
+    parents = index.parents
+    node: ast.AST = read
+    while True:
+        parent = parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.attr in _PASS_ATTRS:
+            call = parents.get(parent)
+            node = call if isinstance(call, ast.Call) and call.func is parent else parent
+        elif isinstance(parent, ast.Subscript) and parent.value is node:
+            node = parent
+        elif isinstance(parent, ast.Call) and node in parent.args and _wrapper(parent):
+            node = parent
+        elif isinstance(parent, ast.ListComp) and parent.elt is node:
+            node = parent
+        else:
+            return _kept(index, node, parent)
+
+
+def _scalar(expr: ast.AST) -> bool:
+    while isinstance(expr, (ast.Attribute, ast.Subscript)) or (
+        isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _PASS_ATTRS
+    ):
+        expr = expr.func.value if isinstance(expr, ast.Call) else expr.value  # type: ignore[union-attr]
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _REDUCTIONS:
+        return not expr.args and not any(k.arg == "dim" for k in expr.keywords)
+    name = expr.id if isinstance(expr, ast.Name) else None
+    return name is not None and _SCALAR_NAME_RE.search(name) is not None
+
+
+def _wrapper(call: ast.Call) -> bool:
+    f = call.func
+    text = f.id if isinstance(f, ast.Name) else (
+        f"{f.value.id}.{f.attr}" if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else "")
+    return text in _WRAPPERS
+
+
+def _kept(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
+    """`value` is appended to (or extends) a list the host keeps, or is
+    returned or yielded; or is bound to a name that a later statement of the
+    function keeps so."""
+    owner = index.owner(value)
+    tables = _tables(index).get(owner, ({}, frozenset()))
+    if _keeps(value, parent, tables[1]):
+        return True
+    if isinstance(parent, ast.AugAssign) and parent.value is value and isinstance(parent.op, ast.Add):
+        return isinstance(value, ast.Call) and _wrapper(value)  # `gt_labels += list(labels_.numpy())`
+    if not (isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1
+            and isinstance(parent.targets[0], ast.Name)):
+        return False
+    return tables[0].get(parent.targets[0].id, 0) > parent.lineno
+
+
+def _keeps(value: ast.AST, parent: Optional[ast.AST], joined: frozenset) -> bool:
+    """`xs.append(value)` / `xs.extend(value)` with `xs` not joined back into a
+    tensor (`torch.cat(xs)`: then the copies were not needed on the host), or
+    `return value` / `yield value`."""
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr in (
+        "append", "extend"
+    ):
+        target = parent.func.value
+        return value in parent.args and not (isinstance(target, ast.Name) and target.id in joined)
+    return isinstance(parent, (ast.Return, ast.Yield)) and parent.value is value
+
+
+_JOINS = frozenset(("cat", "concat", "concatenate", "stack", "vstack", "hstack"))
+
+
+def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
+    """For each function (and the module): (name -> the last line that keeps
+    it, the lists joined back into a tensor by `torch.cat` / `torch.stack`).
+    Built for the whole file in one walk."""
+
+    def compute() -> Dict[Optional[ast.AST], tuple]:
+        joined: Dict[Optional[ast.AST], set] = {}
+        for call in index.nodes(ast.Call):
+            f = call.func  # type: ignore[attr-defined]
+            if (isinstance(f, ast.Attribute) and f.attr in _JOINS and isinstance(f.value, ast.Name)
+                    and f.value.id == "torch" and call.args and isinstance(call.args[0], ast.Name)):  # type: ignore[attr-defined]
+                joined.setdefault(index.owner(call), set()).add(call.args[0].id)  # type: ignore[attr-defined]
+        kept: Dict[Optional[ast.AST], Dict[str, int]] = {}
+        for n in index.nodes(ast.Name):
+            if not isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
+                continue
+            owner = index.owner(n)
+            if _keeps(n, index.parents.get(n), frozenset(joined.get(owner, ()))):
+                names = kept.setdefault(owner, {})
+                names[n.id] = max(names.get(n.id, 0), n.lineno)  # type: ignore[attr-defined]
+        return {o: (kept.get(o, {}), frozenset(joined.get(o, ()))) for o in set(kept) | set(joined)}
+
+    return index.memoized("consumers.kept", "all", compute)

@@ -305,6 +305,18 @@ def type_move_target(fa: "FileModel", call: ast.AST) -> Optional[ast.AST]:
     return call.func.value
 
 
+def is_cpu_tensor_type(fa: "FileModel", expr: ast.AST) -> bool:
+    """`torch.FloatTensor` (a legacy CPU tensor type with a dtype, not
+    `torch.Tensor`) or its name as a string: `x.type(torch.FloatTensor)`
+    copies a CUDA `x` to the host."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        name = expr.value[len("torch."):] if expr.value.startswith("torch.") else ""
+    else:
+        q = fa.imports.qualname(expr) or ""
+        name = q[len("torch."):] if q.startswith("torch.") and q.count(".") == 1 else ""
+    return name != "Tensor" and name in LEGACY_CONSTRUCTORS
+
+
 def is_cuda_tensor_type(fa: "FileModel", expr: ast.AST, follow: bool = True) -> bool:
     """`torch.cuda.FloatTensor` (a legacy CUDA tensor type), its name as a
     string, `torch.cuda.FloatTensor if cuda else torch.FloatTensor`, or a

@@ -43,13 +43,72 @@ class HostValues:
         if self.index.mentions("set_default_device") or self.index.mentions("set_default_tensor_type"):
             return False
         scope = self.index.enclosing_scope(ancestors)
-        return self._is_host(expr, scope if scope is not None else self.index.tree, set())
+        scope = scope if scope is not None else self.index.tree
+        root = expr
+        while isinstance(root, (ast.Subscript, ast.Attribute)) and not _self_attribute(root):
+            root = root.value
+        if isinstance(root, ast.Name):
+            reaching = self._reaching_in_loop(root, ancestors, scope)
+            if reaching is not None:
+                inner = {root.id}
+                return all(
+                    b is LOADER_BATCH or b is HOST_ARGUMENT or (b is not None and self._is_host(b, scope, inner))
+                    for b in reaching
+                ) and self._is_host(expr, scope, set(), root.id)
+        return self._is_host(expr, scope, set())
 
-    def _is_host(self, expr: ast.AST, scope: ast.AST, seen: Set[str]) -> bool:
+    def _reaching_in_loop(self, name: ast.Name, ancestors: Sequence[ast.AST], scope: ast.AST) -> Optional[list]:
+        """The bindings of `name` that reach a read of it in the body of the
+        loop that binds it (`for imgs, sizes in loader: sizes =
+        [sizes[0].item(), ...]`): the loop's own, and those in its body
+        before the read. A binding later in the body (the statement the read
+        is part of, too) is replaced by the loop's at the next pass, and one
+        before the loop never reaches. None when this cannot be told: the
+        read is in a loop nested in that one, or a binding has no place."""
+        child: ast.AST = name
+        loop = None
+        for anc in reversed(ancestors):
+            if isinstance(anc, SCOPES):
+                return None
+            if isinstance(anc, LOOPS + _COMPS):
+                if isinstance(anc, (ast.For, ast.AsyncFor)) and name.id in target_names(anc.target) \
+                        and self.index.in_block(child, anc):
+                    loop = anc
+                break  # the innermost loop around the read must bind the name itself
+            child = anc
+        if loop is None:
+            return None
+        bindings = self.host_bindings(scope).get(name.id) or []
+        body_start = (loop.body[0].lineno, loop.body[0].col_offset)
+        read_at = (name.lineno, name.col_offset)
+        header = (loop.lineno, loop.col_offset), (loop.iter.end_lineno, loop.iter.end_col_offset)
+        out = []
+        for b in bindings:
+            if b is LOADER_BATCH:
+                out.append(b)  # the loop's own (any loader loop of this name: checked by position below)
+                continue
+            if not isinstance(b, ast.AST) or not hasattr(b, "lineno"):
+                return None  # a parameter, a `with` target, ...: no place to tell by
+            start, end = (b.lineno, b.col_offset), (b.end_lineno, b.end_col_offset)
+            if header[0] <= start and end <= header[1]:
+                out.append(b)  # the loop's own binding: its iterable
+            elif start < body_start:
+                continue  # before the loop: replaced by the loop's binding
+            elif end <= read_at:
+                out.append(b)  # earlier in this pass
+            elif start > (loop.end_lineno, loop.end_col_offset):  # type: ignore[attr-defined]
+                continue  # after the loop
+            # else: later in this pass (or the read's own statement): replaced at the next pass
+        return out if out else None
+
+    def _is_host(self, expr: ast.AST, scope: ast.AST, seen: Set[str], checked: str = "") -> bool:
+        """(`checked`: a name whose bindings the caller has already found host.)"""
         if isinstance(expr, (ast.Subscript, ast.Attribute)):
-            if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            if _self_attribute(expr):
                 return False
-            return self._is_host(expr.value, scope, seen)
+            return self._is_host(expr.value, scope, seen, checked)
+        if isinstance(expr, ast.Name) and expr.id == checked:
+            return True
         if isinstance(expr, ast.Name):
             if expr.id in seen:
                 return False
@@ -161,6 +220,10 @@ class HostValues:
                         if isinstance(n, ast.Name):
                             out.setdefault(n.id, []).append(LOADER_BATCH)
                             claimed.add(id(n))
+                elif _zipped(base, target):
+                    # `for ref, gen in zip(x, y_hats):` each name takes an element of its iterable
+                    for t, it in zip(target.elts, base.args):  # type: ignore[attr-defined]
+                        bind(t, ast.copy_location(ast.Subscript(value=it, slice=ast.Constant(0), ctx=ast.Load()), it))
                 else:
                     bind(target, base)
         for node in nodes:
@@ -219,3 +282,20 @@ class HostValues:
                 return base
             child = anc
         return None
+
+
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _self_attribute(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"
+
+
+def _zipped(base: ast.AST, target: ast.AST) -> bool:
+    """`for a, b in zip(xs, ys):`: as many names as iterables, none starred."""
+    return (
+        isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "zip"
+        and not base.keywords and isinstance(target, (ast.Tuple, ast.List))
+        and len(target.elts) == len(base.args)
+        and not any(isinstance(a, ast.Starred) for a in list(base.args) + list(target.elts))
+    )

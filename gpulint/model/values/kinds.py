@@ -128,7 +128,7 @@ MODEL_TELL_METHODS = frozenset(
 # torch factories that build a tensor on the default (CPU) device unless given `device=`
 HOST_FACTORIES = frozenset(
     """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
-    tensor from_numpy frombuffer scalar_tensor""".split()
+    tensor from_numpy frombuffer from_file scalar_tensor""".split()
 )
 # names of functions that compute with a model (and so on its device)
 MODEL_CODE_WORDS = ("forward", "backward", "step", "generate", "sample", "decode", "loss")

@@ -2,18 +2,20 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional
+from typing import List
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.values.callfacts import TRAIN
-from gpulint.model.values.consumers import feeds_environment_step
+from gpulint.model.values.consumers import exports_outputs, feeds_environment_step
+from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import TENSOR
 from gpulint.model.control.syncs import (
-    CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, derived_from_host_read, follows_host_read, on_host_already, statement_and_block,
-    truth_operands,
+    CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, follows_host_read, on_host_already, statement_and_block,
 )
-from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.rules.host_sync_in_loop.branches import conditional_in
+from gpulint.rules.host_sync_in_loop.reads import MAX_SNIPPET, candidate, is_device_tensor, snippet
+from gpulint.rules.host_sync_in_loop.truth import TruthTests
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import HOST_PIPELINE_TRAINING
 
@@ -26,14 +28,8 @@ _TEXT_CONVERSIONS = frozenset({"builtins.str", "builtins.repr"})
 # builtins that compare their arguments with `<` / `>` and take the result's truth value
 _COMPARING_BUILTINS = frozenset({"builtins.max", "builtins.min"})
 _BUILTIN_NAMES = frozenset({"float", "int", "bool", "print", "str", "repr", "max", "min"})
-_MAX_SNIPPET = 56
 # reads of a loop element that pull its value to the host
 _ELEMENT_READ_METHODS = frozenset({"item", "tolist"})
-
-
-def _snippet(text: str) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= _MAX_SNIPPET else text[: _MAX_SNIPPET - 3].rstrip() + "..."
 
 
 def _links(node: ast.AST, ctx) -> List[str]:
@@ -54,21 +50,21 @@ def _links(node: ast.AST, ctx) -> List[str]:
     if isinstance(node, ast.Name):
         return [node.id]
     text = re.sub(r"\s+", " ", ctx.node_text(node)).strip()
-    return [f"({text})" if len(text) <= _MAX_SNIPPET // 2 else "(...)"]
+    return [f"({text})" if len(text) <= MAX_SNIPPET // 2 else "(...)"]
 
 
-def _call_snippet(ctx, call: ast.Call) -> str:
+def _callsnippet(ctx, call: ast.Call) -> str:
     text = re.sub(r"\s+", " ", ctx.node_text(call)).strip()
-    if len(text) <= _MAX_SNIPPET:
+    if len(text) <= MAX_SNIPPET:
         return text
     links = _links(call, ctx)
     text = "".join(links)
-    if len(text) <= _MAX_SNIPPET:
+    if len(text) <= MAX_SNIPPET:
         return text
     # the receiver's root and as many trailing links as fit: `model(...)....mean(...).cpu()`
     head, tail = links[0], [links[-1]]
     for link in reversed(links[1:-1]):
-        if len(head) + 3 + len(link) + sum(map(len, tail)) > _MAX_SNIPPET:
+        if len(head) + 3 + len(link) + sum(map(len, tail)) > MAX_SNIPPET:
             break
         tail.insert(0, link)
     return head + "..." + "".join(tail)
@@ -87,36 +83,9 @@ def _is_str_expr(node: ast.AST) -> bool:
     return False
 
 
-def _candidate(ctx, ancestors) -> bool:
-    """Cheap first checks: the file can put tensors on an accelerator at all
-    (a file that never mentions CUDA, a device, `.to(...)` or a library that
-    moves tensors computes on the CPU, unless the project's call graph says
-    that a file which can use one calls the function, or, for a module that
-    is not a script, that the function runs every step and some file of the
-    project can use an accelerator: the CPU-only scripts of a repository
-    whose other scripts use a GPU stay on the CPU), and a for/while
-    encloses the node within its function, or the function runs every step."""
-    analysis = ctx.analysis
-    func = _function_of(ancestors)
-    facts = analysis.facts
-    per_step = func is not None and facts.every_step(func) is not None and facts.project_uses_accelerator()
-    if not (analysis.index.may_use_accelerator or (func is not None and facts.device_side(func))
-            or (per_step and not analysis.index.is_cpu_script())):
-        # a script that never names a device is a program of its own that runs on the CPU (the
-        # CPU-only examples of a repository whose other scripts use a GPU); a library module's
-        # per-step code may run on tensors its callers moved
-        return False
-    for anc in reversed(ancestors):
-        if isinstance(anc, SCOPES):
-            return per_step
-        if isinstance(anc, LOOPS):
-            return True
-    return False
-
-
 def _element_message(ctx, node: ast.Call, iterated: ast.AST) -> str:
     return (
-        f"`{_call_snippet(ctx, node)}` reads each element of the tensor `{_snippet(ctx.node_text(iterated))}` on "
+        f"`{_callsnippet(ctx, node)}` reads each element of the tensor `{snippet(ctx.node_text(iterated))}` on "
         "the host as the loop iterates it, one GPU sync per element; read them all at once (`.tolist()`) before "
         "the loop"
     )
@@ -129,7 +98,7 @@ def _logs_a_tensor(call: ast.Call, ctx) -> bool:
         value = call.args[1]
     else:
         value = next((k.value for k in call.keywords if k.arg == "scalar_value"), None)
-    return value is not None and _candidate(ctx, ctx.ancestors) and _is_device_tensor(value, ctx)
+    return value is not None and candidate(ctx, ctx.ancestors) and is_device_tensor(value, ctx)
 
 
 def _percent_operands(right: ast.AST) -> List[ast.AST]:
@@ -142,72 +111,6 @@ def _percent_operands(right: ast.AST) -> List[ast.AST]:
     else:
         values = [right]
     return [v.value if isinstance(v, ast.Starred) else v for v in values]
-
-
-def _conditional_in(node: ast.AST, ancestors, func: ast.AST) -> bool:
-    """`node` runs under an `if` of `func` (or one branch of `x if c else y`)
-    that is not a type check (`isinstance(v, torch.Tensor)`, `v is None`).
-    In a helper that runs every step, such a branch is most often an option
-    or a rare path (`if self.autobalance:`, a DeepSpeed-only branch, an
-    error path), which the call graph cannot tell from an every-step one."""
-    chain = list(ancestors) + [node]
-    for i in range(len(chain) - 2, -1, -1):
-        anc, child = chain[i], chain[i + 1]
-        if anc is func:
-            return False
-        if isinstance(anc, ast.If) and child is not anc.test and not _type_check(anc.test):
-            if not (child in anc.body and (_past_a_step(anc.test) or turns_on_distributed(anc.test))):
-                return True
-        if isinstance(anc, ast.IfExp) and child is not anc.test and not _type_check(anc.test):
-            return True
-    return False
-
-
-_COUNTER_RE = re.compile(r"(^|_)(steps?|iters?|iterations?|updates?|epochs?)$")
-
-
-def _past_a_step(test: ast.AST) -> bool:
-    """`if self.steps > self.config["discriminator_train_start_steps"]:`: a
-    step counter past a threshold, true on every step after a warm-up, not
-    an option or a rare path."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE))):
-        return False
-    left = test.left
-    name = left.attr if isinstance(left, ast.Attribute) else left.id if isinstance(left, ast.Name) else None
-    return name is not None and _COUNTER_RE.search(name) is not None
-
-
-def _type_check(test: ast.AST) -> bool:
-    """`isinstance(...)` (not for a Python scalar type), `x is None` / `x is not
-    None`, and `not` / `and` of them."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _type_check(test.operand)
-    if isinstance(test, ast.BoolOp):
-        return all(_type_check(v) for v in test.values)
-    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("isinstance", "hasattr", "callable"):
-        # a test for a Python scalar type picks a rarer path by the input's kind
-        # (`if isinstance(num_samples, float):` under sequence parallelism)
-        return not (test.func.id == "isinstance" and len(test.args) == 2 and _scalar_types(test.args[1]))
-    return (
-        isinstance(test, ast.Compare)
-        and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
-        and all(isinstance(c, ast.Constant) and c.value is None for c in test.comparators)
-    )
-
-
-def _scalar_types(types: ast.AST) -> bool:
-    elts = types.elts if isinstance(types, ast.Tuple) else [types]
-    return bool(elts) and all(isinstance(t, ast.Name) and t.id in ("float", "int", "bool", "str") for t in elts)
-
-
-def _function_of(ancestors) -> Optional[ast.AST]:
-    """The def that `ancestors` run in (not through a lambda or a class)."""
-    for anc in reversed(ancestors):
-        if isinstance(anc, FUNCS):
-            return anc
-        if isinstance(anc, SCOPES):
-            return None
-    return None
 
 
 # HostSyncInLoop's bad/good examples: its tests, its docs' examples and its bench
@@ -305,7 +208,7 @@ BENCH = Bench(
     )
 
 
-class HostSyncInLoop(Rule):
+class HostSyncInLoop(TruthTests, Rule):
     """
     ## What it does
     Flags code that copies a CUDA tensor's value to the host on every step of a
@@ -396,7 +299,13 @@ class HostSyncInLoop(Rule):
       (`envs.step(actions.cpu().numpy())`, or `actions = actions.cpu().numpy()`
       and then `next_obs, reward, terminated, truncated, info =
       envs.step(actions)`: a `step` whose result is unpacked into four or five
-      values, as in Gym);
+      values, as in Gym), and per-sample outputs the host keeps: a `.cpu()`,
+      `.numpy()` or `.tolist()` whose result is appended to a list
+      (`predictions.append(preds.detach().cpu().numpy())` for a scorer) or
+      extended, or returned, directly or through a name the function keeps
+      so later; a loss or a reduction (`.sum()`, `.mean()`) copied that way,
+      a list joined back into a tensor (`torch.cat(outs)`) and a metrics
+      dict are bookkeeping and stay flagged;
     - a read right after `torch.cuda.synchronize()`, `event.synchronize()` or
       a barrier: the host has just waited for everything queued (GPU102
       reports the synchronize itself);
@@ -510,7 +419,7 @@ class HostSyncInLoop(Rule):
         if loop is None:
             return None
         if isinstance(loop, FUNCS):
-            if analysis.facts.every_step(loop) != self.step_kind or _conditional_in(node, ancestors, loop):
+            if analysis.facts.every_step(loop) != self.step_kind or conditional_in(node, ancestors, loop, analysis.index):
                 return None
         elif not self.covers_loop(analysis, loop):
             return None
@@ -518,6 +427,8 @@ class HostSyncInLoop(Rule):
             return None
         if feeds_environment_step(analysis.index, node, ancestors):
             return None  # actions copied for the environment: the host needs them every step
+        if exports_outputs(analysis.index, node):
+            return None  # predictions kept on the host for a scorer, a file or the caller
         return loop
 
     @staticmethod
@@ -548,16 +459,19 @@ class HostSyncInLoop(Rule):
         if isinstance(func, ast.Attribute):
             if func.attr in HOST_METHODS:
                 self._host_method(node, ctx)
+            elif func.attr == "type" and _cpu_type_cast(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
+                if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
+                    self.report(ctx, node, expr=_callsnippet(ctx, node))
             elif func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                 self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
             elif func.attr == "add_scalar" and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
-                    self.report(ctx, node, expr=_call_snippet(ctx, node))
+                    self.report(ctx, node, expr=_callsnippet(ctx, node))
             return
         if not isinstance(func, ast.Name) or func.id not in _BUILTIN_NAMES:
             return
-        if not _candidate(ctx, ctx.ancestors):
+        if not candidate(ctx, ctx.ancestors):
             return
         q = ctx.analysis.imports.qualname(func)
         if q in CONVERSIONS and len(node.args) == 1 and not node.keywords and self._element_read(node, node.args[0], ctx):
@@ -565,25 +479,25 @@ class HostSyncInLoop(Rule):
         if not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
         if q in CONVERSIONS:
-            if len(node.args) != 1 or node.keywords or not _is_device_tensor(node.args[0], ctx):
+            if len(node.args) != 1 or node.keywords or not is_device_tensor(node.args[0], ctx):
                 return
         elif q == "builtins.print":
-            if not any(_is_device_tensor(a, ctx) for a in node.args):
+            if not any(is_device_tensor(a, ctx) for a in node.args):
                 return
         elif q in _TEXT_CONVERSIONS:
-            if len(node.args) != 1 or node.keywords or not _is_device_tensor(node.args[0], ctx):
+            if len(node.args) != 1 or node.keywords or not is_device_tensor(node.args[0], ctx):
                 return
         elif q in _COMPARING_BUILTINS:
             # `max(best, acc)` compares the two (`acc > best`) and takes the truth
             # value of the result; one argument is an iterable, `key=` compares keys
             if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 return
-            if not any(_is_device_tensor(a, ctx) for a in node.args):
+            if not any(is_device_tensor(a, ctx) for a in node.args):
                 return
         else:
             return
         if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
-            self.report(ctx, node, expr=_call_snippet(ctx, node))
+            self.report(ctx, node, expr=_callsnippet(ctx, node))
 
     def _host_method(self, node: ast.Call, ctx) -> None:
         func = node.func
@@ -591,7 +505,7 @@ class HostSyncInLoop(Rule):
             return  # none of these tensor methods takes a positional argument
         if func.attr in ("item", "tolist") and node.keywords:
             return
-        if not _candidate(ctx, ctx.ancestors):
+        if not candidate(ctx, ctx.ancestors):
             return
         recv = func.value
         if func.attr in _ELEMENT_READ_METHODS and self._element_read(node, recv, ctx):
@@ -608,7 +522,7 @@ class HostSyncInLoop(Rule):
             return
         if self._hot(ctx.analysis, node, ctx.ancestors) is None:
             return
-        self.report(ctx, node, expr=_call_snippet(ctx, node))
+        self.report(ctx, node, expr=_callsnippet(ctx, node))
 
     def _element_read(self, node: ast.Call, value: ast.AST, ctx) -> bool:
         """`for idx in hits: e = idx.item()`: the loop reads each element of a
@@ -642,70 +556,26 @@ class HostSyncInLoop(Rule):
             self._formatted(node, _percent_operands(node.right), ctx)
 
     def _formatted(self, node: ast.AST, values, ctx) -> None:
-        if not values or not _candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
+        if not values or not candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
-        tensors = [v for v in values if _is_device_tensor(v, ctx)]
+        tensors = [v for v in values if is_device_tensor(v, ctx)]
         # an f-string formats each part as it comes (`f"{t} {x.item()}"` reads `t` first);
         # `%` and `.format` format once every operand is evaluated
         at = tensors[0] if tensors and isinstance(node, ast.JoinedStr) else None
         if not tensors or self._hot(ctx.analysis, node, ctx.ancestors, at) is None:
             return
-        names = ", ".join(f"`{_snippet(ctx.node_text(t))}`" for t in tensors[:2])
+        names = ", ".join(f"`{snippet(ctx.node_text(t))}`" for t in tensors[:2])
         self.report(
             ctx,
             node,
             message=f"formatting the tensor {names} as text in a hot loop waits for the GPU every step (host-device sync)",
         )
 
-    # ------------------------------------------------------------- if/while
-    def visit_If(self, node: ast.If, ctx) -> None:
-        self._truth_test(node, node.test, ctx.ancestors, ctx, "if {test}:")
 
-    def visit_While(self, node: ast.While, ctx) -> None:
-        # the test runs every iteration of this loop (and of the loop around it)
-        self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "while {test}:")
-
-    def visit_Assert(self, node: ast.Assert, ctx) -> None:
-        # the test runs every time (the message only when it fails)
-        self._truth_test(node, node.test, ctx.ancestors, ctx, "assert {test}")
-
-    def visit_IfExp(self, node: ast.IfExp, ctx) -> None:
-        # `best = loss if loss < best else best`: the test runs every time
-        self._truth_test(node, node.test, list(ctx.ancestors) + [node], ctx, "... if {test} else ...")
-
-    def _truth_test(self, stmt, test, ancestors, ctx, form: str) -> None:
-        if not _candidate(ctx, ancestors) or not self._in_covered_loop(ctx.analysis, ancestors):
-            return
-        analysis = ctx.analysis
-        if not any(
-            _is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.index.ancestors(t)) is not None
-            for t in truth_operands(test)
-        ):
-            return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
-        if isinstance(stmt, ast.IfExp):
-            span: ast.AST = test  # the condition inside the expression
-        else:
-            # the finding spans the header `if <test>`, not the whole block
-            span = ast.Pass(
-                lineno=stmt.lineno,
-                col_offset=stmt.col_offset,
-                end_lineno=test.end_lineno,
-                end_col_offset=test.end_col_offset,
-            )
-        self.report(
-            ctx,
-            span,
-            message=(
-                f"`{form.format(test=_snippet(ctx.node_text(test)))}` takes a tensor's truth value in a hot loop, "
-                "which waits for the GPU every step (host-device sync)"
-            ),
-        )
-
-
-def _is_device_tensor(expr: ast.AST, ctx) -> bool:
-    """Known to be a tensor, and not known to be in host memory."""
-    if ctx.analysis.values.kind_at(expr, ctx.ancestors) != TENSOR:
-        return False
-    if isinstance(expr, ast.Name) and derived_from_host_read(expr.id, ctx.ancestors, ctx.analysis):
-        return False
-    return not ctx.analysis.host.is_host_tensor(expr, ctx.ancestors)
+def _cpu_type_cast(node: ast.Call, ctx) -> bool:
+    """`(mask < p).type(torch.FloatTensor)`: a cast of a device tensor to a
+    legacy CPU tensor type copies it to the host, and waits for it."""
+    return (
+        len(node.args) == 1 and not node.keywords and is_cpu_tensor_type(ctx.analysis, node.args[0])
+        and candidate(ctx, ctx.ancestors) and is_device_tensor(node.func.value, ctx)  # type: ignore[attr-defined]
+    )
