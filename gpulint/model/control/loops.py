@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import loops_around, nested_loops, own_nodes, target_names
 from gpulint.model.names import dotted, last_name
-from gpulint.model.values.kinds import CRITERION, MODEL, TENSOR
+from gpulint.model.values.kinds import CRITERION, MODEL, OPTIMIZER_NAME_RE, TENSOR
 from gpulint.model.values.values import Values
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
@@ -36,6 +36,58 @@ _MODULE_STRUCTURE = frozenset((
     "modules", "children", "named_modules", "named_children", "parameters", "named_parameters", "buffers",
     "named_buffers",
 ))
+
+
+def held_test(index, test: ast.AST) -> ast.AST:
+    """The test a name holds, where the `if` tests a name bound a few
+    statements before it in the same block (`should_validate = step %
+    interval == 0` then `if should_validate:`); else `test`."""
+    if not isinstance(test, ast.Name):
+        return test
+    stmt = index.parents.get(test)
+    where = index.slot(stmt) if isinstance(stmt, ast.If) else None
+    if where is None:
+        return test
+    block = getattr(where[0], where[1], None)
+    if not isinstance(block, list):
+        return test
+    for prev in reversed(block[max(0, where[2] - 8): where[2]]):  # a few statements back, no more
+        if isinstance(prev, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and test.id in target_names(
+            prev.targets[0] if isinstance(prev, ast.Assign) else prev.target
+        ):
+            if isinstance(prev, ast.Assign) and len(prev.targets) == 1 and isinstance(prev.targets[0], ast.Name):
+                return prev.value
+            return test
+    return test
+
+
+def step_nodes(loop: ast.AST) -> List[ast.AST]:
+    """The nodes of the loop's own body (`own_nodes`), and those of a loop in
+    it that goes over the step's optimizers (`for opt, sched in
+    zip(optimizers, schedulers): opt.step()`): stepping each optimizer is
+    one part of the step around it, not a loop of steps."""
+    out = list(own_nodes(loop))
+    stack = [c for c in ast.iter_child_nodes(loop)]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, SCOPES):
+            continue
+        if isinstance(n, LOOPS):
+            if isinstance(n, (ast.For, ast.AsyncFor)) and _over_optimizers(n):
+                out.extend(own_nodes(n))
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _over_optimizers(loop: ast.AST) -> bool:
+    """`for opt in optimizers:`, `for opt, sched in zip(optimizers, schedulers):`:
+    a loop variable named as an optimizer, over a collection (not a range)."""
+    it = loop.iter  # type: ignore[attr-defined]
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "enumerate"):
+        return False
+    names = [t for t in target_names(loop.target)]  # type: ignore[attr-defined]
+    return any(OPTIMIZER_NAME_RE.match(n) for n in names)
 
 
 class Loops:
@@ -225,7 +277,7 @@ class Loops:
             ancestors = self.index.ancestors(loop) + [loop]
             cached = self.loop_iterates_loader(loop, ancestors[:-1])
             if not cached:
-                for node in own_nodes(loop):
+                for node in step_nodes(loop):
                     if isinstance(node, ast.Call) and (
                         self.steps.is_backward_call(node)
                         or self.steps.is_optimizer_step(node, ancestors)
@@ -271,7 +323,7 @@ class Loops:
 
     def _is_training_step_loop(self, loop: ast.AST) -> bool:
         inner = self.index.ancestors(loop) + [loop]
-        for n in own_nodes(loop):
+        for n in step_nodes(loop):
             if not isinstance(n, ast.Call):
                 continue
             if self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner):
@@ -295,7 +347,7 @@ class Loops:
                 isinstance(n, ast.Call) and (
                     self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner) or self.steps.helper_steps(n)
                 )
-                for n in own_nodes(loop)
+                for n in step_nodes(loop)
             )
 
         return self.index.memoized("loops.step_loop", loop, compute)
@@ -365,8 +417,11 @@ class Loops:
         )
 
     def _periodic_test(self, test: ast.AST) -> bool:
-        """`is_periodic_test`, once per test: every call under an `if` asks."""
-        return self.index.memoized("loops.periodic_test", test, lambda: is_periodic_test(test))
+        """`is_periodic_test`, once per test: every call under an `if` asks.
+        A name bound just before the `if` (eight statements back at most), in
+        the same block, is read as the test it holds (`should_validate = step % interval == 0 or ...` then
+        `if should_validate:`)."""
+        return self.index.memoized("loops.periodic_test", test, lambda: is_periodic_test(held_test(self.index, test)))
 
     def _every_pass(
         self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Callable[[ast.AST], bool],
