@@ -29,7 +29,11 @@ Read from the file, and from what the project's facts say of its functions:
   framework hooks), or only every n-th pass of a loop (`if batches_done %
   sample_interval == 0: sample_image(...)`), or in a
   function called (by `name(...)` or `self.name(...)`) from such a place in
-  the same file, not only under such a periodic `if`. One level of calls is followed, not more, and not into
+  the same file, not only under such a periodic `if`. A function named like
+  per-step code, to generate, sample or decode, that runs a model in a loop of
+  its own (`generate`, one forward per token; a sampler, one per timestep) is a driver: what it does
+  outside that loop is set-up, once per call (never for `forward`). One
+  level of calls is followed, not more, and not into
   `main` / `run` (script entry points: a loop around them goes over
   command-line items, not steps).
 * **Every step, from the project**: a function that the project's call
@@ -242,7 +246,51 @@ def _directly_repeated(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.A
         return False
     if in_loop:
         return True
-    return func is not None and is_per_step_name(func.name) and not _called_once_here(fa, func)
+    return (
+        func is not None and is_per_step_name(func.name) and not _called_once_here(fa, func)
+        and not _drives_model_loop(fa, func)
+    )
+
+
+# per-step words that also name a function driving a loop of model calls
+# (`generate` a sequence token by token, `sample` by timestep, `decode`); a
+# per-`batch` or per-`step` function looping over a loader is not one
+_DRIVER_WORDS = ("generate", "sample", "decode")
+
+
+def _drives_model_loop(fa: "FileModel", func: ast.AST) -> bool:
+    """`func`, named to generate, sample or decode, runs a model in a loop of
+    its own (`generate`: one forward per token; a sampler: one per timestep), so what it does outside that loop is
+    set-up for the loop, once per call: its per-step name speaks of the loop
+    it drives. Never for `forward` and other framework hooks (a forward's
+    loop over its layers is part of one step)."""
+    low = func.name.lower()  # type: ignore[attr-defined]
+    if func.name in _CALLED_BY_FRAMEWORK or not any(w in low for w in _DRIVER_WORDS):  # type: ignore[attr-defined]
+        return False
+    cache = fa.index.memo("repetition.drives")
+    if func in cache:
+        return cache[func]  # type: ignore[return-value]
+    found = False
+    stack = list(func.body)  # type: ignore[attr-defined]
+    loops = []
+    while stack:
+        n = stack.pop()
+        if isinstance(n, LOOPS):
+            loops.append(n)
+        elif not isinstance(n, SCOPES):
+            stack.extend(ast.iter_child_nodes(n))
+    for loop in loops:
+        for n in ast.walk(loop):
+            if isinstance(n, ast.Call) and (
+                (isinstance(n.func, ast.Attribute) and n.func.attr.startswith("forward"))
+                or fa.steps.is_model_call(n, fa.index.ancestors(n))
+            ):
+                found = True
+                break
+        if found:
+            break
+    cache[func] = found
+    return found
 
 
 _ONCE = object()
