@@ -323,18 +323,27 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     ]
     if tree is None:
         tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
+    own_pin = pinned(options)
+    program_pin = project.table.get("torch_pin") if project is not None and project.table else None
+    if program_pin is not None and tuple(program_pin[0]) < options.torch_version:
+        # a file its program runs with pins an older torch (`ProjectGraph.program_pin`)
+        options = dataclasses.replace(options, torch_version=tuple(program_pin[0]))
     model = summary = table = None
     deferred = False
     accelerator = may_use_accelerator(text)
     if project is None:
         project = ProjectInput(tuple(module_names(path, ())), is_package(path))
+    # a table that says only which torch the file's program pins tells the model nothing
+    facts = project.table if project.table is not None and set(project.table) - {"torch_pin"} else None
     if takes_part(text, accelerator) or project.summarize:  # (per-step code calls into a file it asks for)
-        if project.table is None and not project.summarize and not may_start_steps(text):
+        if facts is None and not project.summarize and not may_start_steps(text):
             # nothing here can start a step: its summary matters only if per-step code calls
             # into it, which the project finds out and asks for (`ProjectInput.summarize`)
             deferred = True
         else:
-            model, summary, table = model_with_facts(tree, text, path, project.names, project.package, project.table)
+            model, summary, table = model_with_facts(tree, text, path, project.names, project.package, facts)
+            if program_pin is not None:
+                table = dict(table or {}, torch_pin=program_pin)
     if summary is None:
         # what a package re-exports, for the call graph; the layers the file's models build
         # when the project asks (a training loop imports the file), else it is left for then
@@ -342,9 +351,20 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         summary = partial_summary(tree, text, project.names, project.package, layers=asked)
         if not asked and may_build_layers(text):
             deferred = True
+    if model is None and program_pin is not None:
+        table = {"torch_pin": program_pin}  # (what the file was read with: `facts_key`)
+    if own_pin is not None and summary is not None:
+        summary["pin"] = list(own_pin)  # (the project joins it to the files of the same program)
     if not selected:
         return ModuleResult([], summary, table, deferred, accelerator)
     return ModuleResult(_lint_tree(text, path, options, tree, selected, model), summary, table, deferred, accelerator)
+
+
+def pinned(options: LintOptions) -> Optional[Tuple[int, ...]]:
+    """The torch version the file's project pins, where it pins one: the
+    oldest it must run on, below the newest it may (`torch_newest`)."""
+    newest = options.torch_newest
+    return options.torch_version if newest is not None and newest > options.torch_version else None
 
 
 def _lint_tree(text: str, path: str, options: LintOptions, tree: ast.Module, selected: list,

@@ -279,8 +279,18 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
         # a project none of whose files can put a tensor on an accelerator computes on the CPU
         cpu_only = not any(r.accelerator for r in list(done.values()) + list(context.values()))
         for path, res in done.items():
-            if res.summary is None or res.error is not None or res.summary.get("partial"):
-                continue  # (a partial summary: no loop or call of the file is read with facts)
+            if res.summary is None or res.error is not None:
+                continue
+            if res.summary.get("partial"):
+                # no loop or call of the file is read with facts: only which torch its program
+                # pins, where one does (read again with the layers it was asked for)
+                pin = graph.program_pin(path)
+                had = (res.table or {}).get("torch_pin")
+                if pin != had:
+                    redo.append((path, ProjectInput(inputs[path].names, inputs[path].package,
+                                                    {"torch_pin": pin} if pin is not None else None,
+                                                    layers="layers" in res.summary)))
+                continue
             table = graph.facts_for(path)
             if cpu_only:
                 table["accelerator"] = False

@@ -29,6 +29,14 @@ the installed or newest torch stands. Without a lower bound (`torch`,
 `torch<2`) a requirement declares none either.
 Files that cannot be read or parsed declare nothing: they are not gpulint's
 config, so they never stop a run.
+
+A file also runs on the torch of its program: the project's call graph
+(`ProjectGraph.program_pin`) hands each linted file the lowest pin of the
+files it imports, through imports, and of what the files importing it
+import, where that is lower than its own (LLaMA-Adapter's `imagebind_LLM`
+declares only `torch`, but imports its vendored `ImageBind`, whose
+requirements pin `torch==1.13.0`). Only imports that Python could resolve
+from the importer's folder count, so a sibling project does not take it.
 """
 
 from __future__ import annotations

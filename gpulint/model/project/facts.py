@@ -162,9 +162,15 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
     build. None where it has neither."""
     module = names[0] if names else "__main__"
     out = exports_summary(tree, module) if package else {"functions": {}, "classes": {}, "imports": [], "partial": True}
-    if not may_build_layers(text):
-        return out if out.get("exports") else None
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if not may_build_layers(text):
+        if out.get("exports"):
+            return out
+        if not package and top:  # what it imports: which program it belongs to (`ProjectGraph.program_pin`)
+            out["imports"] = sorted(imported_modules(top, module, package))
+            out["imports_only"] = True
+            return out
+        return None
     if not package:  # what it imports: where the models it builds may have more layers, and
         # whether it imports a training file (a subclass of a trainer, whose models the project asks for)
         out["imports"] = sorted(imported_modules(top, module, package))

@@ -44,6 +44,7 @@ from collections import deque
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.project.refs import EVERY_NAME
+from gpulint.model.project.programs import Programs
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
 from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_TENSOR, LOADER, NUMBER, OTHER
 
@@ -61,8 +62,10 @@ BUILD_DEPTH = 12
 
 class ProjectGraph:
     def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]]) -> None:
-        """`files`: path -> (the module names of the file, main one first; its summary)."""
-        self.files = files
+        """`files`: path -> (the module names of the file, main one first; its summary);
+        those summarized for their imports only join only the programs (`program_pin`)."""
+        self.program_files = files
+        self.files = files = {p: v for p, v in files.items() if not v[1].get("imports_only")}
         self.functions: Dict[str, dict] = {}
         self._body_reach: Dict[str, Set[str]] = {}
         self.owner: Dict[str, str] = {}
@@ -102,6 +105,7 @@ class ProjectGraph:
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str]]] = {}
         self._model_files: Optional[ModelFiles] = None
+        self._programs: Optional[Programs] = None
         self.params = self._param_classes()
         self.steps = self._closure("steps")
         self.drives = self._closure("drives", self.steps)
@@ -424,6 +428,8 @@ class ProjectGraph:
             table["device_side"] = sorted(device)
         if entered:
             table["entered_synced"] = sorted(entered)
+        if (pin := self.program_pin(path)) is not None:
+            table["torch_pin"] = pin
         if trains(summary):  # the models its training loop trains (only such a file asks)
             layers = self._models().trained_layers(path, summary)
             if layers:
@@ -431,6 +437,11 @@ class ProjectGraph:
             if not summary.get("cuda") and any(self.files[p][1].get("cuda") for p in self.model_files(path)):
                 table["cuda_nearby"] = True
         return table
+
+    def program_pin(self, path: str) -> Optional[List]:
+        """`Programs.pin`: the lowest torch pinned in `path`'s program, below its own."""
+        self._programs = self._programs or Programs(self.program_files)
+        return self._programs.pin(path)
 
     def _module_file(self, module: str, importer: str) -> Optional[str]:
         """The file `import module` in `importer` reads (`module_file`)."""
@@ -587,7 +598,7 @@ class ModelFiles:
         summary = self.files[path][1]
         uses = summary.get("uses")
         if not isinstance(uses, dict):  # a file read for its exports only, or its uses not read
-            return [(f, None) for f in self._imported_files(path)]
+            return [(f, None) for f in self.imported_files(path)]
         if name is None:
             wanted = [t for ts in uses.values() for t in ts]
         else:
@@ -636,7 +647,7 @@ class ModelFiles:
                 total[k] = total.get(k, 0) + n
         return total
 
-    def _imported_files(self, path: str) -> List[str]:
+    def imported_files(self, path: str) -> List[str]:
         """The project files that `path` imports (a module, or the module of an imported name)."""
         out = self._imports_of.get(path)
         if out is None:
@@ -656,7 +667,7 @@ class ModelFiles:
         if self._importers_of is None:
             self._importers_of = {}
             for p in self.files:
-                for found in self._imported_files(p):
+                for found in self.imported_files(p):
                     if found != p:
                         self._importers_of.setdefault(found, []).append(p)
         return self._importers_of
@@ -668,7 +679,7 @@ class ModelFiles:
         for _ in range(LAYER_IMPORT_DEPTH):
             nxt: List[str] = []
             for p in frontier:
-                for f in self._imported_files(p):
+                for f in self.imported_files(p):
                     if f not in seen:
                         seen.add(f)
                         nxt.append(f)
@@ -702,7 +713,7 @@ ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced")
 # ... and all that a table can say about a file (what rules ask besides)
-TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby")
+TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin")
 
 
 def is_empty(table: dict) -> bool:

@@ -1,0 +1,118 @@
+"""Which torch each file's program runs on: a file runs with the packages it
+imports and within the scripts that import it, so the lowest torch any of
+those pins is one its code must run on (`ProjectGraph.program_pin`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+
+class Programs:
+    """The programs of a project's files (`files`: path -> (module names,
+    summary); a summary's `pin` is the torch its own folders pin)."""
+
+    def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]]) -> None:
+        self.files = files
+        self._pins: Optional[Dict[str, List]] = None
+
+    def pin(self, path: str) -> Optional[List]:
+        """[version, file] of the lowest torch that a file of `path`'s program
+        pins, where that is lower than `path`'s own pin (or `path` has none):
+        the program is the files joined to it by imports, either way (what it
+        imports, what imports it, what those import). A module that runs
+        with a vendored package pinned to an old torch runs on that torch
+        (LLaMA-Adapter's `imagebind_LLM` imports `ImageBind`, whose
+        requirements pin torch 1.13.0). The summaries' `pin`, per file."""
+        if self._pins is None:
+            self._pins = self._program_pins()
+        found = self._pins.get(path)
+        own = self.files[path][1].get("pin")
+        if found is None or (own is not None and tuple(own) <= tuple(found[0])):
+            return None
+        return found
+
+    def _program_pins(self) -> Dict[str, List]:
+        """path -> [the lowest pin of its programs, the file that has it]: of
+        what it imports, through imports (the packages it runs with), and of
+        what each file that imports it, through imports, imports (the
+        programs it is part of: a helper module of a script that imports a
+        pinned package). A file that two unrelated sub-projects share takes
+        the lowest of both, as its code must run on either."""
+        if not any(summary.get("pin") is not None for _, summary in self.files.values()):
+            return {}  # no file pins torch: nothing to hand on
+        down: Dict[str, Optional[List]] = {}
+        up: Dict[str, Optional[List]] = {}
+
+        def lower(a: Optional[List], b: Optional[List]) -> Optional[List]:
+            return b if a is None or (b is not None and tuple(b[0]) < tuple(a[0])) else a
+
+        def own(p: str) -> Optional[List]:
+            pin = self.files[p][1].get("pin")
+            return [list(pin), p] if pin is not None else None
+
+        def walk(start: str, memo: Dict[str, Optional[List]], nexts, base) -> Optional[List]:
+            # depth-first with an explicit stack (import chains can be long); a file met
+            # again on the way (a cycle) counts with what it has so far
+            if start in memo:
+                return memo[start]
+            memo[start] = base(start)
+            stack = [(start, iter(nexts(start)))]
+            while stack:
+                p, it = stack[-1]
+                q = next(it, None)
+                if q is None:
+                    stack.pop()
+                    if stack:
+                        parent = stack[-1][0]
+                        memo[parent] = lower(memo[parent], memo[p])
+                    continue
+                if q in memo:
+                    memo[p] = lower(memo[p], memo[q])
+                    continue
+                memo[q] = base(q)
+                stack.append((q, iter(nexts(q))))
+            return memo[start]
+
+        named: Dict[str, List[str]] = {}
+        for p, (names, _) in self.files.items():
+            for n in names:
+                named.setdefault(n, []).append(p)
+        imports = {p: self._importable_files(p, named) for p in self.files}
+        importers: Dict[str, List[str]] = {}
+        for p, found in imports.items():
+            for q in found:
+                importers.setdefault(q, []).append(p)
+        for p in self.files:
+            walk(p, down, lambda q: imports[q], own)
+        for p in self.files:
+            walk(p, up, lambda q: importers.get(q, ()), lambda q: down[q])
+        return {p: pin for p, pin in up.items() if pin is not None}
+
+    def _importable_files(self, path: str, named: Dict[str, List[str]]) -> List[str]:
+        """The project files `path` imports that Python could find from where
+        it runs: the imported module's top package sits in `path`'s folder or
+        one above it (`from ImageBind.models import m` in
+        `imagebind_LLM/llama/` finds `imagebind_LLM/ImageBind/`). A module
+        found elsewhere only because no other file has its name (`from
+        data.data import X` in one sub-project, `data.py` in another's
+        vendored package) is not one."""
+        out: List[str] = []
+        folder = os.path.dirname(path).replace("\\", "/")
+        for module in self.files[path][1].get("imports", ()):
+            for name in (module, module.rpartition(".")[0]):
+                if not name:
+                    continue
+                # of the files of that name, those Python finds from here; the nearest one
+                best, best_top = None, -1
+                for found in named.get(name, ()):
+                    parts = found.replace("\\", "/").split("/")
+                    depth = name.count(".") + 1 + (parts[-1] == "__init__.py")
+                    top = "/".join(parts[:-depth]) if depth < len(parts) else ""
+                    if (top == "" or folder == top or folder.startswith(top + "/")) and len(top) > best_top:
+                        best, best_top = found, len(top)
+                if best is not None:
+                    if best != path and best not in out:
+                        out.append(best)
+                    break
+        return out
