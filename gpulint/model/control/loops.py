@@ -65,18 +65,19 @@ def step_nodes(loop: ast.AST) -> List[ast.AST]:
     """The nodes of the loop's own body (`own_nodes`), and those of a loop in
     it that goes over the step's optimizers (`for opt, sched in
     zip(optimizers, schedulers): opt.step()`): stepping each optimizer is
-    one part of the step around it, not a loop of steps."""
-    out = list(own_nodes(loop))
-    stack = [c for c in ast.iter_child_nodes(loop)]
+    one part of the step around it, not a loop of steps. One walk."""
+    out: List[ast.AST] = []
+    stack = [n for n in list(loop.body) + list(getattr(loop, "orelse", [])) if not isinstance(n, SCOPES)]  # type: ignore[attr-defined]
     while stack:
         n = stack.pop()
-        if isinstance(n, SCOPES):
-            continue
         if isinstance(n, LOOPS):
             if isinstance(n, (ast.For, ast.AsyncFor)) and _over_optimizers(n):
                 out.extend(own_nodes(n))
             continue
-        stack.extend(ast.iter_child_nodes(n))
+        out.append(n)
+        for child in ast.iter_child_nodes(n):
+            if not isinstance(child, SCOPES):
+                stack.append(child)
     return out
 
 
@@ -277,7 +278,7 @@ class Loops:
             ancestors = self.index.ancestors(loop) + [loop]
             cached = self.loop_iterates_loader(loop, ancestors[:-1])
             if not cached:
-                for node in step_nodes(loop):
+                for node in self.index.memoized("loops.step_nodes", loop, lambda: step_nodes(loop)):
                     if isinstance(node, ast.Call) and (
                         self.steps.is_backward_call(node)
                         or self.steps.is_optimizer_step(node, ancestors)
@@ -323,7 +324,7 @@ class Loops:
 
     def _is_training_step_loop(self, loop: ast.AST) -> bool:
         inner = self.index.ancestors(loop) + [loop]
-        for n in step_nodes(loop):
+        for n in self.index.memoized("loops.step_nodes", loop, lambda: step_nodes(loop)):
             if not isinstance(n, ast.Call):
                 continue
             if self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner):
@@ -347,7 +348,7 @@ class Loops:
                 isinstance(n, ast.Call) and (
                     self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner) or self.steps.helper_steps(n)
                 )
-                for n in step_nodes(loop)
+                for n in self.index.memoized("loops.step_nodes", loop, lambda: step_nodes(loop))
             )
 
         return self.index.memoized("loops.step_loop", loop, compute)
