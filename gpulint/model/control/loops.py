@@ -81,14 +81,18 @@ def step_nodes(loop: ast.AST) -> List[ast.AST]:
     return out
 
 
+def _step_nodes_of(index, loop: ast.AST) -> List[ast.AST]:
+    """`step_nodes`, once per loop: three questions about each loop ask it."""
+    return index.memoized("loops.step_nodes", loop, lambda: step_nodes(loop))
+
+
 def _over_optimizers(loop: ast.AST) -> bool:
     """`for opt in optimizers:`, `for opt, sched in zip(optimizers, schedulers):`:
     a loop variable named as an optimizer, over a collection (not a range)."""
     it = loop.iter  # type: ignore[attr-defined]
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "enumerate"):
         return False
-    names = [t for t in target_names(loop.target)]  # type: ignore[attr-defined]
-    return any(OPTIMIZER_NAME_RE.match(n) for n in names)
+    return any(OPTIMIZER_NAME_RE.match(n) for n in target_names(loop.target))  # type: ignore[attr-defined]
 
 
 class Loops:
@@ -278,7 +282,7 @@ class Loops:
             ancestors = self.index.ancestors(loop) + [loop]
             cached = self.loop_iterates_loader(loop, ancestors[:-1])
             if not cached:
-                for node in self.index.memoized("loops.step_nodes", loop, lambda: step_nodes(loop)):
+                for node in _step_nodes_of(self.index, loop):
                     if isinstance(node, ast.Call) and (
                         self.steps.is_backward_call(node)
                         or self.steps.is_optimizer_step(node, ancestors)
@@ -324,7 +328,7 @@ class Loops:
 
     def _is_training_step_loop(self, loop: ast.AST) -> bool:
         inner = self.index.ancestors(loop) + [loop]
-        for n in self.index.memoized("loops.step_nodes", loop, lambda: step_nodes(loop)):
+        for n in _step_nodes_of(self.index, loop):
             if not isinstance(n, ast.Call):
                 continue
             if self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner):
@@ -348,7 +352,7 @@ class Loops:
                 isinstance(n, ast.Call) and (
                     self.steps.is_backward_call(n) or self.steps.is_optimizer_step(n, inner) or self.steps.helper_steps(n)
                 )
-                for n in self.index.memoized("loops.step_nodes", loop, lambda: step_nodes(loop))
+                for n in _step_nodes_of(self.index, loop)
             )
 
         return self.index.memoized("loops.step_loop", loop, compute)

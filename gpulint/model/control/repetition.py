@@ -270,25 +270,21 @@ def _drives_model_loop(fa: "FileModel", func: ast.AST) -> bool:
     cache = fa.index.memo("repetition.drives")
     if func in cache:
         return cache[func]  # type: ignore[return-value]
-    found = False
     stack = list(func.body)  # type: ignore[attr-defined]
     loops = []
-    while stack:
+    while stack:  # the function's own loops (not those of nested defs)
         n = stack.pop()
         if isinstance(n, LOOPS):
             loops.append(n)
         elif not isinstance(n, SCOPES):
             stack.extend(ast.iter_child_nodes(n))
-    for loop in loops:
-        for n in ast.walk(loop):
-            if isinstance(n, ast.Call) and (
-                (isinstance(n.func, ast.Attribute) and n.func.attr.startswith("forward"))
-                or fa.steps.is_model_call(n, fa.index.ancestors(n))
-            ):
-                found = True
-                break
-        if found:
-            break
+    found = any(
+        isinstance(n, ast.Call) and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr.startswith("forward"))
+            or fa.steps.is_model_call(n, fa.index.ancestors(n))
+        )
+        for loop in loops for n in ast.walk(loop)
+    )
     cache[func] = found
     return found
 

@@ -174,14 +174,16 @@ def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
             if (isinstance(f, ast.Attribute) and f.attr in _JOINS and isinstance(f.value, ast.Name)
                     and f.value.id == "torch" and call.args and isinstance(call.args[0], ast.Name)):  # type: ignore[attr-defined]
                 joined.setdefault(index.owner(call), set()).add(call.args[0].id)  # type: ignore[attr-defined]
+        frozen = {o: frozenset(names) for o, names in joined.items()}
         kept: Dict[Optional[ast.AST], Dict[str, int]] = {}
         for n in index.nodes(ast.Name):
-            if not isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
-                continue
+            parent = index.parents.get(n)
+            if not isinstance(n.ctx, ast.Load) or not isinstance(parent, (ast.Call, ast.Return, ast.Yield)):  # type: ignore[attr-defined]
+                continue  # (only a call's argument or a returned value can be kept: ask its owner then)
             owner = index.owner(n)
-            if _keeps(n, index.parents.get(n), frozenset(joined.get(owner, ()))):
+            if _keeps(n, parent, frozen.get(owner, frozenset())):
                 names = kept.setdefault(owner, {})
                 names[n.id] = max(names.get(n.id, 0), n.lineno)  # type: ignore[attr-defined]
-        return {o: (kept.get(o, {}), frozenset(joined.get(o, ()))) for o in set(kept) | set(joined)}
+        return {o: (kept.get(o, {}), frozen.get(o, frozenset())) for o in set(kept) | set(frozen)}
 
     return index.memoized("consumers.kept", "all", compute)

@@ -153,7 +153,7 @@ LEGACY_CONSTRUCTORS: Dict[str, Optional[str]] = {
 }
 # calls and methods that give an int (or a torch.Size)
 _SIZE_FUNCS = frozenset(("builtins.len", "builtins.int", "builtins.round", "math.ceil", "math.floor", "math.prod"))
-_SIZE_METHODS = frozenset(("size", "numel", "nelement", "dim", "ndimension"))
+SIZE_METHODS = frozenset(("size", "numel", "nelement", "dim", "ndimension"))
 
 
 def legacy_constructor(fa: "FileModel", call: ast.AST) -> Optional[str]:
@@ -207,7 +207,7 @@ def _is_size(fa: "FileModel", expr: ast.AST, ancestors: Sequence[ast.AST], scope
         )
     if isinstance(expr, ast.Call):
         func = expr.func
-        if isinstance(func, ast.Attribute) and func.attr in _SIZE_METHODS:
+        if isinstance(func, ast.Attribute) and func.attr in SIZE_METHODS:
             return True
         q = fa.imports.qualname(func) or ""
         return q in _SIZE_FUNCS or q == "torch.Size"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Sequence, Set
 
-from gpulint.model.index.nodes import LOOPS, SCOPES
+from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
+from gpulint.model.values.attributes import is_self_attr
 from gpulint.model.values.kinds import HOST_FACTORIES, HOST_TENSOR, TENSOR, is_cpu_device, is_tensor_returning_torch
 from gpulint.model.values.values import Values
 
@@ -45,7 +46,7 @@ class HostValues:
         scope = self.index.enclosing_scope(ancestors)
         scope = scope if scope is not None else self.index.tree
         root = expr
-        while isinstance(root, (ast.Subscript, ast.Attribute)) and not _self_attribute(root):
+        while isinstance(root, (ast.Subscript, ast.Attribute)) and not is_self_attr(root):
             root = root.value
         if isinstance(root, ast.Name):
             reaching = self._reaching_in_loop(root, ancestors, scope)
@@ -70,7 +71,7 @@ class HostValues:
         for anc in reversed(ancestors):
             if isinstance(anc, SCOPES):
                 return None
-            if isinstance(anc, LOOPS + _COMPS):
+            if isinstance(anc, LOOPS + COMPREHENSIONS):
                 if isinstance(anc, (ast.For, ast.AsyncFor)) and name.id in target_names(anc.target) \
                         and self.index.in_block(child, anc):
                     loop = anc
@@ -104,7 +105,7 @@ class HostValues:
     def _is_host(self, expr: ast.AST, scope: ast.AST, seen: Set[str], checked: str = "") -> bool:
         """(`checked`: a name whose bindings the caller has already found host.)"""
         if isinstance(expr, (ast.Subscript, ast.Attribute)):
-            if _self_attribute(expr):
+            if is_self_attr(expr):
                 return False
             return self._is_host(expr.value, scope, seen, checked)
         if isinstance(expr, ast.Name) and expr.id == checked:
@@ -282,13 +283,6 @@ class HostValues:
                 return base
             child = anc
         return None
-
-
-_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _self_attribute(expr: ast.AST) -> bool:
-    return isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"
 
 
 def _zipped(base: ast.AST, target: ast.AST) -> bool:

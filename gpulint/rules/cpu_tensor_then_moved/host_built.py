@@ -27,6 +27,7 @@ from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import scope_nodes, target_names
 from gpulint.model.values.devices import (
     CPU,
+    SIZE_METHODS,
     DTYPE,
     default_device_set,
     device_arg_kind,
@@ -54,8 +55,6 @@ TENSOR_ELEMENTWISE = frozenset(
 # them synchronously (PyTorch's `tensor(data, device=...)` does exactly
 # that), so moving the target into them saves nothing
 HOST_DATA_FACTORIES = frozenset(("tensor", "as_tensor"))
-# tensor methods that give a number or a torch.Size, not tensor data
-_SIZE_METHODS = frozenset(("size", "dim", "ndimension", "numel", "nelement"))
 _MAX_HOPS = 4  # names followed to their assignment, at most
 _MAX_NEST = 48  # levels of an expression followed, at most
 # calls that make the host wait for the GPU (a read of device data on the host)
@@ -145,7 +144,7 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
             return _walk(fa, f.value, func, tensor_kind, depth, use, nest)
         if isinstance(f, ast.Attribute) and f.attr in ("to", "cuda", "cpu"):
             return _DATA  # moved already: not what the factory built where it built it
-        if isinstance(f, ast.Attribute) and f.attr in _SIZE_METHODS:
+        if isinstance(f, ast.Attribute) and f.attr in SIZE_METHODS:
             return None  # `x.size(0)`: a Python int (a torch.Size)
         return _DATA if tensor_kind(expr) is not False else None
     if isinstance(expr, ast.BinOp):
