@@ -268,10 +268,24 @@ CORPUS_SETS = {
         ("naszilla/tabzilla", "dd2f32cee8c404b30f61efa55577572c6680ab99"),
         ("r9y9/wavenet_vocoder", "a35fff76ea3687b05e1a10023cad3f7f64fa25a3"),
     ],
+    "sixteenth": [
+        ("sfujim/BCQ", "4876f7e5afa9eb2981feec5daf67202514477518"),
+        ("Khrylx/PyTorch-RL", "72069237b4d86bcb9675b899ea94228019a4f003"),
+        ("lllyasviel/ControlNet", "ed85cd1e25a5ed592f7d8178495b4483de0331bf"),
+        ("WongKinYiu/yolov9", "5b1ea9a8b3f0ffe4fe0e203ec6232d788bb3fcff"),
+        ("hustvl/YOLOS", "5717fc29d727dab84ad585c56457b4de1225eddc"),
+        ("jzhang38/EasyContext", "6b0d31047e4e326cbd603f89d57cf8b1db3ff762"),
+        ("keonlee9420/Comprehensive-Transformer-TTS", "dca252cae50a18464ce2410aa85a21c557c72d7a"),
+        ("auspicious3000/autovc", "c1827a60e83e6d26030b8953843b2f7cf2bd36db"),
+        ("yandex-research/tabular-dl-tabr", "17baa9082506f8e7a0f8d11bb1e08212926a1507"),
+        ("LAMDA-Tabular/TALENT", "c9d24c8ab44f8fabb1b7213b28a03a107394ce54"),
+        ("yuanzhi-zhu/mini_edm", "9031fda7ff9f3887581a93c9a4024e67e819537e"),
+        ("allenai/OLMo", "59a53e3f68e546330ca5a99ec626e58f9ab96494"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
