@@ -155,6 +155,9 @@ class Settings:
                 out.append(f"selection `{sel}` has no effect because preview is not enabled: its rules are in "
                            "preview (add --preview, or `preview = true` in the config)")
         if not self.enabled_codes():
+            if not out and not resolve_selection(None, (), ()):  # nothing chosen, and no stable rule to run
+                out.append("no rule is stable yet (every rule is in preview, see `gpulint rules`), so a plain check runs"
+                           " none: add --preview, or `preview = true` in the config")
             out.append("no rule is selected: nothing is checked")
         return tuple(dict.fromkeys(out))
 

@@ -159,7 +159,8 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     try:
         resolver = ConfigResolver(config_path)
         s = resolver.override or resolver.for_path(stdin_filename or (paths[0] if paths and not stdin else "."))
-        _selection_warnings(with_cli_overrides(s, select_l or None, ignore_l, extend_l, preview))
+        chosen = with_cli_overrides(s, select_l or None, ignore_l, extend_l, preview)
+        _selection_warnings(chosen)
         if stdin:
             result = run_stdin(_read_stdin(), stdin_filename, resolver, select=select_l or None, ignore=ignore_l,
                                extend_select=extend_l, force_exclude=force_exclude, preview=preview)
@@ -190,7 +191,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
     color = output_file is None and use_color(no_color, sys.stdout)
     rctx = ReportContext(color=color, statistics=statistics, linted=result.linted_count, quiet=quiet,
                          unsafe_fixes=unsafe_fixes,
-                         errors_count=len(errors))
+                         errors_count=len(errors), rules_selected=bool(chosen.enabled_codes()))
     # a file that could not be checked is a diagnostic in every format (`invalid-syntax`, `io-error`)
     shown = sorted(findings + result.diagnostics, key=Finding.sort_key)
     report = get_reporter(fmt)(shown, [] if fmt in ("text", "concise") else errors, rctx)

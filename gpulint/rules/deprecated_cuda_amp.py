@@ -75,7 +75,7 @@ class DeprecatedCudaAmp(Rule):
     """
 
     code = "GPU401"
-    preview = False  # stable: docs/first-sight.json
+    preview = True  # back in preview: 83 of 92 right at first sight (docs/first-sight.json)
     name = "deprecated-cuda-amp"
     message = "`torch.cuda.amp.autocast` and `torch.cuda.amp.GradScaler` are deprecated since torch 2.4; use `torch.amp` with \"cuda\""
     _detail = "`torch.cuda.amp.{name}` is deprecated since torch 2.4; use `torch.amp.{name}(\"cuda\", ...)`"

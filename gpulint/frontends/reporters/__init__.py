@@ -17,6 +17,7 @@ class ReportContext:
     quiet: bool = False
     unsafe_fixes: bool = False  # count unsafe fixes as applicable ([*], summary)
     errors_count: int = 0  # files that could not be checked (reported on stderr)
+    rules_selected: bool = True  # False: no rule ran, so a clean run is no pass
 
 
 def get_reporter(name: str) -> Callable[[Sequence[Finding], Sequence[Tuple[str, str]], ReportContext], str]:

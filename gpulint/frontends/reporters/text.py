@@ -69,7 +69,7 @@ def summary(findings: Sequence[Finding], errors, ctx) -> List[str]:
             hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option"
             lines.append(f"No fixes available ({hidden})." if not safe else f"({hidden}.)")
     elif not n_err:
-        lines.append("All checks passed!")
+        lines.append("All checks passed!" if ctx.rules_selected else "Nothing checked: no rule is selected.")
     if n_err:
         lines.append(f"{n_err} file{'s' if n_err != 1 else ''} could not be checked.")
     return lines
