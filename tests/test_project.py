@@ -389,6 +389,67 @@ def test_a_helper_without_any_step_word_is_summarized_when_per_step_code_calls_i
     assert ("helpers.py", 4, "GPU101") in check(tmp_path, "--no-cache", "--select", "GPU101", ".")
 
 
+def test_a_script_with_no_step_word_whose_loops_call_a_step_of_another_file_drives_them(tmp_path):
+    """PyTorch-RL's ppo_gym.py: no `backward` or `.step(` in its own text,
+    its minibatch loop calls `ppo_step` from core/ppo.py, and its outer
+    iteration loop calls that function: the project reads the script in full
+    (it imports a module that steps), and the loop of a light file's first
+    reading does not make its caller one that steps."""
+    files = {
+        "core/__init__.py": "",
+        "core/ppo.py": """
+            def ppo_step(policy, optimizer, states):
+                loss = policy(states).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """,
+        "examples/ppo_gym.py": """
+            import torch
+            from core.ppo import ppo_step
+
+
+            def update_params(batch):
+                for _ in range(10):
+                    for i in range(0, len(batch), 64):
+                        ppo_step(policy_net, optimizer_policy, batch[i:i + 64])
+
+
+            def main_loop():
+                for i_iter in range(1000):
+                    batch = agent.collect_samples(2048)
+                    update_params(batch)
+                    torch.cuda.empty_cache()
+        """,
+    }
+    write(tmp_path, files)
+    assert check(tmp_path, "--no-cache", "--select", "GPU103", ".") == set()
+    summaries = {}
+    for path, names in (("core/ppo.py", ["core.ppo"]), ("examples/ppo_gym.py", ["examples.ppo_gym"])):
+        text = (tmp_path / path).read_text()
+        _, summary, _ = model_with_facts(ast.parse(text), text, path, names)
+        summaries[path] = (names, summary)
+    calls = summaries["examples/ppo_gym.py"][1]["functions"]["examples.ppo_gym.update_params"]["calls"]
+    assert [c[:2] for c in calls] == [["core.ppo.ppo_step", "loop"]]  # read alone: from a loop, not yet known
+    graph = ProjectGraph(summaries)
+    assert "examples.ppo_gym.update_params" not in graph.steps and "examples.ppo_gym.main_loop" not in graph.steps
+
+
+def test_a_star_import_gives_torch_to_a_file_that_never_imports_it(tmp_path):
+    write(tmp_path, {
+        "utils/__init__.py": "from utils.torch import *\n",
+        "utils/torch.py": "import torch\n",
+        "train.py": """
+            from utils import *
+
+            device = torch.device("cuda")
+            policy_net.to(device)
+            optimizer = torch.optim.Adam(policy_net.parameters(), lr=3e-4)
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU405", ".") == {("train.py", 6, "GPU405")}
+
+
 def test_the_cache_invalidates_the_files_that_depend_on_a_changed_summary(tmp_path):
     write(tmp_path, PROJECT)
     first = check(tmp_path, "--select", "GPU101", ".")

@@ -186,7 +186,8 @@ def test_empty_cache_in_any_loop():
             torch.cuda.memory.empty_cache()
             torch.accelerator.memory.empty_cache()
         """
-    assert rows(code, "GPU103") == [7, 9, 13, 14, 15]
+    # line 9 runs once per five epochs, in the epoch loop around the steps: not flagged
+    assert rows(code, "GPU103") == [7, 13, 14, 15]
 
 
 def test_messages_name_the_function():

@@ -63,7 +63,7 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     by_name = _deferred_by_name(done, inputs)
     if not by_name:
         return []
-    out: List[str] = []
+    out: List[str] = _importing_steps(graph, done, inputs)
     for fid, f in graph.functions.items():
         per_step = fid in graph.every_step
         caller = graph.owner[fid]
@@ -83,6 +83,22 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
                             out.append(path)
                     break
     return out
+
+
+def _importing_steps(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
+    """The deferred files (no word of a step in them) that import a project
+    module one of whose functions steps or drives a loop of steps: a script
+    whose loop calls `ppo_step` from `core.ppo` runs steps, though no word of
+    one is in its own text, and only its full summary says where it calls."""
+    stepping = {m for fid in graph.steps | graph.drives
+                for m in (inputs[graph.owner[fid]].names if graph.owner[fid] in inputs else ())}
+    if not stepping:
+        return []
+    return sorted(
+        p for p, r in done.items()
+        if r.deferred and r.error is None and r.summary is not None
+        and any(m in stepping for m in r.summary.get("imports", ()))
+    )
 
 
 def _deferred_by_name(done: Dict[str, FileResult], inputs: Dict[str, ProjectInput],

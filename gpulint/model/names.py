@@ -87,6 +87,7 @@ class ImportTable:
     def __init__(self, tree: ast.Module, nodes=None) -> None:
         self.names: Dict[str, str] = {}
         self.modules_imported: set = set()
+        star = False
         for node in nodes if nodes is not None else _imports(tree.body, []):
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -105,11 +106,16 @@ class ImportTable:
                 self.modules_imported.add(node.module)
                 for alias in node.names:
                     if alias.name == "*":
+                        star = True
                         continue
                     self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         for node in tree.body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.names[node.name] = f"{LOCAL}.{node.name}"
+        if star and "torch" not in self.names:
+            # `from utils import *` where utils imports torch (PyTorch-RL's examples): a name
+            # `torch` the file never binds itself is torch, as the star import gave it
+            self.names["torch"] = "torch"
 
     def imports_module(self, prefix: str) -> bool:
         return any(m == prefix or m.startswith(prefix + ".") for m in self.modules_imported)

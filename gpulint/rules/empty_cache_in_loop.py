@@ -4,7 +4,8 @@ import ast
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.edits import remove_statement
-from gpulint.model.control.repetition import is_literal_sweep, is_one_shot_test
+from gpulint.model.control.repetition import is_one_shot_test
+from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
 
 
@@ -27,7 +28,7 @@ def _only_structural_loops(node: ast.AST, ancestors, ctx) -> bool:
             break
         if isinstance(anc, LOOPS) and any(child is s for s in anc.body):
             outer = chain[:i]
-            if not (loops.iterates_model_structure(anc, outer) or is_literal_sweep(anc, ctx.analysis, outer)):
+            if not (loops.iterates_model_structure(anc, outer) or is_literal_sweep(anc, ctx.analysis.index, outer)):
                 return False
     return True
 
@@ -101,7 +102,10 @@ class EmptyCacheInLoop(Rule):
     model.transformer.h:`, `for m in model.modules():`) or a short list of
     constants set by hand: a quantization, conversion or layer-by-layer
     offload script, where each pass moves a different block on and off the
-    GPU and returning the last one's memory is the point.
+    GPU and returning the last one's memory is the point. Nor is one in an
+    epoch loop: a loop whose body runs a loop of training or evaluation
+    steps (in the same function, or through a call that does) but takes no
+    step itself, so it empties the cache once per many steps.
 
     ## Why is this bad?
     PyTorch's caching allocator keeps freed GPU memory reserved so that the
@@ -241,6 +245,9 @@ class EmptyCacheInLoop(Rule):
             return
         if _only_structural_loops(node, ctx.ancestors, ctx):
             return
+        loops = ctx.analysis.loops
+        if loops.contains_hot_loop(loop) and not loops.is_step_loop(loop):
+            return  # an epoch (or iteration) loop around the steps: once per many steps
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None
         if isinstance(parent, ast.Expr) and parent.value is node:

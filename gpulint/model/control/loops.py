@@ -29,6 +29,7 @@ from gpulint.model.values.kinds import CRITERION, MODEL, OPTIMIZER_NAME_RE, TENS
 from gpulint.model.values.values import Values
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
+from gpulint.model.control.sweeps import is_literal_sweep
 
 
 # methods of nn.Module that walk the module's own structure
@@ -139,7 +140,7 @@ class Loops:
     def loop_iterates_data(self, loop: ast.AST) -> bool:
         """`for batch in batches:` / `for i, b in enumerate(tqdm(dataset)):`: a
         loop over stored data, not over `range(...)` (decoding steps) or a tensor."""
-        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or iterates_mapping_keys(loop):
             return False
         base = self.loader_of_loop(loop)
         while isinstance(base, ast.Call) and (last_name(base.func) or "") == "zip" and base.args:
@@ -299,9 +300,16 @@ class Loops:
         if cached is None:
             cached = self.loop_has_triggers(loop) and (
                 not self.contains_hot_loop(loop) or self.is_step_loop(loop)
-            )
+            ) and not is_literal_sweep(loop, self.index, self.index.ancestors(loop))
             self._loop_hot[loop] = cached
         return cached
+
+    def periodic_block(self, node: ast.If, ancestors: Sequence[ast.AST]) -> bool:
+        """`if step % 1000 == 0:` (or a name holding such a test) around
+        work that runs every n-th pass: logging, saving, sampling previews.
+        Not the `if (i + 1) % accum == 0:` around an optimizer step, which
+        ends every training step."""
+        return self._periodic_test(node.test) and not self._if_takes_step(node, ancestors)
 
     def _if_takes_step(self, node: ast.If, ancestors: Sequence[ast.AST]) -> bool:
         """`_block_takes_step` of an `if`'s body, once per `if`."""
@@ -407,20 +415,6 @@ class Loops:
         every call of a file with cheaper tests)."""
         return self._every_pass(node, ancestors, is_hot or self.is_hot_loop, contains_hot, takes_step)
 
-    def _after_guard_before_raise(self, func: ast.AST, stmt: ast.AST) -> bool:
-        """`stmt` (a statement of `func`'s own body) comes after a guard
-        clause that returns (`if torch.isfinite(t).all(): return`), and the
-        body ends by raising: it runs only on the error path, once."""
-        where = self.index.slot(stmt)
-        if where is None or where[0] is not func or where[1] != "body":
-            return False
-        body = func.body  # type: ignore[attr-defined]
-        if not isinstance(body[-1], ast.Raise):
-            return False
-        return any(
-            isinstance(b, ast.If) and b.body and isinstance(b.body[-1], ast.Return) for b in body[: where[2]]
-        )
-
     def _periodic_test(self, test: ast.AST) -> bool:
         """`is_periodic_test`, once per test: every call under an `if` asks.
         A name bound just before the `if` (eight statements back at most), in
@@ -446,7 +440,7 @@ class Loops:
             anc = chain[i]
             child = chain[i + 1]
             if isinstance(anc, SCOPES):
-                if self._after_guard_before_raise(anc, child):
+                if _after_guard_before_raise(self.index, anc, child):
                     return None
                 return None if once_per_loop else anc
             if (
@@ -456,6 +450,8 @@ class Loops:
                 and not (takes_step(anc) if takes_step is not None else self._if_takes_step(anc, chain[: i + 1]))
             ):
                 return None
+            if isinstance(anc, ast.If) and child in anc.body and first_passes_only(anc.test, chain[:i]):
+                return None  # `if plots and batch_i < 3:` runs on the first passes only
             if isinstance(anc, ast.IfExp) and child is anc.body and periodic(anc.test):
                 return None  # `loss.item() if step % 10 == 0 else None`
             if isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
@@ -491,6 +487,80 @@ class Loops:
                     return None
                 once_per_loop = False
         return None if once_per_loop else chain[0]
+
+
+def _after_guard_before_raise(index, func: ast.AST, stmt: ast.AST) -> bool:
+    """`stmt` (a statement of `func`'s own body) comes after a guard
+    clause that returns (`if torch.isfinite(t).all(): return`), and the
+    body ends by raising: it runs only on the error path, once."""
+    where = index.slot(stmt)
+    if where is None or where[0] is not func or where[1] != "body":
+        return False
+    body = func.body  # type: ignore[attr-defined]
+    if not isinstance(body[-1], ast.Raise):
+        return False
+    return any(
+        isinstance(b, ast.If) and b.body and isinstance(b.body[-1], ast.Return) for b in body[: where[2]]
+    )
+
+
+def counts_passes(loop: ast.AST, name: str) -> bool:
+    """`name` is the counter of `for name in range(...)` or the index of `for name, x in enumerate(...)`."""
+    it, target = loop.iter, loop.target  # type: ignore[attr-defined]
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
+        return False
+    if it.func.id == "range":
+        return isinstance(target, ast.Name) and target.id == name and len(it.args) == 1
+    if it.func.id == "enumerate" and len(it.args) == 1 and not it.keywords:
+        return (isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name)
+                and target.elts[0].id == name)
+    return False
+
+
+# a guard that lets only the first few passes of a loop through: `if plots and batch_i < 3:`
+_FIRST_PASSES_MAX = 16
+
+
+def first_passes_only(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
+    """`batch_i < 3` (or `... and batch_i < 3`, `3 > batch_i`, `i <= 2`) where
+    `batch_i` counts the passes of a loop around it: the block runs on the
+    first few passes (plots of the first batches), not on every one."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(first_passes_only(v, outer) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Gt, ast.GtE)):
+        left, right = right, left
+    elif not isinstance(op, (ast.Lt, ast.LtE)):
+        return False
+    if not (isinstance(left, ast.Name) and isinstance(right, ast.Constant) and type(right.value) is int
+            and 0 <= right.value <= _FIRST_PASSES_MAX):
+        return False
+    for anc in reversed(outer):
+        if isinstance(anc, SCOPES):
+            return False
+        if isinstance(anc, (ast.For, ast.AsyncFor)) and counts_passes(anc, left.id):
+            return True  # the batch loop's counter bounds the image loop inside it too
+    return False
+
+
+def iterates_mapping_keys(loop: ast.AST) -> bool:
+    """`for split in data: data[split] = encoder(data[split])`: the loop's
+    variable is the key its own body looks the iterated container up with,
+    so it walks the few named entries of a mapping (the train/val/test
+    splits, a dict of metrics), not batches of data. A list is never indexed
+    by its own elements."""
+    target, it = loop.target, loop.iter  # type: ignore[attr-defined]
+    if not isinstance(target, ast.Name) or not isinstance(it, (ast.Name, ast.Attribute)):
+        return False
+    key, container = target.id, ast.dump(it)
+    for stmt in loop.body:  # type: ignore[attr-defined]
+        for n in ast.walk(stmt):
+            if (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == key
+                    and ast.dump(n.value) == container):
+                return True
+    return False
 
 
 def is_periodic_test(test: ast.AST) -> bool:

@@ -30,6 +30,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
+from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import CONVERSIONS, HOST_METHODS, follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.modules import resolve_from
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
 
 TRAIN, EVAL, BODY, SOME = "train", "eval", "body", "some"
+LOOP = "loop"  # from a loop of a file read without its loops (`_plain_where`)
 # how many statements back a per-step call's summary looks for a host read
 # (`follows_host_read`): a bound, so that a block of many calls costs linear time
 SYNC_WALK_LIMIT = 32
@@ -360,7 +362,7 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     if alt is not None:
         sc.alternatives.setdefault(alt[0], {}).setdefault(alt[1], set()).update(found)
     args = refs.argument_classes(node, ancestors)
-    where = _plain_where(ancestors, scope)
+    where = _plain_where(ancestors, scope, hot.light)
     if where != BODY and not (hot.light or hot.in_model_class(scope)):
         where = _where(fa, hot, node, ancestors, scope)
     # what a call from a hot loop passes (the callee runs every step: what it reads matters)
@@ -490,13 +492,19 @@ def _branch_count(stmt: ast.If) -> int:
         return n + 1
 
 
-def _plain_where(ancestors, scope: ast.AST) -> str:
+def _plain_where(ancestors, scope: ast.AST, light: bool = False) -> str:
     """BODY when nothing but plain statements lie between the call and its
     function, else SOME: for the methods of `nn.Module` subclasses, whose
-    loops (over layers, heads, ...) never step over data."""
+    loops (over layers, heads, ...) never step over data. With `light` (a
+    file whose loops were not read: no word of a step in it, no facts yet),
+    a call from a loop is LOOP: what runs it is not known yet, and a loop
+    around a function that steps is a loop of steps (it drives them), so
+    the call must not make its caller one that steps."""
     for anc in reversed(ancestors):
         if anc is scope:
             return BODY
+        if light and isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
+            return LOOP
         if isinstance(anc, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.ExceptHandler,
                             ast.BoolOp, ast.comprehension)):
             return SOME
@@ -572,7 +580,9 @@ class _Hotness:
     def kind(self, loop: ast.AST) -> Optional[str]:
         if loop not in self._kinds:
             found: Optional[str] = None
-            if self.may_step and loop in self._loops_calling(self.own_step, "_step_loops"):
+            if is_literal_sweep(loop, self.fa.index, self.fa.index.ancestors(loop)):
+                pass  # `for n in [2048, 4096]: check(n)`: a handful of passes set by hand, not steps
+            elif self.may_step and loop in self._loops_calling(self.own_step, "_step_loops"):
                 found = TRAIN
             elif isinstance(loop, (ast.For, ast.AsyncFor)):
                 base, _ = self.fa.values.unwrap(loop.iter)
