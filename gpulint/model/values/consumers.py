@@ -105,8 +105,8 @@ def exports_outputs(index: TreeIndex, read: ast.AST) -> bool:
             node = call if isinstance(call, ast.Call) and call.func is parent else parent
         elif isinstance(parent, ast.Subscript) and parent.value is node:
             node = parent
-        elif isinstance(parent, ast.Call) and node in parent.args and _wrapper(parent):
-            node = parent
+        elif isinstance(parent, ast.Call) and node in parent.args and (_wrapper(parent) or _host_function(parent)):
+            node = parent  # `tokenizer.batch_decode(ids.cpu().numpy())`: what the host makes of it is kept
         elif isinstance(parent, ast.ListComp) and parent.elt is node:
             node = parent
         else:
@@ -124,6 +124,38 @@ def _scalar(expr: ast.AST) -> bool:
     return name is not None and _SCALAR_NAME_RE.search(name) is not None
 
 
+# roots of calls that compute on tensors (their result is a tensor again, not a host output)
+_TENSOR_ROOTS = frozenset(("torch", "F", "nn", "functional"))
+
+
+def _host_function(call: ast.Call) -> bool:
+    """A method of a host object that turns arrays into host data
+    (`tokenizer.batch_decode(...)`, `encoder.encode(...)`): a call on a
+    named object's attribute, not of torch, and not one of the passes
+    (`.numpy()`) or keeping calls (`.append`) asked about separately."""
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)):
+        return False
+    return f.value.id not in _TENSOR_ROOTS and f.attr not in _PASS_ATTRS and f.attr not in (
+        "append", "extend", "update", "add", "put", "send", "log", "add_scalar")
+
+
+def keys_a_mapping(index: TreeIndex, read: ast.AST) -> bool:
+    """`{t["image_id"].item(): out for t, out in zip(targets, results)}`,
+    `res[img_id.item()] = out`: the value read is a dict key, which must be a
+    Python value on the host (the results handed to an evaluator by id)."""
+    if not (isinstance(read, ast.Call) and isinstance(read.func, ast.Attribute) and read.func.attr == "item"):
+        return False
+    parent = index.parents.get(read)
+    if isinstance(parent, ast.DictComp):
+        return parent.key is read
+    if isinstance(parent, ast.Dict):
+        return any(k is read for k in parent.keys)
+    if isinstance(parent, ast.Subscript) and parent.slice is read and isinstance(parent.ctx, ast.Store):
+        return True
+    return False
+
+
 def _wrapper(call: ast.Call) -> bool:
     f = call.func
     text = f.id if isinstance(f, ast.Name) else (
@@ -136,8 +168,8 @@ def _kept(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
     returned or yielded; or is bound to a name that a later statement of the
     function keeps so."""
     owner = index.owner(value)
-    tables = _tables(index).get(owner, ({}, frozenset()))
-    if _keeps(value, parent, tables[1]):
+    tables = _tables(index).get(owner, ({}, frozenset(), frozenset()))
+    if _keeps(value, parent, tables[1], tables[2]):
         return True
     if isinstance(parent, ast.AugAssign) and parent.value is value and isinstance(parent.op, ast.Add):
         return isinstance(value, ast.Call) and _wrapper(value)  # `gt_labels += list(labels_.numpy())`
@@ -147,15 +179,16 @@ def _kept(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
     return tables[0].get(parent.targets[0].id, 0) > parent.lineno
 
 
-def _keeps(value: ast.AST, parent: Optional[ast.AST], joined: frozenset) -> bool:
+def _keeps(value: ast.AST, parent: Optional[ast.AST], joined: frozenset, unread: frozenset = frozenset()) -> bool:
     """`xs.append(value)` / `xs.extend(value)` with `xs` not joined back into a
-    tensor (`torch.cat(xs)`: then the copies were not needed on the host), or
-    `return value` / `yield value`."""
+    tensor (`torch.cat(xs)`: then the copies were not needed on the host) and
+    read for something (`unread`: lists the function only ever appends to,
+    whose copies nothing uses), or `return value` / `yield value`."""
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr in (
         "append", "extend"
     ):
         target = parent.func.value
-        return value in parent.args and not (isinstance(target, ast.Name) and target.id in joined)
+        return value in parent.args and not (isinstance(target, ast.Name) and (target.id in joined or target.id in unread))
     return isinstance(parent, (ast.Return, ast.Yield)) and parent.value is value
 
 
@@ -175,15 +208,28 @@ def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
                     and f.value.id == "torch" and call.args and isinstance(call.args[0], ast.Name)):  # type: ignore[attr-defined]
                 joined.setdefault(index.owner(call), set()).add(call.args[0].id)  # type: ignore[attr-defined]
         frozen = {o: frozenset(names) for o, names in joined.items()}
+        # per owner: the names only ever appended to (the receiver of `.append` / `.extend`, never read otherwise)
+        filled: Dict[Optional[ast.AST], set] = {}
+        read: Dict[Optional[ast.AST], set] = {}
+        for n in index.nodes(ast.Name):
+            if not isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
+                continue
+            parent = index.parents.get(n)
+            grand = index.parents.get(parent) if isinstance(parent, ast.Attribute) else None
+            receiver = (isinstance(parent, ast.Attribute) and parent.attr in ("append", "extend")
+                        and isinstance(grand, ast.Call) and grand.func is parent)
+            (filled if receiver else read).setdefault(index.owner(n), set()).add(n.id)  # type: ignore[attr-defined]
+        unread = {o: frozenset(names - read.get(o, set())) for o, names in filled.items()}
         kept: Dict[Optional[ast.AST], Dict[str, int]] = {}
         for n in index.nodes(ast.Name):
             parent = index.parents.get(n)
             if not isinstance(n.ctx, ast.Load) or not isinstance(parent, (ast.Call, ast.Return, ast.Yield)):  # type: ignore[attr-defined]
                 continue  # (only a call's argument or a returned value can be kept: ask its owner then)
             owner = index.owner(n)
-            if _keeps(n, parent, frozen.get(owner, frozenset())):
+            if _keeps(n, parent, frozen.get(owner, frozenset()), unread.get(owner, frozenset())):
                 names = kept.setdefault(owner, {})
                 names[n.id] = max(names.get(n.id, 0), n.lineno)  # type: ignore[attr-defined]
-        return {o: (kept.get(o, {}), frozen.get(o, frozenset())) for o in set(kept) | set(frozen)}
+        return {o: (kept.get(o, {}), frozen.get(o, frozenset()), unread.get(o, frozenset()))
+                for o in set(kept) | set(frozen) | set(unread)}
 
     return index.memoized("consumers.kept", "all", compute)

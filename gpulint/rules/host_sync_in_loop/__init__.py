@@ -6,7 +6,7 @@ from typing import List
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.values.callfacts import TRAIN
-from gpulint.model.values.consumers import exports_outputs, feeds_environment_step
+from gpulint.model.values.consumers import exports_outputs, feeds_environment_step, keys_a_mapping
 from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import TENSOR
 from gpulint.model.control.syncs import (
@@ -427,8 +427,8 @@ class HostSyncInLoop(TruthTests, Rule):
             return None
         if feeds_environment_step(analysis.index, node, ancestors):
             return None  # actions copied for the environment: the host needs them every step
-        if exports_outputs(analysis.index, node):
-            return None  # predictions kept on the host for a scorer, a file or the caller
+        if exports_outputs(analysis.index, node) or keys_a_mapping(analysis.index, node):
+            return None  # predictions kept on the host for a scorer, a file or the caller; keys of a dict
         return loop
 
     @staticmethod
@@ -490,6 +490,15 @@ class HostSyncInLoop(TruthTests, Rule):
         elif q in _COMPARING_BUILTINS:
             # `max(best, acc)` compares the two (`acc > best`) and takes the truth
             # value of the result; one argument is an iterable, `key=` compares keys
+            if (len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+                    and is_device_tensor(node.args[0], ctx)):
+                # `min(y)` of a device tensor walks its elements on the host, comparing each
+                if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
+                    name = q.rsplit(".", 1)[-1]
+                    self.report(ctx, node, message=(
+                        f"`{_callsnippet(ctx, node)}` compares the tensor's elements one by one on the host, one "
+                        f"GPU sync per element, every step; use `{snippet(ctx.node_text(node.args[0]))}.{name}()`"))
+                return
             if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 return
             if not any(is_device_tensor(a, ctx) for a in node.args):
