@@ -1005,7 +1005,7 @@ def test_the_synced_state_does_not_cross_a_loop_boundary_or_a_nested_loop_with_m
                 a = loss.item()  # sync
                 for t in ts:
                     b = loss.item()  # a small per-item loop after a read: each pass waits for nothing new
-                c = loss.item()  # sync (a loop in between)
+                c = loss.item()  # after a loop whose every pass reads, and no model work: nothing new
                 for t in ts:
                     f = model(t).sum().item()  # sync (model work in the nested loop)
                 for t in ts:

@@ -219,13 +219,30 @@ def _over_device_tensor(loop, analysis) -> bool:
 
 def _only_host_loops(stmt, analysis) -> bool:
     """Every loop in `stmt` walks an optimizer's `param_groups` (setting the
-    learning rate): host dictionaries, no GPU work to wait for."""
+    learning rate): host dictionaries, no GPU work to wait for; or `stmt` is
+    a loop that reads on the host on every pass (`for k, v in
+    metrics.items(): out[k] = v.item()`), with no loop inside and no model
+    work, so it queues nothing to wait for after its reads."""
     loops = [n for n in ast.walk(stmt) if isinstance(n, LOOP_STMTS)]
+    if loops == [stmt] and isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and _reads_every_pass(stmt, analysis):
+        return True
     return bool(loops) and all(
         isinstance(n, (ast.For, ast.AsyncFor))
         and analysis.values.kind_at(n.iter, analysis.index.ancestors(n.iter)) == PARAM_GROUPS
         for n in loops
     )
+
+
+def _reads_every_pass(loop, analysis) -> bool:
+    """The loop's body ends with a statement that surely read on the host,
+    and no statement of it queues model work or defines anything."""
+    body = loop.body
+    if any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for b in body):
+        return False
+    ancestors = analysis.index.ancestors(loop) + [loop]
+    if any(queues_model_work(b, ancestors, analysis) for b in body):
+        return False
+    return ends_reading(body[-1], analysis)
 
 
 def _small_inner_loop(loop, outer, analysis) -> bool:
