@@ -123,18 +123,26 @@ def imported_models(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Di
     if not deferred:
         return []
     out: List[str] = []
+    seen: Set[str] = set()
     waiting = {p for paths in deferred.values() for p in paths}
+    asked: Set[str] = set()  # model files already walked (many training files share them)
     for path, (_, summary) in graph.files.items():
         if not trains(summary):
             continue
         for p in graph.importers_of(path):  # a subclass of its trainer may build the model it trains
-            if p in waiting and p not in out:
+            if p in waiting and p not in seen:
+                seen.add(p)
                 out.append(p)
         for source in sorted(graph.model_files(path)):
+            if source in asked:
+                continue
+            asked.add(source)
             for module in graph.files[source][1].get("imports", ()):
                 for name in (module, module.rpartition(".")[0]):
-                    p = module_file(deferred.get(name, []), source)
-                    if p is not None and p not in out:
+                    found = deferred.get(name)
+                    p = module_file(found, source) if found else None
+                    if p is not None and p not in seen:
+                        seen.add(p)
                         out.append(p)
     return out
 

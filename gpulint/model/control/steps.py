@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Sequence
 
 from gpulint.model.names import last_name
 from gpulint.model.values.kinds import MODEL, OPTIMIZER, OPTIMIZER_NAME_RE, SCALER, SCALER_NAME_RE
 from gpulint.model.values.callfacts import NO_FACTS, CallFacts
 from gpulint.model.values.values import Values
+
+
+# receivers whose `.step()` is a scheduler's (a learning-rate or a diffusion
+# scheduler), which no inference needs to be asked about
+_SCHEDULER_NAME_RE = re.compile(r"sched", re.I)
 
 
 class Steps:
@@ -54,8 +60,11 @@ class Steps:
         """`optimizer.step()`, `opt.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
             return False
-        k = self.values.kind(call.func.value, ancestors)
-        return k in (OPTIMIZER, SCALER) or self.named_optimizer_step(call)
+        if self.named_optimizer_step(call):
+            return True  # (by its name: no type inference needed)
+        if _SCHEDULER_NAME_RE.search(last_name(call.func.value) or ""):
+            return False  # `self.scheduler.step(noise_pred, t, latents)`, `lr_scheduler.step()`: never an optimizer
+        return self.values.kind(call.func.value, ancestors) in (OPTIMIZER, SCALER)
 
     @staticmethod
     def named_optimizer_step(call: ast.Call) -> bool:

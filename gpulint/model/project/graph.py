@@ -700,6 +700,8 @@ def module_file(found: Sequence[str], importer: str) -> Optional[str]:
     `sys.path`: `from models import *` next to `cyclegan.py`)."""
     if len(found) == 1:
         return found[0]
+    if not found:
+        return None
     folder = os.path.dirname(importer)
     return next((p for p in found if os.path.dirname(p) == folder), None)
 

@@ -580,14 +580,14 @@ class _Hotness:
     def kind(self, loop: ast.AST) -> Optional[str]:
         if loop not in self._kinds:
             found: Optional[str] = None
-            if is_literal_sweep(loop, self.fa.index, self.fa.index.ancestors(loop)):
-                pass  # `for n in [2048, 4096]: check(n)`: a handful of passes set by hand, not steps
-            elif self.may_step and loop in self._loops_calling(self.own_step, "_step_loops"):
+            if self.may_step and loop in self._loops_calling(self.own_step, "_step_loops"):
                 found = TRAIN
             elif isinstance(loop, (ast.For, ast.AsyncFor)):
                 base, _ = self.fa.values.unwrap(loop.iter)
                 if self._loader(base, loop):
                     found = EVAL
+            if found is not None and is_literal_sweep(loop, self.fa.index, self.fa.index.ancestors(loop)):
+                found = None  # `for n in [2048, 4096]: check(n)`: a handful of passes set by hand, not steps
             self._kinds[loop] = found
         return self._kinds[loop]
 

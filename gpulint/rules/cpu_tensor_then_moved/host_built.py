@@ -71,6 +71,8 @@ def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Opt
     func = _function_around(ancestors)
     if isinstance(moved, ast.Constant) or default_device_set(fa, ancestors) or _in_module_forward(fa, func):
         return None
+    if not _builds_on_cpu_somewhere(fa, func):
+        return None  # no CPU factory in the def at all: nothing to find, and no type inference asked
     factory = host_factory(fa, moved, func, lambda e: fa.values.is_tensor(e, ancestors))
     if factory is None or not runs_repeatedly(fa, moved, ancestors) or waits_anyway(fa, func):
         return None
@@ -79,6 +81,21 @@ def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Opt
         return None  # one finding per factory, however many moves copy what it computes
     reported[factory] = True
     return factory
+
+
+def _builds_on_cpu_somewhere(fa, func: Optional[ast.AST]) -> bool:
+    """`func` (the module's code where None) calls a tensor factory that
+    builds on the CPU somewhere: the only place `host_factory` can end.
+    Once per def, from the file's calls."""
+    found = fa.index.memo("gpu203.cpu_factory_defs")
+    if "all" not in found:
+        owners = set()
+        for call in fa.index.nodes(ast.Call):
+            name = factory_name(fa, call)
+            if name is not None and builds_on_cpu(fa, name, call):
+                owners.add(_function_around(fa.index.ancestors(call)))
+        found["all"] = owners
+    return func in found["all"]
 
 
 def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
