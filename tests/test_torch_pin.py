@@ -154,6 +154,24 @@ def test_show_settings_names_the_torch_source(tmp_path):
     assert 'torch-version = "2.3"' in out and "gpulint.toml: torch-version = '2.3'" in out
 
 
+def test_show_settings_says_a_bare_minimum_is_read_as_no_pin(tmp_path):
+    """yolov9's `torch>=1.7.0` bounds nothing above: the installed torch
+    stands, and --show-settings names the requirement it passed over."""
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "src/a.py", BARE_ZERO_GRAD)
+    write(tmp_path, "requirements.txt", "numpy>=1.18\ntorch>=1.7.0\n")
+    out = invoke(["check", "--show-settings", "src"], tmp_path).stdout
+    assert "no torch pin found" in out
+    assert str(tmp_path / "requirements.txt") + ": torch>=1.7.0 bounds torch only from below, which is read as no pin" in out
+    write(tmp_path, "src/sub/b.py", BARE_ZERO_GRAD)  # a deeper directory reaches the same answer through the cache
+    resolver = ConfigResolver(None)
+    first = resolver.for_path(str(tmp_path / "src" / "a.py")).torch_version_source
+    assert "torch>=1.7.0" in first
+    assert "torch>=1.7.0" in resolver.for_path(str(tmp_path / "src" / "sub" / "b.py")).torch_version_source
+    write(tmp_path, "setup.cfg", "[options]\ninstall_requires =\n    torch~=1.9\n")  # a real pin says nothing of it
+    assert "bounds torch only" not in ConfigResolver(None).for_path(str(tmp_path / "src" / "a.py")).torch_version_source
+
+
 def test_show_settings_without_files_is_an_error(tmp_path):
     res = invoke(["check", "--show-settings", "."], tmp_path)
     assert res.exit_code == 2

@@ -494,7 +494,8 @@ class ConfigResolver:
         if settings.torch_version_source is not None:
             return settings
         pin = self._pins.for_dir(d)
-        key = (id(settings), pin)
+        bare = self._pins.bare_minimum(d) if pin is None else None
+        key = (id(settings), pin, bare)
         done = self._pinned.get(key)
         if done is None:
             if pin is not None:
@@ -504,6 +505,8 @@ class ConfigResolver:
             else:
                 version, source = default_torch()
                 newest = version
+                if bare is not None:
+                    source = f"{source}; {bare} bounds torch only from below, which is read as no pin"
             # `settings` is kept alive by the resolver's caches, so its id is not reused
             done = self._pinned[key] = replace(
                 settings, torch_version=version, torch_newest=newest, torch_version_source=source

@@ -222,16 +222,34 @@ def pin_in(directory: str, names: Optional[List[str]] = None) -> Optional[Pin]:
     return best
 
 
+def bare_minimum_in(directory: str, names: List[str]) -> Optional[str]:
+    """The first requirement of the directory's files that bounds torch only
+    from below (`torch>=1.7.0`), which `pin_in` reads as no pin: named by
+    `--show-settings`, so a user sees why the installed torch stands."""
+    for name, requirements in _declarations(directory, names):
+        for req in requirements:
+            if lower_bound(req) is not None and lower_bound(req, bounded_only=True) is None:
+                return f"{os.path.join(directory, name)}: {' '.join(req.split())}"
+    return None
+
+
 class PinFinder:
     """The nearest torch pin above each directory, each directory read once."""
 
     def __init__(self) -> None:
         self._by_dir: Dict[str, Optional[Pin]] = {}
+        self._bare_by_dir: Dict[str, Optional[str]] = {}
+
+    def bare_minimum(self, directory: str) -> Optional[str]:
+        """Where no pin was found above `directory` (`for_dir`), the nearest
+        bare minimum passed on the way, if any."""
+        return self._bare_by_dir.get(os.path.abspath(directory))
 
     def for_dir(self, directory: str) -> Optional[Pin]:
         chain = []
         cur = os.path.abspath(directory)
         found: Optional[Pin] = None
+        bare: Optional[str] = None
         while True:
             if cur in self._by_dir:
                 found = self._by_dir[cur]
@@ -242,10 +260,15 @@ class PinFinder:
             except OSError:
                 names = []
             found = pin_in(cur, names)
+            if found is None and bare is None:
+                bare = bare_minimum_in(cur, names)
             parent = os.path.dirname(cur)
             if found is not None or any(v in names for v in _VCS_DIRS) or parent == cur:
                 break
             cur = parent
+        if found is None and bare is None and chain and cur in self._by_dir:
+            bare = self._bare_by_dir.get(cur)  # (what the directory reached from the cache saw)
         for d in chain:
             self._by_dir[d] = found
+            self._bare_by_dir[d] = bare if found is None else None
         return found
