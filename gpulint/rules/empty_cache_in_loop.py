@@ -4,6 +4,7 @@ import ast
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.edits import remove_statement
+from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import is_one_shot_test
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
@@ -105,7 +106,10 @@ class EmptyCacheInLoop(Rule):
     GPU and returning the last one's memory is the point. Nor is one in an
     epoch loop: a loop whose body runs a loop of training or evaluation
     steps (in the same function, or through a call that does) but takes no
-    step itself, so it empties the cache once per many steps.
+    step itself, so it empties the cache once per many steps. Nor is one
+    under a command-line flag of the same file that is off by default and
+    names a memory, debugging or logging mode (`if args.aggressive_memory:`
+    with `action="store_true"`): the user opts into it.
 
     ## Why is this bad?
     PyTorch's caching allocator keeps freed GPU memory reserved so that the
@@ -248,6 +252,8 @@ class EmptyCacheInLoop(Rule):
         loops = ctx.analysis.loops
         if loops.contains_hot_loop(loop) and not loops.is_step_loop(loop):
             return  # an epoch (or iteration) loop around the steps: once per many steps
+        if under_opt_in_flag(ctx.analysis.index, node, ctx.ancestors, loop):
+            return  # `if args.aggressive_memory:`: a memory mode the user turns on, off by default
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None
         if isinstance(parent, ast.Expr) and parent.value is node:

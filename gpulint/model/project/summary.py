@@ -30,6 +30,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
+from gpulint.model.control.options import OPTION_WORD_RE
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import CONVERSIONS, HOST_METHODS, follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
@@ -689,16 +690,6 @@ class _Hotness:
                     p = parents.get(p)
             self._inner = inner
         return self._inner
-
-
-# words of an `if` test that make its block run on some steps only, by an
-# option or a schedule decided elsewhere: `if self.control.should_log:`,
-# `if args.debug:`, `if save_images:`
-OPTION_WORD_RE = re.compile(
-    r"log|print|verbose|debug|save|checkpoint|ckpt|eval|valid|visual|plot|display|report|profil|dump|"
-    r"tensorboard|wandb|writer|monitor|trace",
-    re.I,
-)
 
 
 def _under_option(fa: "FileModel", node: ast.AST, ancestors, region: ast.AST) -> bool:

@@ -12,6 +12,7 @@ from gpulint.model.values.kinds import TENSOR
 from gpulint.model.control.syncs import (
     CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, follows_host_read, on_host_already, statement_and_block,
 )
+from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
 from gpulint.rules.host_sync_in_loop.reads import MAX_SNIPPET, candidate, is_device_tensor, snippet
@@ -276,7 +277,10 @@ class HostSyncInLoop(TruthTests, Rule):
       ending in `break`, `return` or `raise`, an `except` handler, an `assert`
       message, the loop's `else`), and an outer loop around the hot loop (an
       epoch loop; a batch loop around an inner critic or micro-batch loop
-      still counts);
+      still counts), and code under a command-line flag of the same file that
+      is off by default and names a logging, printing, debugging, saving or
+      plotting mode (`if args.print_loss:` with `action="store_true"`): the
+      user opts into it (`--amp` and other modes of the step still count);
     - values known to be numpy arrays, Python numbers or models
       (`probs.tolist()` after `.numpy()`, `model.cpu()`), and tensors known to
       be in host memory: batches straight from a DataLoader that were never
@@ -285,8 +289,9 @@ class HostSyncInLoop(TruthTests, Rule):
     - values whose type is unknown, except for `.item()`, `.cpu()` and
       `.numpy()`, which hardly exist on anything but tensors; comparisons of
       sizes, shapes and numbers (`if x.size(0) < 2:`, `assert x.shape == y.shape`,
-      `max(longest, len(x))`), and `max()` / `min()` with `key=` or a single
-      iterable;
+      `max(longest, len(x))`), and `max()` / `min()` with `key=`, or with a
+      single iterable that is not a device tensor (`min(y)` of a CUDA tensor
+      compares its elements one by one on the host, and is flagged);
     - a `for` loop over a CUDA tensor on its own (`for row in logits:`):
       iterating a tensor takes views of its rows (`t.unbind(0)`) and reads
       nothing on the host; reading each element it takes is what syncs (see
@@ -423,6 +428,8 @@ class HostSyncInLoop(TruthTests, Rule):
                 return None
         elif not self.covers_loop(analysis, loop):
             return None
+        if under_opt_in_flag(analysis.index, node, ancestors, loop):
+            return None  # `if args.print_loss:`: a debugging path the user turns on, off by default
         if follows_host_read(node, ancestors, analysis, at):
             return None
         if feeds_environment_step(analysis.index, node, ancestors):

@@ -1,0 +1,92 @@
+"""Options a user opts into: command-line flags that are off by default.
+
+`parser.add_argument("--print_loss", action="store_true")` makes
+`args.print_loss` False unless the user asks for it, so the block of an
+`if args.print_loss:` is a debugging or logging path the user chose, not
+the step's own work (issue: "code behind a user's opt-in option is not
+per-step waste"). Read from the file's own `add_argument` calls: a flag
+defined in another file is not known here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import FrozenSet, Sequence
+
+from gpulint.model.index.nodes import SCOPES
+from gpulint.model.index.tree import TreeIndex
+
+
+# words of an `if` test that make its block run on some steps only, by an
+# option or a schedule decided elsewhere: `if self.control.should_log:`,
+# `if args.debug:`, `if save_images:`, `if args.aggressive_memory:`
+OPTION_WORD_RE = re.compile(
+    r"log|print|verbose|debug|save|checkpoint|ckpt|eval|valid|visual|plot|display|report|profil|dump|"
+    r"tensorboard|wandb|writer|monitor|trace",
+    re.I,
+)
+# ... and, for a command-line flag that is off by default, a plotting
+# server or a memory-saving mode the user turns on (`--visdom`,
+# `--aggressive-memory`); not for any test (`if self.memory:` is a replay buffer)
+_FLAG_WORD_RE = re.compile(OPTION_WORD_RE.pattern + r"|visdom|memory", re.I)
+
+
+def opt_in_flags(index: TreeIndex) -> FrozenSet[str]:
+    """The destinations of the file's `add_argument` calls whose default is
+    off (`action="store_true"` without `default=True`, or `default=False`
+    or None with no `action`) and whose name says logging, printing,
+    debugging, saving, plotting or memory (`_FLAG_WORD_RE`): not a mode
+    that changes the step itself (`--amp`, `--distributed`)."""
+
+    def compute() -> FrozenSet[str]:
+        out = set()
+        for call in index.nodes(ast.Call):
+            f = call.func  # type: ignore[attr-defined]
+            if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
+                continue
+            kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+            action = kw.get("action")
+            default = kw.get("default")
+            default_off = default is None or (isinstance(default, ast.Constant) and default.value in (False, None))
+            store_true = isinstance(action, ast.Constant) and action.value == "store_true"
+            if not (default_off and (store_true or (action is None and default is not None))):
+                continue
+            dest = kw.get("dest")
+            if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+                name = dest.value
+            else:
+                longs = [a.value for a in call.args  # type: ignore[attr-defined]
+                         if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
+                if not longs:
+                    continue
+                name = longs[0][2:].replace("-", "_")
+            if _FLAG_WORD_RE.search(name):
+                out.add(name)
+        return frozenset(out)
+
+    return index.memoized("options.opt_in", "flags", compute)
+
+
+def _names_a_flag(test: ast.AST, flags: FrozenSet[str]) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_names_a_flag(v, flags) for v in test.values)
+    name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else None
+    return name is not None and name in flags
+
+
+def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: ast.AST) -> bool:
+    """`node` runs in the body of an `if args.<flag>:` (or `if ... and
+    args.<flag>:`) between it and `stop` (a loop or a def), where `<flag>`
+    is one of the file's opt-in flags."""
+    flags = opt_in_flags(index)
+    if not flags:
+        return False
+    chain = list(ancestors) + [node]
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if anc is stop or isinstance(anc, SCOPES):
+            return False
+        if isinstance(anc, ast.If) and child in anc.body and _names_a_flag(anc.test, flags):
+            return True
+    return False
