@@ -208,29 +208,29 @@ def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Itera
 
 def pin_in(directory: str, names: Optional[List[str]] = None) -> Optional[Pin]:
     """The lowest torch version declared by the files of one directory."""
+    return _scan(directory, names)[0]
+
+
+def _scan(directory: str, names: Optional[List[str]] = None) -> Tuple[Optional[Pin], Optional[str]]:
+    """One read of the directory's declaration files: its pin (`pin_in`), and
+    the first requirement that bounds torch only from below (`torch>=1.7.0`),
+    which is read as no pin: named by `--show-settings`, so a user sees why
+    the installed torch stands."""
     if names is None:
         try:
             names = os.listdir(directory)
         except OSError:
-            return None
+            return None, None
     best: Optional[Pin] = None
+    bare: Optional[str] = None
     for name, requirements in _declarations(directory, names):
         for req in requirements:
             low = lower_bound(req, bounded_only=True)
             if low is not None and (best is None or low < best[0]):
                 best = (low, f"{os.path.join(directory, name)}: {' '.join(req.split())}")
-    return best
-
-
-def bare_minimum_in(directory: str, names: List[str]) -> Optional[str]:
-    """The first requirement of the directory's files that bounds torch only
-    from below (`torch>=1.7.0`), which `pin_in` reads as no pin: named by
-    `--show-settings`, so a user sees why the installed torch stands."""
-    for name, requirements in _declarations(directory, names):
-        for req in requirements:
-            if lower_bound(req) is not None and lower_bound(req, bounded_only=True) is None:
-                return f"{os.path.join(directory, name)}: {' '.join(req.split())}"
-    return None
+            elif low is None and bare is None and lower_bound(req) is not None:
+                bare = f"{os.path.join(directory, name)}: {' '.join(req.split())}"
+    return best, bare
 
 
 class PinFinder:
@@ -259,9 +259,8 @@ class PinFinder:
                 names = os.listdir(cur)
             except OSError:
                 names = []
-            found = pin_in(cur, names)
-            if found is None and bare is None:
-                bare = bare_minimum_in(cur, names)
+            found, bare_here = _scan(cur, names)
+            bare = bare or bare_here
             parent = os.path.dirname(cur)
             if found is not None or any(v in names for v in _VCS_DIRS) or parent == cur:
                 break

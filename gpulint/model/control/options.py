@@ -20,7 +20,7 @@ from gpulint.model.index.tree import TreeIndex
 
 # words of an `if` test that make its block run on some steps only, by an
 # option or a schedule decided elsewhere: `if self.control.should_log:`,
-# `if args.debug:`, `if save_images:`, `if args.aggressive_memory:`
+# `if args.debug:`, `if save_images:`
 OPTION_WORD_RE = re.compile(
     r"log|print|verbose|debug|save|checkpoint|ckpt|eval|valid|visual|plot|display|report|profil|dump|"
     r"tensorboard|wandb|writer|monitor|trace",

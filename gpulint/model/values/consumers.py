@@ -179,7 +179,7 @@ def _kept(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
     return tables[0].get(parent.targets[0].id, 0) > parent.lineno
 
 
-def _keeps(value: ast.AST, parent: Optional[ast.AST], joined: frozenset, unread: frozenset = frozenset()) -> bool:
+def _keeps(value: ast.AST, parent: Optional[ast.AST], joined: frozenset, unread: frozenset) -> bool:
     """`xs.append(value)` / `xs.extend(value)` with `xs` not joined back into a
     tensor (`torch.cat(xs)`: then the copies were not needed on the host) and
     read for something (`unread`: lists the function only ever appends to,

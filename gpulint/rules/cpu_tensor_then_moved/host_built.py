@@ -87,15 +87,15 @@ def _builds_on_cpu_somewhere(fa, func: Optional[ast.AST]) -> bool:
     """`func` (the module's code where None) calls a tensor factory that
     builds on the CPU somewhere: the only place `host_factory` can end.
     Once per def, from the file's calls."""
-    found = fa.index.memo("gpu203.cpu_factory_defs")
-    if "all" not in found:
+    def compute() -> set:
         owners = set()
         for call in fa.index.nodes(ast.Call):
             name = factory_name(fa, call)
             if name is not None and builds_on_cpu(fa, name, call):
                 owners.add(_function_around(fa.index.ancestors(call)))
-        found["all"] = owners
-    return func in found["all"]
+        return owners
+
+    return func in fa.index.memoized("gpu203.cpu_factory_defs", "all", compute)
 
 
 def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
