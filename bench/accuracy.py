@@ -282,10 +282,24 @@ CORPUS_SETS = {
         ("yuanzhi-zhu/mini_edm", "9031fda7ff9f3887581a93c9a4024e67e819537e"),
         ("allenai/OLMo", "59a53e3f68e546330ca5a99ec626e58f9ab96494"),
     ],
+    "seventeenth": [
+        ("Lizhi-sjtu/DRL-code-pytorch", "8f767b99ad44990b49f6acf3159660c5594db77e"),
+        ("takuseno/d3rlpy", "38c34b6f99fde82875e2ad81d1ba1f7a7da34137"),
+        ("FoundationVision/VAR", "78b95394fc5896192e3a003e4b295f8ea743c48f"),
+        ("Stability-AI/generative-models", "0ad7de9a5cb53fd63d6d30a4f385485e72e08597"),
+        ("lyuwenyu/RT-DETR", "068dfde65f2667ad6555883c69d73de886518cad"),
+        ("Tianxiaomo/pytorch-YOLOv4", "a65d219f9066bae4e12003bd7cdc04531860c672"),
+        ("karpathy/nanochat", "92d63d4e8bb4df75c3b71618f31ddde2378b2bcd"),
+        ("princeton-nlp/SimPO", "1b3e8f3528a23bce3da514a2dce8ea7490d4bc75"),
+        ("facebookresearch/demucs", "e976d93ecc3865e5757426930257e200846a520a"),
+        ("SeanNaren/deepspeech.pytorch", "b88a631ef6b96553e16bbaa5bd6a621435bed278"),
+        ("automl/TabPFN", "ddf5e852c05e42d7032604638ede86c81f9a95ea"),
+        ("WhatAShot/ExcelFormer", "17f70526390e70390bb8c8ec3850697eb730f9cd"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
