@@ -910,6 +910,25 @@ def test_layers_of_imported_models_reach_the_training_file_and_the_cache_follows
     assert check(tmp_path, "--select", "GPU403", ".") == {("train.py", 9, "GPU403")}
 
 
+def test_a_models_file_asked_for_its_layers_is_read_for_them_only_and_keeps_its_findings(tmp_path, monkeypatch):
+    from test_rule_gpu403 import TRAIN_SCRIPT, VIT
+
+    import gpulint.engine.lint as lint
+
+    models = VIT.replace("        return self.proj(attn @ v)", "        return self.proj(attn @ v) + torch.ones(1)")
+    models += "\n\nGenerator = Discriminator = Attention\n"
+    write(tmp_path, {"models.py": models, "train.py": "import torch\nfrom models import *\n" + TRAIN_SCRIPT})
+    walked = []
+    real = lint._lint_tree
+    monkeypatch.setattr(lint, "_lint_tree", lambda text, path, *a: walked.append(os.path.basename(path)) or real(text, path, *a))
+    found = check(tmp_path, "--no-cache", "-j", "1", "--select", "GPU204,GPU403", ".")
+    # the layers reach the training file, and the models file's own finding stands
+    assert found == {("models.py", 16, "GPU204"), ("train.py", 9, "GPU403")}
+    # the rules walked the models file once: the project's second reading, for its layers, ran
+    # none (the training file is read again, with the layers)
+    assert walked.count("models.py") == 1 and walked.count("train.py") == 2
+
+
 def test_a_module_name_two_folders_define_resolves_beside_the_importer(tmp_path):
     # saint: `from augmentations import mixup_data` in train.py and in old_version/train.py,
     # each beside its own augmentations.py

@@ -278,6 +278,10 @@ class ProjectInput:
     summarize: bool = False
     # read the layers its models build, even when its summary is left for later
     layers: bool = False
+    # read for the summary only, with no rule: what the last read found stands
+    # (the project asks a file read without facts for its layers: its findings
+    # do not depend on them)
+    summary_only: bool = False
 
 
 @dataclass
@@ -355,7 +359,7 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         table = {"torch_pin": program_pin}  # (what the file was read with: `facts_key`)
     if own_pin is not None and summary is not None:
         summary["pin"] = list(own_pin)  # (the project joins it to the files of the same program)
-    if not selected:
+    if not selected or project.summary_only:
         return ModuleResult([], summary, table, deferred, accelerator)
     return ModuleResult(_lint_tree(text, path, options, tree, selected, model), summary, table, deferred, accelerator)
 

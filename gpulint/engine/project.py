@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -296,8 +297,10 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
             for path in demanded(graph, done, inputs)
         ]
         asked = {path for path, _ in redo}
-        redo += [  # what the models a training loop imports are: their layers only
-            (path, ProjectInput(inputs[path].names, inputs[path].package, layers=True))
+        redo += [  # what the models a training loop imports are: their layers only (a file
+            # read without facts, as before: its findings stand, and only its summary is read)
+            (path, ProjectInput(inputs[path].names, inputs[path].package, layers=True,
+                                summary_only=done[path].table is None))
             for path in imported_models(graph, done, inputs) if path not in asked
         ]
         # a project none of whose files can put a tensor on an accelerator computes on the CPU
@@ -322,7 +325,9 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
                 redo.append((path, ProjectInput(inputs[path].names, inputs[path].package, table)))
         if not redo:
             break
-        for (path, _), res in zip(redo, relint(redo)):
+        for (path, inp), res in zip(redo, relint(redo)):
+            if inp.summary_only and res.error is None:
+                res = dataclasses.replace(res, findings=done[path].findings, source=done[path].source)
             done[path] = res
             again.add(path)
     return again
