@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # the corpora labelled at first sight (the first one was labelled while the
 # rules were written, so it is not first sight)
 CORPORA = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
-           "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth")
+           "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth",
+           "seventeenth")
 BAR = {"precision": 0.95, "judged": 30, "corpora": 2}
 PINNED_OUT = "when gpulint came to read the project's torch pin"
 

@@ -23,8 +23,10 @@ import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from gpulint.model.control.constants import dead_statements
 from gpulint.model.file import FileModel
 from gpulint.model.index.tree import is_test_path, may_use_accelerator
+from gpulint.model.names import other_framework
 from gpulint.model.project.facts import model_with_facts, partial_summary
 from gpulint.model.project.modules import is_package, module_names
 from gpulint.model.project.summary import may_build_layers, may_start_steps
@@ -327,6 +329,8 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     ]
     if tree is None:
         tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
+    if selected and other_framework(tree, text) is not None:
+        selected = []  # Paddle or TensorFlow code: no rule is about it
     own_pin = pinned(options)
     program_pin = project.table.get("torch_pin") if project is not None and project.table else None
     if program_pin is not None and tuple(program_pin[0]) < options.torch_version:
@@ -434,10 +438,19 @@ def _apply_fix_policy(f: Finding, options: LintOptions) -> Finding:
 def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
     ancestors = ctx.ancestors
     get, push = dispatch.get, ancestors.append
+    dead = dead_statements(ctx.analysis.index)  # `if DEBUG:` with `DEBUG = False`: no rule looks inside
+    skip = -1
     try:
         for cur, depth in ctx.analysis.index.order:
+            if skip >= 0:
+                if depth > skip:
+                    continue
+                skip = -1
             if len(ancestors) > depth:
                 del ancestors[depth:]
+            if dead and id(cur) in dead:
+                skip = depth
+                continue
             handlers = get(cur.__class__)
             if handlers:
                 ctx.current = cur

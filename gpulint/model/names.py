@@ -143,6 +143,24 @@ class ImportTable:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
 
 
+# tensor frameworks other than torch, by their top-level module
+OTHER_FRAMEWORKS = ("paddle", "tensorflow", "jax", "mxnet", "mindspore")
+
+
+def other_framework(tree: ast.Module, text: str) -> Optional[str]:
+    """The tensor framework other than torch that the file is written in: it
+    imports one (`import paddle`) and never torch (RT-DETR's `rtdetr_paddle/`
+    beside its PyTorch trees: `.numpy()` there is Paddle's). None for a file
+    that imports torch, or no such framework, or names torch through a star
+    import."""
+    if not any(f in text for f in OTHER_FRAMEWORKS):
+        return None
+    table = ImportTable(tree)
+    if table.imports_module("torch") or table.names.get("torch") == "torch":
+        return None
+    return next((f for f in OTHER_FRAMEWORKS if table.imports_module(f)), None)
+
+
 def canonical(name: str) -> str:
     return CANONICAL.get(name, name)
 

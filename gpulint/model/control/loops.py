@@ -466,7 +466,7 @@ class Loops:
             body = self.index.block_of(anc, child)
             if body is not None and self.after_periodic_continue(anc, child):
                 return None
-            if body is not None and body and isinstance(body[-1], (ast.Return, ast.Raise)) and not (
+            if body is not None and body and (isinstance(body[-1], (ast.Return, ast.Raise)) or exits(body[-1])) and not (
                 isinstance(body[-1], ast.Return) and isinstance(anc, ast.If) and turns_on_distributed(anc.test)
                 and child in anc.body and not loops_around(chain[: i + 1])
             ):
@@ -487,6 +487,21 @@ class Loops:
                     return None
                 once_per_loop = False
         return None if once_per_loop else chain[0]
+
+
+# calls that end the process: a block ending with one runs once
+_EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
+
+
+def exits(stmt: ast.AST) -> bool:
+    """`sys.exit(1)`, `exit()`, `os._exit(0)`: the statement ends the process
+    (DETR-style loops print the losses and stop when the loss is not finite)."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    if isinstance(func, ast.Name):
+        return func.id in _EXITS
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and f"{func.value.id}.{func.attr}" in _EXITS
 
 
 def _after_guard_before_raise(index, func: ast.AST, stmt: ast.AST) -> bool:

@@ -127,6 +127,37 @@ def follows_host_read(node, ancestors, analysis, at=None, limit=None) -> bool:
     return synced_before(chain, analysis, limit) or read_earlier_in_statement(stmt, node if at is None else at, analysis)
 
 
+def sync_follows(node, ancestors, analysis, limit: int = 8) -> bool:
+    """An explicit sync (`torch.cuda.synchronize()`, an alias of it) comes
+    after the read's statement, in the same block, with only simple
+    statements that queue no model work between: the host waits for the
+    same work there anyway (nanochat reads the loss, then synchronizes to
+    time the step, `timing_sync`), so the read costs nothing of its own."""
+    chain = list(ancestors) + [node]
+    stmt, block = statement_and_block(chain, analysis)
+    where = analysis.index.slot(stmt) if stmt is not None else None
+    if where is None:
+        return False
+    k = where[2]
+    for j in range(k + 1, min(len(block), k + 1 + limit)):
+        b = block[j]
+        if isinstance(b, ast.Expr) and is_explicit_sync(b.value, analysis):
+            return timing_sync(block, j, analysis)
+        if is_compound(b) or queues_model_work(b, chain[:-1], analysis):
+            return False
+    return False
+
+
+def timing_sync(block, j: int, analysis) -> bool:
+    """`block[j]`, an explicit sync, is there to time the GPU's work: the
+    next statement reads a clock (`synchronize()` then `t1 = time.time()`).
+    Such a sync stays, so a read beside it costs nothing; a sync that is
+    there for nothing (GPU102) may go, and the read would then wait alone."""
+    if j + 1 >= len(block):
+        return False
+    return any(analysis.contexts.is_clock_call(n) for n in ast.walk(block[j + 1]))
+
+
 def queues_model_work(node, ancestors, analysis) -> bool:
     """`node` calls a model, `.backward()` or an optimizer step somewhere: GPU
     work worth waiting for (small tensor ops such as `clamp`, `mse_loss` or
@@ -175,17 +206,9 @@ def synced_before(chain, analysis, limit=None) -> bool:
         block = getattr(parent, field)
         outer = chain[: depth - 1]
         for j in range(k - 1, -1, -1):  # the statements before, nearest first
-            b = block[j]
-            if budget is not None:
-                budget -= 1
-                if budget < 0:
-                    return False
-            if ends_reading(b, analysis):
-                return True
-            if not isinstance(b, PASSABLE) and is_compound(b) and not _only_host_loops(b, analysis):
-                return False  # a loop, a def, a `match`: stop
-            if (holds_loop(b) and not _only_host_loops(b, analysis)) or queues_model_work(b, chain[:depth], analysis):
-                return False
+            found, budget = _step_back(block[j], chain[:depth], analysis, budget)
+            if found is not None:
+                return found
         # the top of the block: leave it for the statements before `parent`?
         if isinstance(parent, (ast.If, ast.With, ast.AsyncWith)) and field in ("body", "orelse"):
             header = parent.test if isinstance(parent, ast.If) else parent.items
@@ -206,7 +229,48 @@ def synced_before(chain, analysis, limit=None) -> bool:
             continue
         if isinstance(parent, FUNCS) and field == "body" and analysis.facts.entered_synced(parent):
             return True  # every per-step caller has just read on the host
+        if isinstance(parent, LOOP_STMTS) and field == "body" and not _may_continue(parent):
+            # the top of a loop's body: what ran before it is the end of the previous pass.
+            # An explicit sync there (nanochat's step loop ends its timed part with
+            # `synchronize()`, then logs) leaves nothing to wait for; a read there does not
+            # count (one read per element of a loop over losses is one sync per element)
+            for j in range(len(block) - 1, k, -1):
+                b = block[j]
+                if isinstance(b, ast.Expr) and is_explicit_sync(b.value, analysis):
+                    return timing_sync(block, j, analysis)
+                found, budget = _step_back(b, chain[:depth], analysis, budget)
+                if found is False:
+                    return False  # (a read queues nothing: the walk passes it)
         return False
+    return False
+
+
+def _step_back(b, chain, analysis, budget):
+    """One statement `b` of a walk back (`synced_before`): (True: it surely
+    read on the host; False: the walk stops here; None: go on before it,
+    the budget left)."""
+    if budget is not None:
+        budget -= 1
+        if budget < 0:
+            return False, budget
+    if ends_reading(b, analysis):
+        return True, budget
+    if not isinstance(b, PASSABLE) and is_compound(b) and not _only_host_loops(b, analysis):
+        return False, budget  # a loop, a def, a `match`: stop
+    if (holds_loop(b) and not _only_host_loops(b, analysis)) or queues_model_work(b, chain, analysis):
+        return False, budget
+    return None, budget
+
+
+def _may_continue(loop) -> bool:
+    """A `continue` of `loop` may skip the end of its body."""
+    stack = list(loop.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Continue):
+            return True
+        if not isinstance(n, LOOP_STMTS + FUNCS + (ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(n))
     return False
 
 
@@ -340,14 +404,39 @@ EXPLICIT_SYNCS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchro
 
 
 def is_explicit_sync(n: ast.AST, analysis=None) -> bool:
-    """`torch.cuda.synchronize()`, `dist.barrier()`, `event.synchronize()`:
-    what runs right after it waits for nothing queued before."""
+    """`torch.cuda.synchronize()`, `dist.barrier()`, `event.synchronize()`,
+    or a module-level alias of one: what runs right after it waits for
+    nothing queued before."""
     if not isinstance(n, ast.Call):
         return False
     func = n.func
     if isinstance(func, ast.Attribute) and func.attr == "synchronize" and not n.args and not n.keywords:
         return True
-    return analysis is not None and analysis.imports.qualname(func) in EXPLICIT_SYNCS
+    if analysis is None:
+        return False
+    if isinstance(func, ast.Name) and not n.args and not n.keywords and func.id in sync_aliases(analysis):
+        return True
+    return analysis.imports.qualname(func) in EXPLICIT_SYNCS
+
+
+def sync_aliases(analysis) -> frozenset:
+    """The module-level names bound to an explicit sync: `synchronize =
+    torch.cuda.synchronize`, or the sync on CUDA and a no-op elsewhere
+    (nanochat's `torch.cuda.synchronize if device_type == "cuda" else
+    lambda: None`: on the CPU nothing is queued to wait for)."""
+    def find() -> frozenset:
+        out = set()
+        for stmt in analysis.index.tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                value = stmt.value
+                options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                syncs = [o for o in options if analysis.imports.qualname(o) in EXPLICIT_SYNCS]
+                if syncs and all(o in syncs or isinstance(o, ast.Lambda) for o in options):
+                    out.add(stmt.targets[0].id)
+        return frozenset(out)
+    if not (analysis.index.mentions("synchronize") or analysis.index.mentions("barrier")):
+        return frozenset()
+    return analysis.index.memoized("syncs.aliases", None, find)
 
 
 def is_host_read_call(n: ast.AST) -> bool:

@@ -11,6 +11,7 @@ from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import TENSOR
 from gpulint.model.control.syncs import (
     CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, follows_host_read, on_host_already, statement_and_block,
+    sync_follows,
 )
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import runs_repeatedly
@@ -28,6 +29,8 @@ from gpulint.workloads import HOST_PIPELINE_TRAINING
 _TEXT_CONVERSIONS = frozenset({"builtins.str", "builtins.repr"})
 # builtins that compare their arguments with `<` / `>` and take the result's truth value
 _COMPARING_BUILTINS = frozenset({"builtins.max", "builtins.min"})
+# `math` tests that take a Python float: given a tensor, they read it on the host
+_MATH_TESTS = frozenset({"isfinite", "isnan", "isinf"})
 _BUILTIN_NAMES = frozenset({"float", "int", "bool", "print", "str", "repr", "max", "min"})
 # reads of a loop element that pull its value to the host
 _ELEMENT_READ_METHODS = frozenset({"item", "tolist"})
@@ -221,7 +224,9 @@ class HostSyncInLoop(TruthTests, Rule):
 
     - `.item()`, `.cpu()`, `.numpy()` on a value not known to be a numpy array,
       a Python number or a model; `.tolist()` on a tensor;
-    - `float(t)`, `int(t)`, `bool(t)` of a tensor;
+    - `float(t)`, `int(t)`, `bool(t)` of a tensor, and `math.isfinite(t)`,
+      `math.isnan(t)`, `math.isinf(t)`, which convert it to a float first
+      (RT-DETR's `if not math.isfinite(loss_value):` on the summed loss);
     - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
       which turns it into a number on the host;
     - `print()` of a tensor, `str(t)` / `repr(t)`, and formatting a tensor in
@@ -312,8 +317,24 @@ class HostSyncInLoop(TruthTests, Rule):
       a list joined back into a tensor (`torch.cat(outs)`) and a metrics
       dict are bookkeeping and stay flagged;
     - a read right after `torch.cuda.synchronize()`, `event.synchronize()` or
-      a barrier: the host has just waited for everything queued (GPU102
-      reports the synchronize itself);
+      a barrier, or a module-level alias of one (nanochat's `synchronize =
+      torch.cuda.synchronize if device_type == "cuda" else lambda: None`):
+      the host has just waited for everything queued (GPU102 reports the
+      synchronize itself). A sync that times the step (the next statement
+      reads a clock: `synchronize()` then `t1 = time.time()`) also covers a
+      read just before it, with no model work between
+      (`train_loss_f = train_loss.item()` then `synchronize()`), and a read at
+      the top of the next pass, when no `continue` can skip it: the host waits
+      there for the same work either way;
+    - a read on a path that ends the program (`if not math.isfinite(loss):
+      print(loss_dict); sys.exit(1)`, DETR's divergence check): it runs once;
+    - files in another tensor framework (they import Paddle, TensorFlow,
+      JAX, MXNet or MindSpore, and never torch: RT-DETR's `rtdetr_paddle/`),
+      and code under an `if` on a module-level flag that the file sets to
+      False once and never changes (`time_it = False`, `HF_MODE = False`),
+      for every rule: a user turns that code on by editing the file (not
+      where the file sets its globals another way, as nanoGPT's
+      `exec(open("configurator.py").read())` does);
     - test files (`test_*.py`, `*_test.py`, `conftest.py`, files under
       `tests/`): their loops check results, they are not hot paths;
     - a read after another: when an earlier statement of the step already
@@ -430,7 +451,7 @@ class HostSyncInLoop(TruthTests, Rule):
             return None
         if under_opt_in_flag(analysis.index, node, ancestors, loop):
             return None  # `if args.print_loss:`: a debugging path the user turns on, off by default
-        if follows_host_read(node, ancestors, analysis, at):
+        if follows_host_read(node, ancestors, analysis, at) or sync_follows(node, ancestors, analysis):
             return None
         if feeds_environment_step(analysis.index, node, ancestors):
             return None  # actions copied for the environment: the host needs them every step
@@ -473,6 +494,9 @@ class HostSyncInLoop(TruthTests, Rule):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                 self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
             elif func.attr == "add_scalar" and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
+                if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
+                    self.report(ctx, node, expr=_callsnippet(ctx, node))
+            elif _math_test_of_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
             return
@@ -595,3 +619,11 @@ def _cpu_type_cast(node: ast.Call, ctx) -> bool:
         len(node.args) == 1 and not node.keywords and is_cpu_tensor_type(ctx.analysis, node.args[0])
         and candidate(ctx, ctx.ancestors) and is_device_tensor(node.func.value, ctx)  # type: ignore[attr-defined]
     )
+
+
+def _math_test_of_tensor(node: ast.Call, ctx) -> bool:
+    """`math.isfinite(loss)` of a device tensor: converts it to a Python float first."""
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr in _MATH_TESTS and len(node.args) == 1
+            and not node.keywords and ctx.analysis.imports.qualname(func) == f"math.{func.attr}"
+            and is_device_tensor(node.args[0], ctx))

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import ast
 from textwrap import dedent
 
+from gpulint.model.control.constants import dead_statements
 from gpulint.model.index.nodes import FUNCS
 from gpulint.rules.unsynchronized_timing.clock_intervals import clock_intervals, unsynchronized_work
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
@@ -65,7 +67,17 @@ class UnsynchronizedTiming(Rule):
       predictors that do their own pre- and post-processing;
     - differences that are compared (`if time.time() - t0 > timeout:`):
       timeouts and log throttles, not measurements;
+    - a difference stored in a local name that is never read again
+      (`model_time = time.time() - model_time` with its print commented
+      out): the figure reaches nobody;
+    - timers under a module-level switch that the file sets to False once
+      and never changes (`time_it = False` ... `if time_it:`): the user
+      turns them on by editing the file;
     - files that never mention CUDA.
+
+    A module-level alias of `torch.cuda.synchronize` (`synchronize =
+    torch.cuda.synchronize if device_type == "cuda" else lambda: None`) syncs
+    like the function itself.
 
     ## Why is this bad?
     CUDA kernels run asynchronously: a forward, a backward or an optimizer
@@ -226,12 +238,33 @@ class UnsynchronizedTiming(Rule):
         if not fa.index.uses_cuda:
             return
         scopes = [fa.tree] + list(fa.index.nodes(*FUNCS))
+        dead = dead_statements(fa.index)  # `if time_it:` with `time_it = False`: a timer the user turns on
         for scope in scopes:
             flagged = set()
             for interval in clock_intervals(fa, scope):
                 if id(interval.end) in flagged:
                     continue
-                if unsynchronized_work(fa, scope, interval):
+                if dead and any(id(a) in dead for a in fa.index.ancestors(interval.end)):
+                    continue
+                if unsynchronized_work(fa, scope, interval) and not _never_read(fa, scope, interval.end):
                     flagged.add(id(interval.end))
                     clock = ctx.node_text(interval.end.func) + "()"
                     self.report(ctx, interval.end, clock=clock)
+
+
+def _never_read(fa, scope, end) -> bool:
+    """`model_time = time.time() - model_time`, and `model_time` is not read
+    again in `scope` (YOLOv4's evaluate keeps a commented-out print): the
+    wrong figure reaches nobody."""
+    sub = fa.index.parents.get(end)
+    stmt = fa.index.parents.get(sub) if isinstance(sub, ast.BinOp) else None
+    if not (isinstance(stmt, ast.Assign) and stmt.value is sub and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    if isinstance(scope, ast.Module) or any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names
+                                            for n in ast.walk(scope)):
+        return False  # a module-level name, or one bound outside: others may read it
+    inside = {id(n) for n in ast.walk(stmt)}
+    return not any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside
+                   for n in ast.walk(scope))

@@ -54,6 +54,7 @@ from gpulint.model.index.order import Pos, contains, end_of, loops_around, scope
 from gpulint.model.index.order import callee_name
 from gpulint.model.project.callgraph import functions_reaching
 from gpulint.model.names import dotted
+from gpulint.model.control.syncs import is_explicit_sync
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -167,7 +168,7 @@ def _call_kind(fa: FileModel, call: ast.Call, anc: Sequence[ast.AST], local: boo
     q = fa.imports.call_qualname(call) or ""
     attr = func.attr if isinstance(func, ast.Attribute) else None
     # ---- host syncs
-    if q in SYNC_QUALNAMES:
+    if q in SYNC_QUALNAMES or is_explicit_sync(call, fa):  # (an alias of one too: nanochat's `synchronize()`)
         return SYNC
     if attr in SYNC_METHODS:
         return SYNC

@@ -1,0 +1,72 @@
+"""Code that never runs: the body of an `if` on a module-level flag that
+the file sets to False once and never again (`time_it = False` ...
+`if time_it: t0 = time.time()`; `DEBUG = False`). Editing the constant is
+how a user opts into that code, as with a command-line flag that is off by
+default (`options`): it is not the program's own per-step work, and no
+rule reports in it."""
+
+from __future__ import annotations
+
+import ast
+from typing import FrozenSet
+
+from gpulint.model.index.tree import TreeIndex
+
+_OFF = (False, None, 0)
+
+
+def off_flags(index: TreeIndex) -> FrozenSet[str]:
+    """Module-level names bound once, to False, None or 0, and stored
+    nowhere else in the file (no `global` rebinding, no second assignment,
+    no loop or `with` target, no import or parameter of the same name), in
+    a file that does not set its globals another way (`exec`, `globals()`)."""
+
+    def compute() -> FrozenSet[str]:
+        candidates = set()
+        for stmt in index.tree.body:
+            if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and isinstance(stmt.value, ast.Constant) and stmt.value.value in _OFF
+                    and not isinstance(stmt.value.value, float)):
+                candidates.add(stmt.targets[0].id)
+        if not candidates:
+            return frozenset()
+        stores: dict = {}
+        for n in index.nodes(ast.Name):
+            if n.id in candidates and not isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
+                stores[n.id] = stores.get(n.id, 0) + 1
+        for g in index.nodes(ast.Global):
+            for name in g.names:  # type: ignore[attr-defined]
+                stores[name] = stores.get(name, 0) + 2  # rebound in a function
+        for a in index.nodes(ast.alias):
+            name = a.asname or a.name.split(".")[0]  # type: ignore[attr-defined]
+            stores[name] = stores.get(name, 0) + 2  # imported under the same name
+        for a in index.nodes(ast.arg):
+            stores[a.arg] = stores.get(a.arg, 0) + 2  # type: ignore[attr-defined]  # a parameter hides it
+        return frozenset(name for name in candidates if stores.get(name, 0) == 1)
+
+    if not any(index.mentions(w) for w in ("= False", "= None", "= 0", "=False", "=None", "=0")):
+        return frozenset()
+    if (index.mentions("exec(") or index.mentions("globals()")) and any(
+            isinstance(c.func, ast.Name) and c.func.id in ("exec", "globals")  # type: ignore[attr-defined]
+            for c in index.nodes(ast.Call)):
+        return frozenset()  # nanoGPT's `exec(open('configurator.py').read())` sets them from the command line
+    return index.memoized("constants.off_flags", None, compute)
+
+
+def dead_statements(index: TreeIndex) -> FrozenSet[int]:
+    """`id()` of each statement in the body of an `if` whose test is an off
+    flag (`if time_it:`, `if DEBUG and step % 10 == 0:`): it never runs."""
+    flags = off_flags(index)
+    if not flags:
+        return frozenset()
+
+    def compute() -> FrozenSet[int]:
+        out = set()
+        for node in index.nodes(ast.If):
+            test = node.test  # type: ignore[attr-defined]
+            operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            if any(isinstance(o, ast.Name) and o.id in flags for o in operands):
+                out.update(id(s) for s in node.body)  # type: ignore[attr-defined]
+        return frozenset(out)
+
+    return index.memoized("constants.dead", None, compute)
