@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from helpers import METER_ITEM_ROW, METER_PY, SCALER_PY, STEPPER
 
 from gpulint.frontends.cli import cli
+from gpulint.engine.lint import LintOptions, lint_module
 from gpulint.model.project.facts import model_with_facts
 from gpulint.model.project.graph import ProjectGraph
 from gpulint.model.project.modules import module_names, resolve_from
@@ -927,6 +928,59 @@ def test_a_models_file_asked_for_its_layers_is_read_for_them_only_and_keeps_its_
     # the rules walked the models file once: the project's second reading, for its layers, ran
     # none (the training file is read again, with the layers)
     assert walked.count("models.py") == 1 and walked.count("train.py") == 2
+
+
+def test_a_helper_in_another_file_that_builds_on_the_host_is_summarized_when_a_forward_moves_its_result(tmp_path):
+    # demucs: `create_sin_embedding` (a file with no device word, no step) builds a table on the
+    # CPU; the model's forward moves it every step. The project asks for the helper's summary.
+    helpers = """
+        import torch
+
+
+        def create_sin_embedding(length, dim, max_period=10000):
+            pos = torch.arange(length).view(-1, 1)
+            adim = torch.arange(dim // 2).view(1, -1)
+            phase = pos / (max_period ** (adim / (dim // 2 - 1)))
+            return torch.cat([torch.cos(phase), torch.sin(phase)], dim=-1)
+
+
+        def lengths_of(sequences):
+            out = torch.empty(len(sequences), dtype=torch.long)
+            for i, s in enumerate(sequences):
+                out[i] = len(s)
+            return out
+    """
+    model = """
+        from torch import nn
+        from helpers import create_sin_embedding, lengths_of
+
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(8, 8)
+
+            def forward(self, x, sequences):
+                pe = create_sin_embedding(x.shape[1], x.shape[2]).to(x.device)
+                n = lengths_of(sequences).to(x.device)
+                return self.lin(x + pe), n
+    """
+    train = """
+        import torch
+        from model import M
+
+        model = M().cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, s in loader:
+            loss = model(x.cuda(), s)[0].mean()
+            loss.backward()
+            opt.step()
+    """
+    write(tmp_path, {"helpers.py": helpers, "model.py": model, "train.py": train})
+    assert rows_by_path(tmp_path, "GPU203") == [("model.py", 12)]
+    # the helper alone: a function of tensor code, left for the project to ask about
+    res = lint_module(textwrap.dedent(helpers), "helpers.py", LintOptions(codes=()))
+    assert res.deferred and res.summary is not None and res.summary.get("imports_only")
 
 
 def test_a_module_name_two_folders_define_resolves_beside_the_importer(tmp_path):

@@ -300,6 +300,13 @@ class ModuleResult:
 _PROJECT_WORDS = ("backward", ".step(", "yield", "DataLoader", ".item()")
 
 
+def builds_tensors(text: str) -> bool:
+    """The text defines functions and calls torch: a helper that per-step
+    code may call (`create_sin_embedding` in a file with no device word),
+    whose summary the project asks for when it does."""
+    return "def " in text and "torch." in text
+
+
 def takes_part(text: str, accelerator: bool) -> bool:
     """The file may add to the project's call graph (see `_PROJECT_WORDS`), or
     ask it about the models it trains;
@@ -357,8 +364,8 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         # when the project asks (a training loop imports the file), else it is left for then
         asked = project.summarize or project.layers
         summary = partial_summary(tree, text, project.names, project.package, layers=asked)
-        if not asked and may_build_layers(text):
-            deferred = True
+        if (not asked and may_build_layers(text)) or (not project.summarize and builds_tensors(text)):
+            deferred = True  # (a helper of tensor code: per-step code may call it, `demanded`)
     if model is None and program_pin is not None:
         table = {"torch_pin": program_pin}  # (what the file was read with: `facts_key`)
     if own_pin is not None and summary is not None:

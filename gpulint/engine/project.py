@@ -108,10 +108,16 @@ def _deferred_by_name(done: Dict[str, FileResult], inputs: Dict[str, ProjectInpu
     (with `without_layers`: whose layers were not read either)."""
     out: Dict[str, List[str]] = {}
     for p, r in done.items():
-        if r.deferred and r.error is None and not (without_layers and "layers" in (r.summary or {})):
+        if r.deferred and r.error is None and not (without_layers and _no_layers_to_read(r.summary)):
             for n in inputs[p].names:
                 out.setdefault(n, []).append(p)
     return out
+
+
+def _no_layers_to_read(summary: Optional[dict]) -> bool:
+    """Reading the file for its layers would tell nothing new: read already,
+    or it builds no `nn.Module` layer (`partial_summary`: what it imports only)."""
+    return summary is None or "layers" in summary or bool(summary.get("imports_only"))
 
 
 def imported_models(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str, ProjectInput]) -> List[str]:
@@ -287,6 +293,7 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
     with, or whose summary the graph asks for (`demanded`), until none does
     (PROJECT_ROUNDS at most). `done` is updated; returns the paths read again."""
     again: Set[str] = set()
+    summarized: Set[str] = set()  # files whose summary the project asked for: read again, they keep it
     for _ in range(PROJECT_ROUNDS):
         graph = ProjectGraph({
             p: (inputs[p].names, r.summary) for p, r in list(done.items()) + list(context.items())
@@ -297,6 +304,7 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
             for path in demanded(graph, done, inputs)
         ]
         asked = {path for path, _ in redo}
+        summarized |= asked
         redo += [  # what the models a training loop imports are: their layers only (a file
             # read without facts, as before: its findings stand, and only its summary is read)
             (path, ProjectInput(inputs[path].names, inputs[path].package, layers=True,
@@ -321,8 +329,9 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
             table = graph.facts_for(path)
             if cpu_only:
                 table["accelerator"] = False
-            if table_key(table) != facts_key(res):
-                redo.append((path, ProjectInput(inputs[path].names, inputs[path].package, table)))
+            if table_key(table) != facts_key(res) and path not in asked:
+                redo.append((path, ProjectInput(inputs[path].names, inputs[path].package, table,
+                                                summarize=path in summarized)))
         if not redo:
             break
         for (path, inp), res in zip(redo, relint(redo)):

@@ -93,6 +93,13 @@ class FactoryWithoutDeviceInForward(Rule):
       comprehension);
     - a factory chained into `.to()`/`.cuda()` (GPU203's case) or into
       `.cpu()`/`.tolist()`/`.numpy()`/`.item()`;
+    - a boolean mask drawn only to index (`mask = torch.rand(n) > p` then
+      `d[:, mask] = ...`, also through `torch.logical_and`): with a CPU mask
+      the host finds the `True` positions and copies them, with a device
+      mask the GPU finds them and the host waits for the count, so the host
+      waits either way and `device=` buys nothing (an integer index,
+      `x[torch.randint(...)]`, is still flagged: on the device it needs no
+      wait);
     - a tensor the code needs on the host: `pack_padded_sequence` lengths,
       `int()`, `max()`/`min()`, an `if` test, a Python `for` loop over it, a
       slice bound (`x[:, :c]`), a size (`torch.rand(n)`, `x.view(n, -1)`,
@@ -243,7 +250,7 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if under_once_guard(node, ancestors):
             return None  # `if self.step == 0:` / `if self.table is None:`: built on the first call only
-        if self._needed_on_host(ctx, node, forward):
+        if _needed_on_host(ctx, node, forward) or _boolean_mask_index(ctx.analysis, node, forward):
             return None
         device = self._device_expr(forward, node, ctx)
         reason = None
@@ -298,108 +305,6 @@ class FactoryWithoutDeviceInForward(Rule):
                         return anc
                 return None
         return None
-
-    @staticmethod
-    def _needed_on_host(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
-        """The forward works on the host on purpose, or this tensor is used
-        where it has to be on the host."""
-        fa = ctx.analysis
-        if _does_host_work(fa, forward):
-            return True
-        parents = fa.index.parents
-        uses = [node]
-        # the value the statement stores: `c = torch.randint(...)[0]`, `f = torch.rand(n) * k + lo`
-        top = node
-        while True:
-            p = parents.get(top)
-            if isinstance(p, ast.Subscript) and p.value is top:
-                top = p
-            elif isinstance(p, (ast.BinOp, ast.UnaryOp)):
-                top = p
-            elif (
-                isinstance(p, ast.Attribute)
-                and p.value is top
-                and p.attr not in _CHAINED_SKIP
-                and isinstance(parents.get(p), ast.Call)
-                and parents[p].func is p
-            ):
-                top = parents[p]  # `.float()`, `.clamp(...)`
-            else:
-                break
-        parent = parents.get(top)
-        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
-            name = parent.targets[0].id
-            after = (parent.end_lineno or parent.lineno, parent.end_col_offset or 0)
-            # until the name is bound again (`n = n.to(x.device)`: later uses see the moved tensor)
-            until = min(
-                (
-                    (s.end_lineno or s.lineno, s.end_col_offset or 0)
-                    for s in ast.walk(forward)
-                    if isinstance(s, ast.Assign)
-                    and (s.lineno, s.col_offset) >= after
-                    and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
-                ),
-                default=(float("inf"), 0),
-            )
-            uses += [
-                n
-                for n in ast.walk(forward)
-                if isinstance(n, ast.Name)
-                and n.id == name
-                and isinstance(n.ctx, ast.Load)
-                and after <= (n.lineno, n.col_offset) < until
-            ]
-        for use in uses:
-            cur = use
-            # walk up the expression the value flows through
-            while True:
-                p = parents.get(cur)
-                if p is None:
-                    break
-                if isinstance(p, ast.Attribute):
-                    if p.attr in (_CHAINED_SKIP if cur is node else _HOST_METHODS) and isinstance(
-                        parents.get(p), ast.Call
-                    ):
-                        return True
-                    cur = p
-                    continue
-                if isinstance(p, ast.Call):
-                    if cur is p.func:
-                        cur = p
-                        continue
-                    fname = last_name(p.func) or ""
-                    if isinstance(p.func, ast.Name) and fname in _HOST_BUILTINS:
-                        return True
-                    if fname in _PACK_FUNCS:
-                        return True
-                    if cur in p.args and factory_name(fa, p) in _SIZED_FACTORIES:
-                        return True  # `torch.rand(drop_count)`: a size
-                    if cur in p.args and fname in ("view", "reshape", "expand", "repeat", "new_zeros", "new_ones"):
-                        return True  # a shape
-                    q = fa.imports.qualname(p.func) or ""
-                    if q.startswith(("numpy.", "scipy.")):
-                        return True
-                    break  # a call's result is another value
-                if isinstance(p, ast.keyword):
-                    if p.arg in _HOST_KEYWORDS:
-                        return True
-                    break
-                if isinstance(p, ast.Slice):
-                    return True  # `x[:, :c]`: a slice bound
-                if isinstance(p, (ast.Tuple, ast.List)) and isinstance(p.ctx, ast.Load):
-                    cur = p  # `size=(w, h)`: follow the display to where it goes
-                    continue
-                if isinstance(p, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in p.ops):
-                    break  # `x is None` looks at the name, not the values
-                if isinstance(p, (ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
-                    cur = p
-                    continue
-                if isinstance(p, (ast.If, ast.While, ast.Assert)) and cur is p.test:
-                    return True  # control flow decided by its value
-                if isinstance(p, (ast.For, ast.comprehension)) and cur is p.iter:
-                    return True  # iterated element by element in Python
-                break
-        return False
 
     @staticmethod
     def _escapes(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
@@ -572,3 +477,153 @@ def _rebound(fn: ast.FunctionDef, name: str) -> bool:
             if any(isinstance(e, ast.Name) and e.id == name for e in ast.walk(n.target)):
                 return True
     return False
+
+
+def _needed_on_host(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
+    """The forward works on the host on purpose, or this tensor is used
+    where it has to be on the host."""
+    fa = ctx.analysis
+    if _does_host_work(fa, forward):
+        return True
+    parents = fa.index.parents
+    uses = [node]
+    # the value the statement stores: `c = torch.randint(...)[0]`, `f = torch.rand(n) * k + lo`
+    top = node
+    while True:
+        p = parents.get(top)
+        if isinstance(p, ast.Subscript) and p.value is top:
+            top = p
+        elif isinstance(p, (ast.BinOp, ast.UnaryOp)):
+            top = p
+        elif (
+            isinstance(p, ast.Attribute)
+            and p.value is top
+            and p.attr not in _CHAINED_SKIP
+            and isinstance(parents.get(p), ast.Call)
+            and parents[p].func is p
+        ):
+            top = parents[p]  # `.float()`, `.clamp(...)`
+        else:
+            break
+    parent = parents.get(top)
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        name = parent.targets[0].id
+        after = (parent.end_lineno or parent.lineno, parent.end_col_offset or 0)
+        # until the name is bound again (`n = n.to(x.device)`: later uses see the moved tensor)
+        until = min(
+            (
+                (s.end_lineno or s.lineno, s.end_col_offset or 0)
+                for s in ast.walk(forward)
+                if isinstance(s, ast.Assign)
+                and (s.lineno, s.col_offset) >= after
+                and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+            ),
+            default=(float("inf"), 0),
+        )
+        uses += [
+            n
+            for n in ast.walk(forward)
+            if isinstance(n, ast.Name)
+            and n.id == name
+            and isinstance(n.ctx, ast.Load)
+            and after <= (n.lineno, n.col_offset) < until
+        ]
+    for use in uses:
+        cur = use
+        # walk up the expression the value flows through
+        while True:
+            p = parents.get(cur)
+            if p is None:
+                break
+            if isinstance(p, ast.Attribute):
+                if p.attr in (_CHAINED_SKIP if cur is node else _HOST_METHODS) and isinstance(
+                    parents.get(p), ast.Call
+                ):
+                    return True
+                cur = p
+                continue
+            if isinstance(p, ast.Call):
+                if cur is p.func:
+                    cur = p
+                    continue
+                fname = last_name(p.func) or ""
+                if isinstance(p.func, ast.Name) and fname in _HOST_BUILTINS:
+                    return True
+                if fname in _PACK_FUNCS:
+                    return True
+                if cur in p.args and factory_name(fa, p) in _SIZED_FACTORIES:
+                    return True  # `torch.rand(drop_count)`: a size
+                if cur in p.args and fname in ("view", "reshape", "expand", "repeat", "new_zeros", "new_ones"):
+                    return True  # a shape
+                q = fa.imports.qualname(p.func) or ""
+                if q.startswith(("numpy.", "scipy.")):
+                    return True
+                break  # a call's result is another value
+            if isinstance(p, ast.keyword):
+                if p.arg in _HOST_KEYWORDS:
+                    return True
+                break
+            if isinstance(p, ast.Slice):
+                return True  # `x[:, :c]`: a slice bound
+            if isinstance(p, (ast.Tuple, ast.List)) and isinstance(p.ctx, ast.Load):
+                cur = p  # `size=(w, h)`: follow the display to where it goes
+                continue
+            if isinstance(p, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in p.ops):
+                break  # `x is None` looks at the name, not the values
+            if isinstance(p, (ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
+                cur = p
+                continue
+            if isinstance(p, (ast.If, ast.While, ast.Assert)) and cur is p.test:
+                return True  # control flow decided by its value
+            if isinstance(p, (ast.For, ast.comprehension)) and cur is p.iter:
+                return True  # iterated element by element in Python
+            break
+    return False
+
+
+_MASK_COMBINERS = frozenset({"logical_and", "logical_or", "logical_xor", "logical_not"})
+
+
+def _in_index(fa, n: ast.AST) -> bool:
+    """`n` is (part of) the index of a subscript: `d[:, mask]`, `x[:, b, mask[b]]`."""
+    cur = n
+    while True:
+        p = fa.index.parents.get(cur)
+        if isinstance(p, ast.Subscript):
+            if cur is p.slice:
+                return True
+            cur = p  # `mask[b]` inside an index
+        elif isinstance(p, ast.Tuple):
+            cur = p
+        else:
+            return False
+
+
+def _boolean_mask_index(fa, node: ast.Call, forward: ast.AST) -> bool:
+    """`mask = torch.rand(n) > p` then `d[:, mask] = ...` (TabPFN's priors):
+    a boolean mask that only indexes. Indexing with a CPU mask finds its
+    `True` positions on the host and copies them over; with a device mask
+    the GPU must find them and the host wait for the count. Either way the
+    host waits, so `device=` buys nothing."""
+    cmp = fa.index.parents.get(node)
+    if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1
+            and not isinstance(cmp.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn))):
+        return False
+    other = cmp.comparators[0] if cmp.left is node else cmp.left
+    if fa.values.is_tensor(other, fa.index.ancestors(other)) is True:
+        return False  # `torch.rand(n) <= prob` with `prob` on the device: the comparison needs it there
+    if _in_index(fa, cmp):
+        return True
+    stmt = fa.index.parents.get(cmp)
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    uses = [n for n in ast.walk(forward) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    for use in uses:
+        if _in_index(fa, use):
+            continue
+        call = fa.index.parents.get(use)
+        if isinstance(call, ast.Call) and use in call.args and (last_name(call.func) or "") in _MASK_COMBINERS:
+            continue  # `torch.logical_and(mask, other)`: still a mask
+        return False
+    return bool(uses)

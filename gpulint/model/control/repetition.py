@@ -20,6 +20,9 @@ Read from the file, and from what the project's facts say of its functions:
   is code under `if token == 0:` where `token` counts the passes of a loop
   around it (`for token in range(n):`, an `enumerate` index): its first
   pass only.
+* **Cache misses**: what a def does after an `if` that returns the value
+  it tested (`if pe is not None: if pe.size(1) >= n: return pe`; a bare
+  `return` for a `self.` attribute kept in place) runs on a miss only.
 * **Repeated**: otherwise, a node in the body of a `for` / `while` loop of
   the same function (not in the expression iterated), a node in a function
   named like per-step code (`PER_STEP_WORDS`) unless this file calls that
@@ -454,8 +457,46 @@ def called_repeatedly(fa: "FileModel", name: str) -> bool:
     return name in _hot_callees(fa)
 
 
+def after_cache_hit(node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """`node` follows, in its def's body, an `if` that returns a value the
+    caller cached (`if pe is not None: if pe.size(1) >= n: return pe`,
+    `if self.cache is not None: return self.cache`): what comes after runs
+    on a miss only (a relative position table rebuilt when a longer input
+    comes), not on every call."""
+    func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
+    if func is None:
+        return False
+    chain = list(ancestors) + [node]
+    top = chain[chain.index(func) + 1] if chain.index(func) + 1 < len(chain) else None
+    body = func.body  # type: ignore[attr-defined]
+    if top is None or not any(s is top for s in body):
+        return False
+    for stmt in body:
+        if stmt is top:
+            return False
+        if isinstance(stmt, ast.If) and _returns_what_it_tests(stmt):
+            return True
+    return False
+
+
+def _returns_what_it_tests(stmt: ast.If) -> bool:
+    """`if x is not None: ... return x` (x a name or `self.<attr>`; a bare
+    `return` for an attribute, kept in place), the return anywhere in the
+    `if`'s body."""
+    test = stmt.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        return False
+    key = ast.dump(test.left)
+    attribute = isinstance(test.left, ast.Attribute)  # `if self.pe is not None: ... return`: kept in place
+    return any(isinstance(n, ast.Return) and (ast.dump(n.value) == key if n.value is not None else attribute)
+               for s in stmt.body for n in ast.walk(s))
+
+
 def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """Whether `node` runs repeatedly (see the module docstring)."""
+    if after_cache_hit(node, ancestors):
+        return False
     if _directly_repeated(fa, node, ancestors):
         return True
     if _once_only_function(fa, ancestors):

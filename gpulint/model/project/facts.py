@@ -40,6 +40,7 @@ class ProjectFacts(CallFacts):
         self._drives = frozenset(table.get("drives", ()))
         self._returns: Dict[str, str] = table.get("returns", {})
         self._iterates: Dict[str, int] = table.get("iterates", {})
+        self._host_built = frozenset(table.get("host_built", ()))
         self._every: Dict[str, str] = table.get("every_step", {})
         self._param_kinds: Dict[str, Dict[str, str]] = table.get("param_kinds", {})
         self._accelerator = table.get("accelerator", True)
@@ -84,6 +85,12 @@ class ProjectFacts(CallFacts):
             return None
         ref = self._ref(call)
         return self._returns.get(ref) if ref is not None else None
+
+    def host_built(self, call: ast.Call) -> bool:
+        return bool(self._host_built) and self._ref(call) in self._host_built
+
+    def any_host_built(self) -> bool:
+        return bool(self._host_built)
 
     def iterated_argument(self, call: ast.Call) -> Optional[ast.AST]:
         if not self._iterates:

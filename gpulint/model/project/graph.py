@@ -390,6 +390,7 @@ class ProjectGraph:
         drives: Set[str] = set()
         returns: Dict[str, str] = {}
         iterates: Dict[str, int] = {}
+        host_built: Set[str] = set()
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
         param_kinds: Dict[str, Dict[str, str]] = {}
@@ -409,21 +410,13 @@ class ProjectGraph:
             if fid in self.param_kinds:
                 param_kinds[qual] = self.param_kinds[fid]
             for call in fsum.get("calls", ()):
-                ref = call[0]
-                cid = self.resolve_in(ref, path)
-                if cid is None:
-                    continue
-                if cid in self.steps:
-                    steps.add(ref)
-                if cid in self.drives:
-                    drives.add(ref)
-                callee = self.functions[cid]
-                if callee.get("returns") in RETURN_KINDS:
-                    returns[ref] = callee["returns"]
-                if "iterates" in callee:
-                    iterates[ref] = callee["iterates"]
+                cid = self.resolve_in(call[0], path)
+                if cid is not None:
+                    _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built)
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
+        if host_built:
+            table["host_built"] = sorted(host_built)
         if device:
             table["device_side"] = sorted(device)
         if entered:
@@ -711,7 +704,23 @@ def digest(table: dict) -> str:
 
 
 # the parts of a facts table that change what the values and control layers answer
-ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds")
+def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
+                    returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str]) -> None:
+    """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""
+    if cid in graph.steps:
+        steps.add(ref)
+    if cid in graph.drives:
+        drives.add(ref)
+    callee = graph.functions[cid]
+    if callee.get("returns") in RETURN_KINDS:
+        returns[ref] = callee["returns"]
+    if "iterates" in callee:
+        iterates[ref] = callee["iterates"]
+    if callee.get("host_built"):
+        host_built.add(ref)
+
+
+ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced")
 # ... and all that a table can say about a file (what rules ask besides)

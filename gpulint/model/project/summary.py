@@ -37,6 +37,7 @@ from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
 from gpulint.model.names import ImportTable
+from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
 from gpulint.model.values.kinds import HOST_TENSOR, LOADER, LOADER_NAME_RE, TENSOR, kind_from_name
 from gpulint.model.values.values import module_class_names
 
@@ -113,6 +114,16 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                     sc.returns.append(_kind_passed(fa, value, fa.index.ancestors(value)))
                 else:
                     sc.returns.append(None)
+    building = defs_building_on_cpu(fa)
+    for scope, sc in scopes.items():
+        # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move
+        # of its result, in a caller, copies what the GPU could have built (`values.host_built`)
+        if sc.return_nodes and not sc.generator and (scope in building or fa.facts.any_host_built()):
+            sc.host_built = all(
+                n.value is not None and host_factory(
+                    fa, n.value, scope, lambda e: fa.values.is_tensor(e, fa.index.ancestors(e))) is not None
+                for n in sc.return_nodes
+            )
     functions: Dict[str, dict] = {}
     for scope, sc in scopes.items():
         qual = f"{refs.module}.{MODULE_CODE}" if isinstance(scope, ast.Module) else refs.qualname(scope)
@@ -280,7 +291,7 @@ def may_build_layers(text: str) -> bool:
 
 
 class _Scope:
-    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "loops", "alternatives", "synced")
+    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "synced")
 
     def __init__(self) -> None:
         self.steps = False
@@ -292,6 +303,7 @@ class _Scope:
         self.returns: List[Optional[str]] = []
         self.return_nodes: List[ast.Return] = []
         self.generator = False
+        self.host_built = False
         self.loops: List[ast.AST] = []
 
     def summary(self, fa: "FileModel", hot: "_Hotness", scope: ast.AST) -> dict:
@@ -307,6 +319,8 @@ class _Scope:
         kinds = set(self.returns)
         if self.returns and not self.generator and len(kinds) == 1 and None not in kinds:
             out["returns"] = kinds.pop()
+        if self.host_built:
+            out["host_built"] = True
         either = []
         for stmt, branches in self.alternatives.items():
             n = _branch_count(stmt)

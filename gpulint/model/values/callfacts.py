@@ -46,6 +46,16 @@ class CallFacts:
         where every return of it agrees."""
         return None
 
+    def host_built(self, call: ast.Call) -> bool:
+        """The callee returns a tensor it computed on the host from a CPU
+        factory, and nothing else (`create_sin_embedding(n, d)`: `torch.arange`,
+        arithmetic, `torch.cat`; `values.host_built`)."""
+        return False
+
+    def any_host_built(self) -> bool:
+        """Some call of the file is `host_built`."""
+        return False
+
     def iterated_argument(self, call: ast.Call) -> Optional[ast.AST]:
         """The argument a generator yields the elements of: `loader` in
         `metric_logger.log_every(loader, 10)`, whose body is

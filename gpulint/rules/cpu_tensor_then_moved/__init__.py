@@ -18,7 +18,8 @@ from gpulint.model.values.devices import (
 )
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like, moved_like_message
-from gpulint.rules.cpu_tensor_then_moved.host_built import builds_on_cpu, computed_message, computed_then_moved
+from gpulint.model.values.host_built import builds_on_cpu
+from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Edit, Example, Rule
 
@@ -102,8 +103,17 @@ class CpuTensorThenMoved(Rule):
     the CPU), also through names the
     function assigns once in a block that holds the move (`emb =
     torch.exp(torch.arange(h) * -k)` then `emb = emb.to(device)`, four
-    assignments deep at most). An operation that mixes a CPU tensor with a
-    CUDA one raises, so such an expression runs on the CPU. It is not
+    assignments deep at most), and through items written into it in place
+    from such values (`pe = torch.zeros(d, w)`, `pe[0::2] = torch.sin(pos *
+    div)`; not Python numbers written in one by one, which are host data).
+    A call of a project function that returns such a tensor, and nothing
+    else, is flagged at the call, without a fix (demucs'
+    `create_2d_sin_embedding(...)` moved in every forward: the helper should
+    build on the device); the project reads the helper's file for it, even
+    one that names no device. A table rebuilt only on a cache miss, after an
+    early return of the cached value (`if pe is not None: if pe.size(1) >=
+    n: return pe`), is not repeated code. An operation that mixes a CPU
+    tensor with a CUDA one raises, so such an expression runs on the CPU. It is not
     flagged where other tensor data joins the factory's (`(t *
     torch.arange(n)).cuda()` with `t` a tensor: the data crosses either
     way), in a function that reads device data on the host itself (`.item()`,
@@ -378,37 +388,10 @@ class CpuTensorThenMoved(Rule):
         tensor built and filled on the CPU, then copied. Reported without a fix;
         the message names the `torch.zeros` / `torch.full` call. True when
         `inner` has that shape (reported or not)."""
-        fa = ctx.analysis
-        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-                and inner.func.attr in ("fill_", "zero_")):
-            return False
-        base = inner.func.value
-        legacy = legacy_constructor(fa, base) if isinstance(base, ast.Call) else None
-        if legacy is None:
-            return False
-        if not legacy_size_args(fa, base, ctx.ancestors):
-            return True  # data: crosses from the host anyway
-        if _target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
-            return True
-        src = ctx.source
-        sizes = _sizes_text(src, base)  # type: ignore[arg-type]
-        dtype = LEGACY_CONSTRUCTORS[legacy]
-        dtype_arg = f", dtype=torch.{dtype}" if dtype else ""
-        if inner.func.attr == "zero_" or (len(inner.args) == 1 and isinstance(inner.args[0], ast.Constant)
-                                          and inner.args[0].value == 0):
-            use = f"torch.zeros({sizes}{dtype_arg}, device=...)"
-        else:
-            value = src.node_text(inner.args[0]) if inner.args else "..."
-            shape = f"({sizes},)" if len(base.args) == 1 else f"({sizes})"  # type: ignore[attr-defined]
-            use = f"torch.full({shape}, {value if len(value) <= 20 else '...'}{dtype_arg}, device=...)"
-        self.report(
-            ctx,
-            node,
-            message=(f"`torch.{legacy}({sizes}).{inner.func.attr}({'...' if inner.args else ''})` builds and fills "
-                     "the tensor on the CPU and "
-                     f"then copies it to the GPU; use `{use}` instead"),
-        )
-        return True
+        shaped, message = _legacy_filled_message(ctx, node, inner)
+        if message is not None:
+            self.report(ctx, node, message=message)
+        return shaped
 
     def _legacy(self, ctx, node: ast.Call, inner: ast.Call, legacy: str) -> None:
         """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
@@ -543,3 +526,34 @@ def _target(node: ast.Call, fa) -> Optional[str]:
     if dev is None and node.args:
         dev = node.args[0]
     return DEVICE if device_arg_kind(fa, dev) == DEVICE else None
+
+
+def _legacy_filled_message(ctx, node: ast.Call, inner: ast.AST):
+    """(`inner` is a legacy constructor filled on the way, the message to
+    report or None): see `CpuTensorThenMoved._legacy_filled`."""
+    fa = ctx.analysis
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+            and inner.func.attr in ("fill_", "zero_")):
+        return False, None
+    base = inner.func.value
+    legacy = legacy_constructor(fa, base) if isinstance(base, ast.Call) else None
+    if legacy is None:
+        return False, None
+    if not legacy_size_args(fa, base, ctx.ancestors):
+        return True, None  # data: crosses from the host anyway
+    if _target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
+        return True, None
+    src = ctx.source
+    sizes = _sizes_text(src, base)  # type: ignore[arg-type]
+    dtype = LEGACY_CONSTRUCTORS[legacy]
+    dtype_arg = f", dtype=torch.{dtype}" if dtype else ""
+    if inner.func.attr == "zero_" or (len(inner.args) == 1 and isinstance(inner.args[0], ast.Constant)
+                                      and inner.args[0].value == 0):
+        use = f"torch.zeros({sizes}{dtype_arg}, device=...)"
+    else:
+        value = src.node_text(inner.args[0]) if inner.args else "..."
+        shape = f"({sizes},)" if len(base.args) == 1 else f"({sizes})"  # type: ignore[attr-defined]
+        use = f"torch.full({shape}, {value if len(value) <= 20 else '...'}{dtype_arg}, device=...)"
+    return True, (f"`torch.{legacy}({sizes}).{inner.func.attr}({'...' if inner.args else ''})` builds and fills "
+                  "the tensor on the CPU and "
+                  f"then copies it to the GPU; use `{use}` instead")

@@ -1,0 +1,251 @@
+"""A tensor computed on the host from a CPU factory: with casts,
+arithmetic or elementwise functions between the factory and where it goes,
+and through names assigned once in the def (the values layer's question,
+asked by GPU203 of a move and by the project's summaries of a return):
+
+    freqs = torch.exp(-math.log(10000) * torch.arange(half) / half)
+
+    pe = torch.zeros(d, h, w)
+    pe[0::2] = torch.sin(pos * div)      # written into in place, from the host too
+
+`host_factory` finds the factory such an expression is computed from. An
+operation that mixes a CPU tensor of more than one element with a CUDA
+tensor raises, so an expression that computes with a CPU factory's tensor
+runs on the CPU. The expression must hold no other tensor data: `(t *
+torch.arange(n))` with `t` data from the host crosses either way (as
+`torch.tensor(data)` does), so only numbers, names of unknown kind that
+are not tensors, and other CPU factories may join it. A call of a project
+function that returns such a tensor (`CallFacts.returns` is `HOST_BUILT`)
+counts as a factory.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from gpulint.model.index.order import target_names
+from gpulint.model.values.devices import (
+    CPU,
+    SIZE_METHODS,
+    DTYPE,
+    device_arg_kind,
+    factory_device_arg,
+    factory_name,
+    has_generator,
+)
+# torch functions that draw samples from their first argument, where it is (the rest are numbers
+# and options): `torch.multinomial(torch.ones(n), k)` samples on the CPU
+TORCH_SAMPLING = frozenset(("multinomial", "bernoulli", "poisson"))
+# torch functions that compute elementwise (or reshape) on their tensor arguments, where they are
+TORCH_ELEMENTWISE = frozenset(
+    """exp exp2 expm1 log log2 log10 log1p sin cos tan sinh cosh tanh sigmoid sqrt rsqrt pow abs neg floor ceil
+    round clamp clip minimum maximum outer ger cat stack flip repeat_interleave cumsum cumprod
+    unsqueeze reshape""".split()
+)
+# tensor methods that do the same on their receiver (casts, reshapes, elementwise math)
+TENSOR_ELEMENTWISE = frozenset(
+    """float double half bfloat16 long int short bool byte type_as exp exp2 log log2 log1p sin cos tan sigmoid sqrt
+    rsqrt pow abs neg floor ceil round clamp clamp_min clamp_max mul add sub div mul_ add_ sub_ div_ pow_ exp_
+    unsqueeze squeeze view reshape expand repeat t transpose permute flip contiguous cumsum cumprod""".split()
+)
+# factories of host data: `device=` still builds them on the CPU and copies
+# them synchronously (PyTorch's `tensor(data, device=...)` does exactly
+# that), so moving the target into them saves nothing
+HOST_DATA_FACTORIES = frozenset(("tensor", "as_tensor"))
+_MAX_HOPS = 4  # names followed to their assignment, at most
+_MAX_NEST = 48  # levels of an expression followed, at most
+def host_factory(fa, expr: ast.AST, func: Optional[ast.AST], tensor_kind) -> Optional[ast.Call]:
+    """The CPU factory call `expr` is computed from on the host, through
+    casts, arithmetic and elementwise functions and through names assigned
+    once in `func` (the def around it); None when it is not one, or holds
+    other tensor data. `tensor_kind(expr)`: whether a leaf may be a tensor
+    (True), is not one (False), or is not known (None)."""
+    found = _walk(fa, expr, func, tensor_kind, 0, expr)
+    return found if isinstance(found, ast.Call) else None
+
+
+_DATA = object()  # the expression holds tensor data that is not a CPU factory's
+
+
+def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: int = 0):
+    """The factory found (an ast.Call), None (nothing tensor-like here), or
+    _DATA. `depth`: how many names were followed to their assignment;
+    `nest`: how deep in the expression (a deeper one is not followed)."""
+    if nest > _MAX_NEST:
+        return _DATA
+    nest += 1
+    if isinstance(expr, ast.Constant):
+        return None
+    if isinstance(expr, ast.Call):
+        name = factory_name(fa, expr)
+        if name is not None:
+            return expr if builds_on_cpu(fa, name, expr) else _DATA
+        if fa.facts.host_built(expr):
+            return expr  # a project function that returns a tensor it built on the host
+        f = expr.func
+        q = fa.imports.qualname(f) or ""
+        if q.startswith("math.") or (isinstance(f, ast.Name) and f.id in ("int", "float", "len", "max", "min")):
+            return None  # a Python number
+        torch_fn = q[6:] if q.startswith("torch.") and q.count(".") == 1 else ""  # `torch.exp`, not `torch.nn.x`
+        if torch_fn in TORCH_SAMPLING and expr.args:
+            return _walk(fa, expr.args[0], func, tensor_kind, depth, use, nest)
+        if torch_fn in TORCH_ELEMENTWISE:
+            return _first(fa, [a for a in expr.args] + [k.value for k in expr.keywords if k.arg != "dim"],
+                          func, tensor_kind, depth, use, nest)
+        if isinstance(f, ast.Attribute) and f.attr in TENSOR_ELEMENTWISE:
+            return _first(fa, [f.value] + list(expr.args) + [k.value for k in expr.keywords],
+                          func, tensor_kind, depth, use, nest)
+        if isinstance(f, ast.Attribute) and f.attr == "to" and _dtype_only(fa, expr):
+            return _walk(fa, f.value, func, tensor_kind, depth, use, nest)
+        if isinstance(f, ast.Attribute) and f.attr in ("to", "cuda", "cpu"):
+            return _DATA  # moved already: not what the factory built where it built it
+        if isinstance(f, ast.Attribute) and f.attr in SIZE_METHODS:
+            return None  # `x.size(0)`: a Python int (a torch.Size)
+        return _DATA if tensor_kind(expr) is not False else None
+    if isinstance(expr, ast.BinOp):
+        return _first(fa, [expr.left, expr.right], func, tensor_kind, depth, use, nest)
+    if isinstance(expr, (ast.List, ast.Tuple)) and isinstance(expr.ctx, ast.Load):
+        return _first(fa, list(expr.elts), func, tensor_kind, depth, use, nest)  # `torch.cat([a, b])`
+    if isinstance(expr, ast.UnaryOp):
+        return _walk(fa, expr.operand, func, tensor_kind, depth, use, nest)
+    if isinstance(expr, ast.Subscript):
+        return _walk(fa, expr.value, func, tensor_kind, depth, use, nest)
+    if isinstance(expr, ast.Name):
+        value = _assigned_value(fa, expr, func, use)
+        if value is not None:
+            if depth >= _MAX_HOPS:
+                return _DATA
+            for write in _item_writes(fa, func).get(expr.id, ()):
+                # `pe[0::2] = torch.sin(pos * div)`: what is written in must be computed from a CPU
+                # factory too; Python numbers written in (`lengths[i] = n + 1`) are host data
+                if not isinstance(_walk(fa, write.value, func, tensor_kind, depth + 1, write.value, nest), ast.Call):
+                    return _DATA
+            return _walk(fa, value, func, tensor_kind, depth + 1, value, nest)
+        return _DATA if tensor_kind(expr) is True else None
+    if isinstance(expr, ast.Attribute):
+        return _DATA if tensor_kind(expr) is not False else None
+    return _DATA
+
+
+def _first(fa, parts, func, tensor_kind, depth: int, use: ast.AST, nest: int):
+    found = None
+    for p in parts:
+        r = _walk(fa, p, func, tensor_kind, depth, use, nest)
+        if r is _DATA:
+            return _DATA
+        if found is None:
+            found = r
+    return found
+
+
+def builds_on_cpu(fa, name: str, call: ast.Call) -> bool:
+    """The factory call `torch.<name>(...)` builds fresh values on the CPU,
+    which `device=` would build on the GPU instead: not host data
+    (`HOST_DATA_FACTORIES`), no `out=` or `**kwargs`, no CPU generator, and
+    no device or the CPU given."""
+    if name in HOST_DATA_FACTORIES:
+        return False
+    if any(kw.arg in ("out", None) for kw in call.keywords) or has_generator(call):
+        return False  # (drawn from a CPU generator, a tensor has to be built on the CPU)
+    built_on = factory_device_arg(name, call)
+    return built_on is None or device_arg_kind(fa, built_on) == CPU
+
+
+def _dtype_only(fa, call: ast.Call) -> bool:
+    """`.to(torch.float32)` / `.to(dtype=...)`: a cast, not a move."""
+    if any(kw.arg != "dtype" for kw in call.keywords):
+        return False
+    return all(device_arg_kind(fa, a) == DTYPE for a in call.args)
+
+
+def _assigned_value(fa, name: ast.Name, func, use: ast.AST) -> Optional[ast.AST]:
+    """The value of the last plain `name = value` before `use` in `func`,
+    where that statement always runs before it: it sits in a block that
+    also holds `use` (not in a branch or loop of its own), and `name` is
+    bound in no other way in the function (a loop target, `+=`, ...)."""
+    if func is None:
+        return None
+    bindings = fa.index.memoized("host_built.bindings", func, lambda: _bindings(func))
+    found = bindings.get(name.id)
+    if not found:
+        return None
+    pos = (use.lineno, use.col_offset)
+    best = None
+    for stmt in found:
+        if stmt is None:
+            return None  # bound some other way too: not followed
+        if (stmt.end_lineno, stmt.end_col_offset) <= pos:  # (not the statement the use is in)
+            best = stmt
+    if best is None:
+        return None
+    where = fa.index.slot(best)  # (the block that holds the assignment)
+    if where is None:
+        return None
+    parents = fa.index.parents
+    node = use
+    while node is not None and parents.get(node) is not where[0]:
+        node = parents.get(node)
+    here = fa.index.slot(node) if node is not None else None
+    if here is None or here[:2] != where[:2]:
+        return None
+    return best.value
+
+
+def _item_writes(fa, func) -> dict:
+    """name -> the statements of `func` that write into it in place
+    (`pe[0::2] = ...`), in one walk."""
+    def compute() -> dict:
+        out: dict = {}
+        for stmt in ast.walk(func):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                t = stmt.targets[0]
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    out.setdefault(t.value.id, []).append(stmt)
+        return out
+    return fa.index.memoized("host_built.item_writes", func, compute)
+
+
+def _bindings(func) -> dict:
+    """name -> its plain single-name assignments in `func`, in source order
+    (None for a binding of another kind), read in one walk. Writes into a
+    tensor in place (`pe[0::2] = ...`) do not bind the name (`_item_writes`)."""
+    out: dict = {}
+    for stmt in ast.walk(func):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            out.setdefault(stmt.targets[0].id, []).append(stmt)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript) \
+                and isinstance(stmt.targets[0].value, ast.Name):
+            continue  # an item written in place: `_item_writes`
+        elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With,
+                               ast.AsyncWith)):
+            for t in _targets(stmt):
+                for name in target_names(t):
+                    out.setdefault(name, []).append(None)
+    for v in out.values():
+        v.sort(key=lambda st: (0, 0) if st is None else (st.lineno, st.col_offset))
+    return out
+
+
+def _targets(stmt: ast.AST):
+    if isinstance(stmt, ast.Assign):
+        return stmt.targets
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        return [stmt.target]
+    return [i.optional_vars for i in stmt.items if i.optional_vars is not None]  # type: ignore[attr-defined]
+
+
+def defs_building_on_cpu(fa) -> frozenset:
+    """The defs (None for the module's code) that call a tensor factory
+    building on the CPU: the only places `host_factory` can end. Once per
+    file, from its calls."""
+    def compute() -> frozenset:
+        owners = set()
+        for call in fa.index.nodes(ast.Call):
+            name = factory_name(fa, call)
+            if name is not None and builds_on_cpu(fa, name, call):
+                owners.add(next((a for a in reversed(fa.index.ancestors(call))
+                                 if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None))
+        return frozenset(owners)
+
+    return fa.index.memoized("host_built.defs", None, compute)
