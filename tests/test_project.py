@@ -983,6 +983,47 @@ def test_a_helper_in_another_file_that_builds_on_the_host_is_summarized_when_a_f
     assert res.deferred and res.summary is not None and res.summary.get("imports_only")
 
 
+def test_a_star_re_export_of_a_package_reaches_the_helper_it_names(tmp_path):
+    # RT-DETR: `from ..misc import MetricLogger` where misc/__init__.py says `from .logger import *`;
+    # MetricLogger.update reads each loss on the host, every step
+    write(tmp_path, {
+        "src/__init__.py": "",
+        "src/misc/__init__.py": "from .logger import *\n",
+        "src/misc/logger.py": """
+            import torch
+
+
+            class MetricLogger(object):
+                def update(self, **kwargs):
+                    for k, v in kwargs.items():
+                        if isinstance(v, torch.Tensor):
+                            v = v.item()
+        """,
+        "src/solver/__init__.py": "",
+        "src/solver/engine.py": """
+            import torch
+            from ..misc import MetricLogger
+
+
+            def train_one_epoch(model, criterion, loader, optimizer, device):
+                logger = MetricLogger()
+                for samples, targets in loader:
+                    loss = criterion(model(samples.to(device)), targets)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    logger.update(loss=loss)
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU101") == [("src/misc/logger.py", 9)]
+    g = ProjectGraph({
+        "src/misc/__init__.py": (["src.misc"], {"functions": {}, "star_exports": ["src.misc.logger"]}),
+        "src/misc/logger.py": (["src.misc.logger"], {"functions": {"src.misc.logger.MetricLogger.update": {}}}),
+    })
+    assert g.resolve("src.misc.MetricLogger.update") == "src.misc.logger.MetricLogger.update"
+    assert g.resolve("src.misc.Missing.update") is None
+
+
 def test_a_module_name_two_folders_define_resolves_beside_the_importer(tmp_path):
     # saint: `from augmentations import mixup_data` in train.py and in old_version/train.py,
     # each beside its own augmentations.py

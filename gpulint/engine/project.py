@@ -77,7 +77,11 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
                 continue
             parts = ref.split(".")
             for i in range(len(parts) - 1, 0, -1):
-                path = module_file(by_name.get(".".join(parts[:i]), []), caller)
+                prefix = ".".join(parts[:i])
+                path = module_file(by_name.get(prefix, []), caller)
+                if path is None and cid is None:  # `misc.MetricLogger`, `from .logger import *` in `misc`
+                    path = next((p for m in graph.star_exports.get(prefix, ())
+                                 for p in [module_file(by_name.get(m, []), caller)] if p is not None), None)
                 if path is not None:
                     if cid is None or os.path.dirname(path) == os.path.dirname(caller):
                         if path not in out:

@@ -578,6 +578,27 @@ def iterates_mapping_keys(loop: ast.AST) -> bool:
     return False
 
 
+def iterates_names(loop: ast.AST) -> bool:
+    """`for k in batch2model_input: if k == "image_only_indicator": ...`: the
+    loop's variable is compared with a string literal in its body, so it
+    walks a few named entries (the inputs a sampler's model takes), not
+    batches or steps."""
+    target = getattr(loop, "target", None)
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(target, ast.Name):
+        return False
+    for stmt in loop.body:  # type: ignore[attr-defined]
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.NotEq, ast.In)):
+                sides = [n.left, n.comparators[0]]
+                if any(isinstance(a, ast.Name) and a.id == target.id for a in sides) and any(
+                        isinstance(b, ast.Constant) and isinstance(b.value, str)
+                        or isinstance(b, (ast.List, ast.Tuple, ast.Set)) and b.elts
+                        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in b.elts)
+                        for b in sides):
+                    return True
+    return False
+
+
 def is_periodic_test(test: ast.AST) -> bool:
     for n in ast.walk(test):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):

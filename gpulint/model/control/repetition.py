@@ -35,7 +35,11 @@ Read from the file, and from what the project's facts say of its functions:
   the same file, not only under such a periodic `if`. A function named like
   per-step code, to generate, sample or decode, that runs a model in a loop of
   its own (`generate`, one forward per token; a sampler, one per timestep) is a driver: what it does
-  outside that loop is set-up, once per call (never for `forward`). One
+  outside that loop is set-up, once per call (never for `forward`); so is
+  one that is no method of a model and calls a model it is given, or a
+  method of one (a demo's `do_sample(model, ...)`:
+  `model.decode_first_stage(...)`). A loop whose variable its body compares
+  with string literals walks a few named entries, not steps. One
   level of calls is followed, not more, and not into
   `main` / `run` (script entry points: a loop around them goes over
   command-line items, not steps).
@@ -60,9 +64,10 @@ import ast
 import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 
-from gpulint.model.control.loops import counts_passes, is_periodic_test
+from gpulint.model.control.loops import counts_passes, is_periodic_test, iterates_names
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
+from gpulint.model.values.kinds import MODEL
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -287,9 +292,45 @@ def _drives_model_loop(fa: "FileModel", func: ast.AST) -> bool:
             or fa.steps.is_model_call(n, fa.index.ancestors(n))
         )
         for loop in loops for n in ast.walk(loop)
-    )
+    ) or _generates_with_a_model(fa, func)
     cache[func] = found
     return found
+
+
+# methods of a model that set it up or read its state, not what it computes
+_MODEL_SETUP = frozenset(
+    """eval train to cuda cpu half float double bfloat16 parameters named_parameters buffers named_buffers
+    state_dict load_state_dict modules named_modules children named_children requires_grad_ zero_grad
+    apply register_buffer register_forward_hook""".split()
+)
+
+
+def _generates_with_a_model(fa: "FileModel", func: ast.AST) -> bool:
+    """`func`, named to generate, sample or decode, hands its work to a
+    model: it calls one, or a method of one (`model.decode_first_stage(z)`,
+    `model.denoiser(...)`), in its own code. It is a generation driver (a
+    demo's `do_sample`, run once per request), not a per-step utility
+    such as a distribution's `sample()`, which draws from its own tensors.
+    Not a method of an `nn.Module` (a VAE's `generate()`, which a replay
+    plugin may call on every training step): its own layers are no sign."""
+    cls = fa.index.parents.get(func)
+    if isinstance(cls, ast.ClassDef) and fa.values.is_module_class(cls):
+        return False
+    stack = list(func.body)  # type: ignore[attr-defined]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, SCOPES):
+            continue
+        if isinstance(n, ast.Call):
+            ancestors = fa.index.ancestors(n)
+            if fa.steps.is_model_call(n, ancestors):
+                return True
+            f = n.func
+            if (isinstance(f, ast.Attribute) and f.attr not in _MODEL_SETUP and isinstance(f.value, ast.Name)
+                    and fa.values.kind(f.value, ancestors) == MODEL):
+                return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
 
 
 _ONCE = object()
@@ -372,7 +413,10 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
             return _ONCE, False  # every n-th pass (`if step % 1000 == 0:` around a preview sample): rare
         if isinstance(anc, FUNCS):
             return anc, in_loop
-        if isinstance(anc, LOOPS) and _in_loop_body(anc, child) and not is_literal_sweep(anc, fa.index if fa is not None else None, ancestors[:i]):
+        if (isinstance(anc, LOOPS) and _in_loop_body(anc, child)
+                and not is_literal_sweep(anc, fa.index if fa is not None else None, ancestors[:i])
+                and not (fa.index.memoized("repetition.names", anc, lambda: iterates_names(anc))
+                         if fa is not None else iterates_names(anc))):
             in_loop = True
         child = anc
     return None, in_loop

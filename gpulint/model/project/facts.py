@@ -171,7 +171,7 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
     out = exports_summary(tree, module) if package else {"functions": {}, "classes": {}, "imports": [], "partial": True}
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     if not may_build_layers(text):
-        if out.get("exports"):
+        if out.get("exports") or out.get("star_exports"):
             return out
         if not package and top:  # what it imports: which program it belongs to (`ProjectGraph.program_pin`)
             out["imports"] = sorted(imported_modules(top, module, package))
@@ -191,7 +191,7 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
         out["uses"] = used_names(tree, module, bindings, None, EXTERNAL_ROOTS,
                                  "__dict__" in text, star_imported(top, module, package))
         out["classes"] = class_bases(tree, module, bindings)
-    return out if not package or "layers" in out or out.get("exports") else None
+    return out if not package or "layers" in out or out.get("exports") or out.get("star_exports") else None
 
 
 def class_bases(tree: ast.Module, module: str, bindings: Dict[str, str]) -> Dict[str, List[str]]:

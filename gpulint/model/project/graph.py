@@ -72,6 +72,8 @@ class ProjectGraph:
         self.classes: Dict[str, List[str]] = {}
         self.class_alias: Dict[str, str] = {}
         self.exports: Dict[str, str] = {}  # `pkg.Name` -> what the package's __init__ imports as Name
+        self.star_exports: Dict[str, List[str]] = {}  # `pkg` -> the modules its __init__ imports `*` from
+        self._star_memo: Optional[Tuple[Set[str], Set[str]]] = None  # `_through_star_exports`
         self.paths_of: Dict[str, List[str]] = {}  # module name -> the files it may name
         # (path, qualified name) -> the function's id: its qualified name, or for a
         # function of a second file of the same module name (two folders' `train.py`),
@@ -87,6 +89,9 @@ class ProjectGraph:
             for name, target in summary.get("exports", {}).items():
                 for n in names:
                     self.exports.setdefault(f"{n}.{name}", target)
+            for module in summary.get("star_exports", ()):
+                for n in names:
+                    self.star_exports.setdefault(n, []).append(module)
             for qual, fsum in summary.get("functions", {}).items():
                 fid = self._new_id(qual, path)
                 self.functions[fid] = fsum
@@ -167,14 +172,14 @@ class ProjectGraph:
     def _unexported(self, ref: str) -> Optional[str]:
         """`ref` with its longest prefix that a package re-exports replaced
         by what it re-exports (`algo.PPO.update` -> `algo.ppo.PPO.update`)."""
-        if not self.exports:
+        if not self.exports and not self.star_exports:
             return None
         parts = ref.split(".")
         for i in range(len(parts) - 1, 0, -1):
             target = self.exports.get(".".join(parts[:i + 1]))
             if target is not None:
                 return ".".join([target] + parts[i + 1:])
-        return None
+        return _through_star_exports(self, parts)  # `from .logger import *` in `misc`: `misc.MetricLogger`
 
     def _class(self, cls_ref: str) -> Optional[str]:
         cls = self.class_alias.get(cls_ref)
@@ -704,6 +709,24 @@ def digest(table: dict) -> str:
 
 
 # the parts of a facts table that change what the values and control layers answer
+def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[str]:
+    """`misc.MetricLogger.update` where `misc/__init__.py` says `from .logger
+    import *` and `misc.logger` defines a function or class `MetricLogger`:
+    `misc.logger.MetricLogger.update`; else None."""
+    if graph._star_memo is None:
+        graph._star_memo = ({p.split(".", 1)[0] for p in graph.star_exports},
+                            {ref.rpartition(".")[0] for ref in graph.alias})
+    roots, owners = graph._star_memo
+    if parts[0] not in roots:
+        return None
+    for i in range(len(parts) - 1, 0, -1):
+        for module in graph.star_exports.get(".".join(parts[:i]), ()):
+            head = f"{module}.{parts[i]}"
+            if head in graph.alias or head in graph.class_alias or head in owners:
+                return ".".join([head] + parts[i + 1:])
+    return None
+
+
 def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
                     returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str]) -> None:
     """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""

@@ -119,9 +119,13 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move
         # of its result, in a caller, copies what the GPU could have built (`values.host_built`)
         if sc.return_nodes and not sc.generator and (scope in building or fa.facts.any_host_built()):
+            # first without type inference (names of unknown kind taken as no data), which rules
+            # out most defs cheaply; then with it, for the few whose returns may be host-built
             sc.host_built = all(
-                n.value is not None and host_factory(
-                    fa, n.value, scope, lambda e: fa.values.is_tensor(e, fa.index.ancestors(e))) is not None
+                n.value is not None and host_factory(fa, n.value, scope, lambda e: None) is not None
+                for n in sc.return_nodes
+            ) and all(
+                host_factory(fa, n.value, scope, lambda e: fa.values.is_tensor(e, fa.index.ancestors(e))) is not None
                 for n in sc.return_nodes
             )
     functions: Dict[str, dict] = {}
@@ -144,6 +148,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     exports = package_exports(fa.tree, refs.module, refs.package)
     if exports:
         out["exports"] = exports
+    if refs.package and stars:
+        out["star_exports"] = list(stars)
     if not fa.index.may_use_accelerator:
         out["host_only"] = True  # nothing in the file can put a tensor on an accelerator
     elif fa.index.uses_cuda:
@@ -275,11 +281,17 @@ def exports_summary(tree: ast.Module, module: str) -> dict:
     of them (`uses`; a re-export is no use). `partial`: not read as a
     file whose loops and calls the project's facts change."""
     exports = package_exports(tree, module, True)
-    imported = set(exports.values()) | {target.rsplit(".", 1)[0] for target in exports.values()}
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    uses = used_names(tree, module, import_bindings(top, module, True), None, EXTERNAL_ROOTS, True,
-                      star_imported(top, module, True))
-    return {"functions": {}, "classes": {}, "imports": sorted(imported), "exports": exports, "uses": uses, "partial": True}
+    stars = star_imported(top, module, True)  # `from .logger import *`: every public name of `.logger`
+    if not exports:  # only `*` re-exports: where the names it re-exports come from, for resolving calls
+        return {"functions": {}, "classes": {}, "imports": [], "partial": True, "star_exports": stars}
+    imported = set(exports.values()) | {target.rsplit(".", 1)[0] for target in exports.values()}
+    uses = used_names(tree, module, import_bindings(top, module, True), None, EXTERNAL_ROOTS, True, stars)
+    out = {"functions": {}, "classes": {}, "imports": sorted(imported), "exports": exports, "uses": uses,
+           "partial": True}
+    if stars:
+        out["star_exports"] = stars
+    return out
 
 
 _LAYER_WORDS = ("Conv", "Linear", "LSTM", "GRU", "RNN", "@", "matmul", "bmm", "einsum", "ttention", "Transformer")

@@ -126,7 +126,12 @@ class CpuTensorThenMoved(Rule):
     dtype=mask.dtype` keeps the dtype that `.to(mask)` also takes. What a
     function named to generate, sample or decode builds before the loop in
     which it runs its model (`tokens = torch.full(...).cuda()` before the
-    token loop of `generate`) is set-up, once per call, and not flagged.
+    token loop of `generate`) is set-up, once per call, and not flagged;
+    nor is what such a function builds when it is no method of a model and
+    hands its work to a model it is given (a demo's `do_sample(model,
+    sampler, ...)` that calls `model.decode_first_stage(...)`: once per
+    request). A loop over a few named entries (`for k in inputs: if k ==
+    "image_only_indicator":`) does not make its body repeated.
 
     Legacy typed constructors (`torch.Tensor`, `torch.FloatTensor`,
     `torch.LongTensor`, and the `Double`, `Half`, `BFloat16`, `Byte`, `Char`,

@@ -54,7 +54,14 @@ def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Opt
 def _builds_on_cpu_somewhere(fa, func: Optional[ast.AST]) -> bool:
     """`func` (the module's code where None) calls a tensor factory that
     builds on the CPU, or a project function that returns what one built."""
-    return func in defs_building_on_cpu(fa) or fa.facts.any_host_built()
+    if func in defs_building_on_cpu(fa):
+        return True
+    if not fa.facts.any_host_built():
+        return False
+    def calling() -> frozenset:  # the defs that call a project helper returning a host-built tensor
+        return frozenset(_function_around(fa.index.ancestors(c)) for c in fa.index.nodes(ast.Call)
+                         if fa.facts.host_built(c))
+    return func in fa.index.memoized("gpu203.host_built_callers", None, calling)
 
 
 def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
