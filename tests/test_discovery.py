@@ -192,6 +192,37 @@ def test_cache_second_run_and_changed_file(tmp_path, counting):
     assert sorted(counting) == ["a.py", "b.py"]
 
 
+def test_a_few_changed_entries_are_written_beside_the_whole_cache(tmp_path, counting, monkeypatch):
+    from gpulint.engine import cache as cache_module
+
+    write(tmp_path, "pyproject.toml", "[tool.gpulint]\n")
+    a = write(tmp_path, "a.py", DP)
+    for name in "bcd":
+        write(tmp_path, f"{name}.py", CLEAN)
+    invoke(["check", TWO], tmp_path, cache=True)
+    [whole] = (tmp_path / ".gpulint_cache").glob("v*.json")
+    before = whole.read_text()
+    delta = whole.with_name(whole.name + ".delta")
+    assert not delta.exists()
+    # one changed file: only its entry is written, beside the whole cache
+    a.write_text(CLEAN + "\n# edited\n")
+    invoke(["check", TWO], tmp_path, cache=True)
+    assert whole.read_text() == before
+    assert str(a.resolve()) in json.loads(delta.read_text())
+    counting.clear()
+    res = invoke(["check", TWO], tmp_path, cache=True)
+    assert counting == [] and res.exit_code == 0  # the entry beside is read back: a hit
+    # past the share of entries kept beside, the whole cache is written again, and the file beside goes
+    monkeypatch.setattr(cache_module, "DELTA_MIN", 0)
+    monkeypatch.setattr(cache_module, "DELTA_SHARE", 0.1)
+    a.write_text(DP)
+    res = invoke(["check", TWO], tmp_path, cache=True)
+    assert res.exit_code == 1 and not delta.exists()
+    assert str(a.resolve()) in json.loads(whole.read_text())
+    counting.clear()
+    assert invoke(["check", TWO], tmp_path, cache=True).exit_code == 1 and counting == []
+
+
 def test_no_cache(tmp_path, counting):
     write(tmp_path, "a.py", DP)
     invoke(["check", TWO, "--no-cache"], tmp_path, cache=True)

@@ -85,6 +85,12 @@ def cache_dir_for(root: str, cache_dir: Optional[str] = None) -> str:
     return cache_dir if cache_dir else os.path.join(root, CACHE_DIR)
 
 
+# the changed entries are kept beside the whole cache while they are at most
+# this share of it (or DELTA_MIN entries)
+DELTA_SHARE = 0.05
+DELTA_MIN = 64
+
+
 class Cache:
     """One JSON file per project root and gpulint version: for each file its
     mtime, size, the key of the options it was linted with (gpulint version,
@@ -101,9 +107,14 @@ class Cache:
             f"v{__version__}-{hashlib.sha1(os.path.abspath(root).encode()).hexdigest()[:12]}.json"
         )
         self.path = os.path.join(self.dir, name)
+        # the entries changed since the whole cache was last written, kept beside it
+        # (`save`): a run that re-lints a few files writes those, not every entry
+        self.delta_path = self.path + ".delta"
         self.entries: Dict[str, dict] = {}
         self.dirty = False
         self.names: Dict[str, List[str]] = {}  # path -> its module names, as cached (see `names_for`)
+        self.delta: Dict[str, dict] = {}  # what the file beside holds, and this run's changes
+        self.whole = False  # the whole cache was read from disk
         if not persist:
             return
         try:
@@ -111,8 +122,18 @@ class Cache:
                 data = json.load(fh)
             if isinstance(data, dict):
                 self.entries = data
+                self.whole = True
         except (OSError, ValueError):
             pass
+        if self.whole:
+            try:
+                with open(self.delta_path, encoding="utf-8") as fh:
+                    delta = json.load(fh)
+                if isinstance(delta, dict):
+                    self.entries.update(delta)
+                    self.delta = delta
+            except (OSError, ValueError):
+                pass
 
     _keys: Dict[LintOptions, str] = {}
 
@@ -165,7 +186,8 @@ class Cache:
             st = os.stat(path)
         except OSError:
             return
-        self.entries[os.path.abspath(path)] = {
+        key = os.path.abspath(path)
+        self.entries[key] = self.delta[key] = {
             "n": list(names),
             "m": st.st_mtime_ns,
             "s": st.st_size,
@@ -229,7 +251,7 @@ class Cache:
             stats.append([os.path.abspath(path), st.st_mtime_ns, st.st_size])
         entry = {"files": linted, "context": sorted(stats), "roots": roots_key}
         if self.entries.get(self.PROJECT_KEY) != entry:
-            self.entries[self.PROJECT_KEY] = entry
+            self.entries[self.PROJECT_KEY] = self.delta[self.PROJECT_KEY] = entry
             self.dirty = True
 
     def save(self) -> None:
@@ -241,10 +263,23 @@ class Cache:
             if not os.path.exists(gi):
                 with open(gi, "w") as fh:
                     fh.write("# Automatically created by gpulint.\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                # dumps, not dump: json.dump streams through the pure-Python encoder (10x slower here)
-                fh.write(json.dumps(self.entries, separators=(",", ":")))
-            os.replace(tmp, self.path)
+            # a few changed entries go to the file beside the whole cache (rewriting 5,000
+            # entries for one changed file took longer than linting it); past DELTA_SHARE
+            # of the entries, the whole cache is written again and the file beside removed
+            small = self.whole and len(self.delta) <= max(DELTA_MIN, len(self.entries) * DELTA_SHARE)
+            self._write(self.delta_path if small else self.path, self.delta if small else self.entries)
+            if not small:
+                try:
+                    os.remove(self.delta_path)
+                except OSError:
+                    pass
         except OSError:
             pass  # a cache that cannot be written is not an error
+
+    def _write(self, path: str, data: dict) -> None:
+        """`data` as JSON to `path`, atomically."""
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            # dumps, not dump: json.dump streams through the pure-Python encoder (10x slower here)
+            fh.write(json.dumps(data, separators=(",", ":")))
+        os.replace(tmp, path)
