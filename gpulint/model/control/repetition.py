@@ -501,7 +501,7 @@ def called_repeatedly(fa: "FileModel", name: str) -> bool:
     return name in _hot_callees(fa)
 
 
-def after_cache_hit(node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+def after_cache_hit(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """`node` follows, in its def's body, an `if` that returns a value the
     caller cached (`if pe is not None: if pe.size(1) >= n: return pe`,
     `if self.cache is not None: return self.cache`): what comes after runs
@@ -511,16 +511,16 @@ def after_cache_hit(node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     if func is None:
         return False
     chain = list(ancestors) + [node]
-    top = chain[chain.index(func) + 1] if chain.index(func) + 1 < len(chain) else None
-    body = func.body  # type: ignore[attr-defined]
-    if top is None or not any(s is top for s in body):
+    at = chain.index(func) + 1
+    if at >= len(chain):
         return False
-    for stmt in body:
-        if stmt is top:
-            return False
-        if isinstance(stmt, ast.If) and _returns_what_it_tests(stmt):
-            return True
-    return False
+    body = func.body  # type: ignore[attr-defined]
+    # the position of the first such `if` in the def's body, once per def
+    first = fa.index.memoized("repetition.cache_hit", func, lambda: next(
+        (i for i, stmt in enumerate(body) if isinstance(stmt, ast.If) and _returns_what_it_tests(stmt)), None))
+    if first is None:
+        return False
+    return any(s is chain[at] for s in body[first + 1:])
 
 
 def _returns_what_it_tests(stmt: ast.If) -> bool:
@@ -539,7 +539,7 @@ def _returns_what_it_tests(stmt: ast.If) -> bool:
 
 def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """Whether `node` runs repeatedly (see the module docstring)."""
-    if after_cache_hit(node, ancestors):
+    if after_cache_hit(fa, node, ancestors):
         return False
     if _directly_repeated(fa, node, ancestors):
         return True

@@ -141,11 +141,16 @@ def sync_follows(node, ancestors, analysis, limit: int = 8) -> bool:
     k = where[2]
     for j in range(k + 1, min(len(block), k + 1 + limit)):
         b = block[j]
-        if isinstance(b, ast.Expr) and is_explicit_sync(b.value, analysis):
+        if _sync_statement(b, analysis):
             return timing_sync(block, j, analysis)
         if is_compound(b) or queues_model_work(b, chain[:-1], analysis):
             return False
     return False
+
+
+def _sync_statement(stmt, analysis) -> bool:
+    """`torch.cuda.synchronize()` (or an alias) as a statement of its own."""
+    return isinstance(stmt, ast.Expr) and is_explicit_sync(stmt.value, analysis)
 
 
 def timing_sync(block, j: int, analysis) -> bool:
@@ -236,7 +241,7 @@ def synced_before(chain, analysis, limit=None) -> bool:
             # count (one read per element of a loop over losses is one sync per element)
             for j in range(len(block) - 1, k, -1):
                 b = block[j]
-                if isinstance(b, ast.Expr) and is_explicit_sync(b.value, analysis):
+                if _sync_statement(b, analysis):
                     return timing_sync(block, j, analysis)
                 found, budget = _step_back(b, chain[:depth], analysis, budget)
                 if found is False:

@@ -262,9 +262,12 @@ def _never_read(fa, scope, end) -> bool:
             and isinstance(stmt.targets[0], ast.Name)):
         return False
     name = stmt.targets[0].id
-    if isinstance(scope, ast.Module) or any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names
-                                            for n in ast.walk(scope)):
-        return False  # a module-level name, or one bound outside: others may read it
+    if isinstance(scope, ast.Module):
+        return False  # a module-level name: others may read it
     inside = {id(n) for n in ast.walk(stmt)}
-    return not any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside
-                   for n in ast.walk(scope))
+    for n in ast.walk(scope):
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            return False  # bound outside the def: others may read it
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside:
+            return False
+    return True

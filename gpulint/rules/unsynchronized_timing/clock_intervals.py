@@ -62,13 +62,6 @@ if TYPE_CHECKING:  # pragma: no cover
 SYNC = "sync"
 WORK = "work"
 
-SYNC_QUALNAMES = frozenset(
-    {
-        "torch.cuda.synchronize",
-        "torch.accelerator.synchronize",
-        "torch.distributed.barrier",
-    }
-)
 # `torch.cuda.synchronize()`, `event.synchronize()`, `stream.synchronize()`,
 # `dist.barrier()`, accelerate's `accelerator.wait_for_everyone()`
 SYNC_METHODS = frozenset({"synchronize", "barrier", "wait_for_everyone"})
@@ -168,7 +161,7 @@ def _call_kind(fa: FileModel, call: ast.Call, anc: Sequence[ast.AST], local: boo
     q = fa.imports.call_qualname(call) or ""
     attr = func.attr if isinstance(func, ast.Attribute) else None
     # ---- host syncs
-    if q in SYNC_QUALNAMES or is_explicit_sync(call, fa):  # (an alias of one too: nanochat's `synchronize()`)
+    if is_explicit_sync(call, fa):  # `torch.cuda.synchronize()`, a barrier, an alias (nanochat's `synchronize()`)
         return SYNC
     if attr in SYNC_METHODS:
         return SYNC
