@@ -296,10 +296,24 @@ CORPUS_SETS = {
         ("automl/TabPFN", "ddf5e852c05e42d7032604638ede86c81f9a95ea"),
         ("WhatAShot/ExcelFormer", "17f70526390e70390bb8c8ec3850697eb730f9cd"),
     ],
+    "eighteenth": [
+        ("ku2482/sac-discrete.pytorch", "cf2295cd4feb6ade249f2c202e86138756cc77d4"),
+        ("MarcoMeter/recurrent-ppo-truncated-bptt", "a1e87a822fd186b1b96fff8ffbb76fa7ad8abafc"),
+        ("Janspiry/Palette-Image-to-Image-Diffusion-Models", "136b29f58d0af6e5db9f3655d2891f5a855fcdaa"),
+        ("PixArt-alpha/PixArt-alpha", "cac2fd3b4544cf7620d8fbbf8b19d97ffcb85892"),
+        ("bubbliiiing/yolov4-pytorch", "9571c250a3e26946eabc39398320fba8a045a90b"),
+        ("jwyang/faster-rcnn.pytorch", "f9d984d27b48a067b29792932bcb5321a39c1f09"),
+        ("yangjianxin1/Firefly", "e22b406ee440fda0b18a073c6325853de17741cb"),
+        ("pytorch/torchtitan", "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"),
+        ("huawei-noah/Speech-Backbones", "7782c7a223dd25df47b4538698ee9756774e2924"),
+        ("maum-ai/voicefilter", "7db2930dacd94f33d44380bf07001fc7cab80e55"),
+        ("kathrinse/be_great", "19848ad4e3f0f08c00c89fc2c407eb126b53e450"),
+        ("rixwew/pytorch-fm", "f74ad19771eda104e99874d19dc892e988ec53fa"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
