@@ -38,10 +38,11 @@ def _project(tmp_path):
     write(tmp_path, "mm/llama/__init__.py", "from .adapter import step\n")
     write(tmp_path, "mm/llama/adapter.py", "from ImageBind.models import encoder\n" + AMP)
     write(tmp_path, "mm/util/misc.py", SCALER)  # imports nothing pinned itself
-    write(tmp_path, "mm/main.py", "import util.misc as misc\nfrom llama import step\n")
+    write(tmp_path, "mm/main.py", "import util.misc as misc\nfrom llama import step\n\n"
+                                  "step(torch.nn.Linear(4, 4), torch.ones(4))\nmisc.NativeScaler()\n")
     # a sibling project, unpinned, that imports a `data` module of its own (absent here)
     write(tmp_path, "other/engine.py", AMP)
-    write(tmp_path, "other/main.py", "from data.data import Dataset\nfrom engine import step\n")
+    write(tmp_path, "other/main.py", "from data.data import Dataset\nfrom engine import step\n\nstep(Dataset(), None)\n")
 
 
 def test_a_program_runs_on_the_torch_its_vendored_package_pins(tmp_path):

@@ -14,6 +14,7 @@ from gpulint.engine.config import ConfigResolver, Settings, with_cli_overrides
 from gpulint.engine.discovery import discover
 from gpulint.engine.files import FileResult, lint_bytes
 from gpulint.engine.lint import LintError, LintOptions, ProjectInput, collector_paused, decode_source
+from gpulint.engine.unreached import drop_unreached
 from gpulint.engine.project import (
     CONTEXT_OPTIONS, ProjectLinter, context_summaries, join_project, lint_all, project_roots,
 )
@@ -111,6 +112,7 @@ def run_stdin(
             return out
         with collector_paused():
             out.results.append(ProjectLinter().lint(text, name, options, project_roots([filename], [s])))
+        drop_unreached(out.results, (), {name: text})
         return out
     with collector_paused():
         out.results.append(lint_bytes(data, name, options))
@@ -171,6 +173,7 @@ def run(
         # every file a cache hit, and nothing the project read changed: its facts stand
         out.results.extend(done[path] for path, _, _ in todo)
         out.results.sort(key=lambda r: r.path)
+        drop_unreached(out.results, paths)
         return out
 
     roots = project_roots(paths, [s for _, _, s in todo])
@@ -214,6 +217,7 @@ def run(
     for cache in caches.values():
         cache.save()
     out.results.sort(key=lambda r: r.path)
+    drop_unreached(out.results, paths)
     return out
 
 

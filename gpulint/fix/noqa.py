@@ -146,7 +146,7 @@ def run_add_noqa(
     todo: Sequence[Tuple[str, LintOptions, List[Finding]]], write_roots: Optional[Sequence[str]] = None
 ) -> NoqaRun:
     out = NoqaRun()
-    for path, options, _ in todo:
+    for path, options, reported in todo:
         if path.lower().endswith(".ipynb"):
             out.skipped_notebooks += 1
             continue
@@ -155,6 +155,10 @@ def run_add_noqa(
             # lint again from the text that will be edited: the findings of the
             # run may come from a cache, or from a file that changed since
             findings = lint_source(text, path, options)
+            # only what the run reported: the file alone knows nothing of the
+            # project (code that nothing reaches, facts from other files)
+            wanted = {(f.code, f.row) for f in reported}
+            findings = [f for f in findings if (f.code, f.row) in wanted]
             if not findings:
                 continue
             res = add_noqa(text, findings)

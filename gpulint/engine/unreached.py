@@ -1,0 +1,213 @@
+"""Drop the findings that sit in code nothing in the project reaches.
+
+After every file is linted, each finding in a definition is checked against
+the whole project it belongs to (`gpulint.model.project.reach`): a class
+that nothing builds and a function that nothing calls never run, so what
+they would cost is no finding. The project is the git work tree around the
+file, or else the folder named on the command line that holds it. Each of
+its files is read once per run, only when a finding needs it.
+
+What is not checked, so that a finding is never dropped on a guess:
+
+- an installable package, in the project or any folder of it above the
+  file (a `pyproject.toml` with a `[project]` or Poetry table, a `setup.cfg`
+  with `[metadata]`, a `PKG-INFO` or `.dist-info`, or a package around the
+  file that sets `__version__`): its users call what it never calls itself.
+  Measured on the labelled corpora, this keeps every true positive of the
+  PyPI libraries;
+- a file linted alone outside a git work tree (from stdin, the text read
+  stands for the file's);
+- notebooks;
+- a project of more than `MAX_FILES` files or `MAX_BYTES` of text.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import warnings
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from gpulint.engine.files import FileResult
+from gpulint.model.project.reach import PythonFile, Reach
+
+MAX_FILES = 10_000
+MAX_BYTES = 64 * 1024 * 1024
+MAX_TEXT_FILE = 1024 * 1024
+# files that can name code: configs, scripts, docs (anything else is data)
+TEXT_SUFFIXES = frozenset({
+    ".py", ".pyi", ".ipynb", ".yaml", ".yml", ".json", ".jsonnet", ".toml", ".cfg", ".ini", ".conf", ".gin",
+    ".sh", ".bash", ".zsh", ".txt", ".md", ".rst", ".mk", ".slurm", ".sbatch", ".bat", ".ps1",
+})
+SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", "site-packages", ".tox", ".eggs",
+                       ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gpulint_cache"})
+
+
+def _git_root(path: str) -> Optional[str]:
+    cur = os.path.dirname(path)
+    while True:
+        if os.path.exists(os.path.join(cur, ".git")):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+def scope_of(path: str, named_dirs: Sequence[str]) -> Optional[str]:
+    """The project a file belongs to: its git work tree, else the outermost
+    folder named on the command line that holds it."""
+    root = _git_root(path)
+    if root is not None:
+        return root
+    holding = [d for d in named_dirs if path.startswith(d.rstrip(os.sep) + os.sep)]
+    return min(holding, key=len) if holding else None
+
+
+_SETS_VERSION = re.compile(r"^[ \t]*(?:__version__\s*[:=]|from\s+\S+\s+import\s+[^#\n]*\b__version__\b)", re.M)
+
+
+def _installable(d: str) -> bool:
+    """`d` is the root of a distribution, or a package that sets its version.
+    A `setup.py` alone is not enough: research code ships one to build its
+    CUDA extensions (`lib/setup.py` of faster-rcnn.pytorch)."""
+    if os.path.exists(os.path.join(d, "PKG-INFO")):
+        return True
+    for name, marks in (("pyproject.toml", ("[project]", "[tool.poetry]")), ("setup.cfg", ("[metadata]",)),
+                        ("__init__.py", ())):
+        try:
+            with open(os.path.join(d, name), encoding="utf-8", errors="replace") as f:
+                text = f.read(MAX_TEXT_FILE)
+        except OSError:
+            continue
+        if any(m in text for m in marks) or (name == "__init__.py" and _SETS_VERSION.search(text)):
+            return True
+    try:
+        return any(e.endswith((".dist-info", ".egg-info")) for e in os.listdir(d))
+    except OSError:
+        return False
+
+
+def _walk(root: str) -> Iterator[str]:
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if x not in SKIP_DIRS and not x.startswith(".")
+                   and not os.path.exists(os.path.join(d, x, "pyvenv.cfg"))]
+        for f in files:
+            ext = os.path.splitext(f)[1].lower()
+            if ext in TEXT_SUFFIXES or not ext:
+                yield os.path.join(d, f)
+
+
+def _module_stem(path: str) -> str:
+    base = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if base == "__init__" else base
+
+
+class Project:
+    """The text of one project's files, read once, and what reaches what in it."""
+
+    def __init__(self, root: str, overlays: Optional[Dict[str, str]] = None) -> None:
+        self.root = root
+        self.texts: Optional[Dict[str, str]] = self._read(root)
+        if self.texts is not None:
+            for path, text in (overlays or {}).items():
+                if path.startswith(root.rstrip(os.sep) + os.sep):
+                    self.texts[path] = text  # a buffer not saved yet, or stdin
+        self._parsed: Dict[str, Optional[PythonFile]] = {}
+        self.reach = Reach(self._files_with, self._parse)
+
+    @staticmethod
+    def _read(root: str) -> Optional[Dict[str, str]]:
+        texts: Dict[str, str] = {}
+        total = 0
+        for path in _walk(root):
+            try:
+                if not os.path.isfile(path):
+                    continue
+                size = os.path.getsize(path)
+                if size > MAX_TEXT_FILE:
+                    continue
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            if b"\0" in data[:4096]:
+                continue  # binary
+            total += len(data)
+            if len(texts) >= MAX_FILES or total > MAX_BYTES:
+                return None
+            texts[path] = data.decode("utf-8", "replace")
+        return texts
+
+    def _files_with(self, word: str) -> Iterator[Tuple[str, str]]:
+        assert self.texts is not None
+        pattern: Optional[re.Pattern] = None
+        for path, text in self.texts.items():
+            if word not in text:
+                continue
+            if path.endswith((".py", ".pyi")):
+                yield "py", path
+                continue
+            if pattern is None:
+                pattern = re.compile(r"(?<![A-Za-z0-9_])" + re.escape(word) + r"(?![A-Za-z0-9_])")
+            if pattern.search(text):
+                yield "text", path
+
+    def _parse(self, path: str) -> Optional[PythonFile]:
+        if path not in self._parsed:
+            pf: Optional[PythonFile] = None
+            text = self.texts.get(path) if self.texts is not None else None
+            if text is not None:
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        pf = PythonFile(ast.parse(text), _module_stem(path))
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    pf = None
+            self._parsed[path] = pf
+        return self._parsed[path]
+
+    def dead(self, path: str, line: int) -> bool:
+        pf = self._parse(path)
+        return pf is not None and self.reach.dead(pf, line)
+
+
+def _in_package(path: str, root: str, seen: Dict[str, bool]) -> bool:
+    """An installable package holds `path`, at `root` or in a folder below it."""
+    d = os.path.dirname(path)
+    while True:
+        if d not in seen:
+            seen[d] = _installable(d)
+        if seen[d]:
+            return True
+        if d == root or len(d) <= len(root):
+            return False
+        d = os.path.dirname(d)
+
+
+def drop_unreached(results: List[FileResult], named: Sequence[str],
+                   overlays: Optional[Dict[str, str]] = None) -> None:
+    """Remove from `results` the findings in definitions nothing reaches.
+    `named`: the paths named on the command line; `overlays`: texts to read
+    instead of a file's bytes on disk (path -> text)."""
+    named_dirs = [os.path.abspath(p) for p in named if os.path.isdir(p)]
+    overlays = {os.path.abspath(p): t for p, t in (overlays or {}).items()}
+    projects: Dict[str, Optional[Project]] = {}
+    installable: Dict[str, bool] = {}
+    for res in results:
+        if not res.findings or res.path.endswith(".ipynb"):
+            continue
+        path = os.path.abspath(res.path)
+        root = scope_of(path, named_dirs)
+        if root is None or _in_package(path, root, installable):
+            continue
+        if root not in projects:
+            project = Project(root, overlays)
+            projects[root] = project if project.texts is not None else None
+        project = projects[root]
+        if project is None or path not in project.texts:
+            continue
+        kept = [f for f in res.findings if f.is_diagnostic or not project.dead(path, f.row)]
+        if len(kept) != len(res.findings):
+            res.findings = kept

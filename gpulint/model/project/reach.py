@@ -1,0 +1,288 @@
+"""Which definitions of a program can run: code that nothing reaches is dead.
+
+A strict reviewer does not count what a class that nothing builds, or a
+function that nothing calls, would cost: it never runs (yolov7's `APLoss`,
+yolov9's `VarifocalLoss` copied into six loss files, a sampler's
+`ddim_sample_loop_progressive` that no script calls). This module answers,
+for a definition that a finding sits in, whether anything in the project can
+reach it.
+
+A definition is reached when its name occurs somewhere that runs: at a
+module's top level (a call, a registry, `__all__`; an import alone is no
+use: `from engine import evaluate` reaches nothing until `evaluate` is used), in a
+definition that is itself reached, or in any file of the project that is not
+Python (a config's `_target_`, a shell script, a README). Names in string
+constants count (`getattr(module, "Name")`), comments do not, and a
+definition's own body does not (recursion). The search is backward and
+finds the least fixpoint, so two dead functions that call each other stay
+dead.
+
+It answers "reached" whenever it cannot tell, because a finding dropped for
+dead code that does run is a miss:
+
+- anything in a module that no file of the project imports, in a project
+  with no script (no `if __name__ == "__main__":` block anywhere): it is
+  used from where the project cannot see (a harness, a notebook
+  elsewhere). Where the project has scripts, a module that none of its
+  files imports is dead, and so is what only it uses;
+- a decorated definition (a decorator may register it);
+- a dunder method, `forward`, and a method whose class has a base from
+  outside the project other than `nn.Module` or `object` (the framework
+  calls it: Lightning's `training_step`, a `Dataset`'s methods);
+- a method of a `nn.Module` subclass whose name starts with `_` (hooks);
+- a method of a class that a class of the project subclasses (its
+  instances may be used through the base's methods);
+- a function nested in another function (it lives and dies with it);
+- a word that occurs in a Python file that cannot be parsed.
+
+Only names are compared, not what they resolve to, so one definition named
+like any reached code is reached too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# decorators that register nothing
+_PLAIN_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "property", "abstractmethod", "no_grad", "inference_mode",
+    "enable_grad", "wraps", "cached_property", "lru_cache", "cache", "setter", "getter", "deleter",
+    "overload", "override", "final",
+})
+# the bases whose own code calls only the methods named below (and dunders)
+_MODULE_BASES = frozenset({"Module", "nn.Module", "torch.nn.Module", "object"})
+_MODULE_CALLBACKS = frozenset({"forward", "extra_repr", "reset_parameters"})
+
+# where an identifier occurs: the innermost definition around it (None: top level)
+Context = Optional[ast.AST]
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        return _dotted(node.func)
+    return ".".join(reversed(parts))
+
+
+def _registers(decorator: ast.AST) -> bool:
+    name = _dotted(decorator)
+    return not name or name.rsplit(".", 1)[-1] not in _PLAIN_DECORATORS
+
+
+class PythonFile:
+    """One parsed file of the project: its definitions, and where each word occurs."""
+
+    def __init__(self, tree: ast.Module, stem: str = "") -> None:
+        self.tree = tree
+        self.stem = stem  # the module's own name (its folder's, for `__init__.py`)
+        self.parent: Dict[ast.AST, Context] = {}  # a definition's enclosing definition
+        self.words: Dict[str, List[Context]] = {}
+        self.classes: Set[str] = set()
+        self.imports: Set[str] = set()  # each part of every module name it imports
+        self.bases: Set[str] = set()  # the names its classes subclass
+        self.script = any(_is_main_guard(n) for n in tree.body)
+        self._read(tree, None)
+
+    def _add(self, word: str, ctx: Context) -> None:
+        self.words.setdefault(word, []).append(ctx)
+
+    def _read(self, node: ast.AST, ctx: Context) -> None:
+        stack: List[Tuple[ast.AST, Context]] = [(node, ctx)]
+        while stack:
+            n, c = stack.pop()
+            if isinstance(n, DEFS):
+                self.parent[n] = c
+                if isinstance(n, ast.ClassDef):
+                    self.classes.add(n.name)
+                    self.bases.update(_dotted(b).rsplit(".", 1)[-1] for b in n.bases)
+                # decorators, defaults and bases run where the definition is made
+                outer = list(n.decorator_list)
+                if isinstance(n, ast.ClassDef):
+                    outer += n.bases + [k.value for k in n.keywords]
+                else:
+                    outer += [d for d in n.args.defaults + n.args.kw_defaults if d is not None]
+                stack.extend((o, c) for o in outer)
+                stack.extend((b, n) for b in n.body)
+                continue
+            if isinstance(n, ast.Name):
+                self._add(n.id, c)
+            elif isinstance(n, ast.Attribute):
+                self._add(n.attr, c)
+            if isinstance(n, ast.Import):
+                for a in n.names:
+                    self.imports.update(a.name.split("."))
+            elif isinstance(n, ast.ImportFrom):
+                self.imports.update((n.module or "").split("."))
+                self.imports.update(a.name for a in n.names)  # `from . import losses`
+            if isinstance(n, ast.alias) and n.asname and n.asname != n.name:
+                # `from m import A as B` reaches A where B is used; an import
+                # without a new name is no use of its own (the name is used
+                # where it is called, or exported through `__all__`)
+                self._add(n.name.rsplit(".", 1)[-1], c)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                for w in _WORD.findall(n.value):
+                    self._add(w, c)
+            stack.extend((child, c) for child in ast.iter_child_nodes(n))
+
+    def chain(self, line: int) -> List[ast.AST]:
+        """The definitions around `line`, outermost first."""
+        out: List[ast.AST] = []
+        body: Sequence[ast.AST] = self.tree.body
+        while True:
+            inner = next((d for d in body if isinstance(d, DEFS) and _first_line(d) <= line <= (d.end_lineno or 0)),
+                         None)
+            if inner is None:
+                return out
+            out.append(inner)
+            body = inner.body
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    """`if __name__ == "__main__":`"""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    parts = [node.test.left, *node.test.comparators]
+    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
+        isinstance(p, ast.Constant) and p.value == "__main__" for p in parts)
+
+
+def _first_line(d: ast.AST) -> int:
+    decorators = getattr(d, "decorator_list", [])
+    return min([d.lineno] + [x.lineno for x in decorators])
+
+
+class Reach:
+    """Whether definitions are reached, over the files of one project.
+
+    `files_with(word)` gives the project's files whose text holds `word`:
+    ("py", key) for a Python file (`parsed(key)` gives its `PythonFile`, or
+    None when it cannot be parsed) and ("text", key) for any other file."""
+
+    # definitions looked at for one question; past it, the answer is "reached"
+    BUDGET = 2000
+
+    def __init__(self, files_with: Callable[[str], Iterable[Tuple[str, str]]],
+                 parsed: Callable[[str], Optional[PythonFile]]) -> None:
+        self._files_with = files_with
+        self._parsed = parsed
+        self._reached: Set[int] = set()
+        self._dead: Set[int] = set()
+        self._imports: Dict[int, bool] = {}
+        self._entry: Optional[bool] = None
+        self._left = 0
+
+    def dead(self, pf: PythonFile, line: int) -> bool:
+        """A finding at `line` of `pf` sits in a definition that nothing reaches."""
+        for d in pf.chain(line):
+            self._left = self.BUDGET
+            if not self._is_reached(d, pf, set()):
+                return True
+        return False
+
+    def _is_reached(self, d: ast.AST, pf: PythonFile, path: Set[int]) -> bool:
+        key = id(d)
+        if key in self._reached:
+            return True
+        if key in self._dead and not path:
+            return False
+        if key in path:
+            return False  # a cycle: reached only if something outside it reaches it
+        self._left -= 1
+        if self._left < 0:
+            return True  # too far to tell
+        path.add(key)
+        found = self._assumed(d, pf, path) or self._named(d, pf, path)
+        path.discard(key)
+        if found:
+            if self._left >= 0:
+                self._reached.add(key)
+        elif not path and self._left >= 0:
+            self._dead.add(key)
+        return found
+
+    def _assumed(self, d: ast.AST, pf: PythonFile, path: Set[int]) -> bool:
+        """Reached without looking for its name (what cannot be told stays reached),
+        or dead because what encloses it is."""
+        if any(_registers(x) for x in d.decorator_list):
+            return True
+        if not (pf.script or self._imported(pf) or self._has_entry()):
+            # a module that no file of the project imports, in a project with
+            # no script to start it, is used from where we cannot see (a
+            # harness, a notebook elsewhere): all of it stays reached
+            return True
+        outer = pf.parent.get(d)
+        if outer is None:
+            return False
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._is_reached(outer, pf, path)  # a closure lives with its function
+        # a method
+        name = d.name
+        if name.startswith("__") and name.endswith("__"):
+            return self._is_reached(outer, pf, path)
+        bases = [_dotted(b) for b in outer.bases]
+        external = [b for b in bases if b.rsplit(".", 1)[-1] not in pf.classes]
+        framework = [b for b in external if b not in _MODULE_BASES]
+        if framework or (external and (name in _MODULE_CALLBACKS or name.startswith("_"))) or self._subclassed(outer):
+            return self._is_reached(outer, pf, path)
+        return False
+
+    def _subclassed(self, cls: ast.ClassDef) -> bool:
+        """A class of the project subclasses `cls` (its instances may be used
+        through the base's methods, from where nothing here shows)."""
+        return any(kind == "py" and other is not None and cls.name in other.bases
+                   for kind, other in ((k, self._parsed(f)) for k, f in self._files_with(cls.name)))
+
+    def _has_entry(self) -> bool:
+        """Some file of the project is a script (`if __name__ == "__main__":`)."""
+        if self._entry is None:
+            self._entry = any(kind == "py" and (other := self._parsed(f)) is not None and other.script
+                              for kind, f in self._files_with("__main__"))
+        return self._entry
+
+    def _imported(self, pf: PythonFile) -> bool:
+        """Another file of the project imports `pf`'s module (by its name)."""
+        key = id(pf)
+        if key not in self._imports:
+            self._imports[key] = bool(pf.stem) and any(
+                kind == "py" and other is not None and other is not pf and pf.stem in other.imports
+                for kind, other in ((k, self._parsed(f)) for k, f in self._files_with(pf.stem)))
+        return self._imports[key]
+
+    def _named(self, d: ast.AST, pf: PythonFile, path: Set[int]) -> bool:
+        """Its name occurs where code runs that is reached."""
+        outer = pf.parent.get(d)
+        if outer is not None and not self._is_reached(outer, pf, path):
+            return False  # a method of a class that nothing reaches
+        name = d.name
+        for kind, key in self._files_with(name):
+            if kind != "py":
+                return True
+            other = self._parsed(key)
+            if other is None:
+                return True
+            for ctx in other.words.get(name, ()):
+                if ctx is None:
+                    return True
+                if other is pf and (ctx is d or _inside(ctx, d, pf)):
+                    continue  # its own body
+                if self._is_reached(ctx, other, path):
+                    return True
+        return False
+
+
+def _inside(ctx: ast.AST, d: ast.AST, pf: PythonFile) -> bool:
+    cur: Context = ctx
+    while cur is not None:
+        if cur is d:
+            return True
+        cur = pf.parent.get(cur)
+    return False

@@ -1,0 +1,210 @@
+"""A finding in code that nothing in the project reaches is dropped, once, in
+the engine (gpulint/engine/unreached.py on gpulint/model/project/reach.py);
+whatever the check cannot tell stays reached."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+from test_project import check, write
+
+from gpulint.engine.unreached import scope_of
+from gpulint.model.project.reach import PythonFile, Reach
+
+LOSSES = """
+    import torch
+
+
+    class FocalLoss(torch.nn.Module):
+        def forward(self, x):
+            with torch.cuda.amp.autocast(enabled=False):
+                return x.float().sum()
+
+
+    class VarifocalLoss(torch.nn.Module):
+        def forward(self, x):
+            with torch.cuda.amp.autocast(enabled=False):
+                return x.float().sum()
+
+
+    def unused_helper(x):
+        with torch.cuda.amp.autocast():
+            return x
+
+
+    def calls_the_unused_one(x):
+        return unused_helper(x)
+"""
+
+TRAIN = """
+    from losses import FocalLoss
+
+    # VarifocalLoss() was tried here once
+    criterion = FocalLoss()
+"""
+
+
+def _rows(root: Path):
+    return {row for name, row, code in check(root, "--no-cache", "--select", "GPU401", ".") if name == "losses.py"}
+
+
+def test_a_class_nothing_builds_and_a_function_nothing_calls_are_dead(tmp_path):
+    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN})
+    # FocalLoss is built by train.py; VarifocalLoss is named only in a comment;
+    # unused_helper is called only by a function nothing calls
+    assert _rows(tmp_path) == {7}
+
+
+def test_a_name_in_a_config_or_a_string_reaches_the_code(tmp_path):
+    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN,
+                     "configs/loss.yaml": "loss:\n  _target_: losses.VarifocalLoss\n",
+                     "registry.py": "HELPERS = {'calls_the_unused_one': None}\n"})
+    assert _rows(tmp_path) == {7, 13, 18}
+
+
+def test_an_import_alone_reaches_nothing_but_a_renamed_import_does(tmp_path):
+    write(tmp_path, {"losses.py": LOSSES, "train.py": textwrap.dedent(TRAIN) + "from losses import VarifocalLoss\n"})
+    assert _rows(tmp_path) == {7}
+    write(tmp_path, {"train.py": textwrap.dedent(TRAIN) + "from losses import VarifocalLoss as VFL\nsecond = VFL()\n"})
+    assert _rows(tmp_path) == {7, 13}
+
+
+def test_an_installable_package_keeps_every_finding(tmp_path):
+    # its users call what it never calls itself
+    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN,
+                     "pyproject.toml": "[project]\nname = 'losses'\nversion = '0'\n"})
+    assert _rows(tmp_path) == {7, 13, 18}
+
+
+def test_a_file_linted_alone_outside_a_work_tree_keeps_every_finding(tmp_path):
+    write(tmp_path, {"losses.py": LOSSES})
+    rows = {row for name, row, code in check(tmp_path, "--no-cache", "--select", "GPU401", "losses.py")}
+    assert rows == {7, 13, 18}
+    assert scope_of(str(tmp_path / "losses.py"), []) is None
+    assert scope_of(str(tmp_path / "losses.py"), [str(tmp_path)]) == str(tmp_path)
+
+
+def _reach(files):
+    parsed = {k: PythonFile(ast.parse(textwrap.dedent(v)), k[:-3]) for k, v in files.items()}
+
+    def files_with(word):
+        return [("py", k) for k, v in files.items() if word in v]
+
+    return Reach(files_with, parsed.get), parsed
+
+
+def test_what_cannot_be_told_stays_reached():
+    reach, parsed = _reach({"m.py": """
+        import pytorch_lightning as pl
+        import torch
+
+
+        @register
+        def decorated():
+            pass
+
+
+        class Model(pl.LightningModule):
+            def training_step(self, batch):
+                pass
+
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                pass
+
+            def _hook(self):
+                pass
+
+            def never_called(self):
+                pass
+
+
+        def outer():
+            def inner():
+                pass
+            return inner
+
+
+        def dead_a():
+            return dead_b()
+
+
+        def dead_b():
+            return dead_a()
+
+
+        if __name__ == "__main__":
+            net = Net()
+            outer()
+    """})
+    pf = parsed["m.py"]
+    line = {n.name: n.lineno for n in ast.walk(pf.tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert not reach.dead(pf, line["decorated"] + 1)  # a decorator may register it
+    assert reach.dead(pf, line["training_step"] + 1)  # its class is built by nothing
+    assert not reach.dead(pf, line["forward"] + 1)
+    assert not reach.dead(pf, line["_hook"] + 1)
+    assert reach.dead(pf, line["never_called"] + 1)
+    assert not reach.dead(pf, line["inner"] + 1)
+    assert reach.dead(pf, line["dead_a"] + 1) and reach.dead(pf, line["dead_b"] + 1)  # a cycle stays dead
+    assert not reach.dead(pf, 1)  # top-level code runs
+
+
+def test_a_module_nothing_imports_is_dead_only_where_the_project_has_a_script():
+    # with no script, it is used from where the project cannot see (a harness, a notebook elsewhere)
+    files = {"helpers.py": """
+        def never_called_here():
+            pass
+    """, "models.py": "class Net:\n    pass\n"}
+    reach, parsed = _reach(files)
+    assert not reach.dead(parsed["helpers.py"], 3)
+    files["train.py"] = "from models import Net\n\nif __name__ == '__main__':\n    Net()\n"
+    reach, parsed = _reach(files)
+    assert reach.dead(parsed["helpers.py"], 3)  # nothing imports it, and the project starts in train.py
+    assert not reach.dead(parsed["models.py"], 2)
+    files["train.py"] = "from helpers import something_else\n"
+    reach, parsed = _reach(files)
+    assert reach.dead(parsed["helpers.py"], 3)  # imported, and the function is used nowhere
+
+
+def test_a_framework_method_of_a_built_class_is_reached():
+    reach, parsed = _reach({"m.py": """
+        import pytorch_lightning as pl
+
+
+        class Model(pl.LightningModule):
+            def training_step(self, batch):
+                pass
+
+
+        trainer.fit(Model())
+    """})
+    pf = parsed["m.py"]
+    assert not reach.dead(pf, 6)
+
+
+def test_a_git_work_tree_is_the_project_for_a_file_linted_alone_and_for_stdin(tmp_path):
+    import json
+    import os
+
+    from click.testing import CliRunner
+
+    from gpulint.frontends.cli import cli
+
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, {"losses.py": "", "train.py": TRAIN})
+    rows = {row for name, row, code in check(tmp_path, "--no-cache", "--select", "GPU401", "losses.py")}
+    assert rows == set()  # the file on disk is empty
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        res = CliRunner().invoke(cli, ["check", "--no-cache", "--select", "GPU401", "--output-format", "json",
+                                       "--stdin-filename", "losses.py", "-"], input=textwrap.dedent(LOSSES))
+    finally:
+        os.chdir(cwd)
+    assert {f["location"]["row"] for f in json.loads(res.stdout)} == {7}  # the text read stands for the file
+    write(tmp_path, {"losses.py": LOSSES})
+    rows = {row for name, row, code in check(tmp_path, "--no-cache", "--select", "GPU401", "losses.py")}
+    assert rows == {7}
