@@ -41,6 +41,9 @@ class LossAccumulatedWithGraph(Rule):
     optimizer, it only links the already freed graphs of one optimizer
     step's micro-batches, which costs nothing worth reporting.
 
+    Test files are skipped: a test's loop runs a few steps once per case,
+    and the graphs it keeps are freed with it.
+
     ## Why is this bad?
     A tensor that requires grad holds a reference to the graph that produced
     it. Appending it to a list, or adding it into a running total (the total
@@ -73,6 +76,9 @@ class LossAccumulatedWithGraph(Rule):
 
     code = "GPU301"
     name = "loss-accumulated-with-graph"
+    # a test's loop runs a few steps once per case: the graphs it keeps are
+    # freed with it (torchtitan's `test_numerics.py`, the eighteenth corpus)
+    skips_test_files = True
     message = "A tensor that carries its autograd graph is accumulated across training iterations; accumulate `.detach()` or `.item()`"
     _detail = (
         "`{value}` is accumulated into `{acc}` with its autograd graph, keeping every iteration's graph alive;"
