@@ -224,3 +224,12 @@ def test_a_module_nothing_imports_or_names_is_dead_as_a_whole():
     files["configs.py"] = "OPS = 'old_ops'\n"  # imported by a computed name, perhaps
     reach, parsed = _reach(files)
     assert not reach.dead(parsed["old_ops.py"], 6)
+
+
+def test_a_long_chain_of_uses_is_followed_or_given_up_as_reached():
+    n = 3000  # deeper than the budget and than Python's recursion limit
+    body = "".join(f"def f{i}():\n    return f{i + 1}()\n\n" for i in range(n)) + f"def f{n}():\n    return 0\n"
+    files = {"chain.py": body, "train.py": "from chain import f1\n\nif __name__ == '__main__':\n    f1()\n"}
+    reach, parsed = _reach(files)
+    assert not reach.dead(parsed["chain.py"], 3 * n + 2)  # too far to tell: reached
+    assert reach.dead(parsed["chain.py"], 2)  # f0: nothing calls it

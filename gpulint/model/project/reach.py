@@ -174,7 +174,7 @@ class Reach:
     None when it cannot be parsed) and ("text", key) for any other file."""
 
     # definitions looked at for one question; past it, the answer is "reached"
-    BUDGET = 2000
+    BUDGET = 300
 
     def __init__(self, files_with: Callable[[str], Iterable[Tuple[str, str]]],
                  parsed: Callable[[str], Optional[PythonFile]]) -> None:
@@ -190,12 +190,15 @@ class Reach:
     def dead(self, pf: PythonFile, line: int) -> bool:
         """A finding at `line` of `pf` sits in a definition that nothing reaches,
         or in a module that nothing runs."""
-        if self._module_dead(pf):
-            return True
-        for d in pf.chain(line):
-            self._left = self.BUDGET
-            if not self._is_reached(d, pf, set()):
+        try:
+            if self._module_dead(pf):
                 return True
+            for d in pf.chain(line):
+                self._left = self.BUDGET
+                if not self._is_reached(d, pf, set()):
+                    return True
+        except RecursionError:
+            pass  # a chain of uses too long to follow: reached
         return False
 
     def _is_reached(self, d: ast.AST, pf: PythonFile, path: Set[int]) -> bool:
