@@ -210,22 +210,6 @@ def test_a_git_work_tree_is_the_project_for_a_file_linted_alone_and_for_stdin(tm
     assert rows == {7}
 
 
-def test_a_module_nothing_imports_or_names_is_dead_as_a_whole():
-    files = {
-        "train.py": "from models import Net\n\nif __name__ == '__main__':\n    Net()\n",
-        "models.py": "class Net:\n    pass\n",
-        "old_ops.py": "import torch\n\nclass Net:\n    pass\n\nbuffer = torch.zeros(4)\n",
-        "runner.py": "import torch\n\nfor step in range(10):\n    torch.zeros(4).cuda()\n",
-    }
-    reach, parsed = _reach(files)
-    # its class shares a name with a live one, and its top level would run on import: it is imported by nothing
-    assert reach.dead(parsed["old_ops.py"], 3) and reach.dead(parsed["old_ops.py"], 6)
-    assert not reach.dead(parsed["runner.py"], 4)  # a program of its own (`python runner.py`)
-    files["configs.py"] = "OPS = 'old_ops'\n"  # imported by a computed name, perhaps
-    reach, parsed = _reach(files)
-    assert not reach.dead(parsed["old_ops.py"], 6)
-
-
 def test_a_long_chain_of_uses_is_followed_or_given_up_as_reached():
     n = 3000  # deeper than the budget and than Python's recursion limit
     body = "".join(f"def f{i}():\n    return f{i + 1}()\n\n" for i in range(n)) + f"def f{n}():\n    return 0\n"

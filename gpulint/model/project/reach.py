@@ -23,10 +23,7 @@ dead code that does run is a miss:
 - anything in a module that no file of the project imports, in a project
   with no script (no `if __name__ == "__main__":` block anywhere): it is
   used from where the project cannot see (a harness, a notebook
-  elsewhere). Where the project has scripts, a module that none of its
-  files imports, whose name occurs in no other file (no import by a
-  computed string either) and that is no program of its own, is dead as a
-  whole, and so is what only it uses;
+  elsewhere);
 - a decorated definition (a decorator may register it);
 - a dunder method, `forward`, and a method whose class has a base from
   outside the project other than `nn.Module` or `object` (the framework
@@ -59,7 +56,6 @@ _PLAIN_DECORATORS = frozenset({
 _MODULE_BASES = frozenset({"Module", "nn.Module", "torch.nn.Module", "object"})
 _MODULE_CALLBACKS = frozenset({"forward", "extra_repr", "reset_parameters"})
 
-_RUNS = (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
 # where an identifier occurs: the innermost definition around it (None: top level)
 Context = Optional[ast.AST]
 
@@ -92,10 +88,7 @@ class PythonFile:
         self.classes: Set[str] = set()
         self.imports: Set[str] = set()  # each part of every module name it imports
         self.bases: Set[str] = set()  # the names its classes subclass
-        # a program of its own: a `__main__` block, or statements at its top
-        # that do something when it runs (`main()`, a loop)
-        self.script = any(_is_main_guard(n) or isinstance(n, _RUNS) or (
-            isinstance(n, ast.Expr) and isinstance(n.value, (ast.Call, ast.Await))) for n in tree.body)
+        self.script = any(_is_main_guard(n) for n in tree.body)
         self._read(tree, None)
 
     def _add(self, word: str, ctx: Context) -> None:
@@ -184,15 +177,11 @@ class Reach:
         self._dead: Set[int] = set()
         self._imports: Dict[int, bool] = {}
         self._entry: Optional[bool] = None
-        self._orphans: Dict[int, bool] = {}
         self._left = 0
 
     def dead(self, pf: PythonFile, line: int) -> bool:
-        """A finding at `line` of `pf` sits in a definition that nothing reaches,
-        or in a module that nothing runs."""
+        """A finding at `line` of `pf` sits in a definition that nothing reaches."""
         try:
-            if self._module_dead(pf):
-                return True
             for d in pf.chain(line):
                 self._left = self.BUDGET
                 if not self._is_reached(d, pf, set()):
@@ -253,18 +242,6 @@ class Reach:
         through the base's methods, from where nothing here shows)."""
         return any(kind == "py" and other is not None and cls.name in other.bases
                    for kind, other in ((k, self._parsed(f)) for k, f in self._files_with(cls.name)))
-
-    def _module_dead(self, pf: PythonFile) -> bool:
-        """`pf` is no program of its own, no file imports it, and its name occurs
-        nowhere else in the project (so no import by a computed string either),
-        in a project that has a script: nothing runs any of it."""
-        key = id(pf)
-        if key not in self._orphans:
-            self._orphans[key] = bool(pf.stem) and not pf.script and self._has_entry() and not any(
-                kind != "py" or ((other := self._parsed(f)) is not pf and (other is None or pf.stem in other.words
-                                                                         or pf.stem in other.imports))
-                for kind, f in self._files_with(pf.stem))
-        return self._orphans[key]
 
     def _has_entry(self) -> bool:
         """Some file of the project is a script (`if __name__ == "__main__":`)."""
