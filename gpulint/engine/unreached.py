@@ -115,6 +115,7 @@ class Project:
                 if path.startswith(root.rstrip(os.sep) + os.sep):
                     self.texts[path] = text  # a buffer not saved yet, or stdin
         self._parsed: Dict[str, Optional[PythonFile]] = {}
+        self._holding: Dict[str, List[Tuple[str, str]]] = {}  # word -> the files that hold it
         self.reach = Reach(self._files_with, self._parse)
 
     @staticmethod
@@ -140,7 +141,14 @@ class Project:
             texts[path] = data.decode("utf-8", "replace")
         return texts
 
-    def _files_with(self, word: str) -> Iterator[Tuple[str, str]]:
+    def _files_with(self, word: str) -> List[Tuple[str, str]]:
+        """The files whose text holds `word`, scanned once per word: a class's
+        name is asked for its uses and for its subclasses, once per method."""
+        if word not in self._holding:
+            self._holding[word] = list(self._scan(word))
+        return self._holding[word]
+
+    def _scan(self, word: str) -> Iterator[Tuple[str, str]]:
         assert self.texts is not None
         pattern: Optional[re.Pattern] = None
         for path, text in self.texts.items():
