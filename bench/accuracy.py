@@ -310,10 +310,24 @@ CORPUS_SETS = {
         ("kathrinse/be_great", "19848ad4e3f0f08c00c89fc2c407eb126b53e450"),
         ("rixwew/pytorch-fm", "f74ad19771eda104e99874d19dc892e988ec53fa"),
     ],
+    "nineteenth": [
+        ("Kaixhin/PlaNet", "28c8491bc01e8f1b911300749e04c308c03db051"),
+        ("XinJingHao/DRL-Pytorch", "83486646f12d44e4e94a834e495b81a8f2710055"),
+        ("NVlabs/denoising-diffusion-gan", "6818ded6443e10ab69c7864745457ce391d4d883"),
+        ("real-stanford/diffusion_policy", "5ba07ac6661db573af695b419a7947ecb704690f"),
+        ("meituan/YOLOv6", "e86a483f3f6bded25d45970b56831345a99744a4"),
+        ("sovit-123/fasterrcnn-pytorch-training-pipeline", "e7f2a3bac4e769e5c48dcc0199b83c7c8e995707"),
+        ("databrickslabs/dolly", "e2d664ddf06e0723d818dc56d6c522ead4bd881d"),
+        ("THUDM/ChatGLM-6B", "401bf3a8a7dd8a26fba189551dccfc61a7079b4e"),
+        ("svc-develop-team/so-vits-svc", "730930d337d171479eadf305f96cbed4bb393e77"),
+        ("yl4579/StarGANv2-VC", "985df557acad47131587955bfe13ea9b99168f71"),
+        ("amazon-science/tabsyn", "cb5ac0f74ec36ee88e7a974a393dfbef50d42da7"),
+        ("thuml/Time-Series-Library", "4e938a1767106324dd753b2a44832bf870a0252e"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
