@@ -1,11 +1,13 @@
-"""Atomic file writes: a reader (or a crash) sees the old file or the new one,
-never half; and writes of a report to whatever path the user named."""
+"""Files and folders: atomic writes (a reader, or a crash, sees the old file or the new one,
+never half), writes of a report to whatever path the user named, and the
+git work tree that holds a folder."""
 
 from __future__ import annotations
 
 import os
 import stat
 import tempfile
+from typing import Dict, Optional
 
 
 def _keep_owner(tmp: str, st: os.stat_result) -> None:
@@ -106,3 +108,28 @@ def _write_through(path: str, data: bytes) -> None:
             pass  # a terminal or a pipe cannot be synced; the data has been written
     finally:
         os.close(fd)
+
+
+def git_root(d: str, memo: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
+    """The git work tree holding the folder `d` (the nearest folder at or
+    above it with a `.git`), or None. `memo` keeps the answer for every folder
+    walked, so a run over many files walks each folder once."""
+    memo = {} if memo is None else memo
+    cur = d
+    seen = []
+    root = None
+    while True:
+        if cur in memo:
+            root = memo[cur]
+            break
+        seen.append(cur)
+        if os.path.exists(os.path.join(cur, ".git")):
+            root = cur
+            break
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            break
+        cur = parent
+    for s in seen:
+        memo[s] = root
+    return root

@@ -217,3 +217,47 @@ def test_a_long_chain_of_uses_is_followed_or_given_up_as_reached():
     reach, parsed = _reach(files)
     assert not reach.dead(parsed["chain.py"], 3 * n + 2)  # too far to tell: reached
     assert reach.dead(parsed["chain.py"], 2)  # f0: nothing calls it
+
+
+def _select_gpu401(tmp_path):
+    write(tmp_path, {"pyproject.toml": "[tool.gpulint]\nselect = ['GPU401']\npreview = true\n"})
+
+
+def test_the_editor_server_drops_what_check_drops_and_sees_a_save(tmp_path):
+    from gpulint.frontends.server.core import DocumentLinter
+
+    (tmp_path / ".git").mkdir()
+    _select_gpu401(tmp_path)
+    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN})
+    linter = DocumentLinter(cwd=str(tmp_path), workspace=True)
+    linter.read_workspace()
+    path = str(tmp_path / "losses.py")
+    text = (tmp_path / "losses.py").read_text(encoding="utf-8")
+    assert {f.row for f in linter.lint(text, path).findings} == _rows(tmp_path) == {7}
+    # an unsaved buffer is read for its own text: a call added in it reaches the helper
+    edited = text + "\n\nunused_helper(None)\n"
+    assert {f.row for f in linter.lint(edited, path).findings} == {7, 18}
+    # another file changed on disk counts once the server is told (a save)
+    write(tmp_path, {"train.py": textwrap.dedent(TRAIN) + "second = VarifocalLoss()\n"})
+    assert {f.row for f in linter.lint(text, path).findings} == {7}
+    linter.forget_files()
+    assert {f.row for f in linter.lint(text, path).findings} == {7, 13}
+
+
+def test_the_flake8_plugin_drops_what_check_drops(tmp_path):
+    from gpulint.frontends.flake8_plugin import Plugin
+
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN})
+    Plugin.parse_options(None)
+    source = (tmp_path / "losses.py").read_text(encoding="utf-8")
+    rows = {r for r, _, text, _ in Plugin(ast.parse(source), source.splitlines(keepends=True),
+                                          str(tmp_path / "losses.py")).run() if text.startswith("GPU401")}
+    assert rows == {7}
+    # outside a work tree it keeps every finding, as `gpulint check FILE` does
+    other = tmp_path.parent / (tmp_path.name + "-alone")
+    write(other, {"losses.py": LOSSES})
+    Plugin.parse_options(None)
+    rows = {r for r, _, text, _ in Plugin(ast.parse(source), source.splitlines(keepends=True),
+                                          str(other / "losses.py")).run() if text.startswith("GPU401")}
+    assert rows == {7, 13, 18}

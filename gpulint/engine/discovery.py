@@ -21,6 +21,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from gpulint.engine.config import DEFAULT_INCLUDE, ConfigResolver, Settings
 from gpulint.engine.globs import PatternSet
+from gpulint.fsutil import git_root
 
 EXTENSIONS = (".py", ".pyi", ".ipynb")  # what DEFAULT_INCLUDE matches
 
@@ -33,26 +34,7 @@ class GitIgnore:
         self._roots: Dict[str, Optional[str]] = {}
 
     def _repo_root(self, d: str) -> Optional[str]:
-        if d in self._roots:
-            return self._roots[d]
-        cur = d
-        seen = []
-        root = None
-        while True:
-            if cur in self._roots:
-                root = self._roots[cur]
-                break
-            seen.append(cur)
-            if os.path.exists(os.path.join(cur, ".git")):
-                root = cur
-                break
-            parent = os.path.dirname(cur)
-            if parent == cur:
-                break
-            cur = parent
-        for s in seen:
-            self._roots[s] = root
-        return root
+        return git_root(d, self._roots)
 
     def _spec(self, d: str) -> Optional[PatternSet]:
         if d not in self._specs:

@@ -19,6 +19,11 @@ What is not checked, so that a finding is never dropped on a guess:
   stands for the file's);
 - notebooks;
 - a project of more than `MAX_FILES` files or `MAX_BYTES` of text.
+
+The editor server and the flake8 plugin, which ask for one file at a time,
+keep a `Projects`: each project's text is read once and kept until
+`forget()` (the server forgets when a file is saved, created or deleted),
+and a file is parsed again only when its text changed.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ import warnings
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from gpulint.engine.files import FileResult
+from gpulint.fsutil import git_root
 from gpulint.model.project.reach import PythonFile, Reach
+from gpulint.rule import Finding
 
 MAX_FILES = 10_000
 MAX_BYTES = 64 * 1024 * 1024
@@ -44,21 +51,10 @@ SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", "
                        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gpulint_cache"})
 
 
-def _git_root(path: str) -> Optional[str]:
-    cur = os.path.dirname(path)
-    while True:
-        if os.path.exists(os.path.join(cur, ".git")):
-            return cur
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
-
-
-def scope_of(path: str, named_dirs: Sequence[str]) -> Optional[str]:
+def scope_of(path: str, named_dirs: Sequence[str], memo: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
     """The project a file belongs to: its git work tree, else the outermost
     folder named on the command line that holds it."""
-    root = _git_root(path)
+    root = git_root(os.path.dirname(path), memo)
     if root is not None:
         return root
     holding = [d for d in named_dirs if path.startswith(d.rstrip(os.sep) + os.sep)]
@@ -107,14 +103,18 @@ def _module_stem(path: str) -> str:
 class Project:
     """The text of one project's files, read once, and what reaches what in it."""
 
-    def __init__(self, root: str, overlays: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, root: str, overlays: Optional[Dict[str, str]] = None,
+                 texts: Optional[Dict[str, str]] = None,
+                 parsed: Optional[Dict[str, Tuple[str, Optional[PythonFile]]]] = None) -> None:
+        """`texts`: the project's files as read before (copied, not changed);
+        `parsed`: path -> (text, its parse), kept across projects by `Projects`."""
         self.root = root
-        self.texts: Optional[Dict[str, str]] = self._read(root)
+        self.texts: Optional[Dict[str, str]] = dict(texts) if texts is not None else self._read(root)
         if self.texts is not None:
             for path, text in (overlays or {}).items():
                 if path.startswith(root.rstrip(os.sep) + os.sep):
                     self.texts[path] = text  # a buffer not saved yet, or stdin
-        self._parsed: Dict[str, Optional[PythonFile]] = {}
+        self._parsed: Dict[str, Tuple[str, Optional[PythonFile]]] = parsed if parsed is not None else {}
         self._holding: Dict[str, List[Tuple[str, str]]] = {}  # word -> the files that hold it
         self.reach = Reach(self._files_with, self._parse)
 
@@ -163,18 +163,21 @@ class Project:
                 yield "text", path
 
     def _parse(self, path: str) -> Optional[PythonFile]:
-        if path not in self._parsed:
-            pf: Optional[PythonFile] = None
-            text = self.texts.get(path) if self.texts is not None else None
-            if text is not None:
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        pf = PythonFile(ast.parse(text), _module_stem(path))
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    pf = None
-            self._parsed[path] = pf
-        return self._parsed[path]
+        text = self.texts.get(path) if self.texts is not None else None
+        if text is None:
+            return None
+        kept = self._parsed.get(path)
+        if kept is not None and (kept[0] is text or kept[0] == text):
+            return kept[1]
+        pf: Optional[PythonFile] = None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pf = PythonFile(ast.parse(text), _module_stem(path))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pf = None
+        self._parsed[path] = (text, pf)
+        return pf
 
     def dead(self, path: str, line: int) -> bool:
         pf = self._parse(path)
@@ -194,6 +197,58 @@ def _in_package(path: str, root: str, seen: Dict[str, bool]) -> bool:
         d = os.path.dirname(d)
 
 
+class Projects:
+    """Projects by root, each read once: one run of `check`, or the life of
+    the editor server or a flake8 process (until `forget`)."""
+
+    def __init__(self, keep: bool = False) -> None:
+        self.keep = keep  # keep each project's text for later questions (server, flake8)
+        self._texts: Dict[str, Optional[Dict[str, str]]] = {}
+        self._parsed: Dict[str, Tuple[str, Optional[PythonFile]]] = {}
+        self._projects: Dict[str, Optional[Project]] = {}
+        self.installable: Dict[str, bool] = {}
+        self.git_roots: Dict[str, Optional[str]] = {}
+
+    def forget(self) -> None:
+        """Files changed on disk: read every project again when next asked."""
+        self._texts.clear()
+        self._projects.clear()
+        self.installable.clear()
+        self.git_roots.clear()
+
+    def get(self, root: str, overlays: Dict[str, str]) -> Optional[Project]:
+        if not self.keep:
+            if root not in self._projects:
+                project = Project(root, overlays)
+                self._projects[root] = project if project.texts is not None else None
+            return self._projects[root]
+        if root not in self._texts:
+            self._texts[root] = Project._read(root)
+        texts = self._texts[root]
+        if texts is None:
+            return None
+        # fresh per question: the overlays (the buffers being edited) change between them
+        return Project(root, overlays, texts=texts, parsed=self._parsed)
+
+
+def keep_reached(path: str, findings: List[Finding], named_dirs: Sequence[str], overlays: Dict[str, str],
+                 projects: Projects) -> List[Finding]:
+    """`findings` of the file at `path` less those in definitions nothing reaches.
+    `named_dirs`: absolute folders named on the command line (the project is
+    the outermost that holds the file when no git work tree does);
+    `overlays`: absolute path -> the text to read instead of the disk copy."""
+    if not findings or path.endswith(".ipynb"):
+        return findings
+    path = os.path.abspath(path)
+    root = scope_of(path, named_dirs, projects.git_roots)
+    if root is None or _in_package(path, root, projects.installable):
+        return findings
+    project = projects.get(root, overlays)
+    if project is None or path not in project.texts:
+        return findings
+    return [f for f in findings if f.is_diagnostic or not project.dead(path, f.row)]
+
+
 def drop_unreached(results: List[FileResult], named: Sequence[str],
                    overlays: Optional[Dict[str, str]] = None) -> None:
     """Remove from `results` the findings in definitions nothing reaches.
@@ -201,21 +256,8 @@ def drop_unreached(results: List[FileResult], named: Sequence[str],
     instead of a file's bytes on disk (path -> text)."""
     named_dirs = [os.path.abspath(p) for p in named if os.path.isdir(p)]
     overlays = {os.path.abspath(p): t for p, t in (overlays or {}).items()}
-    projects: Dict[str, Optional[Project]] = {}
-    installable: Dict[str, bool] = {}
+    projects = Projects()
     for res in results:
-        if not res.findings or res.path.endswith(".ipynb"):
-            continue
-        path = os.path.abspath(res.path)
-        root = scope_of(path, named_dirs)
-        if root is None or _in_package(path, root, installable):
-            continue
-        if root not in projects:
-            project = Project(root, overlays)
-            projects[root] = project if project.texts is not None else None
-        project = projects[root]
-        if project is None or path not in project.texts:
-            continue
-        kept = [f for f in res.findings if f.is_diagnostic or not project.dead(path, f.row)]
+        kept = keep_reached(res.path, res.findings, named_dirs, overlays, projects)
         if len(kept) != len(res.findings):
             res.findings = kept

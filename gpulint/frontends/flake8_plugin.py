@@ -51,6 +51,7 @@ from gpulint import __version__
 from gpulint.engine.config import ConfigError, ConfigResolver, Settings, parse_version
 from gpulint.engine.lint import LintOptions, collector_paused
 from gpulint.engine.project import ProjectLinter, project_roots
+from gpulint.engine.unreached import Projects, keep_reached
 from gpulint.registry import all_rules
 from gpulint.rule import INTERNAL_ERROR
 
@@ -82,6 +83,7 @@ class Plugin:
     _resolver: Optional[ConfigResolver] = None
     _options_cache: Dict[tuple, LintOptions] = {}
     _project: Optional[ProjectLinter] = None  # the files read for their summaries, once per process
+    _reach: Optional[Projects] = None  # the projects' text, for code nothing reaches, once per process
 
     def __init__(self, tree: ast.AST, lines: List[str], filename: str) -> None:
         self.tree = tree
@@ -121,6 +123,7 @@ class Plugin:
         cls._resolver = None
         cls._options_cache = {}
         cls._project = None
+        cls._reach = None
 
     # ------------------------------------------------------------------ run
     def run(self) -> Iterator[Result]:
@@ -129,6 +132,8 @@ class Plugin:
             cls.parse_options(None)
         if cls._project is None:
             cls._project = ProjectLinter()
+        if cls._reach is None:
+            cls._reach = Projects(keep=True)
         try:
             settings = self._settings()
             options = self._lint_options(settings)
@@ -136,6 +141,10 @@ class Plugin:
             roots = project_roots([self._path()], [settings])
             with collector_paused():
                 res = cls._project.lint(text, self.filename, options, roots, tree=self.tree)
+            findings = res.findings
+            if res.error is None and self.filename not in ("-", "stdin", ""):
+                findings = keep_reached(self.filename, findings, [], {os.path.abspath(self.filename): text},
+                                        cls._reach)
         except ConfigError as exc:
             yield 1, 0, f"{ERROR_CODE} gpulint: {exc}", cls
             return
@@ -148,7 +157,7 @@ class Plugin:
             else:
                 yield 1, 0, f"{ERROR_CODE} gpulint could not analyse this file: {res.error}", cls
             return
-        for f in res.findings:
+        for f in findings:
             # gpulint's columns are 1-based; flake8 wants 0-based and prints them + 1
             yield f.row, max(f.col - 1, 0), f"{f.code} {f.message}", cls
 

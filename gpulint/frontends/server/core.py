@@ -29,6 +29,7 @@ from gpulint.edits import apply_edits
 from gpulint.rule import INVALID_SYNTAX, SAFE, Edit, Finding
 from gpulint.engine.runner import options_for
 from gpulint.engine.suppress import NOQA_RE, Suppressions
+from gpulint.engine.unreached import Projects, keep_reached
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -152,6 +153,8 @@ class DocumentLinter:
         # the workspace's files have been read for their summaries (`read_workspace`); until
         # then a document sees the files it imports, so its first diagnostics need not wait
         self.workspace_read = False
+        # the projects' text, for the findings in code that nothing reaches (read once, until a save)
+        self.reach = Projects(keep=True)
 
     def workspace_files(self) -> List[str]:
         """The Python files `gpulint check .` would lint in the workspace
@@ -188,8 +191,10 @@ class DocumentLinter:
         self.workspace_read = True
 
     def forget_files(self) -> None:
-        """A file was created, deleted or renamed: find the workspace's files again."""
+        """A file was saved, created, deleted or renamed: find the workspace's
+        files again, and read the project's text again when next needed."""
         self._files = None
+        self.reach.forget()
 
     @staticmethod
     def _stat(path: str) -> Optional[Tuple[int, int, int]]:
@@ -260,9 +265,9 @@ class DocumentLinter:
         is linted with, and what its fix-all re-lints with after each pass."""
         files = self.workspace_files() if self.workspace_read else []
         if files and os.path.abspath(path) in set(files):  # the workspace's project, as `gpulint check .`
-            extra, roots = files, self.workspace_roots()
+            extra, roots, named = files, self.workspace_roots(), [self.cwd]
         else:  # the files it imports, as `gpulint check FILE`
-            extra, roots = [], project_roots([path], [settings])
+            extra, roots, named = [], project_roots([path], [settings]), []
         options = options_for(settings, path)
 
         def lint(text: str) -> List[Finding]:
@@ -272,7 +277,9 @@ class DocumentLinter:
                 if res.error_code == INVALID_SYNTAX:
                     raise LintError(res.error, res.error_location, res.error_detail)
                 raise RuntimeError(res.error)
-            return res.findings
+            texts = {os.path.abspath(p): t for p, t in (overlays or {}).items()}
+            texts[os.path.abspath(path)] = text
+            return keep_reached(path, res.findings, named, texts, self.reach)
 
         return lint
 

@@ -10,3 +10,15 @@ FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # what a node's code belongs to: a def, a lambda, a class body, or the module
 OWNERS = SCOPES + (ast.Module,)
+
+
+def is_main_guard(stmt: ast.AST) -> bool:
+    """`if __name__ == "__main__":` (or any test of `__name__` against
+    "__main__"): the block that runs when the file is run as a program."""
+    if not isinstance(stmt, ast.If):
+        return False
+    names = consts = False
+    for n in ast.walk(stmt.test):
+        names = names or (isinstance(n, ast.Name) and n.id == "__name__")
+        consts = consts or (isinstance(n, ast.Constant) and n.value == "__main__")
+    return names and consts

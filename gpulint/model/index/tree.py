@@ -8,7 +8,7 @@ import ast
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from gpulint.model.index.nodes import OWNERS
+from gpulint.model.index.nodes import OWNERS, is_main_guard
 from gpulint.model.index.walk import index_tree
 
 _T = TypeVar("_T")
@@ -206,9 +206,7 @@ class TreeIndex:
             for stmt in self.tree.body:
                 if isinstance(stmt, (ast.For, ast.While)):
                     return True
-                if isinstance(stmt, ast.If) and any(
-                    isinstance(n, ast.Constant) and n.value == "__main__" for n in ast.walk(stmt.test)
-                ):
+                if is_main_guard(stmt):
                     return True
             return False
 

@@ -44,6 +44,8 @@ import ast
 import re
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from gpulint.model.index.nodes import is_main_guard
+
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # decorators that register nothing
@@ -88,7 +90,7 @@ class PythonFile:
         self.classes: Set[str] = set()
         self.imports: Set[str] = set()  # each part of every module name it imports
         self.bases: Set[str] = set()  # the names its classes subclass
-        self.script = any(_is_main_guard(n) for n in tree.body)
+        self.script = any(is_main_guard(n) for n in tree.body)
         self._read(tree, None)
 
     def _add(self, word: str, ctx: Context) -> None:
@@ -143,15 +145,6 @@ class PythonFile:
                 return out
             out.append(inner)
             body = inner.body
-
-
-def _is_main_guard(node: ast.AST) -> bool:
-    """`if __name__ == "__main__":`"""
-    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
-        return False
-    parts = [node.test.left, *node.test.comparators]
-    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
-        isinstance(p, ast.Constant) and p.value == "__main__" for p in parts)
 
 
 def _first_line(d: ast.AST) -> int:
