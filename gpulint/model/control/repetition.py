@@ -8,6 +8,9 @@ Read from the file, and from what the project's facts say of its functions:
   `reset_parameters`, `init*` / `_init*`, `setup*` / `_setup*`, `export*`,
   `fuse*`, `load_model*` / `load_weights*` / `load_state_dict*` /
   `load_checkpoint*` / `load_pretrained*` or `*dummy*` never runs repeatedly.
+* **Export stand-ins**: the `forward` of an autograd Function that defines
+  `symbolic` and draws random numbers is a placeholder run while an ONNX
+  export traces the model (YOLO's `ORT_NMS`).
 * **Trace and export functions**: a function that traces or exports a model
   whenever it runs (`torch.jit.trace`, `torch.onnx.export`,
   `torch.export.export`, not under an `if` or a loop of its own) is a one-off
@@ -35,7 +38,11 @@ Read from the file, and from what the project's facts say of its functions:
   the same file, not only under such a periodic `if`. A function named like
   per-step code, to generate, sample or decode, that runs a model in a loop of
   its own (`generate`, one forward per token; a sampler, one per timestep) is a driver: what it does
-  outside that loop is set-up, once per call (never for `forward`); so is
+  outside that loop is set-up, once per call (never for `forward`). The
+  model may run in what the loop calls: a loop that hands a model to a
+  helper (`img = self.p_sample(model, img, t)`) or refines a state by a
+  function of the same file (`x = self.update(x, s, t)`, a solver's
+  iterations; not `h = layer(h)` over layers) drives one too. So is
   one that is no method of a model and calls a model it is given, or a
   method of one (a demo's `do_sample(model, ...)`:
   `model.decode_first_stage(...)`). A loop whose variable its body compares
@@ -145,10 +152,30 @@ def _traces_model(fa: "FileModel", func: ast.AST) -> bool:
 
 
 def _once_only_function(fa: "FileModel", ancestors: Sequence[ast.AST]) -> bool:
-    """Some function around the node runs once: by its name, or because it traces a model."""
+    """Some function around the node runs once: by its name, because it
+    traces a model, or because it stands in for an exported operator."""
     return any(
-        isinstance(a, FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a)) for a in ancestors
+        isinstance(a, FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a) or _export_stand_in(fa, a))
+        for a in ancestors
     )
+
+
+_RANDOM_PREFIXES = ("torch.rand", "random.", "numpy.random.")
+
+
+def _export_stand_in(fa: "FileModel", func: ast.AST) -> bool:
+    """`func` is the `forward` of an autograd Function that defines
+    `symbolic` (the operator a graph export writes) and returns random
+    numbers: a placeholder that `torch.onnx.export` runs while it traces the
+    model (the `ORT_NMS` / `TRT_NMS` of YOLO exports), never a real step."""
+    if func.name != "forward":  # type: ignore[attr-defined]
+        return False
+    cls = fa.index.parents.get(func)
+    if not isinstance(cls, ast.ClassDef) or not any(isinstance(n, FUNCS) and n.name == "symbolic" for n in cls.body):
+        return False
+    return fa.index.memoized("repetition.stand_in", func, lambda: any(
+        isinstance(n, ast.Call) and (fa.imports.call_qualname(n) or "").startswith(_RANDOM_PREFIXES)
+        for n in ast.walk(func)))
 
 
 def _in_loop_body(loop: ast.AST, child: ast.AST) -> bool:
@@ -290,11 +317,53 @@ def _drives_model_loop(fa: "FileModel", func: ast.AST) -> bool:
         isinstance(n, ast.Call) and (
             (isinstance(n.func, ast.Attribute) and n.func.attr.startswith("forward"))
             or fa.steps.is_model_call(n, fa.index.ancestors(n))
+            or _passes_a_model(fa, n)
         )
         for loop in loops for n in ast.walk(loop)
-    ) or _generates_with_a_model(fa, func)
+    ) or any(_refines_by_own_call(fa, func, loop) for loop in loops) or _generates_with_a_model(fa, func)
     cache[func] = found
     return found
+
+
+def _passes_a_model(fa: "FileModel", call: ast.Call) -> bool:
+    """`self.sample_image(x[i:i + 8], model)`, `self.p_sample(model, img, t)`:
+    the call hands a model to the code that runs it."""
+    args = list(call.args) + [k.value for k in call.keywords]
+    if not args:
+        return False
+    ancestors = fa.index.ancestors(call)
+    return any(isinstance(a, ast.Name) and fa.values.kind(a, ancestors) == MODEL for a in args)
+
+
+def _own_functions(fa: "FileModel", func: ast.AST) -> Set[str]:
+    """Names a call in `func` can reach by `name(...)` or `self.name(...)`
+    in this file: the methods of its class and the module's functions."""
+    names = {n.name for n in fa.tree.body if isinstance(n, FUNCS)}  # type: ignore[attr-defined]
+    cls = fa.index.parents.get(func)
+    if isinstance(cls, ast.ClassDef):
+        names |= {n.name for n in cls.body if isinstance(n, FUNCS)}
+    return names
+
+
+def _refines_by_own_call(fa: "FileModel", func: ast.AST, loop: ast.AST) -> bool:
+    """The loop carries a state that a function of this file refines on each
+    pass (`x = self.singlestep_dpm_solver_update(x, s, t, ...)`, `img =
+    p_sample(img, t)`): the iterations of a sampler or solver, whose model
+    runs in the function called. Not a loop over layers (`h = layer(h)`, the
+    callee being no def of the file)."""
+    own = _own_functions(fa, func)
+    for stmt in ast.walk(loop):
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            continue
+        name = _callee_name(stmt.value)
+        if name is None or name not in own or name == func.name:  # type: ignore[attr-defined]
+            continue
+        targets = {t.id for tgt in stmt.targets for t in ast.walk(tgt) if isinstance(t, ast.Name)}
+        passed = {a.id for a in stmt.value.args if isinstance(a, ast.Name)}
+        passed |= {k.value.id for k in stmt.value.keywords if isinstance(k.value, ast.Name)}
+        if targets & passed:
+            return True
+    return False
 
 
 # methods of a model that set it up or read its state, not what it computes

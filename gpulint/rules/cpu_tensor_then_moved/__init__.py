@@ -71,7 +71,9 @@ class CpuTensorThenMoved(Rule):
     `export*`, `fuse*`, `load_model*`-style loaders, `*dummy*` functions (even
     with a loop inside), functions that trace or export a model each time
     they run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export`
-    outside any `if` or loop of theirs: a dummy input for a graph trace), and
+    outside any `if` or loop of theirs: a dummy input for a graph trace), the
+    `forward` of an autograd Function that defines `symbolic` and returns
+    random numbers (the `ORT_NMS` stand-in an ONNX export traces), and
     values cached under `if not hasattr(...)`, `if len(state) == 0` or
     `if self.x is None`, and code under `if token == 0:` on the first pass
     of the loop `token` counts. A comprehension builds one collection and repeats
@@ -126,7 +128,9 @@ class CpuTensorThenMoved(Rule):
     dtype=mask.dtype` keeps the dtype that `.to(mask)` also takes. What a
     function named to generate, sample or decode builds before the loop in
     which it runs its model (`tokens = torch.full(...).cuda()` before the
-    token loop of `generate`) is set-up, once per call, and not flagged;
+    token loop of `generate`) is set-up, once per call, and not flagged,
+    also where the model runs in what the loop calls (`img =
+    self.p_sample(model, img, t)`, a solver's `x = self.update(x, s, t)`);
     nor is what such a function builds when it is no method of a model and
     hands its work to a model it is given (a demo's `do_sample(model,
     sampler, ...)` that calls `model.decode_first_stage(...)`: once per

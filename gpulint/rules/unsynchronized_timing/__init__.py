@@ -28,8 +28,11 @@ class UnsynchronizedTiming(Rule):
     `torch.cuda.current_stream().synchronize()`, `dist.barrier()`, and host
     reads of a tensor (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
     `float(t)`, printing or formatting a tensor, `if t:`), a blocking
-    `.to(device)` copy, or a call of a function of the same file that does one
-    of these.
+    `.to(device)` copy, writing a model or tensors out (`torch.save`,
+    `torch.jit.save`, `torch.onnx.export`, and `torch.jit.trace`, which
+    checks its trace against the model's outputs: each copies device values
+    to the host, so an export script's clock reads the whole export), or a
+    call of a function of the same file that does one of these.
 
     Not flagged:
     - intervals around CPU-only work: data loading, tokenization, file IO

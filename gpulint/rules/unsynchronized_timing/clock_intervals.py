@@ -7,7 +7,10 @@ Small, general queries over a FileModel:
   `dist.barrier()`, `.item()` / `.tolist()` / `.cpu()` / `.numpy()`, `.to("cpu")`,
   a blocking `.to(device)` / `.cuda()` (the copy waits for the stream),
   `float()` / `int()` / `bool()` / `print()` / an f-string of a tensor, `if
-  <tensor>:`, a call of a function of this file that does one of these, or a
+  <tensor>:`, writing a model or tensors out (`torch.save`, `torch.jit.save`,
+  `torch.onnx.export`, `torch.jit.trace`, which checks its trace against the
+  model's outputs: each copies device values to the host), a call of a
+  function of this file that does one of these, or a
   call we cannot see into that is handed a tensor, such as a logger);
   WORK when it queues CUDA work that runs asynchronously (a model forward,
   a criterion, `.backward()`, an optimizer step, a torch op on tensors, tensor
@@ -66,6 +69,9 @@ WORK = "work"
 # `dist.barrier()`, accelerate's `accelerator.wait_for_everyone()`
 SYNC_METHODS = frozenset({"synchronize", "barrier", "wait_for_everyone"})
 HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+# calls that write a model's or a tensor's values out, through host memory
+SERIALIZING_CALLS = frozenset({"torch.save", "torch.jit.save", "torch.export.save", "torch.onnx.export",
+                               "torch.jit.trace", "torch.jit.trace_module"})
 # tensor methods that only make a view or change metadata: no kernel
 VIEW_METHODS = frozenset(
     """view view_as reshape reshape_as permute transpose t unsqueeze squeeze expand expand_as
@@ -165,6 +171,8 @@ def _call_kind(fa: FileModel, call: ast.Call, anc: Sequence[ast.AST], local: boo
         return SYNC
     if attr in SYNC_METHODS:
         return SYNC
+    if q in SERIALIZING_CALLS and not (q.startswith("torch.jit.trace") and _keyword(call, "check_trace") is not None):
+        return SYNC  # the values are copied to the host (a trace compares its outputs with the model's there)
     if attr is not None:
         recv = func.value  # type: ignore[union-attr]
         recv_kind = fa.values.kind(recv, anc)
