@@ -261,3 +261,87 @@ def test_the_flake8_plugin_drops_what_check_drops(tmp_path):
     rows = {r for r, _, text, _ in Plugin(ast.parse(source), source.splitlines(keepends=True),
                                           str(other / "losses.py")).run() if text.startswith("GPU401")}
     assert rows == {7, 13, 18}
+
+
+# ------------------------------------------------------------ fixed parameters
+ATTENTION = """
+    import torch
+    from torch import nn
+
+
+    class Attention(nn.Module):
+        def __init__(self, dim, add_zero_attn=False, layer_dropout=0.0):
+            super().__init__()
+            self.add_zero_attn = add_zero_attn
+            self.layer_dropout = layer_dropout
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            if self.add_zero_attn:
+                x = torch.cat([x, torch.zeros(x.shape[0], 1, x.shape[2])], dim=1)
+            if self.training and self.layer_dropout > 0:
+                keep = torch.rand(x.shape[0]) > self.layer_dropout
+                x = x[keep.to(x.device)]
+            return self.proj(x)
+
+
+    class Switch(nn.Module):
+        def __init__(self, approx=False):
+            super().__init__()
+            self.layer = Approx() if approx else Attention(8)
+
+        def forward(self, x):
+            return self.layer(x)
+
+
+    class Approx(nn.Module):
+        def forward(self, x):
+            return x * torch.arange(x.shape[-1])
+"""
+
+
+def _gpu204(root: Path):
+    return {row for name, row, code in check(root, "--no-cache", "--select", "GPU204", ".") if name == "layers.py"}
+
+
+def test_a_branch_on_a_parameter_nothing_sets_is_dead(tmp_path):
+    write(tmp_path, {"layers.py": ATTENTION,
+                     "train.py": "from layers import Attention, Switch\n\nblock = Attention(8)\nnet = Switch()\n"})
+    # add_zero_attn and layer_dropout keep their defaults, and `approx` never builds Approx
+    assert _gpu204(tmp_path) == set()
+
+
+def test_a_parameter_set_anywhere_keeps_its_branch(tmp_path):
+    layers = {"layers.py": ATTENTION}
+    every = {15, 17, 33}
+    write(tmp_path, dict(layers, **{"train.py": "from layers import Attention, Switch\n\n"
+                                                 "block = Attention(8, add_zero_attn=True, layer_dropout=0.1)\n"
+                                                 "net = Switch(approx=True)\n"}))
+    assert _gpu204(tmp_path) == every
+    # a splat, a class handed on as a value, or a config naming the parameter: anything may come
+    write(tmp_path, {"train.py": "from layers import Attention, Switch\n\nopts = {}\nblock = Attention(8, **opts)\n"
+                                 "net = Switch(**opts)\n"})
+    assert _gpu204(tmp_path) == every
+    write(tmp_path, {"train.py": "from layers import Attention, Switch\nfrom functools import partial\n\n"
+                                 "make = partial(Attention, 8)\nnet = partial(Switch)\n"})
+    assert _gpu204(tmp_path) == every
+    write(tmp_path, {"train.py": "from layers import Attention, Switch\n\nblock = Attention(8)\nnet = Switch()\n",
+                     "config.yaml": "model:\n  add_zero_attn: true\n  layer_dropout: 0.1\n  approx: true\n"})
+    assert _gpu204(tmp_path) == every
+    # a README's prose sets nothing
+    (tmp_path / "config.yaml").unlink()
+    write(tmp_path, {"README.md": "Set add_zero_attn, layer_dropout or approx to taste.\n"})
+    assert _gpu204(tmp_path) == set()
+
+
+def test_a_fixed_value_flows_through_a_callers_own_fixed_parameter(tmp_path):
+    write(tmp_path, {"layers.py": ATTENTION + """
+
+    class Outer(nn.Module):
+        def __init__(self, zero=False):
+            super().__init__()
+            self.inner = Attention(8, add_zero_attn=zero)
+    """, "train.py": "from layers import Outer, Switch\n\nnet = Outer()\nother = Switch()\n"})
+    assert _gpu204(tmp_path) == set()
+    write(tmp_path, {"train.py": "from layers import Outer, Switch\n\nnet = Outer(zero=True)\nother = Switch()\n"})
+    assert _gpu204(tmp_path) == {15}

@@ -179,9 +179,9 @@ class Project:
         self._parsed[path] = (text, pf)
         return pf
 
-    def dead(self, path: str, line: int) -> bool:
+    def dead(self, path: str, line: int, col: int = 0) -> bool:
         pf = self._parse(path)
-        return pf is not None and self.reach.dead(pf, line)
+        return pf is not None and self.reach.dead(pf, line, col)
 
 
 def _in_package(path: str, root: str, seen: Dict[str, bool]) -> bool:
@@ -246,7 +246,7 @@ def keep_reached(path: str, findings: List[Finding], named_dirs: Sequence[str], 
     project = projects.get(root, overlays)
     if project is None or path not in project.texts:
         return findings
-    return [f for f in findings if f.is_diagnostic or not project.dead(path, f.row)]
+    return [f for f in findings if f.is_diagnostic or not project.dead(path, f.row, f.col)]
 
 
 def drop_unreached(results: List[FileResult], named: Sequence[str],

@@ -45,6 +45,7 @@ import re
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import is_main_guard
+from gpulint.model.project.fixed import FixedValues
 
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -60,6 +61,8 @@ _MODULE_CALLBACKS = frozenset({"forward", "extra_repr", "reset_parameters"})
 
 # where an identifier occurs: the innermost definition around it (None: top level)
 Context = Optional[ast.AST]
+# and its position (line, 0-based column), where the node has one
+Position = Optional[Tuple[int, int]]
 
 
 def _dotted(node: ast.AST) -> str:
@@ -86,15 +89,15 @@ class PythonFile:
         self.tree = tree
         self.stem = stem  # the module's own name (its folder's, for `__init__.py`)
         self.parent: Dict[ast.AST, Context] = {}  # a definition's enclosing definition
-        self.words: Dict[str, List[Context]] = {}
+        self.words: Dict[str, List[Tuple[Context, Position]]] = {}
         self.classes: Set[str] = set()
         self.imports: Set[str] = set()  # each part of every module name it imports
         self.bases: Set[str] = set()  # the names its classes subclass
         self.script = any(is_main_guard(n) for n in tree.body)
         self._read(tree, None)
 
-    def _add(self, word: str, ctx: Context) -> None:
-        self.words.setdefault(word, []).append(ctx)
+    def _add(self, word: str, ctx: Context, pos: Position = None) -> None:
+        self.words.setdefault(word, []).append((ctx, pos))
 
     def _read(self, node: ast.AST, ctx: Context) -> None:
         stack: List[Tuple[ast.AST, Context]] = [(node, ctx)]
@@ -115,9 +118,9 @@ class PythonFile:
                 stack.extend((b, n) for b in n.body)
                 continue
             if isinstance(n, ast.Name):
-                self._add(n.id, c)
+                self._add(n.id, c, (n.lineno, n.col_offset))
             elif isinstance(n, ast.Attribute):
-                self._add(n.attr, c)
+                self._add(n.attr, c, (n.end_lineno or n.lineno, max((n.end_col_offset or 0) - len(n.attr), 0)))
             if isinstance(n, ast.Import):
                 for a in n.names:
                     self.imports.update(a.name.split("."))
@@ -131,7 +134,7 @@ class PythonFile:
                 self._add(n.name.rsplit(".", 1)[-1], c)
             elif isinstance(n, ast.Constant) and isinstance(n.value, str):
                 for w in _WORD.findall(n.value):
-                    self._add(w, c)
+                    self._add(w, c, (n.lineno, n.col_offset))
             stack.extend((child, c) for child in ast.iter_child_nodes(n))
 
     def chain(self, line: int) -> List[ast.AST]:
@@ -171,17 +174,26 @@ class Reach:
         self._imports: Dict[int, bool] = {}
         self._entry: Optional[bool] = None
         self._left = 0
+        self.fixed = FixedValues(files_with, parsed, self._context_reached, self._subclassed)
 
-    def dead(self, pf: PythonFile, line: int) -> bool:
-        """A finding at `line` of `pf` sits in a definition that nothing reaches."""
+    def dead(self, pf: PythonFile, line: int, col: int = 0) -> bool:
+        """A finding at `line` (and 1-based `col`) of `pf` sits in a definition
+        that nothing reaches, or in a branch that the project's fixed
+        parameters switch off (`gpulint.model.project.fixed`)."""
         try:
-            for d in pf.chain(line):
+            chain = pf.chain(line)
+            for d in chain:
                 self._left = self.BUDGET
                 if not self._is_reached(d, pf, set()):
                     return True
+            self._left = self.BUDGET
+            return bool(chain) and self.fixed.dead_at(pf, chain, (line, max(col - 1, 0)))
         except RecursionError:
             pass  # a chain of uses too long to follow: reached
         return False
+
+    def _context_reached(self, ctx: Context, pf: PythonFile) -> bool:
+        return ctx is None or self._is_reached(ctx, pf, set())
 
     def _is_reached(self, d: ast.AST, pf: PythonFile, path: Set[int]) -> bool:
         key = id(d)
@@ -264,12 +276,13 @@ class Reach:
             other = self._parsed(key)
             if other is None:
                 return True
-            for ctx in other.words.get(name, ()):
+            for ctx, pos in other.words.get(name, ()):
                 if ctx is None:
                     return True
                 if other is pf and (ctx is d or _inside(ctx, d, pf)):
                     continue  # its own body
-                if self._is_reached(ctx, other, path):
+                if self._is_reached(ctx, other, path) and not (
+                        pos is not None and self.fixed.dead_at(other, other.chain(pos[0]), pos)):
                     return True
         return False
 
