@@ -31,6 +31,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.control.options import OPTION_WORD_RE
+from gpulint.model.control.repetition import under_once_guard
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import CONVERSIONS, HOST_METHODS, follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
@@ -556,8 +557,8 @@ def _is_method(fa: "FileModel", func: ast.AST) -> bool:
 
 def _where(fa: "FileModel", hot: "_Hotness", node: ast.AST, ancestors, scope: ast.AST) -> str:
     region = fa.loops.region(node, ancestors, hot.is_hot, hot.contains_hot, hot.block_steps)
-    if region is None or _under_option(fa, node, ancestors, region):
-        return SOME
+    if region is None or _under_option(fa, node, ancestors, region) or under_once_guard(node, ancestors):
+        return SOME  # (`if self.step == 0: self.plot_train_batch(...)`: the first step only)
     if isinstance(region, LOOPS):
         return hot.kind(region) or SOME
     return BODY if region is scope else SOME
