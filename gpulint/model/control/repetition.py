@@ -202,8 +202,12 @@ def is_one_shot_test(test: ast.AST) -> bool:
         return False
     left = compared[0]
     target = left.func if isinstance(left, ast.Call) else left
-    text = ast.unparse(target).lower()
-    name = text.rsplit(".", 1)[-1]
+    if isinstance(target, ast.Name):
+        name = target.id.lower()
+    elif isinstance(target, ast.Attribute):
+        name = target.attr.lower()
+    else:
+        name = ast.unparse(target).lower().rsplit(".", 1)[-1]
     return name in ("i", "it", "n") or any(h in name for h in _COUNTER_HINTS)
 
 

@@ -58,33 +58,47 @@ _HARMLESS_CALLS = frozenset({"isinstance", "issubclass", "type", "super"})
 
 
 class CallSites:
-    """The calls of one name in one parsed file, and its other uses."""
+    """The calls of one name in one parsed file, and whether the name has
+    other uses there (read from `FileCalls`)."""
 
-    def __init__(self, tree: ast.Module, name: str) -> None:
-        self.calls: List[ast.Call] = []
-        self.other_uses = False
-        callee_ids: Set[int] = set()
+    def __init__(self, calls: List[ast.Call], other_uses: bool) -> None:
+        self.calls = calls
+        self.other_uses = other_uses
+
+
+class FileCalls:
+    """One walk over a file: its calls by the name they call, and every
+    other use of a name (a value handed on, a string naming it)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.calls: Dict[str, List[ast.Call]] = {}
+        self.uses: Dict[str, List[int]] = {}
+        self.strings: Set[str] = set()
         harmless: Set[int] = set()
         for n in ast.walk(tree):
             if isinstance(n, ast.Call):
                 f = n.func
-                if (isinstance(f, ast.Name) and f.id == name) or (isinstance(f, ast.Attribute) and f.attr == name):
-                    self.calls.append(n)
-                    callee_ids.add(id(f))
-                elif isinstance(f, ast.Name) and f.id in _HARMLESS_CALLS:
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if name is not None:
+                    self.calls.setdefault(name, []).append(n)
+                    harmless.add(id(f))
+                if isinstance(f, ast.Name) and f.id in _HARMLESS_CALLS:
                     harmless.update(id(a) for a in n.args)
                     harmless.update(id(e) for a in n.args if isinstance(a, ast.Tuple) for e in a.elts)
-            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name \
-                    and n.attr not in ("__init__", "__new__", "__call__"):
-                harmless.add(id(n.value))  # `Layer.helper(...)`, `Layer.CONSTANT`
-        for n in ast.walk(tree):
-            if id(n) in callee_ids or id(n) in harmless:
-                continue
-            if (isinstance(n, ast.Name) and n.id == name) or (
-                    isinstance(n, ast.Attribute) and n.attr == name and not isinstance(n.ctx, ast.Store)):
-                self.other_uses = True
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and name in n.value.split("."):
-                self.other_uses = True  # `"Layer"` in a registry, `_target_: "pkg.Layer"`
+            elif isinstance(n, ast.Attribute):
+                if isinstance(n.value, ast.Name) and n.attr not in ("__init__", "__new__", "__call__"):
+                    harmless.add(id(n.value))  # `Layer.helper(...)`, `Layer.CONSTANT`
+                if not isinstance(n.ctx, ast.Store):
+                    self.uses.setdefault(n.attr, []).append(id(n))
+            elif isinstance(n, ast.Name):
+                self.uses.setdefault(n.id, []).append(id(n))
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                self.strings.update(n.value.split("."))  # `"Layer"` in a registry, `"pkg.Layer"`
+        self._harmless = harmless
+
+    def sites(self, name: str) -> CallSites:
+        other = name in self.strings or any(u not in self._harmless for u in self.uses.get(name, ()))
+        return CallSites(self.calls.get(name, []), other)
 
 
 class FixedValues:
@@ -104,7 +118,7 @@ class FixedValues:
         self._subclassed = is_subclassed
         self._params: Dict[int, Dict[str, object]] = {}
         self._attrs: Dict[int, Dict[str, object]] = {}
-        self._sites: Dict[Tuple[str, str], CallSites] = {}
+        self._files: Dict[str, FileCalls] = {}
         self._stored: Dict[str, bool] = {}
 
     # ------------------------------------------------------------- branches
@@ -166,9 +180,10 @@ class FixedValues:
             other = self._parsed(key)
             if other is None:
                 return {}
-            sites = self._sites.get((key, name))
-            if sites is None:
-                sites = self._sites[(key, name)] = CallSites(other.tree, name)
+            calls = self._files.get(key)
+            if calls is None:
+                calls = self._files[key] = FileCalls(other.tree)
+            sites = calls.sites(name)
             if sites.other_uses:
                 return {}
             for call in sites.calls:
