@@ -13,7 +13,14 @@ class DataParallel(Rule):
     """
     ## What it does
     Flags the construction of `torch.nn.DataParallel`, in any import form
-    (`nn.DataParallel`, `from torch.nn.parallel import DataParallel as DP`, ...).
+    (`nn.DataParallel`, `from torch.nn.parallel import DataParallel as DP`, ...),
+    and calls of its functional form, `torch.nn.parallel.data_parallel(module,
+    inputs, device_ids)`, which scatters, replicates the module, runs and
+    gathers on every call. The functional form is flagged only where it is
+    called whatever the settings: in the labelled corpora every call of it
+    sat in a branch on a GPU count the user sets (`if self.ngpu > 1:` in
+    the DCGAN example and its copies, poutyne's extra devices), the path
+    that an option picks.
     `isinstance` checks, strings, comments and unrelated classes that happen to
     be named `DataParallel` are not flagged.
 
@@ -53,7 +60,7 @@ class DataParallel(Rule):
     name = "data-parallel"
     message = "`DataParallel` drives all GPUs from one process; use `DistributedDataParallel` launched with `torchrun`"
     fix_safety = NONE
-    needles = ("DataParallel",)
+    needles = ("DataParallel", "data_parallel")
     examples = (
         Example(
             bad="""
@@ -143,17 +150,40 @@ class DataParallel(Rule):
     )
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
-        if ctx.qualname(node.func) != "torch.nn.DataParallel":
+        q = ctx.qualname(node.func)
+        functional = q in _FUNCTIONAL
+        if q != "torch.nn.DataParallel" and not functional:
             return
         if any(isinstance(a, _DEFS) and _IMPLEMENTS_DP.search(a.name) for a in ctx.ancestors):
             return  # the code that implements a `dp` option the user picked
+        if functional and _under_a_branch(ctx.ancestors):
+            return  # `if self.ngpu > 1: data_parallel(...) else: self.main(x)`: the path a setting picks
         for anc in ctx.ancestors:
             if isinstance(anc, (ast.If, ast.IfExp)) and _opt_in_or_rewrap(ctx.analysis, anc.test):
                 return
-        self.report(ctx, node)
+        self.report(ctx, node, _FUNCTIONAL_MESSAGE if functional else None)
+
+
+# `torch.nn.parallel.data_parallel(module, inputs, device_ids)`: DataParallel's
+# forward as a function, which replicates the module onto every device on each call
+_FUNCTIONAL = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"})
+_FUNCTIONAL_MESSAGE = (
+    "`data_parallel()` replicates the module onto every GPU on each call, from one process; use "
+    "`DistributedDataParallel` launched with `torchrun`"
+)
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _under_a_branch(ancestors) -> bool:
+    """An `if` (or `... if ... else ...`) of the enclosing function holds the node."""
+    for anc in reversed(ancestors):
+        if isinstance(anc, _DEFS):
+            return False
+        if isinstance(anc, (ast.If, ast.IfExp)):
+            return True
+    return False
 # a user's option that asks for DataParallel: `use_multi_gpu`, `args.data_parallel`, `cfg.dp`
 _OPT_IN_WORD = re.compile(r"multi_?gpu|data_?parallel|(?:^|_)dp(?:$|_)", re.I)
 
