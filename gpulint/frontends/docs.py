@@ -61,7 +61,9 @@ def status_text(cls, evidence: Optional[dict]) -> str:
         figures = "no finding of it has been judged at first sight on unseen code yet"
     if not cls.preview:
         return f"Status: stable: {figures}."
-    return (f"Status: preview (runs with `--preview`, or `--select {cls.code}`): {figures}. Stable needs 95% "
+    runs = (f"runs with `--preview`, or `--select {cls.code}`" if cls.default
+            else f"off by default even with `--preview`: runs with `--select {cls.code}`")
+    return (f"Status: preview ({runs}): {figures}. Stable needs 95% "
             "over 30 or more findings from two or more corpora ([accuracy.md](../accuracy.md)).")
 
 
