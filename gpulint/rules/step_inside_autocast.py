@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from gpulint.model.control.amp import autocast_region
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.order import callee_name
 from gpulint.model.names import dotted
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import LANGUAGE_MODEL
@@ -18,7 +21,9 @@ class StepInsideAutocast(Rule):
     function decorated with one. A learning-rate scheduler's `.step()` is not
     flagged, nor code under an autocast that is turned off with
     `enabled=False`, nor code in a function that is merely defined inside the
-    block.
+    block. A function whose every call in the same file runs inside an
+    autocast region (`with torch.autocast(...): train_step(model, batch)`)
+    has its backward and step flagged too, with the caller's line.
 
     ## Why is this bad?
     Autocast is meant to wrap the forward pass and the loss computation only;
@@ -47,6 +52,10 @@ class StepInsideAutocast(Rule):
     name = "step-inside-autocast"
     message = "Backward pass or optimizer step inside an autocast region; run it after the `autocast` block exits"
     _detail = "`{what}` runs inside an autocast region; run it after the `autocast` block exits"
+    _caller = (
+        "`{what}` runs inside the autocast region that its caller opens (line {line}); "
+        "open the region in this function, around the forward and the loss only"
+    )
     fix_safety = NONE
     needles = ("autocast",)
     examples = (
@@ -130,6 +139,28 @@ class StepInsideAutocast(Rule):
             what = (dotted(recv) or "optimizer") + ".step()"
         else:
             return
-        if autocast_region(fa, ctx.ancestors) is None:
+        if autocast_region(fa, ctx.ancestors) is not None:
+            self.report(ctx, node, message=self._detail.format(what=what))
             return
-        self.report(ctx, node, message=self._detail.format(what=what))
+        region = _callers_region(fa, ctx.ancestors)
+        if region is not None:
+            self.report(ctx, node, message=self._caller.format(what=what, line=region.lineno))
+
+
+def _callers_region(fa, ancestors) -> Optional[ast.AST]:
+    """The autocast region that every call of the function around the node
+    (in this file, by `name(...)` or `<obj>.name(...)`) runs in: `with
+    torch.autocast(...): train_step(...)`. None when the file does not call
+    the function, or calls it once outside such a region."""
+    func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
+    if func is None or autocast_region(fa, ancestors[:ancestors.index(func) + 1]) is not None:
+        return None
+
+    def find() -> Optional[ast.AST]:
+        regions = [autocast_region(fa, fa.index.ancestors(c)) for c in fa.index.nodes(ast.Call)
+                   if callee_name(c) == func.name]
+        if not regions or any(r is None for r in regions):
+            return None
+        return regions[0]
+
+    return fa.index.memoized("GPU402.callers_region", func, find)
