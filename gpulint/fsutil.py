@@ -1,13 +1,15 @@
 """Files and folders: atomic writes (a reader, or a crash, sees the old file or the new one,
-never half), writes of a report to whatever path the user named, and the
-git work tree that holds a folder."""
+never half), writes of a report to whatever path the user named, and
+what the nearest folder above a path holds (its git work tree, its config)."""
 
 from __future__ import annotations
 
 import os
 import stat
 import tempfile
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional, TypeVar
+
+T = TypeVar("T")
 
 
 def _keep_owner(tmp: str, st: os.stat_result) -> None:
@@ -110,26 +112,36 @@ def _write_through(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def git_root(d: str, memo: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
-    """The git work tree holding the folder `d` (the nearest folder at or
-    above it with a `.git`), or None. `memo` keeps the answer for every folder
-    walked, so a run over many files walks each folder once."""
-    memo = {} if memo is None else memo
+def nearest_above(d: str, memo: Dict[str, Optional[T]], probe: Callable[[str], Optional[T]],
+                  default: Optional[Callable[[], T]] = None) -> Optional[T]:
+    """`probe` of the nearest folder at or above `d` where it answers (not
+    None), else `default()` (or None). `memo` keeps the answer for every
+    folder walked, so a run over many files walks each folder once."""
     cur = d
     seen = []
-    root = None
+    found: Optional[T] = None
     while True:
         if cur in memo:
-            root = memo[cur]
+            found = memo[cur]
             break
         seen.append(cur)
-        if os.path.exists(os.path.join(cur, ".git")):
-            root = cur
+        found = probe(cur)
+        if found is not None:
             break
         parent = os.path.dirname(cur)
         if parent == cur:
             break
         cur = parent
+    if found is None and default is not None:
+        found = default()
     for s in seen:
-        memo[s] = root
-    return root
+        memo[s] = found
+    return found
+
+
+def git_root(d: str, memo: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
+    """The git work tree holding the folder `d` (the nearest folder at or
+    above it with a `.git`), or None. `memo` keeps the answer for every folder
+    walked, so a run over many files walks each folder once."""
+    return nearest_above(d, {} if memo is None else memo,
+                         lambda cur: cur if os.path.exists(os.path.join(cur, ".git")) else None)

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple, cast
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,6 +23,7 @@ else:  # pragma: no cover
 
 from gpulint.engine.globs import PatternSet
 from gpulint.engine.torch_pin import Pin, PinFinder
+from gpulint.fsutil import nearest_above
 from gpulint.registry import all_rules
 from gpulint.rule import LATEST_TORCH
 
@@ -514,27 +515,9 @@ class ConfigResolver:
         return done
 
     def _for_dir(self, d: str) -> Settings:
-        chain = []
-        found: Optional[Settings] = None
-        cur = d
-        while True:
-            if cur in self._by_dir:
-                found = self._by_dir[cur]
-                break
-            chain.append(cur)
-            s = self._settings_in(cur)
-            if s is not None:
-                found = s
-                break
-            parent = os.path.dirname(cur)
-            if parent == cur:
-                break
-            cur = parent
-        if found is None:
-            found = default_settings(self.cwd)
-        for c in chain:
-            self._by_dir[c] = found
-        return found
+        # never None: a folder with no config gets the defaults
+        return cast(Settings, nearest_above(d, self._by_dir, self._settings_in,  # type: ignore[arg-type]
+                                            lambda: default_settings(self.cwd)))
 
     def _settings_in(self, d: str) -> Optional[Settings]:
         for name in CONFIG_FILES:

@@ -153,7 +153,7 @@ def _callers_region(fa, ancestors) -> Optional[ast.AST]:
     torch.autocast(...): train_step(...)`. None when the file does not call
     the function, or calls it once outside such a region."""
     func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
-    if func is None or autocast_region(fa, ancestors[:ancestors.index(func) + 1]) is not None:
+    if func is None:
         return None
 
     def find() -> Optional[ast.AST]:

@@ -42,9 +42,12 @@ import ast
 import operator
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.order import end_of, start_of, walk_scope
+from gpulint.model.values.attributes import is_self_attr
+
 UNKNOWN = object()
 _ABSENT = object()  # the parameter was not passed: its default
-FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPARE = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
     ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
@@ -74,6 +77,8 @@ class FileCalls:
         self.calls: Dict[str, List[ast.Call]] = {}
         self.uses: Dict[str, List[int]] = {}
         self.strings: Set[str] = set()
+        # attributes stored on something other than `self`, and names a `setattr`/`delattr` gives
+        self.stored_elsewhere: Set[str] = set()
         harmless: Set[int] = set()
         for n in ast.walk(tree):
             if isinstance(n, ast.Call):
@@ -85,11 +90,16 @@ class FileCalls:
                 if isinstance(f, ast.Name) and f.id in _HARMLESS_CALLS:
                     harmless.update(id(a) for a in n.args)
                     harmless.update(id(e) for a in n.args if isinstance(a, ast.Tuple) for e in a.elts)
+                elif isinstance(f, ast.Name) and f.id in ("setattr", "delattr"):
+                    self.stored_elsewhere.update(a.value for a in n.args
+                                                 if isinstance(a, ast.Constant) and isinstance(a.value, str))
             elif isinstance(n, ast.Attribute):
                 if isinstance(n.value, ast.Name) and n.attr not in ("__init__", "__new__", "__call__"):
                     harmless.add(id(n.value))  # `Layer.helper(...)`, `Layer.CONSTANT`
                 if not isinstance(n.ctx, ast.Store):
                     self.uses.setdefault(n.attr, []).append(id(n))
+                if isinstance(n.ctx, (ast.Store, ast.Del)) and not is_self_attr(n):
+                    self.stored_elsewhere.add(n.attr)
             elif isinstance(n, ast.Name):
                 self.uses.setdefault(n.id, []).append(id(n))
             elif isinstance(n, ast.Constant) and isinstance(n.value, str):
@@ -129,11 +139,8 @@ class FixedValues:
         func = next((d for d in reversed(chain) if isinstance(d, FUNCS)), None)
         if func is None:
             return False
-        env = dict(self._attributes_for(pf, func))
-        env.update(self.params(pf, func))
-        if not env:
-            return False
-        return _dead_branch(func, pos, env)
+        env = self._env(pf, func)
+        return bool(env) and _dead_branch(func, pos, env)
 
     # ------------------------------------------------------------- values
     def params(self, pf, func: ast.AST) -> Dict[str, object]:
@@ -180,10 +187,7 @@ class FixedValues:
             other = self._parsed(key)
             if other is None:
                 return {}
-            calls = self._files.get(key)
-            if calls is None:
-                calls = self._files[key] = FileCalls(other.tree)
-            sites = calls.sites(name)
+            sites = self._file_calls(key, other).sites(name)
             if sites.other_uses:
                 return {}
             for call in sites.calls:
@@ -216,6 +220,18 @@ class FixedValues:
         assigned = _assigned_names(func)
         return {p: v for p, v in values.items() if v is not _ABSENT and p not in assigned}
 
+    def _file_calls(self, key: str, pf) -> FileCalls:
+        calls = self._files.get(key)
+        if calls is None:
+            calls = self._files[key] = FileCalls(pf.tree)
+        return calls
+
+    def _env(self, pf, func: ast.AST) -> Dict[str, object]:
+        """What the project fixes in `func`: its parameters and its class's `self.<attr>`s."""
+        env = dict(self._attributes_for(pf, func))
+        env.update(self.params(pf, func))
+        return env
+
     def _value(self, node: ast.AST, pf, ctx: Optional[ast.AST]) -> object:
         """The value of an argument passed in `ctx`: a constant, or a name or
         `self.<attr>` that the project fixes there (`HybridSort(tau=tau,
@@ -224,8 +240,7 @@ class FixedValues:
             return node.value
         if not isinstance(ctx, FUNCS) or not isinstance(node, (ast.Name, ast.Attribute)):
             return UNKNOWN
-        env = dict(self._attributes_for(pf, ctx))
-        env.update(self.params(pf, ctx))
+        env = self._env(pf, ctx)
         return evaluate(node, env) if env else UNKNOWN
 
     def _configured(self, param: str) -> bool:
@@ -247,7 +262,7 @@ class FixedValues:
                 fixed = self.params(pf, init)
                 found: Dict[str, object] = {}
                 for n in ast.walk(init):
-                    if (isinstance(n, ast.Assign) and len(n.targets) == 1 and _self_attr(n.targets[0])
+                    if (isinstance(n, ast.Assign) and len(n.targets) == 1 and is_self_attr(n.targets[0])
                             and isinstance(n.value, ast.Name) and n.value.id in fixed):
                         found["self." + n.targets[0].attr] = fixed[n.value.id]  # type: ignore[attr-defined]
                 self._attrs[key] = {k: v for k, v in found.items() if not self._stored_elsewhere(k[5:], cls)}
@@ -258,33 +273,20 @@ class FixedValues:
         `__init__` assigns the attribute: another `self.<attr> =` in the
         class, `<object>.<attr> =` anywhere in the project, or a `setattr`
         naming it."""
-        if sum(1 for n in ast.walk(cls) if isinstance(n, ast.Attribute) and n.attr == attr and _self_attr(n)
+        if sum(1 for n in ast.walk(cls) if isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n)
                and isinstance(n.ctx, (ast.Store, ast.Del))) != 1:
             return True
-        for kind, key in self._files_with(attr):
-            if kind != "py":
-                continue
-            other = self._parsed(key)
-            if other is None:
-                return True
-            for n in ast.walk(other.tree):
-                if (isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, (ast.Store, ast.Del))
-                        and not _self_attr(n)):
-                    return True
-                if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("setattr", "delattr")
-                        and any(isinstance(a, ast.Constant) and a.value == attr for a in n.args)):
-                    return True
-        return False
+        if attr not in self._stored:
+            self._stored[attr] = any(
+                (other := self._parsed(key)) is None or attr in self._file_calls(key, other).stored_elsewhere
+                for kind, key in self._files_with(attr) if kind == "py")
+        return self._stored[attr]
 
 
 def _plain(decorator: ast.AST) -> bool:
     d = decorator.func if isinstance(decorator, ast.Call) else decorator
     name = d.attr if isinstance(d, ast.Attribute) else d.id if isinstance(d, ast.Name) else ""
     return name in ("staticmethod", "classmethod", "no_grad", "inference_mode", "torch.no_grad")
-
-
-def _self_attr(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _context(pf, call: ast.Call) -> Optional[ast.AST]:
@@ -314,16 +316,11 @@ def _passed(call: ast.Call, param: str, positional: List[str], shift: Optional[i
 def _assigned_names(func: ast.AST) -> Set[str]:
     """Names that `func`'s own code binds again (not nested definitions)."""
     out: Set[str] = set()
-    stack = list(func.body)  # type: ignore[attr-defined]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
+    for n in walk_scope(func.body):  # type: ignore[attr-defined]
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             out.add(n.id)
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             out.update(n.names)
-        stack.extend(ast.iter_child_nodes(n))
     return out
 
 
@@ -334,7 +331,7 @@ def evaluate(test: ast.AST, env: Dict[str, object]) -> object:
         return test.value
     if isinstance(test, ast.Name):
         return env.get(test.id, UNKNOWN)
-    if _self_attr(test):
+    if is_self_attr(test):
         return env.get("self." + test.attr, UNKNOWN)  # type: ignore[attr-defined]
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         v = evaluate(test.operand, env)
@@ -360,9 +357,7 @@ def evaluate(test: ast.AST, env: Dict[str, object]) -> object:
 
 
 def _within(node: ast.AST, pos: Tuple[int, int]) -> bool:
-    start = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-    end = (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
-    return start <= pos < end
+    return start_of(node) <= pos < end_of(node)
 
 
 def _dead_branch(func: ast.AST, pos: Tuple[int, int], env: Dict[str, object]) -> bool:
