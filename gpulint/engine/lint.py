@@ -370,9 +370,10 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         table = {"torch_pin": program_pin}  # (what the file was read with: `facts_key`)
     if own_pin is not None and summary is not None:
         summary["pin"] = list(own_pin)  # (the project joins it to the files of the same program)
-    if not selected or project.summary_only:
-        return ModuleResult([], summary, table, deferred, accelerator)
-    return ModuleResult(_lint_tree(text, path, options, tree, selected, model), summary, table, deferred, accelerator)
+    findings = [] if not selected or project.summary_only else _lint_tree(text, path, options, tree, selected, model)
+    if model is not None:
+        model.close()
+    return ModuleResult(findings, summary, table, deferred, accelerator)
 
 
 def pinned(options: LintOptions) -> Optional[Tuple[int, ...]]:
@@ -404,6 +405,8 @@ def _lint_tree(text: str, path: str, options: LintOptions, tree: ast.Module, sel
         end = getattr(rule, "end_file", None)
         if end:
             end(ctx)
+    if model is None:
+        ctx.analysis.close()  # (the caller closes a model it made)
     findings = ctx.findings
     if findings:
         if options.noqa or options.gpulint_comments:

@@ -51,3 +51,13 @@ class FileModel:
         self.loops = Loops(self.values, self.steps)
         self.contexts = Contexts(self.imports)
         self.facts.bind(self)
+
+    def close(self) -> None:
+        """Done with the model: the facts forget it (`CallFacts.unbind`) and
+        the index its memos (which hold objects that hold the model), which
+        breaks the reference cycles through it, so that reference counting
+        frees the model and its tree as soon as the caller drops them. Left
+        to the cycle collector, they would cost a scan of every node first
+        (about a tenth of the time of a file the project reads)."""
+        self.facts.unbind()
+        self.index.forget()

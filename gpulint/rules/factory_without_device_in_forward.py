@@ -248,7 +248,7 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if _in_host_only_branch(ancestors, node):
             return None
-        if under_once_guard(node, ancestors):
+        if under_once_guard(node, ancestors, ctx.analysis.index):
             return None  # `if self.step == 0:` / `if self.table is None:`: built on the first call only
         if _needed_on_host(ctx, node, forward) or _boolean_mask_index(ctx.analysis, node, forward):
             return None

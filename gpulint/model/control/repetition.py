@@ -78,6 +78,7 @@ from gpulint.model.values.kinds import MODEL
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
+    from gpulint.model.index.tree import TreeIndex
 
 
 # substrings of a function name that say it runs per step / batch / call
@@ -472,7 +473,10 @@ def _has_own_loop(func: ast.AST) -> bool:
     return False
 
 
-def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["FileModel"] = None):
+def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["FileModel"] = None,
+                     memo: Optional["TreeIndex"] = None):
+    """`memo`: an index to keep answers in that do not depend on `fa`."""
+    memo = fa.index if fa is not None else memo
     child = node
     in_loop = False
     for i in range(len(ancestors) - 1, -1, -1):
@@ -488,8 +492,8 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
             return anc, in_loop
         if (isinstance(anc, LOOPS) and _in_loop_body(anc, child)
                 and not is_literal_sweep(anc, fa.index if fa is not None else None, ancestors[:i])
-                and not (fa.index.memoized("repetition.names", anc, lambda: iterates_names(anc))
-                         if fa is not None else iterates_names(anc))):
+                and not (memo.memoized("repetition.names", anc, lambda: iterates_names(anc))
+                         if memo is not None else iterates_names(anc))):
             in_loop = True
         child = anc
     return None, in_loop
@@ -510,12 +514,12 @@ def _small_period(test: ast.AST) -> bool:
     )
 
 
-def under_once_guard(node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+def under_once_guard(node: ast.AST, ancestors: Sequence[ast.AST], memo: Optional["TreeIndex"] = None) -> bool:
     """`node` is in the body of a once-only guard of its function (see the
     module docstring): `if self.step == 0:`, `if self.cache is None:`,
     `if key not in cache: cache[key] = ...`, `if token == 0:` in a loop that
     counts `token`. It runs on one call or pass, not on every one."""
-    return _guarded_context(node, ancestors)[0] is _ONCE
+    return _guarded_context(node, ancestors, memo=memo)[0] is _ONCE
 
 
 def _first_pass(test: ast.AST, outer: Sequence[ast.AST]) -> bool:

@@ -113,6 +113,11 @@ class TreeIndex:
         """A per-file dict for an analysis module's cached results."""
         return self._memo.setdefault(namespace, {})
 
+    def forget(self) -> None:
+        """Drop every memo (`FileModel.close`): analyses cache objects that
+        hold the file's model, a reference cycle through this index."""
+        self._memo = {}
+
     def memoized(self, namespace: str, key: object, compute: Callable[[], _T]) -> _T:
         """`compute()`, once per key of the namespace (a falsy answer is kept too)."""
         cache = self.memo(namespace)

@@ -68,6 +68,10 @@ class ProjectFacts(CallFacts):
     def bind(self, model: object) -> None:
         self.refs = FileRefs(model, self.module, self.package, self.table.get("params"))  # type: ignore[arg-type]
 
+    def unbind(self) -> None:
+        self.refs = None
+        self._refs_of = {}
+
     def _ref(self, call: ast.Call) -> Optional[str]:
         key = id(call)
         if key not in self._refs_of:
@@ -144,7 +148,9 @@ def model_with_facts(
     for _ in range(MAX_ROUNDS):
         if facts is None or facts.table is not table:
             facts = ProjectFacts(table, module, package)
-            fa = FileModel(tree, text, path, facts, like=fa)
+            old, fa = fa, FileModel(tree, text, path, facts, like=fa)
+            if old is not None:
+                old.close()
         refs = facts.refs if facts.refs is not None else FileRefs(fa, module, package)
         summary = summarize(fa, refs)
         if not own:

@@ -557,7 +557,7 @@ def _is_method(fa: "FileModel", func: ast.AST) -> bool:
 
 def _where(fa: "FileModel", hot: "_Hotness", node: ast.AST, ancestors, scope: ast.AST) -> str:
     region = fa.loops.region(node, ancestors, hot.is_hot, hot.contains_hot, hot.block_steps)
-    if region is None or _under_option(fa, node, ancestors, region) or under_once_guard(node, ancestors):
+    if region is None or _under_option(fa, node, ancestors, region) or under_once_guard(node, ancestors, fa.index):
         return SOME  # (`if self.step == 0: self.plot_train_batch(...)`: the first step only)
     if isinstance(region, LOOPS):
         return hot.kind(region) or SOME

@@ -29,6 +29,10 @@ class CallFacts:
     def bind(self, model: object) -> None:
         """Called once by the file's model, with itself, before any question."""
 
+    def unbind(self) -> None:
+        """Called by the file's model when it is done (`FileModel.close`):
+        forget it, so that no reference cycle keeps it alive."""
+
     def steps(self, call: ast.Call) -> bool:
         """Each call runs one training step: `.backward()` or an optimizer
         step, in the callee or in a function it calls, not inside a loop of
