@@ -436,6 +436,105 @@ def test_a_script_with_no_step_word_whose_loops_call_a_step_of_another_file_driv
     assert "examples.ppo_gym.update_params" not in graph.steps and "examples.ppo_gym.main_loop" not in graph.steps
 
 
+def test_a_script_without_a_def_whose_loop_runs_whole_trainings_through_a_class_alias(tmp_path):
+    """Informer's main_informer.py: no `def`, no step word; `Exp = Exp_Informer`
+    at the top, then `for ii in range(args.itr): exp = Exp(args);
+    exp.train(setting); torch.cuda.empty_cache()`. The alias names the class,
+    whose `train` drives a loop of steps: the loop runs whole trainings, and
+    emptying the cache once per training is no per-step cost. Without the
+    alias (or the trainer), the same loop is still flagged."""
+    trainer = """
+        import torch
+
+
+        class Exp_Informer:
+            def __init__(self, args):
+                self.model = torch.nn.Linear(4, 4).cuda()
+                self.opt = torch.optim.Adam(self.model.parameters())
+
+            def train(self, setting):
+                for epoch in range(10):
+                    for x, y in self.loader:
+                        loss = (self.model(x.cuda()) - y.cuda()).pow(2).mean()
+                        self.opt.zero_grad()
+                        loss.backward()
+                        self.opt.step()
+    """
+    script = """
+        import argparse
+        import torch
+        from exp.exp_informer import Exp_Informer
+
+        args = argparse.ArgumentParser().parse_args()
+        Exp = Exp_Informer
+
+        for ii in range(args.itr):
+            exp = Exp(args)
+            exp.train(str(ii))
+            torch.cuda.empty_cache()
+    """
+    write(tmp_path / "a", {"exp/__init__.py": "", "exp/exp_informer.py": trainer, "main_informer.py": script})
+    assert check(tmp_path / "a", "--no-cache", "--select", "GPU103", ".") == set()
+    lonely = script.replace("from exp.exp_informer import Exp_Informer", "from exp.other import Exp_Informer")
+    write(tmp_path / "b", {"exp/__init__.py": "", "exp/exp_informer.py": trainer, "main_informer.py": lonely})
+    assert check(tmp_path / "b", "--no-cache", "--select", "GPU103", ".") == {("main_informer.py", 12, "GPU103")}
+
+
+def test_numbers_unpacked_from_a_step_function_that_returns_them_are_no_tensors(tmp_path):
+    """pytorch-soft-actor-critic: `update_parameters` steps and returns
+    `qf1_loss.item(), policy_loss.item()`, a tuple of host numbers (the
+    summary's `returns`: HOST_NUMBERS); a caller that unpacks it holds
+    numbers, whatever their names say (`critic_1_loss`), so logging them
+    reads nothing on the device. The reads in the step function itself run
+    every step of the script's loop."""
+    sac = """
+        import torch
+
+
+        class SAC:
+            def __init__(self):
+                self.device = torch.device("cuda")
+
+            def update_parameters(self, memory, batch_size):
+                state = torch.as_tensor(memory.sample(batch_size)).to(self.device)
+                qf1_loss = self.critic(state).pow(2).mean()
+                policy_loss = self.policy(state).mean()
+                self.critic_optim.zero_grad()
+                (qf1_loss + policy_loss).backward()
+                self.critic_optim.step()
+                return qf1_loss.item(), policy_loss.item()
+    """
+    main = """
+        import itertools
+        from torch.utils.tensorboard import SummaryWriter
+        from sac import SAC
+
+        agent = SAC()
+        writer = SummaryWriter()
+        updates = 0
+        for i_episode in itertools.count(1):
+            done = False
+            while not done:
+                for i in range(8):
+                    critic_1_loss, policy_loss = agent.update_parameters(memory, 256)
+                    writer.add_scalar("loss/critic_1", critic_1_loss, updates)
+                    writer.add_scalar("loss/policy", policy_loss, updates)
+                    updates += 1
+                done = env.step()
+    """
+    graph, summaries = _graph({"sac": sac, "main": main})
+    assert summaries["sac.py"][1]["functions"]["sac.SAC.update_parameters"]["returns"] == "host_numbers"
+    table = graph.facts_for("main.py")
+    assert set(table["returns"].values()) == {"host_numbers"}
+    text = textwrap.dedent(main)
+    fa, _, _ = model_with_facts(ast.parse(text), text, "main.py", ["main"], table=table)
+    name = next(n for n in ast.walk(fa.tree) if isinstance(n, ast.Name) and n.id == "critic_1_loss"
+                and isinstance(n.ctx, ast.Load))
+    assert fa.values.kind(name, fa.index.ancestors(name)) == "number"
+    write(tmp_path, {"sac.py": sac, "main.py": main})
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("sac.py", 16, "GPU101")}
+
+
 def test_a_star_import_gives_torch_to_a_file_that_never_imports_it(tmp_path):
     write(tmp_path, {
         "utils/__init__.py": "from utils.torch import *\n",

@@ -407,6 +407,7 @@ def test_receivers_known_not_to_be_tensors():
 
 
 def test_item_cpu_numpy_flag_unknown_receivers_but_tolist_needs_a_tensor():
+    """`.numpy()` refuses a device tensor, so only `numpy(force=True)` copies one."""
     check(
         """
         def evaluate(model, loader, meter):
@@ -417,8 +418,9 @@ def test_item_cpu_numpy_flag_unknown_receivers_but_tolist_needs_a_tensor():
                 out = model(x.cuda())
                 meter.state().cpu()  # sync
                 out = model(x.cuda())
-                meter.values().numpy()  # sync
+                meter.values().numpy(force=True)  # sync
                 out = model(x.cuda())
+                meter.values().numpy()
                 meter.values().tolist()
                 float(score)
                 if score:

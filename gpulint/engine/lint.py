@@ -297,6 +297,7 @@ class ModuleResult:
 
 # words without which a file adds nothing to the project's call graph: no
 # step, no generator, no loader, no device (its calls reach nothing hot)
+_TOP_LEVEL_LOOP = re.compile(r"^(?:for|while)\b", re.M)
 _PROJECT_WORDS = ("backward", ".step(", "yield", "DataLoader", ".item()")
 
 
@@ -311,8 +312,10 @@ def takes_part(text: str, accelerator: bool) -> bool:
     """The file may add to the project's call graph (see `_PROJECT_WORDS`), or
     ask it about the models it trains;
     `accelerator`: `may_use_accelerator(text)`, which the caller has already."""
-    # (a script without a def can still train at its top level, on models defined elsewhere)
-    return ("def " in text or "backward" in text) and (accelerator or any(w in text for w in _PROJECT_WORDS))
+    # (a script without a def can still train at its top level, on models defined elsewhere,
+    # or run whole trainings in a loop: `for ii in range(args.itr): exp.train(setting)`)
+    return ("def " in text or "backward" in text or _TOP_LEVEL_LOOP.search(text) is not None) and (
+        accelerator or any(w in text for w in _PROJECT_WORDS))
 
 
 def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None) -> List[Finding]:

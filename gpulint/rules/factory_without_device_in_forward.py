@@ -4,7 +4,9 @@ import ast
 import re
 from typing import Optional, Set, Tuple
 
-from gpulint.model.control.repetition import under_once_guard
+from gpulint.model.control.repetition import after_cache_hit, under_once_guard
+from gpulint.model.control.syncs import waits_on_host
+from gpulint.model.index.nodes import FUNCS
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import (
     default_device_set,
@@ -81,10 +83,19 @@ class FactoryWithoutDeviceInForward(Rule):
 
     Not flagged:
     - `*_like` and `x.new_*`, which use their input's device;
-    - code in `__init__` or other methods, and nested functions;
+    - code in `__init__` or other methods, and nested functions; but in a
+      method that only `forward` calls (`self._prob_QK(q, k)` in `forward`,
+      and nowhere else in the class), which runs with every forward, an
+      index tensor is flagged: a factory whose tensor indexes another one
+      (`K[:, :, torch.arange(L_Q).unsqueeze(1), index_sample]`, with
+      `index_sample = torch.randint(L_K, (L_Q, k))`), which torch copies to
+      the indexed tensor's device on every call, unless it is a boolean mask
+      or the helper reads device data on the host anyway (`.item()`,
+      `nonzero`, ...: the host waits there, and one small copy adds little);
     - code under a guard that holds on the first call only: `if
       self.step == 0:` (a counter), `if self.table is None:` (a lazy
-      cache), `if key not in cache: cache[key] = ...`;
+      cache), `if key not in cache: cache[key] = ...`, and code after a
+      return of a cached value (`if pe.size(0) >= n: return pe`);
     - `torch.tensor(3.0)`-style scalars and other 0-dim tensors, which
       PyTorch combines with CUDA tensors without a copy, and placeholders
       with a literal 0 dimension (`torch.empty([0])`) or empty data
@@ -215,7 +226,12 @@ class FactoryWithoutDeviceInForward(Rule):
                 [add_keyword(ctx.source, node, f"device={device}")],
                 UNSAFE if reason else SAFE,
             )
-        self.report(ctx, node, fix=fix, factory=name)
+        if forward.name == "forward":
+            self.report(ctx, node, fix=fix, factory=name)
+        else:
+            self.report(ctx, node, fix=fix, message=(
+                f"`torch.{name}()` in `{forward.name}`, which `forward` calls, builds the tensor on the CPU every "
+                "call; pass `device=`"))
 
     def _assess(self, ctx, node: ast.Call, ancestors) -> Optional[Tuple[ast.FunctionDef, str, Optional[str],
                                                                         Optional[str]]]:
@@ -238,6 +254,9 @@ class FactoryWithoutDeviceInForward(Rule):
         forward = self._forward(ctx, ancestors)
         if forward is None:
             return None
+        if forward.name != "forward" and (
+                not _indexes_a_tensor(fa, node, forward) or _boolean(node) or waits_on_host(fa, forward)):
+            return None  # in a helper of `forward`: only an integer index tensor, where nothing waits anyway
         if name in ("tensor", "as_tensor"):
             data = node.args[0] if node.args else None
             if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
@@ -248,8 +267,9 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if _in_host_only_branch(ancestors, node):
             return None
-        if under_once_guard(node, ancestors, ctx.analysis.index):
+        if under_once_guard(node, ancestors, ctx.analysis.index) or after_cache_hit(fa, node, ancestors):
             return None  # `if self.step == 0:` / `if self.table is None:`: built on the first call only
+            # (or after `if pe.size(0) >= n: return pe`: built when the cached table is too short)
         if _needed_on_host(ctx, node, forward) or _boolean_mask_index(ctx.analysis, node, forward):
             return None
         device = self._device_expr(forward, node, ctx)
@@ -288,13 +308,16 @@ class FactoryWithoutDeviceInForward(Rule):
 
     @staticmethod
     def _forward(ctx, ancestors) -> Optional[ast.FunctionDef]:
-        """The `forward` method of an nn.Module subclass that directly holds the call."""
+        """The `forward` method of an nn.Module subclass that directly holds the
+        call, or a method of it that only `forward` calls (`Steps.forward_helper`)."""
         for i in range(len(ancestors) - 1, -1, -1):
             anc = ancestors[i]
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                if not (isinstance(anc, ast.FunctionDef) and anc.name == "forward" and i > 0):
+                if not (isinstance(anc, ast.FunctionDef) and i > 0):
                     return None
                 cls = ancestors[i - 1]
+                if anc.name != "forward" and not ctx.analysis.steps.forward_helper(anc, cls):
+                    return None
                 if (
                     isinstance(cls, ast.ClassDef)
                     and ctx.analysis.values.is_module_class(cls)
@@ -627,3 +650,35 @@ def _boolean_mask_index(fa, node: ast.Call, forward: ast.AST) -> bool:
             continue  # `torch.logical_and(mask, other)`: still a mask
         return False
     return bool(uses)
+
+
+def _indexes_a_tensor(fa, node: ast.Call, func: ast.AST) -> bool:
+    """The factory's tensor is an index of a subscript in `func`: the call
+    itself sits in a subscript's index (through `.unsqueeze(1)`, `[:, None]`
+    and other chains on it), or it is bound to a name that one does, before
+    the name is bound again (Informer's `index_sample = torch.randint(...)`,
+    then `K_expand[:, :, rows, index_sample, :]`)."""
+    parents = fa.index.parents
+    cur, p = node, parents.get(node)
+    while p is not None and not isinstance(p, (ast.stmt, FUNCS)):
+        if isinstance(p, ast.Subscript) and cur is p.slice:
+            return True
+        if isinstance(p, (ast.Tuple, ast.Attribute, ast.Call)) or (isinstance(p, ast.Subscript) and cur is p.value):
+            cur, p = p, parents.get(p)
+            continue
+        return False
+    if not (isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) and cur is p.value):
+        return False
+    name = p.targets[0].id
+    for n in ast.walk(func):
+        if isinstance(n, ast.Subscript) and n.lineno >= p.lineno and n is not p.value:
+            if any(isinstance(m, ast.Name) and m.id == name and isinstance(m.ctx, ast.Load) for m in ast.walk(n.slice)):
+                return True
+    return False
+
+
+def _boolean(node: ast.Call) -> bool:
+    """`torch.ones(n, dtype=torch.bool)`: a mask, which the host must read to
+    index with (on either device)."""
+    dtype = find_keyword(node, "dtype")
+    return dtype is not None and last_name(dtype.value) == "bool"

@@ -76,3 +76,31 @@ class Steps:
             return False
         name = (last_name(func.value) or "").lstrip("_")
         return bool(OPTIMIZER_NAME_RE.match(name) or SCALER_NAME_RE.match(name))
+
+    def forward_helper(self, func: ast.AST, cls: ast.AST) -> bool:
+        """`func` is a method of the `nn.Module` class `cls`, other than
+        `forward`, that only `forward` calls (`self._prob_QK(q, k)`, at least
+        once, and nowhere else in the class): it runs as part of every
+        forward pass, not at set-up."""
+        if not (isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(cls, ast.ClassDef)):
+            return False
+        if func.name in ("forward", "__init__") or func.name.startswith("__") or not self.values.is_module_class(cls):
+            return False
+        return self.values.index.memoized("steps.forward_helpers", cls, lambda: _forward_helpers(cls)).__contains__(
+            func.name)
+
+
+def _forward_helpers(cls: ast.ClassDef) -> frozenset:
+    """The names of `cls`'s methods that its `forward` calls on `self` and
+    no other method of it does."""
+    in_forward, elsewhere = set(), set()
+    for item in cls.body:
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        found = in_forward if item.name == "forward" else elsewhere
+        for n in ast.walk(item):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self"):
+                found.add(n.func.attr)
+    methods = {item.name for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return frozenset((in_forward - elsewhere) & methods)

@@ -12,7 +12,7 @@ from bisect import bisect_left
 from typing import Iterator
 
 from gpulint.model.index.nodes import FUNCS
-from gpulint.model.index.order import loops_around
+from gpulint.model.index.order import loops_around, scope_nodes
 from gpulint.model.values.kinds import PARAM_GROUPS, TENSOR
 from gpulint.model.control.eval_order import evaluation_order
 
@@ -486,3 +486,32 @@ def derived_before(name: str, block, k: int, assigned, depth: int) -> bool:
         return True
     names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
     return any(derived_before(n, block, i, assigned, depth + 1) for n in names if n != name)
+
+
+# calls that make the host wait for the GPU (a read of device data on the host,
+# or an op whose output size the host must learn)
+_WAITING_METHODS = frozenset(("item", "tolist", "cpu", "numpy", "nonzero", "unique", "masked_select"))
+_WAITING_FUNCS = frozenset(("torch.nonzero", "torch.unique", "torch.masked_select", "torch.any", "torch.all"))
+
+
+def waits_on_host(analysis, func: ast.AST) -> bool:
+    """`func`'s own code reads device data on the host somewhere (`.item()`,
+    `.tolist()`, `.cpu()`, `.numpy()`, `nonzero`, `unique`, a `.to("cpu")`,
+    a truth test of `torch.any(...)`): each run of it waits for the GPU
+    anyway, so one more small blocking copy in it costs next to nothing."""
+    return analysis.index.memoized("syncs.waits_on_host", func, lambda: _waits(analysis, func))
+
+
+def _waits(analysis, func: ast.AST) -> bool:
+    for n in scope_nodes(func):
+        if not isinstance(n, ast.Call):
+            continue
+        f = n.func
+        if isinstance(f, ast.Attribute) and f.attr in _WAITING_METHODS and not n.args:
+            return True
+        if isinstance(f, ast.Attribute) and f.attr == "to" and n.args and isinstance(n.args[0], ast.Constant) \
+                and n.args[0].value == "cpu":
+            return True
+        if (analysis.imports.qualname(f) or "") in _WAITING_FUNCS:
+            return True
+    return False

@@ -215,7 +215,9 @@ class FileRefs:
         `self.<attr> = Something(...)` per class."""
         every: Dict[ast.AST, Dict[str, List[str]]] = {}  # scope -> name -> the classes of its bindings
         counts: Dict[ast.AST, Dict[str, int]] = {}
-        attr_found: Dict[ast.AST, Dict[str, str]] = {}
+        attr_found: Dict[ast.AST, Dict[str, ast.AST]] = {}  # (what each is built by, resolved at the end)
+        built: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}
+        aliases: Dict[str, ast.AST] = {}
         attr_counts: Dict[ast.AST, Dict[str, int]] = {}
         parents = self.fa.index.parents
         kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
@@ -241,9 +243,7 @@ class FileRefs:
                         c = attr_counts.setdefault(cls, {})
                         c[t.attr] = c.get(t.attr, 0) + weight
                         if isinstance(value, ast.Call) and len(targets) == 1:
-                            target = self.resolve_name(value.func)
-                            if target is not None:
-                                attr_found.setdefault(cls, {})[t.attr] = target
+                            attr_found.setdefault(cls, {})[t.attr] = value.func
                     continue
                 if isinstance(t, ast.Name) and _keeps_object(value, t.id):
                     continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
@@ -253,11 +253,23 @@ class FileRefs:
                     # `d[k] = v` store into an object, they do not rebind its name
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         c[n.id] = c.get(n.id, 0) + weight
+                if isinstance(scope, ast.Module) and isinstance(t, ast.Name) and isinstance(
+                        value, (ast.Name, ast.Attribute)):
+                    aliases[t.id] = value  # `Exp = Exp_Informer`
                 value = _constructed(value)
                 if isinstance(t, ast.Name) and isinstance(value, ast.Call):
-                    target = self.resolve_name(value.func)
-                    if target is not None:
-                        every.setdefault(scope, {}).setdefault(t.id, []).append(target)
+                    built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
+        # a module-level name bound once, to a class or function the file knows: the same one
+        module_counts = counts.get(self.fa.tree, {})
+        for name, value in aliases.items():
+            target = self.resolve_name(value) if module_counts.get(name) == 1 else None
+            if target is not None and name not in self.names:
+                self.names[name] = target
+        for scope, funcs in built.items():
+            for name, found in funcs.items():
+                targets = [t for t in map(self.resolve_name, found) if t is not None]
+                if targets:
+                    every.setdefault(scope, {})[name] = targets
         for scope, names in every.items():
             c = counts.get(scope, {})
             unions = {k: tuple(sorted(set(v))) for k, v in names.items() if c.get(k) == len(v) and len(set(v)) > 1}
@@ -270,7 +282,9 @@ class FileRefs:
                 self._local_instances[scope] = kept
         for cls, attrs in attr_found.items():
             c = attr_counts.get(cls, {})
-            self._attr_instances[cls] = {k: v for k, v in attrs.items() if c.get(k) == 1}
+            self._attr_instances[cls] = {
+                k: t for k, v in attrs.items() if c.get(k) == 1 for t in (self.resolve_name(v),) if t is not None
+            }
 
     def resolve_name(self, expr: ast.AST) -> Optional[str]:
         """The dotted target of a Name or an Attribute chain through the

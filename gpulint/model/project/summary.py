@@ -39,7 +39,7 @@ from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
 from gpulint.model.names import ImportTable
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
-from gpulint.model.values.kinds import HOST_TENSOR, LOADER, LOADER_NAME_RE, TENSOR, kind_from_name
+from gpulint.model.values.kinds import HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, TENSOR, kind_from_name
 from gpulint.model.values.values import module_class_names
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,6 +113,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                     sc.returns.append(None)
                 elif value is not None and isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.BinOp)):
                     sc.returns.append(_kind_passed(fa, value, fa.index.ancestors(value)))
+                elif isinstance(value, ast.Tuple) and value.elts and all(
+                        _kind_passed(fa, e, fa.index.ancestors(e)) == NUMBER for e in value.elts):
+                    sc.returns.append(HOST_NUMBERS)  # `return loss.item(), acc.item()`
                 else:
                     sc.returns.append(None)
     building = defs_building_on_cpu(fa)

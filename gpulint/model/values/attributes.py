@@ -40,7 +40,8 @@ def class_attribute_kinds(values: "Values", cls: ast.ClassDef, kinds: Dict[str, 
                 k = values.classify(node.value, {}, set())
                 if isinstance(node.value, ast.Name):
                     # `self.avg_loss = now_loss`: what the method bound the name to, not its name
-                    k = local_name_kind(values, node, node.value.id) or k
+                    k = local_name_kind(values, node, node.value.id) or (
+                        OTHER if constant_default(values, node, node.value.id) else k)
                 if k is None and from_config(node.value):
                     k = OTHER  # `self.margin_loss = self.strategy.args.margin_loss_enable`: a setting
                 if k is not None:
@@ -83,6 +84,21 @@ def local_name_kind(values: "Values", at: ast.AST, name: str) -> Optional[str]:
     if TENSOR in found:
         return TENSOR
     return found.pop() if len(found) == 1 else None
+
+
+def constant_default(values: "Values", at: ast.AST, name: str) -> bool:
+    """`name` is a parameter of the function around `at` whose default is a
+    number, a string or a bool (`advantage_weighted_buffer_loss=True`): a
+    setting the caller may change, not a tensor, whatever its name says."""
+    scope = values.index.enclosing_scope(values.index.ancestors(at))
+    if not isinstance(scope, FUNCS):
+        return False
+    args = scope.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return any(a.arg == name and isinstance(d, ast.Constant) and isinstance(d.value, (bool, int, float, str))
+               for a, d in pairs)
 
 
 def is_self_attr(t: ast.AST) -> bool:

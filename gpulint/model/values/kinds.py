@@ -35,6 +35,10 @@ HOST_MAPPING = "host_mapping"
 # (`return loss.detach().cpu()`) or every caller passes; the values layer
 # reads it as a TENSOR, and `HostValues` knows where it lives
 HOST_TENSOR = "host_tensor"
+# a tuple of Python numbers, as the project knows it: what a step function
+# returns (`return qf1_loss.item(), qf2_loss.item(), alpha.item()`); each
+# element unpacked from it is a NUMBER
+HOST_NUMBERS = "host_numbers"
 # kinds of value that live on the host: reading them waits for nothing
 HOST_KINDS = frozenset({NUMBER, OTHER, NUMPY, HOST_TENSOR})
 

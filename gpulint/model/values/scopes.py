@@ -12,6 +12,7 @@ from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.names import ImportTable
 from gpulint.model.values.kinds import (
     HOST_MAPPING,
+    HOST_NUMBERS,
     HOST_TENSOR,
     LOADER,
     MODEL,
@@ -207,7 +208,7 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
             batch.discard(target.id)
     elif isinstance(target, (ast.Tuple, ast.List)):
         is_batch = values.is_batch_expr(value, kinds, batch)
-        elt_kind = TENSOR if (kind == TENSOR or is_batch) else None
+        elt_kind = TENSOR if (kind == TENSOR or is_batch) else NUMBER if kind == HOST_NUMBERS else None
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
             for t, v in zip(target.elts, value.elts):
                 _bind(values, t, values.classify(v, kinds, batch), kinds, batch, v)

@@ -18,15 +18,10 @@ import ast
 from typing import Optional, Sequence
 
 from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import FUNCS
-from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.devices import default_device_set, factory_name
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
-
-# calls that make the host wait for the GPU (a read of device data on the host)
-_SYNC_METHODS = frozenset(("item", "tolist", "cpu", "numpy", "nonzero", "unique", "masked_select"))
-_SYNC_FUNCS = frozenset(("torch.nonzero", "torch.unique", "torch.masked_select", "torch.any", "torch.all"))
-
 
 def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.Call]:
     """The CPU factory that `moved` (what a `.to(<device>)` / `.cuda()`
@@ -98,24 +93,6 @@ def _in_module_forward(fa, func: Optional[ast.AST]) -> bool:
 
 def waits_anyway(fa, func: Optional[ast.AST]) -> bool:
     """The function around the move reads device data on the host itself
-    (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `nonzero`, `unique`, a
-    truth test of `torch.any(...)`): the host waits for the GPU there
-    anyway, so the stall of one more small copy costs next to nothing."""
-    if func is None:
-        return False
-    return fa.index.memoized("gpu203.waits", func, lambda: _reads_on_host(fa, func))
-
-
-def _reads_on_host(fa, func) -> bool:
-    for n in scope_nodes(func):
-        if not isinstance(n, ast.Call):
-            continue
-        f = n.func
-        if isinstance(f, ast.Attribute) and f.attr in _SYNC_METHODS and not n.args:
-            return True
-        if isinstance(f, ast.Attribute) and f.attr == "to" and n.args and isinstance(n.args[0], ast.Constant) \
-                and n.args[0].value == "cpu":
-            return True
-        if (fa.imports.qualname(f) or "") in _SYNC_FUNCS:
-            return True
-    return False
+    (`waits_on_host`): the host waits for the GPU there anyway, so the stall
+    of one more small copy costs next to nothing."""
+    return func is not None and waits_on_host(fa, func)

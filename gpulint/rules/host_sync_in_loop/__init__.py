@@ -222,8 +222,8 @@ class HostSyncInLoop(TruthTests, Rule):
     optimizer step. Evaluation and inference loops are covered by GPU104
     (host-sync-in-eval-loop), which is off by default:
 
-    - `.item()`, `.cpu()`, `.numpy()` on a value not known to be a numpy array,
-      a Python number or a model; `.tolist()` on a tensor;
+    - `.item()`, `.cpu()`, `.numpy(force=True)` on a value not known to be a
+      numpy array, a Python number or a model; `.tolist()` on a tensor;
     - `float(t)`, `int(t)`, `bool(t)` of a tensor, and `math.isfinite(t)`,
       `math.isnan(t)`, `math.isinf(t)`, which convert it to a float first
       (RT-DETR's `if not math.isfinite(loss_value):` on the summed loss);
@@ -291,8 +291,10 @@ class HostSyncInLoop(TruthTests, Rule):
       be in host memory: batches straight from a DataLoader that were never
       moved, results of `.cpu()`, torch factories without `device=`
       (`torch.rand([])`);
+    - `t.numpy()` without `force=True`: torch refuses it for a device tensor,
+      so `t` is in host memory (a copy is the `.cpu()` before it);
     - values whose type is unknown, except for `.item()`, `.cpu()` and
-      `.numpy()`, which hardly exist on anything but tensors; comparisons of
+      `.numpy(force=True)`, which hardly exist on anything but tensors; comparisons of
       sizes, shapes and numbers (`if x.size(0) < 2:`, `assert x.shape == y.shape`,
       `max(longest, len(x))`), and `max()` / `min()` with `key=`, or with a
       single iterable that is not a device tensor (`min(y)` of a CUDA tensor
@@ -543,8 +545,8 @@ class HostSyncInLoop(TruthTests, Rule):
         func = node.func
         if node.args:
             return  # none of these tensor methods takes a positional argument
-        if func.attr in ("item", "tolist") and node.keywords:
-            return
+        if func.attr in ("item", "tolist") and node.keywords or func.attr == "numpy" and not _forced(node):
+            return  # (`Tensor.numpy()` refuses a device tensor: its receiver is in host memory)
         if not candidate(ctx, ctx.ancestors):
             return
         recv = func.value
@@ -627,3 +629,10 @@ def _math_test_of_tensor(node: ast.Call, ctx) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr in _MATH_TESTS and len(node.args) == 1
             and not node.keywords and ctx.analysis.imports.qualname(func) == f"math.{func.attr}"
             and is_device_tensor(node.args[0], ctx))
+
+
+def _forced(call: ast.Call) -> bool:
+    """`t.numpy(force=True)`: copies a device tensor to the host (torch 1.13+);
+    without it, `numpy()` raises on anything but a CPU tensor."""
+    return any(k.arg == "force" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+               for k in call.keywords)

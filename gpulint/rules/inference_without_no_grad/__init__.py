@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 from textwrap import dedent
-from typing import List
+from typing import List, Optional
 
 from gpulint.rules.inference_without_no_grad.grad_mode import (
     EVAL,
@@ -11,8 +11,10 @@ from gpulint.rules.inference_without_no_grad.grad_mode import (
     is_frozen_model,
     mode_before,
     needs_grad_call,
+    own_grad_off,
     runs_with_grad_off,
 )
+from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import end_of, loops_around, scope_nodes, start_of
 from gpulint.rule import MEMORY, NONE, Bench, Example, Rule
 from gpulint.workloads import RESNET18
@@ -26,7 +28,11 @@ class InferenceWithoutNoGrad(Rule):
     mode first (`model.eval()` or `model.train(False)`, before the loop or
     inside it) and no `torch.no_grad()` / `torch.inference_mode()` is in
     effect: no enclosing `with` block, no decorator on the function, no
-    `torch.set_grad_enabled(False)`.
+    `torch.set_grad_enabled(False)`. The forward may be in a method of the
+    same class that the loop calls (`pred = self._process_one_batch(batch)`
+    in Informer's `vali`, where that method runs `self.model(...)` with no
+    `no_grad` of its own and makes no gradient call): the finding is on the
+    call.
 
     It does not flag:
     - loops that need gradients: a `.backward()`, `torch.autograd.grad`,
@@ -197,9 +203,13 @@ class InferenceWithoutNoGrad(Rule):
         if not loops:
             return
         scope = fa.index.enclosing_scope(ancestors) or fa.tree
+        helper = False
         if mode_before(fa, key, node, scope) != EVAL:
-            return
-        if not fa.steps.is_model_call(node, ancestors):
+            key = _helper_forward(fa, node, ancestors)  # `pred = self._process_one_batch(batch)`
+            if key is None or mode_before(fa, key, node, scope) != EVAL:
+                return
+            helper = True
+        if not helper and not fa.steps.is_model_call(node, ancestors):
             return
         if runs_with_grad_off(fa, ancestors) or grad_explicitly_on(fa, ancestors):
             return
@@ -239,3 +249,37 @@ class InferenceWithoutNoGrad(Rule):
             if start_of(call) >= end_of(inner) and all(id(lp) in fwd_loops for lp in call_loops):
                 return True
         return False
+
+
+def _helper_forward(fa, call: ast.Call, ancestors) -> Optional[str]:
+    """`self.<method>(...)` where the method, of the same class, runs a forward
+    of one model of the object (`self.model(...)`) with autograd as its
+    caller has it (no `no_grad` of its own) and needs no gradient: that
+    model's key. Informer's `vali` puts `self.model` in eval mode and calls
+    `self._process_one_batch(...)`, whose forward is the loop's."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return None
+    cls = fa.index.enclosing_class(ancestors)
+    if cls is None:
+        return None
+    method = next((m for m in cls.body if isinstance(m, FUNCS) and m.name == func.attr), None)
+    if method is None:
+        return None
+    return fa.index.memoized("GPU501.helper_forward", method, lambda: _forwarded_model(fa, method))
+
+
+def _forwarded_model(fa, method: ast.AST) -> Optional[str]:
+    keys = set()
+    for node in scope_nodes(method):
+        if not isinstance(node, ast.Call):
+            continue
+        anc = fa.index.ancestors(node)
+        if needs_grad_call(fa, node, anc):
+            return None
+        key = forward_model_key(node)
+        if key is not None and key.startswith("self.") and fa.steps.is_model_call(node, anc):
+            if own_grad_off(fa, anc):
+                return None
+            keys.add(key)
+    return keys.pop() if len(keys) == 1 else None

@@ -209,6 +209,22 @@ def runs_with_grad_off(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
     return _module_grad_off(fa)
 
 
+def own_grad_off(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
+    """`runs_with_grad_off`, by the code of the innermost function alone (its
+    decorators and the `with` blocks in it), not by where it is called from."""
+    scope = fa.index.enclosing_scope(ancestors)
+    for anc in reversed(ancestors):
+        if isinstance(anc, (ast.With, ast.AsyncWith)):
+            for item in anc.items:
+                if _is_grad_on_ctx(fa, item.context_expr):
+                    return False
+                if _may_disable_grad(fa, item.context_expr, scope):
+                    return True
+        elif isinstance(anc, FUNCS):
+            return _decorated_grad_off(fa, anc) or _grad_off_statement(fa, list(scope_nodes(anc)))
+    return False
+
+
 def grad_explicitly_on(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
     """Inside `with torch.enable_grad():` / `set_grad_enabled(True)` (or a function
     decorated with them), with no grad-off context nested inside it: the code
@@ -350,6 +366,9 @@ def needs_grad_call(fa: FileModel, call: ast.AST, ancestors: Sequence[ast.AST]) 
         return False
     if is_gradient_call(fa, call, ancestors):
         return True
+    recv = getattr(call.func, "value", None)
+    if _mode_of_switch(call) is not None and not (isinstance(recv, ast.Name) and recv.id in ("self", "cls")):
+        return False  # `self.model.train()`: a module's mode switch, not the file's own `train`
     name = callee_name(call)
     return name is not None and name in gradient_functions(fa)
 

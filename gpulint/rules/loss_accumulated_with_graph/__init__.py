@@ -32,7 +32,10 @@ class LossAccumulatedWithGraph(Rule):
     accumulation under `no_grad`; an accumulator that is `.backward()`ed (or
     passed to `torch.autograd.grad`) later in the same function, which is
     gradient accumulation; an accumulator that is assigned afresh or cleared
-    unconditionally in every iteration (so nothing outlives an iteration);
+    unconditionally in every iteration (so nothing outlives an iteration), or
+    earlier in a block around the accumulation (`if step % 500 == 0:
+    samples = []`, then `samples.append(pipe(prompt))` in that block: each
+    run of the block starts the list again);
     loops that never call `.backward()` (validation loops). A reset under a
     condition (`if step % 100 == 0: running_loss = 0`) still lets graphs pile
     up between resets, so that is flagged; the exception is the gradient
@@ -251,7 +254,7 @@ class LossAccumulatedWithGraph(Rule):
         pos = (stmt.lineno, stmt.col_offset)
         if not gf.carries_grad(value, loop, pos):
             return
-        if self._reset_each_iteration(loop, acc, stmt):
+        if self._reset_each_iteration(loop, acc, stmt, ancestors):
             return
         if _reset_at_optimizer_step(fa, loop, acc, stmt):
             return
@@ -278,40 +281,56 @@ class LossAccumulatedWithGraph(Rule):
         self.report(ctx, stmt, message=self._detail.format(value=shown, acc=src.node_text(acc)), fix=fix)
 
     @staticmethod
-    def _reset_each_iteration(loop: ast.AST, acc: ast.AST, stmt: ast.stmt) -> bool:
+    def _reset_each_iteration(loop: ast.AST, acc: ast.AST, stmt: ast.stmt, ancestors=()) -> bool:
         """Is the accumulator assigned afresh (or cleared) on every iteration,
         before or after it is accumulated into? Then nothing outlives an
-        iteration. Updates computed from the accumulator itself are not resets."""
+        iteration. Updates computed from the accumulator itself are not resets.
+        So is one assigned afresh earlier in a block around the accumulation,
+        inside the loop (`if step % 500 == 0: samples = []`, then `for p in
+        prompts: samples.append(pipe(p))`): each run of the block starts
+        the list again, so it holds one run's values at most, not a pile."""
         keys = {_key(acc)}
         base = acc
         while isinstance(base, (ast.Attribute, ast.Subscript)):
             base = base.value
             if not (isinstance(base, ast.Name) and base.id == "self"):
                 keys.add(_key(base))
-
-        def refers_to_acc(expr: ast.AST) -> bool:
-            return any(_key(n) in keys for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)))
-
-        for s in unconditional_statements(loop.body):
-            if s is stmt:
-                continue
-            if isinstance(s, (ast.Assign, ast.AnnAssign)):
-                if s.value is None or refers_to_acc(s.value):
-                    continue
-                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                for t in targets:
-                    for elt in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
-                        if _key(elt) in keys:
-                            return True
-            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
-                f = s.value.func
-                if isinstance(f, ast.Attribute) and f.attr == "clear" and _key(f.value) in keys:
-                    return True
-            elif isinstance(s, ast.Delete):
-                for t in s.targets:
-                    if isinstance(t, ast.Subscript) and _key(t.value) in keys:
-                        return True  # `del buf[:]`
+        if any(_clears(s, keys) for s in unconditional_statements(loop.body) if s is not stmt):
+            return True
+        chain = list(ancestors) + [stmt]
+        start = next((i for i, a in enumerate(chain) if a is loop), None)
+        if start is None:
+            return False
+        for i in range(start + 1, len(chain) - 1):
+            anc, child = chain[i], chain[i + 1]
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(anc, field, None)
+                if isinstance(block, list) and any(child is b for b in block):
+                    before = block[: next(k for k, b in enumerate(block) if b is child)]
+                    if any(_clears(b, keys) for b in before):
+                        return True
         return False
+
+
+def _clears(s: ast.stmt, keys) -> bool:
+    """`s` assigns one of `keys` afresh (not from itself), clears it
+    (`acc.clear()`) or empties it (`del buf[:]`)."""
+
+    def refers_to_acc(expr: ast.AST) -> bool:
+        return any(_key(n) in keys for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)))
+
+    if isinstance(s, (ast.Assign, ast.AnnAssign)):
+        if s.value is None or refers_to_acc(s.value):
+            return False
+        targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+        return any(_key(elt) in keys for t in targets
+                   for elt in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]))
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+        f = s.value.func
+        return isinstance(f, ast.Attribute) and f.attr == "clear" and _key(f.value) in keys
+    if isinstance(s, ast.Delete):
+        return any(isinstance(t, ast.Subscript) and _key(t.value) in keys for t in s.targets)  # `del buf[:]`
+    return False
 
 
 def _reset_at_optimizer_step(fa, loop: ast.AST, acc: ast.AST, stmt: ast.stmt) -> bool:
