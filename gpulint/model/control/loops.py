@@ -26,6 +26,7 @@ from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import loops_around, nested_loops, own_nodes, target_names
 from gpulint.model.names import dotted, last_name
 from gpulint.model.values.kinds import CRITERION, MODEL, OPTIMIZER_NAME_RE, TENSOR
+from gpulint.model.values.narrowing import tests_parameter_tensor
 from gpulint.model.values.values import Values
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
@@ -467,12 +468,15 @@ class Loops:
             if body is not None and self.after_periodic_continue(anc, child):
                 return None
             if body is not None and body and (isinstance(body[-1], (ast.Return, ast.Raise)) or exits(body[-1])) and not (
-                isinstance(body[-1], ast.Return) and isinstance(anc, ast.If) and turns_on_distributed(anc.test)
-                and child in anc.body and not loops_around(chain[: i + 1])
+                isinstance(body[-1], ast.Return) and isinstance(anc, ast.If) and child in anc.body
+                and (turns_on_distributed(anc.test) or tests_parameter_tensor(
+                    anc.test, next((a for a in reversed(chain[:i]) if isinstance(a, FUNCS)), None), self.values.imports))
+                and not loops_around(chain[: i + 1])
             ):
                 # a block that leaves the function runs once, except the distributed path of a
                 # helper's own flow (`if world_size > 1: ... return x.item()`), which a
-                # distributed run takes on every call
+                # distributed run takes on every call, and the path a tensor takes
+                # (`if torch.is_tensor(x): return x.item()`), on every call with one
                 return None
             if body is not None and body and isinstance(body[-1], ast.Break):
                 once_per_loop = True

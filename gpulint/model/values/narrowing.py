@@ -31,7 +31,11 @@ def not_a_tensor_here(name: ast.Name, ancestors: Sequence[ast.AST], imports: Imp
 
 
 def tests_tensor_type(test: ast.AST, name: str, imports: ImportTable) -> bool:
-    """`isinstance(name, torch.Tensor)` (or a tuple of tensor types)."""
+    """`isinstance(name, torch.Tensor)` (or a tuple of tensor types), or
+    `torch.is_tensor(name)`."""
+    if (isinstance(test, ast.Call) and imports.qualname(test.func) == "torch.is_tensor" and len(test.args) == 1
+            and isinstance(test.args[0], ast.Name) and test.args[0].id == name):
+        return True
     if not (
         isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
         and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id == name
@@ -39,3 +43,19 @@ def tests_tensor_type(test: ast.AST, name: str, imports: ImportTable) -> bool:
         return False
     types = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
     return bool(types) and all(imports.qualname(t) in TENSOR_TYPES for t in types)
+
+
+def tests_parameter_tensor(test: ast.AST, func: ast.AST, imports: ImportTable) -> bool:
+    """`isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` where `x` is a
+    parameter of `func` (`def tensor_to_scalar(x): if torch.is_tensor(x):
+    return x.item()`): the path the function's tensor inputs take, on every
+    call with one. A local tested so (`last_lr` from a scheduler, most often
+    a float) says nothing about how often the path runs."""
+    if not (isinstance(test, ast.Call) and test.args and isinstance(test.args[0], ast.Name)
+            and isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        return False
+    name = test.args[0].id
+    args = func.args
+    if name not in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
+        return False
+    return tests_tensor_type(test, name, imports)

@@ -250,9 +250,9 @@ class HostSyncInLoop(TruthTests, Rule):
     pass of a training loop or every run of such a helper, not under a
     periodic guard, an `if` on a logging, saving or debugging option, or an
     `if` on the loop's index; a function with a training loop of its own
-    (`train_one_epoch`) is an epoch, not a step. In the helper, a read under
-    an `if` other than a type check (`isinstance(v, torch.Tensor)`) is not
-    flagged (most often an option or a rare path), but one under a step
+    (`train_one_epoch`) is an epoch, not a step. In the helper, a read under an
+    `if` other than a type check (`torch.is_tensor(v)`, which may also return
+    early) is not flagged (most often an option or a rare path), but one under a step
     counter past a warm-up (`if self.steps > start_steps:`) is, and so is
     one on the path of a distributed run (`if world_size > 1:`,
     `if dist.is_initialized():`), which a training repository takes on
@@ -447,7 +447,7 @@ class HostSyncInLoop(TruthTests, Rule):
         if loop is None:
             return None
         if isinstance(loop, FUNCS):
-            if analysis.facts.every_step(loop) != self.step_kind or conditional_in(node, ancestors, loop, analysis.index):
+            if analysis.facts.every_step(loop) != self.step_kind or conditional_in(node, ancestors, loop, analysis):
                 return None
         elif not self.covers_loop(analysis, loop):
             return None

@@ -12,11 +12,13 @@ from typing import Optional
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.control.distributed import turns_on_distributed
+from gpulint.model.values.narrowing import tests_parameter_tensor
 
 
-def conditional_in(node: ast.AST, ancestors, func: ast.AST, index) -> bool:
+def conditional_in(node: ast.AST, ancestors, func: ast.AST, analysis) -> bool:
     """`node` runs under an `if` of `func` (or one branch of `x if c else y`)
-    that is not a type check (`isinstance(v, torch.Tensor)`, `v is None`).
+    that is not a type check (`isinstance(v, torch.Tensor)`, `v is None`,
+    `torch.is_tensor(x)` of a parameter `x`).
     In a helper that runs every step, such a branch is most often an option
     or a rare path (`if self.autobalance:`, a DeepSpeed-only branch, an
     error path), which the call graph cannot tell from an every-step one."""
@@ -25,10 +27,11 @@ def conditional_in(node: ast.AST, ancestors, func: ast.AST, index) -> bool:
         anc, child = chain[i], chain[i + 1]
         if anc is func:
             return False
-        if isinstance(anc, ast.If) and child is not anc.test and not _type_check(anc.test):
+        if isinstance(anc, ast.If) and child is not anc.test and not _type_check(anc.test) \
+                and not tests_parameter_tensor(anc.test, func, analysis.imports):
             if child in anc.body and (_past_a_step(anc.test) or turns_on_distributed(anc.test)):
                 continue
-            if _by_default(anc.test, func, index) is not (child in anc.body):
+            if _by_default(anc.test, func, analysis.index) is not (child in anc.body):
                 return True
         if isinstance(anc, ast.IfExp) and child is not anc.test and not _type_check(anc.test):
             return True
