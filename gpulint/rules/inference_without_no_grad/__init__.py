@@ -11,7 +11,6 @@ from gpulint.rules.inference_without_no_grad.grad_mode import (
     is_frozen_model,
     mode_before,
     needs_grad_call,
-    own_grad_off,
     runs_with_grad_off,
 )
 from gpulint.model.index.nodes import FUNCS
@@ -279,7 +278,7 @@ def _forwarded_model(fa, method: ast.AST) -> Optional[str]:
             return None
         key = forward_model_key(node)
         if key is not None and key.startswith("self.") and fa.steps.is_model_call(node, anc):
-            if own_grad_off(fa, anc):
+            if runs_with_grad_off(fa, anc, own_only=True):
                 return None
             keys.add(key)
     return keys.pop() if len(keys) == 1 else None

@@ -189,8 +189,11 @@ def _module_grad_off(fa: FileModel) -> bool:
     return bool(v)
 
 
-def runs_with_grad_off(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
-    """Whether code with these ancestors (module -> parent) may run with autograd off."""
+def runs_with_grad_off(fa: FileModel, ancestors: Sequence[ast.AST], own_only: bool = False) -> bool:
+    """Whether code with these ancestors (module -> parent) may run with
+    autograd off. With `own_only`, by the code of the innermost function
+    alone (its decorators and the `with` blocks in it), not by where it is
+    called from or what the module sets."""
     scope = fa.index.enclosing_scope(ancestors)
     for anc in reversed(ancestors):
         if isinstance(anc, (ast.With, ast.AsyncWith)):
@@ -200,29 +203,17 @@ def runs_with_grad_off(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
                 if _may_disable_grad(fa, item.context_expr, scope):
                     return True
         elif isinstance(anc, FUNCS):
-            if _decorated_grad_off(fa, anc) or anc.name in grad_off_functions(fa):
+            if _decorated_grad_off(fa, anc) or (not own_only and anc.name in grad_off_functions(fa)):
                 return True
             if _grad_off_statement(fa, list(scope_nodes(anc))):
                 return True
+            if own_only:
+                return False
+    if own_only:
+        return False
     if fa.contexts.grad_disabled(ancestors):
         return True
     return _module_grad_off(fa)
-
-
-def own_grad_off(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
-    """`runs_with_grad_off`, by the code of the innermost function alone (its
-    decorators and the `with` blocks in it), not by where it is called from."""
-    scope = fa.index.enclosing_scope(ancestors)
-    for anc in reversed(ancestors):
-        if isinstance(anc, (ast.With, ast.AsyncWith)):
-            for item in anc.items:
-                if _is_grad_on_ctx(fa, item.context_expr):
-                    return False
-                if _may_disable_grad(fa, item.context_expr, scope):
-                    return True
-        elif isinstance(anc, FUNCS):
-            return _decorated_grad_off(fa, anc) or _grad_off_statement(fa, list(scope_nodes(anc)))
-    return False
 
 
 def grad_explicitly_on(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
