@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from pathlib import Path
 from typing import Iterable, List, Optional, Set, Tuple
 
@@ -28,6 +29,17 @@ def options(codes: Optional[Iterable[str]] = None, torch_version: Tuple[int, ...
 
 def lint(code: str, codes: Optional[Iterable[str]] = None, path: str = "snippet.py", torch_version=LATEST_TORCH):
     return lint_source(code, path, options(codes, torch_version))
+
+
+def src(code: str) -> str:
+    """A snippet written indented in a test, as a file's text."""
+    return textwrap.dedent(code).lstrip("\n")
+
+
+def check_marked(text: str, code: str, path: str = "train.py", marker: str = "# flag") -> None:
+    """The lines of `text` marked `marker` are exactly `code`'s findings."""
+    want = [i for i, line in enumerate(text.splitlines(), 1) if marker in line]
+    assert [f.row for f in lint(text, codes=[code], path=path)] == want
 
 
 def codes_of(code: str, **kw) -> List[str]:

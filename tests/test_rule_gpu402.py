@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import textwrap
-
-from helpers import lint
+from helpers import check_marked, src
 
 CODE = "GPU402"
 
 
-def src(code: str) -> str:
-    return textwrap.dedent(code).lstrip("\n")
-
-
 def check(code: str):
-    text = src(code)
-    want = [i for i, line in enumerate(text.splitlines(), 1) if "# inside" in line]
-    assert [f.row for f in lint(text, codes=[CODE])] == want
+    check_marked(src(code), CODE, "snippet.py", marker="# inside")
 
 
 def test_every_autocast_spelling():

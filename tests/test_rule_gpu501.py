@@ -3,22 +3,14 @@ and each reason not to flag, checked against a twin that is flagged."""
 
 from __future__ import annotations
 
-import textwrap
-
-from helpers import lint
+from helpers import check_marked, lint, src
 
 CODE = "GPU501"
 
 
-def src(code: str) -> str:
-    return textwrap.dedent(code).lstrip("\n")
-
-
 def check(code: str, path: str = "evaluate.py"):
     """Lines marked `# flag` are exactly the findings."""
-    text = src(code)
-    want = [i for i, line in enumerate(text.splitlines(), 1) if "# flag" in line]
-    assert [f.row for f in lint(text, codes=[CODE], path=path)] == want
+    check_marked(src(code), CODE, path)
 
 
 def test_eval_switch_spellings():

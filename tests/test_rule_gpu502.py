@@ -3,24 +3,16 @@ debug-gated code left alone."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
-from helpers import lint
+from helpers import check_marked, lint, src
 
 CODE = "GPU502"
 
 
-def src(code: str) -> str:
-    return textwrap.dedent(code).lstrip("\n")
-
-
 def check(code: str, path: str = "train.py"):
     """Lines marked `# flag` are exactly the findings."""
-    text = src(code)
-    want = [i for i, line in enumerate(text.splitlines(), 1) if "# flag" in line]
-    assert [f.row for f in lint(text, codes=[CODE], path=path)] == want
+    check_marked(src(code), CODE, path)
 
 
 def test_import_forms():

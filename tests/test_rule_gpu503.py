@@ -3,9 +3,7 @@ opt-in switches, training scripts only (and seeding helpers anywhere)."""
 
 from __future__ import annotations
 
-import textwrap
-
-from helpers import lint
+from helpers import check_marked, src
 
 CODE = "GPU503"
 TRAINS = """
@@ -17,15 +15,9 @@ def train(model, loader, optimizer):
 """
 
 
-def src(code: str) -> str:
-    return textwrap.dedent(code).lstrip("\n")
-
-
 def check(code: str, path: str = "train.py", trains: bool = True):
     """Lines marked `# flag` are exactly the findings."""
-    text = src(code) + ("\n\n" + src(TRAINS) if trains else "")
-    want = [i for i, line in enumerate(text.splitlines(), 1) if "# flag" in line]
-    assert [f.row for f in lint(text, codes=[CODE], path=path)] == want
+    check_marked(src(code) + ("\n\n" + src(TRAINS) if trains else ""), CODE, path)
 
 
 def test_import_forms_and_spellings():
