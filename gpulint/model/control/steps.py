@@ -6,6 +6,7 @@ import ast
 import re
 from typing import Sequence
 
+from gpulint.model.index.nodes import FUNCS
 from gpulint.model.names import last_name
 from gpulint.model.values.kinds import MODEL, OPTIMIZER, OPTIMIZER_NAME_RE, SCALER, SCALER_NAME_RE
 from gpulint.model.values.callfacts import NO_FACTS, CallFacts
@@ -82,12 +83,11 @@ class Steps:
         `forward`, that only `forward` calls (`self._prob_QK(q, k)`, at least
         once, and nowhere else in the class): it runs as part of every
         forward pass, not at set-up."""
-        if not (isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(cls, ast.ClassDef)):
+        if not (isinstance(func, FUNCS) and isinstance(cls, ast.ClassDef)):
             return False
         if func.name in ("forward", "__init__") or func.name.startswith("__") or not self.values.is_module_class(cls):
             return False
-        return self.values.index.memoized("steps.forward_helpers", cls, lambda: _forward_helpers(cls)).__contains__(
-            func.name)
+        return func.name in self.values.index.memoized("steps.forward_helpers", cls, lambda: _forward_helpers(cls))
 
 
 def _forward_helpers(cls: ast.ClassDef) -> frozenset:
@@ -95,12 +95,12 @@ def _forward_helpers(cls: ast.ClassDef) -> frozenset:
     no other method of it does."""
     in_forward, elsewhere = set(), set()
     for item in cls.body:
-        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(item, FUNCS):
             continue
         found = in_forward if item.name == "forward" else elsewhere
         for n in ast.walk(item):
             if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
                     and n.func.value.id == "self"):
                 found.add(n.func.attr)
-    methods = {item.name for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    methods = {item.name for item in cls.body if isinstance(item, FUNCS)}
     return frozenset((in_forward - elsewhere) & methods)

@@ -42,7 +42,7 @@ import ast
 import operator
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.nodes import FUNCS, parameter_defaults
 from gpulint.model.index.order import end_of, start_of, walk_scope
 from gpulint.model.values.attributes import is_self_attr
 
@@ -169,11 +169,8 @@ class FixedValues:
         args = func.args
         positional = [a.arg for a in args.posonlyargs + args.args]
         wanted: Dict[str, object] = {p: _REQUIRED for p in positional + [a.arg for a in args.kwonlyargs]}
-        for p, d in zip(positional[len(positional) - len(args.defaults):], args.defaults):
-            wanted[p] = d.value if isinstance(d, ast.Constant) else UNKNOWN
-        for a, d in zip(args.kwonlyargs, args.kw_defaults):
-            if d is not None:
-                wanted[a.arg] = d.value if isinstance(d, ast.Constant) else UNKNOWN
+        for a, d in parameter_defaults(func):
+            wanted[a.arg] = d.value if isinstance(d, ast.Constant) else UNKNOWN
         if method and not static and positional:
             wanted.pop(positional[0], None)  # self
         wanted = {p: v for p, v in wanted.items() if v is not UNKNOWN and not self._configured(p)}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
-from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.nodes import FUNCS, parameter_defaults
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.kinds import OTHER, TENSOR
 
@@ -93,12 +93,8 @@ def constant_default(values: "Values", at: ast.AST, name: str) -> bool:
     scope = values.index.enclosing_scope(values.index.ancestors(at))
     if not isinstance(scope, FUNCS):
         return False
-    args = scope.args
-    positional = args.posonlyargs + args.args
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
     return any(a.arg == name and isinstance(d, ast.Constant) and isinstance(d.value, (bool, int, float, str))
-               for a, d in pairs)
+               for a, d in parameter_defaults(scope))
 
 
 def is_self_attr(t: ast.AST) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Sequence
 
-from gpulint.model.index.nodes import SCOPES
+from gpulint.model.index.nodes import FUNCS, SCOPES
 from gpulint.model.names import ImportTable
 
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter"})
@@ -52,7 +52,7 @@ def tests_parameter_tensor(test: ast.AST, func: ast.AST, imports: ImportTable) -
     call with one. A local tested so (`last_lr` from a scheduler, most often
     a float) says nothing about how often the path runs."""
     if not (isinstance(test, ast.Call) and test.args and isinstance(test.args[0], ast.Name)
-            and isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            and isinstance(func, FUNCS)):
         return False
     name = test.args[0].id
     args = func.args

@@ -10,7 +10,7 @@ import ast
 import re
 from typing import Optional
 
-from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.nodes import FUNCS, parameter_defaults
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.values.narrowing import tests_parameter_tensor
 
@@ -72,14 +72,7 @@ def _by_default(test: ast.AST, func: ast.AST, index) -> Optional[bool]:
     `return_loss_tensor=True`)."""
     if not isinstance(func, FUNCS):
         return None
-    args = func.args  # type: ignore[attr-defined]
-    positional = args.posonlyargs + args.args
-    defaults = {
-        a.arg: d.value
-        for a, d in list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-        + [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-        if isinstance(d, ast.Constant)
-    }
+    defaults = {a.arg: d.value for a, d in parameter_defaults(func) if isinstance(d, ast.Constant)}
     if defaults:
         passed = _passed_here(index, func)
         defaults = {k: v for k, v in defaults.items() if k not in passed}
