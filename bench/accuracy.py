@@ -338,10 +338,24 @@ CORPUS_SETS = {
         ("sdv-dev/CTGAN", "f4fcd21d96e291fb1d6b7a14b83236927560b81e"),
         ("zhouhaoyi/Informer2020", "29f2a739226a509202a092b464163da81fa74960"),
     ],
+    "twenty-first": [
+        ("uvipen/Super-mario-bros-PPO-pytorch", "ab4248d715346c6adc33c2157455e2b98c130bcc"),
+        ("sweetice/Deep-reinforcement-learning-with-pytorch", "7b9fac7e5e40ffdc6f7ccb8b0a81e7841370a996"),
+        ("tencent-ailab/IP-Adapter", "62e4af9d0c1ac7d5f8dd386a0ccf2211346af1a2"),
+        ("kohya-ss/sd-scripts", "48d368fa557731ad0488c07304dfeba8c07910eb"),
+        ("RangiLyu/nanodet", "be9b4a9001d7f9b6fc89c2df31ae8d428e35b4f0"),
+        ("ifzhang/FairMOT", "4aa62976bde6266cbafd0509e24c3d98a7d0899f"),
+        ("microsoft/LoRA", "c4593f060e6a368d7bb5af5273b8e42810cdef90"),
+        ("jiaweizzhao/GaLore", "2cc66f88cce189e505affbb91042a8e77f5bf4e9"),
+        ("sooftware/kospeech", "984b5890dd53379486b2abc0165c3396eb52ad37"),
+        ("maum-ai/univnet", "9bb2b54838bb6d7ce767131cc7b8b61198bc7558"),
+        ("facebookresearch/dlrm", "090956ee2319ddd349a42232958aefccfe3f7b0a"),
+        ("shenweichen/DeepCTR-Torch", "f6854257b1fc29caab655ce72c6b5528b7432574"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
