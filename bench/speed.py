@@ -15,8 +15,10 @@ bench/accuracy.py ($TMPDIR/gpulint-corpus/_downloads) are reused.
 
 Every tool runs in this same invocation, on the same files, one after another:
 
-  gpulint   this checkout (PYTHONPATH=repo root), all rules on by default:
-            `python -m gpulint check --exit-zero -q --output-format concise`
+  gpulint   this checkout (PYTHONPATH=repo root), every rule on by default with
+            --preview (while no rule is stable, a plain check selects none and
+            only parses): `python -m gpulint check --preview --exit-zero -q
+            --output-format concise`
   ruff      `ruff check --isolated --no-cache --select ALL --exit-zero -q --output-format concise`
             (the `ruff` on PATH, or --ruff)
   torchfix  TorchFix's standalone CLI, `torchfix <dirs>` with its default rules,
@@ -459,7 +461,7 @@ class Bench:
         return [self.sources[n].name for n in pkgs]  # relative to the corpus dir (the cwd)
 
     def gpulint_cmd(self, pkgs, cache: bool, jobs: Optional[int] = None, paths=None) -> List[str]:
-        cmd = [sys.executable, "-m", "gpulint", "check", "--exit-zero", "-q", "--output-format", "concise"]
+        cmd = [sys.executable, "-m", "gpulint", "check", "--preview", "--exit-zero", "-q", "--output-format", "concise"]
         if not cache:
             cmd.append("--no-cache")
         if jobs is not None:

@@ -201,10 +201,11 @@ class Rule:
     # (`CallFacts.every_step`): a file with such a function is read even
     # when it has none of the needles (a per-step helper without a loop)
     reads_every_step_functions: ClassVar[bool] = False
-    # the rule says nothing about test files (`test_*.py`, `tests/`, ...): what
-    # a test does once per case costs nothing that matters. The engine skips
-    # them for it, once, before any rule runs.
-    skips_test_files: ClassVar[bool] = False
+    # the rule says nothing about test files (`is_test_path`: `tests/`, a
+    # `test_*.py` that uses pytest or unittest, ...): what a test does once per
+    # case costs nothing that matters, so every rule skips them unless it says
+    # otherwise. The engine skips them for it, once, before any rule runs.
+    skips_test_files: ClassVar[bool] = True
     examples: ClassVar[Tuple[Example, ...]] = ()
     # the workload `gpulint bench` times (None: not benchmarked yet)
     bench: ClassVar[Optional[Bench]] = None

@@ -92,18 +92,18 @@ def test_per_file_ignores(tmp_path):
     write(
         tmp_path,
         "pyproject.toml",
-        '[tool.gpulint]\n[tool.gpulint.per-file-ignores]\n"tests/*" = ["GPU001"]\n'
+        '[tool.gpulint]\n[tool.gpulint.per-file-ignores]\n"tools/*" = ["GPU001"]\n'
         '"legacy.py" = ["ALL"]\n"scripts/**/*.py" = ["GPU3", "data-parallel"]\n',
     )
     body = DP + ZG.replace("import torch\n", "")
-    for rel in ("tests/test_a.py", "legacy.py", "scripts/x/run.py", "main.py"):
+    for rel in ("tools/a.py", "legacy.py", "scripts/x/run.py", "main.py"):
         write(tmp_path, rel, body)
     res = invoke(["check", TWO], tmp_path)
     got = sorted((p, c) for p, _, _, c in findings(res.stdout))
     assert got == [
         ("main.py", "GPU001"),
         ("main.py", "GPU302"),
-        (os.path.join("tests", "test_a.py"), "GPU302"),
+        (os.path.join("tools", "a.py"), "GPU302"),
     ]
 
 

@@ -188,3 +188,23 @@ def test_rule_pages_show_status_and_figures():
     for code, cls in RULES.items():
         page = render_markdown(cls)
         assert ("Status: stable" if not cls.preview else "Status: preview") in page, code
+
+
+def test_with_no_rule_selected_files_are_only_parsed(tmp_path, monkeypatch):
+    """A run that selects no rule (a plain check while every rule is in
+    preview) reads nothing for the project: each file is parsed, so that a
+    syntax error is still reported, and none is modelled or summarized."""
+    from gpulint.engine import runner
+    from gpulint.engine.config import ConfigResolver
+    from gpulint.model.project import facts
+
+    (tmp_path / "train.py").write_text(SOURCE + "for x in loader:\n    loss = model(x)\n    loss.backward()\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    built = []
+    monkeypatch.setattr(facts, "FileModel", lambda *a, **k: built.append(a[2]) or pytest.fail("modelled"))
+    out = runner.run([str(tmp_path)], ConfigResolver(cwd=str(tmp_path)), use_cache=False, jobs=1)
+    by_name = {Path(r.path).name: r for r in out.results}
+    assert set(by_name) == {"train.py", "broken.py"}
+    assert by_name["broken.py"].error is not None and "syntax error" in str(by_name["broken.py"].error)
+    assert by_name["train.py"].error is None and not by_name["train.py"].findings
+    assert by_name["train.py"].summary is None and built == []

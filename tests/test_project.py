@@ -1459,3 +1459,64 @@ def test_a_helper_entered_right_after_a_read_starts_synced(tmp_path):
     write(tmp_path, {"other.py": engine.replace("                loss_value = loss.item()\n", "").replace(
         "misc.all_reduce_mean(loss_value)", "misc.all_reduce_mean(loss.detach())")})
     assert check(tmp_path, "--select", "GPU101", ".") == {("engine.py", 11, "GPU101"), ("misc.py", 9, "GPU101")}
+
+
+SELF_TEST_MODEL = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+if __name__ == "__main__":
+    net = Net().cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for step in range(10):
+        x = torch.randn(4, 8).cuda()
+        loss = net(x).sum()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+"""
+
+
+def test_the_main_block_of_a_module_the_project_imports_is_its_self_test(tmp_path):
+    """kohya's `sdxl_original_unet.py` ends in a ten-step smoke test under
+    `if __name__ == "__main__":`; the trainers import the module for its
+    classes. That block, which reads no command line or config, is a test,
+    skipped as test files are; the same block in a script nothing imports,
+    or one run as the command line says, is the program, and is flagged."""
+    write(tmp_path, {
+        "models/net.py": SELF_TEST_MODEL,
+        "train.py": """\
+            import torch
+            from models.net import Net
+
+            def main(loader):
+                net = Net().cuda()
+                opt = torch.optim.SGD(net.parameters(), lr=0.1)
+                for x in loader:
+                    loss = net(x.cuda()).sum()
+                    loss.backward()
+                    opt.step()
+        """,
+        "alone.py": SELF_TEST_MODEL,
+        # cleanrl's `dqn.py`: the block trains as the command line says, and
+        # an evaluation script imports the script's network class
+        "dqn.py": SELF_TEST_MODEL.replace('if __name__ == "__main__":\n',
+                                          'if __name__ == "__main__":\n    args = parse_args()\n'),
+        "dqn_eval.py": "from dqn import Net\n",
+    })
+    found = check(tmp_path, "--no-cache", "--select", "GPU101,GPU203", ".")
+    assert not any(f[0] == "net.py" for f in found)
+    assert ("dqn.py", 19, "GPU203") in found and ("dqn.py", 23, "GPU101") in found
+    assert ("alone.py", 18, "GPU203") in found and ("alone.py", 22, "GPU101") in found
+    # linted alone, the module knows no importer: its block is flagged as a program's
+    assert ("net.py", 18, "GPU203") in check(tmp_path, "--no-cache", "--select", "GPU203", "models/net.py")

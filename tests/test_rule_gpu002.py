@@ -211,7 +211,8 @@ def test_tensor_parallel_scripts_are_not_flagged():
 def test_test_files_are_not_flagged():
     text = script("loader = DataLoader(train_set, batch_size=64, shuffle=True)")
     assert flagged_rows(text, path="tests/test_ddp.py") == []
-    assert flagged_rows(text, path="test_ddp.py") == []
+    assert flagged_rows("import pytest\n" + text, path="test_ddp.py") == []
+    assert flagged_rows(text, path="test_ddp.py") != []  # a script named like a test, using no test framework
 
 
 # ------------------------------------------------------------------ set_epoch

@@ -1182,8 +1182,10 @@ def test_calls_that_are_not_the_tensor_methods(line):
 
 @pytest.mark.parametrize("path", ["tests/test_loop.py", "scripts/test_data_loop.py", "pkg/loop_test.py"])
 def test_test_files_are_not_hot_paths(path):
+    # (outside a test folder, a file named like a test is one when it uses a test framework)
     code = textwrap.dedent(
         """
+        import pytest
         import torch
 
         def check_training(model, loader, optimizer, accelerator):

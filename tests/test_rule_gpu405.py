@@ -150,7 +150,7 @@ def test_before_2_5_the_model_must_be_on_the_device_when_the_optimizer_is_built(
 def test_test_files_are_skipped():
     code = SCRIPT.format(call="torch.optim.AdamW(model.parameters(), lr=1e-3)")
     assert rows(code, path="tests/test_optim.py") == []
-    assert rows(code, path="test_optim.py") == []
+    assert rows("import pytest\n" + code, path="test_optim.py") == []
 
 
 def test_off_by_default():

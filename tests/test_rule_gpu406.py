@@ -50,6 +50,13 @@ def test_per_step_in_place_updates_over_a_models_tensors():
     check(TRAIN)
 
 
+def test_a_project_pinned_below_torch_1_7_has_no_foreach_functions():
+    """sweetice's requirements.txt pins `torch==1.0`: no `torch._foreach_*` to use."""
+    text = src(TRAIN)
+    assert [f.row for f in lint(text, codes=[CODE], path="train.py", torch_version=(1, 0))] == []
+    assert len(lint(text, codes=[CODE], path="train.py", torch_version=(1, 7))) == 3
+
+
 def test_once_other_work_or_foreach_is_not_flagged():
     check(
         """

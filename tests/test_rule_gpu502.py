@@ -72,8 +72,13 @@ def test_only_a_literal_true_turns_it_on():
     ],
 )
 def test_test_files_are_skipped(path, flagged):
-    text = "import torch\ntorch.autograd.set_detect_anomaly(True)\n"
+    text = "import pytest\nimport torch\ntorch.autograd.set_detect_anomaly(True)\n"
     assert bool(lint(text, codes=[CODE], path=path)) is flagged
+
+
+def test_a_script_named_like_a_test_without_a_test_framework_is_read():
+    text = "import torch\ntorch.autograd.set_detect_anomaly(True)\n"
+    assert lint(text, codes=[CODE], path="test_grads.py") and not lint(text, codes=[CODE], path="tests/test_grads.py")
 
 
 def test_debug_gated_calls_are_opt_in():

@@ -215,7 +215,7 @@ def test_test_files_and_local_lookalikes():
         torch.backends.cudnn.deterministic = True
         """
     check(code, path="tests/test_repro.py")
-    check(code, path="test_repro.py")
+    check(code.replace("import torch", "import torch\n        import unittest", 1), path="test_repro.py")
     check(
         """
         import torch

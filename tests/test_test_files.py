@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+from gpulint.model.index.tree import is_test_path
 from gpulint.registry import all_rules
 
 from helpers import lint
@@ -32,5 +33,19 @@ def test_a_test_file_is_skipped_for_the_rules_that_skip_them():
 
 def test_the_rules_that_skip_test_files_say_so():
     skipping = {code for code, rule in all_rules().items() if rule.skips_test_files}
-    assert {"GPU101", "GPU104", "GPU202", "GPU203", "GPU204", "GPU301", "GPU403", "GPU405"} <= skipping
+    # every rule about what a run costs: a test runs each case once
+    assert skipping == set(all_rules()) - {"GPU401"}
     assert "GPU401" not in skipping
+
+
+def test_a_script_named_like_a_test_is_a_test_only_with_a_test_framework():
+    """Research code names its evaluation scripts `test_net.py` and its tools
+    `split_train_test.py`: by its name alone such a file is a test only when
+    it uses pytest or unittest. Under `tests/` or `test/`, every file is."""
+    script = CODE.replace("def test_training_step", "def evaluate")
+    assert is_test_path("test_net.py") and not is_test_path("test_net.py", script)
+    assert not is_test_path("tools/split_train_test.py", "import random\n")
+    assert is_test_path("test_net.py", "import pytest\n" + script)
+    assert is_test_path("pkg/test_model.py", "import unittest\nclass T(unittest.TestCase): pass\n")
+    assert is_test_path("tests/helpers.py", "") and is_test_path("test/run.py", "") and is_test_path("conftest.py", "")
+    assert "GPU101" in {f.code for f in lint(script, path="test_net.py")}  # an evaluation script is read

@@ -25,6 +25,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.model.control.constants import dead_statements
 from gpulint.model.file import FileModel
+from gpulint.model.index.nodes import is_main_guard
 from gpulint.model.index.tree import is_test_path, may_use_accelerator
 from gpulint.model.names import other_framework
 from gpulint.model.project.facts import model_with_facts, partial_summary
@@ -284,6 +285,9 @@ class ProjectInput:
     # (the project asks a file read without facts for its layers: its findings
     # do not depend on them)
     summary_only: bool = False
+    # no rule of the run is selected: the file is only parsed (a syntax error is still
+    # reported), and neither read for the project nor summarized
+    parse_only: bool = False
 
 
 @dataclass
@@ -332,13 +336,15 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     """`lint_source`, as a module of a project: also the file's summary and
     the facts it was read with (`ProjectInput.table`, or its own)."""
     per_step = project is not None and project.table is not None and bool(project.table.get("every_step"))
-    test_file = is_test_path(path)
+    test_file = is_test_path(path, text)
     selected = [
         (r, v) for r, v in _rules_for(tuple(options.codes))
         if (_wanted(r, text) or (per_step and r.reads_every_step_functions)) and not (test_file and r.skips_test_files)
     ]
     if tree is None:
         tree = parse(text, path)  # always: a file that does not parse is reported, needles or not
+    if project is not None and project.parse_only:
+        return ModuleResult([], None, None, False, may_use_accelerator(text))
     if selected and other_framework(tree, text) is not None:
         selected = []  # Paddle or TensorFlow code: no rule is about it
     own_pin = pinned(options)
@@ -374,9 +380,21 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     if own_pin is not None and summary is not None:
         summary["pin"] = list(own_pin)  # (the project joins it to the files of the same program)
     findings = [] if not selected or project.summary_only else _lint_tree(text, path, options, tree, selected, model)
+    if findings and facts is not None and facts.get("self_test"):
+        findings = _outside_self_test(findings, tree, {r.code for r, _ in selected if r.skips_test_files})
     if model is not None:
         model.close()
     return ModuleResult(findings, summary, table, deferred, accelerator)
+
+
+def _outside_self_test(findings: List[Finding], tree: ast.Module, skipping: set) -> List[Finding]:
+    """`findings` less those of rules that skip test files (`skipping`) inside
+    the file's `if __name__ == "__main__":` blocks that take no input: in a
+    module that other files of the project import, such a block is the
+    module's self-test (a few steps run by hand, not the training the
+    project runs; `self_test_block`)."""
+    blocks = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body if is_main_guard(s)]
+    return [f for f in findings if f.code not in skipping or not any(a <= f.row <= b for a, b in blocks)]
 
 
 def pinned(options: LintOptions) -> Optional[Tuple[int, ...]]:

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import ast
 from textwrap import dedent
-from typing import List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.order import scope_nodes
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import has_star_args, helper_move_target, keyword_value, move_target
 from gpulint.model.values.loaders import DATALOADER_NAMES, gpu_fed_loaders, is_torch_dataloader_call
@@ -35,21 +37,36 @@ def _is_in_memory_dataset(fa, dataset: Optional[ast.AST]) -> bool:
     if _has_tensor_dataset(dataset):
         return True
     bindings = [(_refs(t), v) for t, v in _bindings(fa)]
+    returns = _returned(fa)
     seen: Set[str] = set()
     todo = _refs(dataset)
-    for _ in range(4):  # a few assignments deep
+    for _ in range(4):  # a few assignments (or returns of this file's functions) deep
         todo -= seen
         if not todo:
             return False
         seen |= todo
         nxt: Set[str] = set()
-        for bound, value in bindings:
-            if bound & todo:
-                if _has_tensor_dataset(value):
-                    return True
-                nxt |= _refs(value)
+        # `dataset = TensorDataset(...)` bound to a name, or returned by a function
+        # of the file the loader's dataset comes from (`load_and_cache_examples(...)`)
+        found = [v for bound, v in bindings if bound & todo] + [v for n in todo for v in returns.get(n, ())]
+        for value in found:
+            if _has_tensor_dataset(value):
+                return True
+            nxt |= _refs(value)
         todo = nxt
     return False
+
+
+def _returned(fa) -> Dict[str, List[ast.AST]]:
+    """The module-level functions of the file, by name: what their `return`s give."""
+    def build():
+        out: Dict[str, List[ast.AST]] = {}
+        for func in fa.tree.body:
+            if isinstance(func, FUNCS):
+                out[func.name] = [n.value for n in scope_nodes(func) if isinstance(n, ast.Return) and n.value is not None]
+        return out
+
+    return fa.index.memoized("placement", "gpu202_returns", build)  # type: ignore[return-value]
 
 
 def _moves_to_gpu(fa, node: ast.AST) -> bool:
@@ -121,8 +138,9 @@ class DataloaderWithoutWorkers(Rule):
     `.to(device)`, or `.type(Tensor)` with a CUDA tensor type such as
     `torch.cuda.FloatTensor`, the idiom of older scripts).
 
-    Not flagged: a `TensorDataset` (or a split of one), whose samples are
-    already in memory; a dataset class or `collate_fn` of the same file that
+    Not flagged: a `TensorDataset` (or a split of one, or what a function of
+    the same file returns built from one: `load_and_cache_examples(...)`),
+    whose samples are already in memory; a dataset class or `collate_fn` of the same file that
     moves samples to the GPU itself (workers could not run it); a
     `DataLoader` given `**kwargs` or a non-literal `num_workers` (it is
     configured elsewhere); a loader whose batches are not moved to a GPU in
@@ -172,7 +190,6 @@ class DataloaderWithoutWorkers(Rule):
     message = "`DataLoader` loads every batch in the main process while the GPU waits; set `num_workers`"
     fix_safety = UNSAFE
     needles = ("DataLoader",)
-    skips_test_files = True
     examples = (
         Example(
             bad="""

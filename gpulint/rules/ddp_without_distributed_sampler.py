@@ -179,7 +179,6 @@ class DdpWithoutDistributedSampler(Rule):
     default = False
     needles = ("DistributedDataParallel", "init_process_group", "FullyShardedDataParallel", "fully_shard",
                "DistributedSampler")
-    skips_test_files = True
     examples = (
         Example(
             bad="""

@@ -123,7 +123,6 @@ class DetectAnomalyEnabled(Rule):
     )
     fix_safety = NONE
     needles = ("anomaly",)
-    skips_test_files = True
     examples = (
         Example(
             bad="""

@@ -225,7 +225,6 @@ class DeterministicModeInTraining(Rule):
     fix_safety = NONE
     default = False
     needles = ("deterministic",)
-    skips_test_files = True
     examples = (
         Example(
             bad="""

@@ -176,7 +176,6 @@ class FactoryWithoutDeviceInForward(Rule):
     message = "`torch.{factory}()` in `forward` builds the tensor on the CPU every call; pass `device=`"
     fix_safety = SAFE
     needles = ("forward",)
-    skips_test_files = True
     examples = (
         Example(
             bad="""

@@ -126,7 +126,6 @@ class Fp32WithoutTf32OrAmp(Rule):
     )
     fix_safety = UNSAFE
     needles = ("backward",)
-    skips_test_files = True
     examples = (
         Example(
             bad="""

@@ -4,6 +4,9 @@ import ast
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
+# the first torch with the `torch._foreach_*` functions (its multi-tensor optimizers)
+FOREACH_SINCE = (1, 7)
+
 # what iterates a model's tensors: `model.parameters()`, `ema.named_buffers()`, `sd.values()`
 _TENSOR_LISTS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
 # in-place tensor methods that `torch._foreach_*` does for a whole list in one launch each
@@ -110,6 +113,9 @@ class PerParameterUpdateLoop(Rule):
     the same by default), and `torch.optim.swa_utils.AveragedModel` with
     `get_ema_multi_avg_fn` is the public form of the EMA.
 
+    Not flagged where the project pins a torch older than 1.7, which has
+    no `torch._foreach_*` functions.
+
     ## Fix safety
     No automatic fix: the rewrite needs the two lists (kept once, outside
     the step), and `lerp_` rounds differently from `mul_` then `add_` in
@@ -135,7 +141,6 @@ class PerParameterUpdateLoop(Rule):
     )
     fix_safety = NONE
     default = False
-    skips_test_files = True
     needles = ("parameters", "buffers", "state_dict")
     examples = (
         Example(
@@ -217,8 +222,8 @@ class PerParameterUpdateLoop(Rule):
     )
 
     def visit_For(self, node: ast.For, ctx) -> None:
-        if not _iterates_model_tensors(node.iter):
-            return
+        if ctx.torch_version < FOREACH_SINCE or not _iterates_model_tensors(node.iter):
+            return  # (a project pinned to an older torch has no `torch._foreach_*` to use)
         targets = _loop_targets(node)
         if not node.body or not all(_in_place_update(s, targets) for s in node.body):
             return

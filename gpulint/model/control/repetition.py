@@ -26,6 +26,10 @@ Read from the file, and from what the project's facts say of its functions:
 * **Cache misses**: what a def does after an `if` that returns the value
   it tested (`if pe is not None: if pe.size(1) >= n: return pe`; a bare
   `return` for a `self.` attribute kept in place) runs on a miss only.
+* **Passes over data**: a function with a loop of its own over a DataLoader
+  makes a pass over the data on each call (an evaluation, a pass scoring
+  attention heads): what it does outside that loop runs once per pass,
+  even when a loop calls it.
 * **Repeated**: otherwise, a node in the body of a `for` / `while` loop of
   the same function (not in the expression iterated), a node in a function
   named like per-step code (`PER_STEP_WORDS`) unless this file calls that
@@ -553,6 +557,23 @@ def _calls_by_callee(fa: "FileModel") -> Dict[str, List[ast.Call]]:
     return cache["calls_by_callee"]  # type: ignore[return-value]
 
 
+def _passes_over_data(fa: "FileModel", func: ast.AST) -> bool:
+    """`func` steps over a DataLoader in a loop of its own: a call is a pass
+    over the data (an evaluation, a pass scoring attention heads), and what
+    it does outside that loop runs once per pass, not once per step."""
+    def compute() -> bool:
+        stack = list(func.body)  # type: ignore[attr-defined]
+        while stack:  # the function's own loops (not those of nested defs)
+            n = stack.pop()
+            if isinstance(n, (ast.For, ast.AsyncFor)) and fa.loops.loop_iterates_loader(n, fa.index.ancestors(n)):
+                return True
+            if not isinstance(n, SCOPES):
+                stack.extend(ast.iter_child_nodes(n))
+        return False
+
+    return fa.index.memoized("repetition.passes", func, compute)  # type: ignore[return-value]
+
+
 def _hot_callees(fa: "FileModel") -> Set[str]:
     """Names of functions called from repeated code of this file."""
     cache = fa.index.memo("repetition")
@@ -625,6 +646,8 @@ def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]
     func, in_loop = _guarded_context(node, ancestors, fa)
     if func is _ONCE or func is None:
         return False
+    if not in_loop and _passes_over_data(fa, func):
+        return False  # once per pass over a loader (bertology's `compute_heads_importance`)
     if fa.facts.every_step(func) is not None:
         return True  # the project says so: called every step of a loop, in this file or another
     return func.name not in _ENTRY_POINTS and func.name in _hot_callees(fa)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from typing import Iterator
+from typing import Iterator, Optional
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes
@@ -68,10 +68,26 @@ def _converts_tensor(n: ast.AST, analysis) -> bool:
     return analysis.imports.qualname(n.func) in CONVERSIONS and _device_tensor(n.args[0], analysis)
 
 
+def _logs_device_tensor(n: ast.AST, analysis) -> bool:
+    """`writer.add_scalar(tag, t, step)` of a tensor not known to be in host memory."""
+    value = logged_scalar(n)
+    return value is not None and _device_tensor(value, analysis)
+
+
 def _device_tensor(expr: ast.AST, analysis) -> bool:
     """Known to be a tensor where it is read, and not known to be in host memory."""
     ancestors = analysis.index.ancestors(expr)
     return analysis.values.kind_at(expr, ancestors) == TENSOR and not analysis.host.is_host_tensor(expr, ancestors)
+
+
+def logged_scalar(call: ast.AST) -> Optional[ast.AST]:
+    """What `writer.add_scalar(tag, value, step)` (or `scalar_value=value`)
+    logs: TensorBoard's SummaryWriter turns a tensor into a number on the host."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_scalar"):
+        return None
+    if len(call.args) >= 2 and not isinstance(call.args[1], ast.Starred):
+        return call.args[1]
+    return next((k.value for k in call.keywords if k.arg == "scalar_value"), None)
 
 
 def has_host_read(node: ast.AST, analysis=None) -> bool:
@@ -85,7 +101,7 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
         n = stack.pop()
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
-        if analysis is not None and _converts_tensor(n, analysis):
+        if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)):
             return True
         if isinstance(n, ast.IfExp):
             stack.append(n.test)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import List, Tuple
 
 LOOPS = (ast.For, ast.While, ast.AsyncFor)
@@ -23,6 +24,27 @@ def is_main_guard(stmt: ast.AST) -> bool:
         names = names or (isinstance(n, ast.Name) and n.id == "__name__")
         consts = consts or (isinstance(n, ast.Constant) and n.value == "__main__")
     return names and consts
+
+
+# what a program that takes its settings from outside reads them with: a command
+# line, a config file, the environment
+_TAKES_INPUT = re.compile(
+    r"argv|parse_args|ArgumentParser|\btyro\b|\bfire\b|\bhydra\b|\bclick\b|OmegaConf|load_config|from_cli|environ")
+
+
+def self_test_block(tree: ast.Module, text: str) -> bool:
+    """The file has an `if __name__ == "__main__":` block that reads no
+    command line, config or environment: it runs the same few steps on every
+    run, a check of the module by hand (kohya's `sdxl_original_unet.py` times
+    ten steps), not a program the user configures (cleanrl's `dqn.py` trains
+    under `tyro.cli(Args)` there)."""
+    lines = None
+    for stmt in tree.body:
+        if is_main_guard(stmt):
+            lines = lines if lines is not None else text.splitlines()
+            if not _TAKES_INPUT.search("\n".join(lines[stmt.lineno - 1:stmt.end_lineno])):
+                return True
+    return False
 
 
 def parameter_defaults(func: ast.AST) -> List[Tuple[ast.arg, ast.expr]]:

@@ -29,17 +29,27 @@ def may_use_accelerator(text: str) -> bool:
     return any(w in text for w in _ACCELERATOR_WORDS) or _ACCELERATOR_DEVICES_RE.search(text) is not None
 
 
-def is_test_path(path: str) -> bool:
-    """A test module by its path: `test_*.py`, `*_test.py`, `conftest.py`, or under `tests/` / `test/`."""
+# a test framework: what a module named like a test uses when it is one
+_TEST_FRAMEWORK = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:pytest|unittest)\b|\bTestCase\b", re.M)
+
+
+_TEST_FOLDERS = frozenset(["tests", "test", "testing", "test_utils"])
+
+
+def is_test_path(path: str, text: Optional[str] = None) -> bool:
+    """A test module: `conftest.py`, a file under a test folder (`tests/`,
+    `test/`, `testing/`, accelerate's `test_utils/scripts/`), or one named
+    `test_*.py` / `*_test.py`. With `text`, a file that only its name
+    calls a test is one when it uses a test framework (pytest, unittest):
+    research code names its evaluation scripts `test_net.py` or
+    `test_ddgan.py`, and its tools `split_train_test.py`."""
     p = path.replace("\\", "/")
-    base = p.rsplit("/", 1)[-1]
-    return (
-        base.startswith("test_")
-        or base.endswith("_test.py")
-        or base == "conftest.py"
-        or "/tests/" in "/" + p
-        or "/test/" in "/" + p
-    )
+    parts = p.split("/")
+    base = parts[-1]
+    if base == "conftest.py" or any(d in _TEST_FOLDERS for d in parts[:-1]):
+        return True
+    named = base.startswith("test_") or base.endswith("_test.py")
+    return named and (text is None or _TEST_FRAMEWORK.search(text) is not None)
 
 
 class TreeIndex:
@@ -218,4 +228,4 @@ class TreeIndex:
         return self.memoized("index.script", "cpu_script", compute)
 
     def is_test_file(self) -> bool:
-        return is_test_path(self.path)
+        return is_test_path(self.path, self.text)

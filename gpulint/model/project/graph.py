@@ -428,6 +428,8 @@ class ProjectGraph:
             table["entered_synced"] = sorted(entered)
         if (pin := self.program_pin(path)) is not None:
             table["torch_pin"] = pin
+        if summary.get("self_test") and self.importers_of(path):
+            table["self_test"] = True  # its `__main__` block checks a module the project uses
         if trains(summary):  # the models its training loop trains (only such a file asks)
             layers = self._models().trained_layers(path, summary)
             if layers:

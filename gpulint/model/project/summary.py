@@ -34,7 +34,7 @@ from gpulint.model.control.options import OPTION_WORD_RE
 from gpulint.model.control.repetition import under_once_guard
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import CONVERSIONS, HOST_METHODS, follows_host_read
-from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
 from gpulint.model.names import ImportTable
@@ -154,6 +154,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         out["exports"] = exports
     if refs.package and stars:
         out["star_exports"] = list(stars)
+    if self_test_block(fa.tree, fa.index.text):
+        out["self_test"] = True  # a program of fixed steps: a module's self-test, where others import it
     if not fa.index.may_use_accelerator:
         out["host_only"] = True  # nothing in the file can put a tensor on an accelerator
     elif fa.index.uses_cuda:

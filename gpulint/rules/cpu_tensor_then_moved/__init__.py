@@ -201,7 +201,6 @@ class CpuTensorThenMoved(Rule):
     message = "`torch.{factory}()` builds the tensor on the CPU and then copies it to the GPU; pass `device=` instead"
     fix_safety = SAFE
     needles = (".cuda(", ".to(")
-    skips_test_files = True
     examples = (
         Example(
             bad="""

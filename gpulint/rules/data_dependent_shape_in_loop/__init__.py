@@ -178,7 +178,6 @@ class DataDependentShapeInLoop(Rule):
     fix_safety = NONE
     default = False
     needles = ("nonzero", "argwhere", "masked_select", "unique", "where", "repeat_interleave", "[")
-    skips_test_files = True
     examples = (
         Example(
             bad="""

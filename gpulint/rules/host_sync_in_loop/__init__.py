@@ -10,8 +10,8 @@ from gpulint.model.values.consumers import exports_outputs, feeds_environment_st
 from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import TENSOR
 from gpulint.model.control.syncs import (
-    CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, follows_host_read, on_host_already, statement_and_block,
-    sync_follows,
+    CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, follows_host_read, logged_scalar, on_host_already,
+    statement_and_block, sync_follows,
 )
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import runs_repeatedly
@@ -98,10 +98,7 @@ def _element_message(ctx, node: ast.Call, iterated: ast.AST) -> str:
 def _logs_a_tensor(call: ast.Call, ctx) -> bool:
     """`writer.add_scalar(tag, t, step)` (or `scalar_value=t`) of a device
     tensor: TensorBoard's SummaryWriter turns it into a number on the host."""
-    if len(call.args) >= 2 and not isinstance(call.args[1], ast.Starred):
-        value = call.args[1]
-    else:
-        value = next((k.value for k in call.keywords if k.arg == "scalar_value"), None)
+    value = logged_scalar(call)
     return value is not None and candidate(ctx, ctx.ancestors) and is_device_tensor(value, ctx)
 
 
@@ -414,7 +411,6 @@ class HostSyncInLoop(TruthTests, Rule):
     fix_safety = NONE
     # every finding is inside a loop
     needles = ("for", "while")
-    skips_test_files = True
     reads_every_step_functions = True
     examples = EXAMPLES
     bench = BENCH

@@ -6,6 +6,7 @@ from typing import List, Optional
 
 from gpulint.rules.inference_without_no_grad.grad_mode import (
     EVAL,
+    eval_before,
     forward_model_key,
     grad_explicitly_on,
     is_frozen_model,
@@ -204,6 +205,8 @@ class InferenceWithoutNoGrad(Rule):
         scope = fa.index.enclosing_scope(ancestors) or fa.tree
         helper = False
         if mode_before(fa, key, node, scope) != EVAL:
+            if not eval_before(fa, node, scope):
+                return  # (no model is in eval mode here: a helper's forward is no evaluation either)
             key = _helper_forward(fa, node, ancestors)  # `pred = self._process_one_batch(batch)`
             if key is None or mode_before(fa, key, node, scope) != EVAL:
                 return

@@ -319,6 +319,13 @@ def mode_before(fa: FileModel, key: str, node: ast.AST, scope: ast.AST) -> Optio
     return last
 
 
+def eval_before(fa: FileModel, node: ast.AST, scope: ast.AST) -> bool:
+    """Some model of `scope` is switched to eval mode before `node` (else
+    `mode_before` is EVAL for no key)."""
+    start = start_of(node)
+    return any(mode == EVAL for pos, _, mode in mode_switches(fa, scope) if pos <= start)
+
+
 def is_gradient_call(fa: FileModel, call: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """A call that needs the autograd graph: `.backward()`, Lightning's
     `manual_backward`, `torch.autograd.grad` / `backward`, gradient clipping,

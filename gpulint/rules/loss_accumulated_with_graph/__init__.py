@@ -81,7 +81,6 @@ class LossAccumulatedWithGraph(Rule):
     name = "loss-accumulated-with-graph"
     # a test's loop runs a few steps once per case: the graphs it keeps are
     # freed with it (torchtitan's `test_numerics.py`, the eighteenth corpus)
-    skips_test_files = True
     message = "A tensor that carries its autograd graph is accumulated across training iterations; accumulate `.detach()` or `.item()`"
     _detail = (
         "`{value}` is accumulated into `{acc}` with its autograd graph, keeping every iteration's graph alive;"

@@ -99,7 +99,6 @@ class OptimizerNotFused(Rule):
     fix_safety = UNSAFE
     default = False
     needles = ("Adam",)
-    skips_test_files = True
     examples = (
         Example(
             bad="""
