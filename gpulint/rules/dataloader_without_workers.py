@@ -69,6 +69,29 @@ def _returned(fa) -> Dict[str, List[ast.AST]]:
     return fa.index.memoized("placement", "gpu202_returns", build)  # type: ignore[return-value]
 
 
+# cheap conversions of a stored item (not decoding, tokenizing or augmenting it)
+_SERVING_CALLS = frozenset({"len", "int", "float", "tuple", "list", "dict", "tensor", "as_tensor", "from_numpy"})
+
+
+def _serves_stored_items(cls: ast.AST) -> bool:
+    """A dataset class whose `__getitem__` only looks up what `__init__` stored
+    (`return self.input_ids[idx], self.masks[idx]`), calling nothing but
+    conversions: trlx's pre-tokenized `PairwiseDataset`, PPLM's cache of
+    representations. Its samples are in memory, like a `TensorDataset`'s."""
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    get = next((f for f in cls.body if isinstance(f, FUNCS) and f.name == "__getitem__"), None)
+    if get is None:
+        return False
+    reads_self = False
+    for n in ast.walk(get):
+        if isinstance(n, ast.Call) and last_name(n.func) not in _SERVING_CALLS:
+            return False
+        reads_self = reads_self or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute)
+                                    and isinstance(n.value.value, ast.Name) and n.value.value.id == "self")
+    return reads_self
+
+
 def _moves_to_gpu(fa, node: ast.AST) -> bool:
     return any(move_target(fa, n) is not None or helper_move_target(fa, n) is not None for n in ast.walk(node))
 
@@ -140,7 +163,8 @@ class DataloaderWithoutWorkers(Rule):
 
     Not flagged: a `TensorDataset` (or a split of one, or what a function of
     the same file returns built from one: `load_and_cache_examples(...)`),
-    whose samples are already in memory; a dataset class or `collate_fn` of the same file that
+    or a dataset class of the file whose `__getitem__` only looks up what its
+    `__init__` stored (pre-tokenized tensors), whose samples are already in memory; a dataset class or `collate_fn` of the same file that
     moves samples to the GPU itself (workers could not run it); a
     `DataLoader` given `**kwargs` or a non-literal `num_workers` (it is
     configured elsewhere); a loader whose batches are not moved to a GPU in
@@ -287,7 +311,7 @@ class DataloaderWithoutWorkers(Rule):
         if _inference_pass(fa, move):
             return
         _, dataset = keyword_value(node, "dataset", 0)
-        if _is_in_memory_dataset(fa, dataset):
+        if _is_in_memory_dataset(fa, dataset) or _serves_stored_items(_local_def(fa, dataset)):
             return
         # a dataset or collate_fn of this file that puts samples on the GPU itself:
         # workers could not run it (CUDA cannot be used in forked workers)

@@ -85,7 +85,6 @@ class DeprecatedCudaAmp(Rule):
     )
     fix_safety = SAFE
     needles = ("cuda.amp", "torch.cuda import")
-    skips_test_files = False  # a deprecated API is deprecated in a test too (Ruff's pyupgrade rules read them)
     examples = (
         Example(
             bad="""

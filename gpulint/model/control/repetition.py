@@ -26,6 +26,9 @@ Read from the file, and from what the project's facts say of its functions:
 * **Cache misses**: what a def does after an `if` that returns the value
   it tested (`if pe is not None: if pe.size(1) >= n: return pe`; a bare
   `return` for a `self.` attribute kept in place) runs on a miss only.
+* **Off-period returns**: what a def does after a statement holding
+  `if step % n != 0: return` runs on every n-th call only (kohya's
+  `sample_images`, called every step).
 * **Passes over data**: a function with a loop of its own over a DataLoader
   makes a pass over the data on each call (an evaluation, a pass scoring
   attention heads): what it does outside that loop runs once per pass,
@@ -599,6 +602,58 @@ def called_repeatedly(fa: "FileModel", name: str) -> bool:
     return name in _hot_callees(fa)
 
 
+def after_periodic_return(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """`node` follows, in its def's body, a statement holding an early return
+    off the period (`if steps % args.sample_every_n_steps != 0: return`):
+    kohya's `sample_images` is called every step and returns at once on all
+    steps but every n-th, so what comes after runs only then."""
+    func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
+    if func is None:
+        return False
+    chain = list(ancestors) + [node]
+    at = chain.index(func) + 1
+    if at >= len(chain):
+        return False
+    body = func.body  # type: ignore[attr-defined]
+    first = fa.index.memoized("repetition.periodic_return", func, lambda: next(
+        (i for i, stmt in enumerate(body) if _returns_off_period(stmt)), None))
+    return first is not None and chain[at] in body and body.index(chain[at]) > first
+
+
+def _returns_off_period(stmt: ast.AST) -> bool:
+    """`stmt` holds (outside nested defs) `if <periodic test>: return`."""
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.If) and _off_period(n.test) and any(isinstance(b, ast.Return) for b in n.body):
+            return True
+        if not isinstance(n, SCOPES):
+            stack.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.stmt))
+    return False
+
+
+def _off_period(test: ast.AST) -> bool:
+    """True on every pass but the n-th: `step % n != 0`, `step % n`,
+    `not step % n == 0`, or an `or` with such a part."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(_off_period(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        t = test.operand
+        return (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)
+                and _zero(t.comparators[0]) and _modulus(t.left))
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq):
+        return _zero(test.comparators[0]) and _modulus(test.left)
+    return _modulus(test)
+
+
+def _modulus(e: ast.AST) -> bool:
+    return isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod) and is_periodic_test(e)
+
+
+def _zero(e: ast.AST) -> bool:
+    return isinstance(e, ast.Constant) and e.value == 0 and not isinstance(e.value, bool)
+
+
 def after_cache_hit(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """`node` follows, in its def's body, an `if` that returns a value the
     caller cached (`if pe is not None: if pe.size(1) >= n: return pe`,
@@ -637,7 +692,7 @@ def _returns_what_it_tests(stmt: ast.If) -> bool:
 
 def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """Whether `node` runs repeatedly (see the module docstring)."""
-    if after_cache_hit(fa, node, ancestors):
+    if after_cache_hit(fa, node, ancestors) or after_periodic_return(fa, node, ancestors):
         return False
     if _directly_repeated(fa, node, ancestors):
         return True

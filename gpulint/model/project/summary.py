@@ -31,7 +31,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.control.options import OPTION_WORD_RE
-from gpulint.model.control.repetition import under_once_guard
+from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import CONVERSIONS, HOST_METHODS, follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
@@ -398,6 +398,8 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     where = _plain_where(ancestors, scope, hot.light)
     if where != BODY and not (hot.light or hot.in_model_class(scope)):
         where = _where(fa, hot, node, ancestors, scope)
+    if where == BODY and after_periodic_return(fa, node, ancestors):
+        where = SOME  # past `if step % n != 0: return`: on every n-th call only
     # what a call from a hot loop passes (the callee runs every step: what it reads matters)
     passed = _argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else None
     # whether a per-step call comes right after a host read of the caller (`entered_synced`)

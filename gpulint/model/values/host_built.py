@@ -66,6 +66,8 @@ def host_factory(fa, expr: ast.AST, func: Optional[ast.AST], tensor_kind) -> Opt
 
 
 _DATA = object()  # the expression holds tensor data that is not a CPU factory's
+# functions of other libraries that lay a tensor out anew where it is (same device)
+_LAYOUT_FUNCTIONS = frozenset(f"einops.{f}" for f in ("repeat", "rearrange", "reduce"))
 
 
 def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: int = 0):
@@ -88,7 +90,7 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
         if q.startswith("math.") or (isinstance(f, ast.Name) and f.id in ("int", "float", "len", "max", "min")):
             return None  # a Python number
         torch_fn = q[6:] if q.startswith("torch.") and q.count(".") == 1 else ""  # `torch.exp`, not `torch.nn.x`
-        if torch_fn in TORCH_SAMPLING and expr.args:
+        if (torch_fn in TORCH_SAMPLING or q in _LAYOUT_FUNCTIONS) and expr.args:
             return _walk(fa, expr.args[0], func, tensor_kind, depth, use, nest)
         if torch_fn in TORCH_ELEMENTWISE:
             return _first(fa, [a for a in expr.args] + [k.value for k in expr.keywords if k.arg != "dim"],
@@ -112,15 +114,22 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
     if isinstance(expr, ast.Subscript):
         return _walk(fa, expr.value, func, tensor_kind, depth, use, nest)
     if isinstance(expr, ast.Name):
+        writing = fa.index.memo("host_built.writing")  # arrays whose item writes are being read
+        if (func, expr.id) in writing:
+            return None  # `ids[..., 1] = ids[..., 1] + torch.arange(h)`: the array itself, read already
         value = _assigned_value(fa, expr, func, use)
         if value is not None:
             if depth >= _MAX_HOPS:
                 return _DATA
-            for write in _item_writes(fa, func).get(expr.id, ()):
-                # `pe[0::2] = torch.sin(pos * div)`: what is written in must be computed from a CPU
-                # factory too; Python numbers written in (`lengths[i] = n + 1`) are host data
-                if not isinstance(_walk(fa, write.value, func, tensor_kind, depth + 1, write.value, nest), ast.Call):
-                    return _DATA
+            writing[(func, expr.id)] = True
+            try:
+                for write in _item_writes(fa, func).get(expr.id, ()):
+                    # `pe[0::2] = torch.sin(pos * div)`: what is written in must be computed from a CPU
+                    # factory too; Python numbers written in (`lengths[i] = n + 1`) are host data
+                    if not isinstance(_walk(fa, write.value, func, tensor_kind, depth + 1, write.value, nest), ast.Call):
+                        return _DATA
+            finally:
+                del writing[(func, expr.id)]
             return _walk(fa, value, func, tensor_kind, depth + 1, value, nest)
         return _DATA if tensor_kind(expr) is True else None
     if isinstance(expr, ast.Attribute):

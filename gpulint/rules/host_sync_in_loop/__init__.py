@@ -14,7 +14,7 @@ from gpulint.model.control.syncs import (
     statement_and_block, sync_follows,
 )
 from gpulint.model.control.options import under_opt_in_flag
-from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
 from gpulint.rules.host_sync_in_loop.reads import MAX_SNIPPET, candidate, is_device_tensor, snippet
 from gpulint.rules.host_sync_in_loop.truth import TruthTests
@@ -443,7 +443,8 @@ class HostSyncInLoop(TruthTests, Rule):
         if loop is None:
             return None
         if isinstance(loop, FUNCS):
-            if analysis.facts.every_step(loop) != self.step_kind or conditional_in(node, ancestors, loop, analysis):
+            if analysis.facts.every_step(loop) != self.step_kind or conditional_in(node, ancestors, loop, analysis) \
+                    or after_periodic_return(analysis, node, ancestors):
                 return None
         elif not self.covers_loop(analysis, loop):
             return None
