@@ -607,17 +607,7 @@ def after_periodic_return(fa: "FileModel", node: ast.AST, ancestors: Sequence[as
     off the period (`if steps % args.sample_every_n_steps != 0: return`):
     kohya's `sample_images` is called every step and returns at once on all
     steps but every n-th, so what comes after runs only then."""
-    func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
-    if func is None:
-        return False
-    chain = list(ancestors) + [node]
-    at = chain.index(func) + 1
-    if at >= len(chain):
-        return False
-    body = func.body  # type: ignore[attr-defined]
-    first = fa.index.memoized("repetition.periodic_return", func, lambda: next(
-        (i for i, stmt in enumerate(body) if _returns_off_period(stmt)), None))
-    return first is not None and chain[at] in body and body.index(chain[at]) > first
+    return _after_statement(fa, node, ancestors, "repetition.periodic_return", _returns_off_period)
 
 
 def _returns_off_period(stmt: ast.AST) -> bool:
@@ -660,6 +650,13 @@ def after_cache_hit(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]
     `if self.cache is not None: return self.cache`): what comes after runs
     on a miss only (a relative position table rebuilt when a longer input
     comes), not on every call."""
+    return _after_statement(fa, node, ancestors, "repetition.cache_hit",
+                            lambda stmt: isinstance(stmt, ast.If) and _returns_what_it_tests(stmt))
+
+
+def _after_statement(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST], memo: str, marks) -> bool:
+    """`node` is in a statement of its def's body that comes after the first
+    one `marks` (found once per def, kept in the index under `memo`)."""
     func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
     if func is None:
         return False
@@ -668,9 +665,7 @@ def after_cache_hit(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]
     if at >= len(chain):
         return False
     body = func.body  # type: ignore[attr-defined]
-    # the position of the first such `if` in the def's body, once per def
-    first = fa.index.memoized("repetition.cache_hit", func, lambda: next(
-        (i for i, stmt in enumerate(body) if isinstance(stmt, ast.If) and _returns_what_it_tests(stmt)), None))
+    first = fa.index.memoized(memo, func, lambda: next((i for i, stmt in enumerate(body) if marks(stmt)), None))
     if first is None:
         return False
     return any(s is chain[at] for s in body[first + 1:])
