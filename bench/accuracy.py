@@ -352,10 +352,24 @@ CORPUS_SETS = {
         ("facebookresearch/dlrm", "090956ee2319ddd349a42232958aefccfe3f7b0a"),
         ("shenweichen/DeepCTR-Torch", "f6854257b1fc29caab655ce72c6b5528b7432574"),
     ],
+    "twenty-second": [
+        ("MishaLaskin/rad", "18d079e677398c70ff2eefefcc81d5a99662103d"),
+        ("denisyarats/drq", "dd040f144ed8f696c7db35087cd80c87372edb64"),
+        ("cloneofsimo/lora", "d84074b3e3496f1cfa8a3f49b8b9972ef463b483"),
+        ("ashawkey/stable-dreamfusion", "5550b91862a3af7842bb04875b7f1211e5095a63"),
+        ("hustvl/YOLOP", "8d8f68df318c71f01d6f813c024df646c7d1978f"),
+        ("xingyizhou/CenterTrack", "e4e7534cc2ebfbd31e0cde680988f286c65fe34f"),
+        ("princeton-nlp/MeZO", "552cb1b710767f9a6e1dc8f9645d7640376f9941"),
+        ("tatsu-lab/alpaca_farm", "30717ddae735365de756ee2085191b491a71788d"),
+        ("openai/whisper", "c0d2f624c09dc18e709e37c2ad90c039a4eb72a2"),
+        ("yistLin/FragmentVC", "79cc2ce3a585a5c31904a8dd36ad49120a601d8c"),
+        ("cure-lab/LTSF-Linear", "0c113668a3b88c4c4ee586b8c5ec3e539c4de5a6"),
+        ("ServiceNow/N-BEATS", "c746a4f13ffc957487e0c3279b182c3030836053"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
