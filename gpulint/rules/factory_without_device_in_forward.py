@@ -4,6 +4,7 @@ import ast
 import re
 from typing import Optional, Set, Tuple
 
+from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import after_cache_hit, under_once_guard
 from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import FUNCS
@@ -129,6 +130,11 @@ class FactoryWithoutDeviceInForward(Rule):
       do on purpose;
     - the CPU branch of `if x.is_cuda:` / `torch.cuda.is_available()`, and
       branches that only run while exporting or tracing (`if self.onnx_trace:`);
+    - branches of an extra output the user asks for, off by default: `if
+      self.output_attention:` where `__init__` stores `output_attention`,
+      a parameter defaulting to `False` or `None` and named for an output
+      (`output_*`, `return_*`, `store_*`, `keep_*`) or for logging
+      (Informer's and Time-Series-Library's attention maps);
     - data transforms written as modules (a class named like `*Transform*`
       but not `*Transformer*`, `*Augment*`, `Random*`, or used in a
       `transforms.Compose`), which run on CPU samples in DataLoader workers.
@@ -266,6 +272,8 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if _in_host_only_branch(ancestors, node):
             return None
+        if under_opt_in_flag(fa.index, node, ancestors, forward):
+            return None  # `if self.output_attention:`: an extra output the user asks for, off by default
         if under_once_guard(node, ancestors, ctx.analysis.index) or after_cache_hit(fa, node, ancestors):
             return None  # `if self.step == 0:` / `if self.table is None:`: built on the first call only
             # (or after `if pe.size(0) >= n: return pe`: built when the cached table is too short)

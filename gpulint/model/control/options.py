@@ -1,4 +1,5 @@
-"""Options a user opts into: command-line flags that are off by default.
+"""Options a user opts into: command-line flags that are off by default, and
+a model's constructor options for extra outputs, off by default.
 
 `parser.add_argument("--print_loss", action="store_true")` makes
 `args.print_loss` False unless the user asks for it, so the block of an
@@ -68,9 +69,12 @@ def opt_in_flags(index: TreeIndex) -> FrozenSet[str]:
     return index.memoized("options.opt_in", "flags", compute)
 
 
-def _names_a_flag(test: ast.AST, flags: FrozenSet[str]) -> bool:
+def _names_a_flag(test: ast.AST, flags: FrozenSet[str], self_only: bool = False) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_names_a_flag(v, flags) for v in test.values)
+        return any(_names_a_flag(v, flags, self_only) for v in test.values)
+    if self_only:
+        return (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"
+                and test.attr in flags)
     name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else None
     return name is not None and name in flags
 
@@ -78,15 +82,52 @@ def _names_a_flag(test: ast.AST, flags: FrozenSet[str]) -> bool:
 def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: ast.AST) -> bool:
     """`node` runs in the body of an `if args.<flag>:` (or `if ... and
     args.<flag>:`) between it and `stop` (a loop or a def), where `<flag>`
-    is one of the file's opt-in flags."""
+    is one of the file's opt-in flags; or of an `if self.<option>:` where
+    `<option>` is an output option of the class, off by default
+    (`output_options`)."""
     flags = opt_in_flags(index)
-    if not flags:
+    cls = next((a for a in reversed(ancestors) if isinstance(a, ast.ClassDef)), None)
+    options = output_options(index, cls) if cls is not None else frozenset()
+    if not flags and not options:
         return False
     chain = list(ancestors) + [node]
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
         if anc is stop or isinstance(anc, SCOPES):
             return False
-        if isinstance(anc, ast.If) and child in anc.body and _names_a_flag(anc.test, flags):
+        if isinstance(anc, ast.If) and child in anc.body and (
+                _names_a_flag(anc.test, flags) or _names_a_flag(anc.test, options, self_only=True)):
             return True
     return False
+
+
+# what names an output a model returns only when asked: its attention maps,
+# hidden states, intermediate results (`output_attention`, `return_attn`)
+_OUTPUT_OPTION_RE = re.compile(r"^(?:output|return|store|keep)_|" + OPTION_WORD_RE.pattern, re.I)
+
+
+def output_options(index: TreeIndex, cls: ast.ClassDef) -> FrozenSet[str]:
+    """The attributes that the class's `__init__` sets from a parameter whose
+    default is off (`False` or `None`) and whose name asks for an extra output
+    or for logging (`self.output_attention = output_attention`, with
+    `output_attention=False`): Informer's attention layers build the
+    attention map to return only when the user asks for it."""
+
+    def compute() -> FrozenSet[str]:
+        init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        if init is None:
+            return frozenset()
+        a = init.args
+        params = list(a.posonlyargs) + list(a.args)
+        defaults = dict(zip([p.arg for p in params[len(params) - len(a.defaults):]], a.defaults))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        off = {n for n, d in defaults.items() if isinstance(d, ast.Constant) and d.value in (False, None)
+               and _OUTPUT_OPTION_RE.search(n)}
+        out = set()
+        for stmt in ast.walk(init):
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in off:
+                out.update(t.attr for t in stmt.targets if isinstance(t, ast.Attribute)
+                           and isinstance(t.value, ast.Name) and t.value.id == "self")
+        return frozenset(out)
+
+    return index.memoized("options.output", cls, compute)
