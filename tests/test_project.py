@@ -478,6 +478,26 @@ def test_a_script_without_a_def_whose_loop_runs_whole_trainings_through_a_class_
     lonely = script.replace("from exp.exp_informer import Exp_Informer", "from exp.other import Exp_Informer")
     write(tmp_path / "b", {"exp/__init__.py": "", "exp/exp_informer.py": trainer, "main_informer.py": lonely})
     assert check(tmp_path / "b", "--no-cache", "--select", "GPU103", ".") == {("main_informer.py", 12, "GPU103")}
+    # LTSF-Linear's run_longExp.py: the loop sits under a module-level `if args.is_training:`,
+    # and `exp = Exp(args)` is bound in both branches, each time to the same class
+    nested = script.replace("""
+        for ii in range(args.itr):
+            exp = Exp(args)
+            exp.train(str(ii))
+            torch.cuda.empty_cache()
+    """, """
+        if args.is_training:
+            for ii in range(args.itr):
+                exp = Exp(args)
+                exp.train(str(ii))
+                torch.cuda.empty_cache()
+        else:
+            exp = Exp(args)
+            exp.train("0")
+    """)
+    assert nested != script
+    write(tmp_path / "c", {"exp/__init__.py": "", "exp/exp_informer.py": trainer, "main_informer.py": nested})
+    assert check(tmp_path / "c", "--no-cache", "--select", "GPU103", ".") == set()
 
 
 def test_numbers_unpacked_from_a_step_function_that_returns_them_are_no_tensors(tmp_path):

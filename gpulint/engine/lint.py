@@ -312,14 +312,29 @@ def builds_tensors(text: str) -> bool:
     return "def " in text and "torch." in text
 
 
-def takes_part(text: str, accelerator: bool) -> bool:
+def takes_part(text: str, accelerator: bool, tree: Optional[ast.Module] = None) -> bool:
     """The file may add to the project's call graph (see `_PROJECT_WORDS`), or
     ask it about the models it trains;
     `accelerator`: `may_use_accelerator(text)`, which the caller has already."""
     # (a script without a def can still train at its top level, on models defined elsewhere,
-    # or run whole trainings in a loop: `for ii in range(args.itr): exp.train(setting)`)
-    return ("def " in text or "backward" in text or _TOP_LEVEL_LOOP.search(text) is not None) and (
+    # or run whole trainings in a loop: `for ii in range(args.itr): exp.train(setting)`, also
+    # under a module-level `if args.is_training:`)
+    return ("def " in text or "backward" in text or _TOP_LEVEL_LOOP.search(text) is not None
+            or (tree is not None and _module_level_loop(tree.body))) and (
         accelerator or any(w in text for w in _PROJECT_WORDS))
+
+
+def _module_level_loop(body: list) -> bool:
+    """A `for`/`while` among the module's statements, or in the blocks of its
+    module-level `if`/`with`/`try` statements (not in a def or class)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+        if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try)) and _module_level_loop(
+                list(getattr(stmt, "body", ())) + list(getattr(stmt, "orelse", ()))
+                + list(getattr(stmt, "finalbody", ())) + [s for h in getattr(stmt, "handlers", ()) for s in h.body]):
+            return True
+    return False
 
 
 def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None) -> List[Finding]:
@@ -359,7 +374,7 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         project = ProjectInput(tuple(module_names(path, ())), is_package(path))
     # a table that says only which torch the file's program pins tells the model nothing
     facts = project.table if project.table is not None and set(project.table) - {"torch_pin"} else None
-    if takes_part(text, accelerator) or project.summarize:  # (per-step code calls into a file it asks for)
+    if takes_part(text, accelerator, tree) or project.summarize:  # (per-step code calls into a file it asks for)
         if facts is None and not project.summarize and not may_start_steps(text):
             # nothing here can start a step: its summary matters only if per-step code calls
             # into it, which the project finds out and asks for (`ProjectInput.summarize`)

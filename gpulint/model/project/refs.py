@@ -275,7 +275,9 @@ class FileRefs:
             unions = {k: tuple(sorted(set(v))) for k, v in names.items() if c.get(k) == len(v) and len(set(v)) > 1}
             if unions:
                 self._unions[scope] = unions
-            kept = {k: v[-1] for k, v in names.items() if c.get(k) == 1}
+            # bound once, or every time to the same class (`exp = Exp(args)` in both
+            # branches of a module-level `if args.is_training:`)
+            kept = {k: v[-1] for k, v in names.items() if c.get(k) == 1 or (c.get(k) == len(v) and len(set(v)) == 1)}
             if isinstance(scope, ast.Module):
                 self.instances = kept
             elif isinstance(scope, FUNCS):
