@@ -25,7 +25,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.model.control.constants import dead_statements
 from gpulint.model.file import FileModel
-from gpulint.model.index.nodes import is_main_guard
+from gpulint.model.index.nodes import LOOPS, is_main_guard
 from gpulint.model.index.tree import is_test_path, may_use_accelerator
 from gpulint.model.names import other_framework
 from gpulint.model.project.facts import model_with_facts, partial_summary
@@ -301,7 +301,6 @@ class ModuleResult:
 
 # words without which a file adds nothing to the project's call graph: no
 # step, no generator, no loader, no device (its calls reach nothing hot)
-_TOP_LEVEL_LOOP = re.compile(r"^(?:for|while)\b", re.M)
 _PROJECT_WORDS = ("backward", ".step(", "yield", "DataLoader", ".item()")
 
 
@@ -312,29 +311,23 @@ def builds_tensors(text: str) -> bool:
     return "def " in text and "torch." in text
 
 
-def takes_part(text: str, accelerator: bool, tree: Optional[ast.Module] = None) -> bool:
+def takes_part(text: str, accelerator: bool, tree: ast.Module) -> bool:
     """The file may add to the project's call graph (see `_PROJECT_WORDS`), or
     ask it about the models it trains;
     `accelerator`: `may_use_accelerator(text)`, which the caller has already."""
     # (a script without a def can still train at its top level, on models defined elsewhere,
     # or run whole trainings in a loop: `for ii in range(args.itr): exp.train(setting)`, also
     # under a module-level `if args.is_training:`)
-    return ("def " in text or "backward" in text or _TOP_LEVEL_LOOP.search(text) is not None
-            or (tree is not None and _module_level_loop(tree.body))) and (
+    return ("def " in text or "backward" in text or _module_level_loop(tree.body)) and (
         accelerator or any(w in text for w in _PROJECT_WORDS))
 
 
-def _module_level_loop(body: list) -> bool:
+def _module_level_loop(stmts) -> bool:
     """A `for`/`while` among the module's statements, or in the blocks of its
     module-level `if`/`with`/`try` statements (not in a def or class)."""
-    for stmt in body:
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            return True
-        if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try)) and _module_level_loop(
-                list(getattr(stmt, "body", ())) + list(getattr(stmt, "orelse", ()))
-                + list(getattr(stmt, "finalbody", ())) + [s for h in getattr(stmt, "handlers", ()) for s in h.body]):
-            return True
-    return False
+    return any(isinstance(stmt, LOOPS) or (
+        isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try, ast.ExceptHandler))
+        and _module_level_loop(ast.iter_child_nodes(stmt))) for stmt in stmts)
 
 
 def lint_source(text: str, path: str, options: LintOptions, tree: Optional[ast.Module] = None) -> List[Finding]:

@@ -15,7 +15,7 @@ import ast
 import re
 from typing import FrozenSet, Sequence
 
-from gpulint.model.index.nodes import SCOPES
+from gpulint.model.index.nodes import SCOPES, parameter_defaults
 from gpulint.model.index.tree import TreeIndex
 
 
@@ -117,12 +117,8 @@ def output_options(index: TreeIndex, cls: ast.ClassDef) -> FrozenSet[str]:
         init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
         if init is None:
             return frozenset()
-        a = init.args
-        params = list(a.posonlyargs) + list(a.args)
-        defaults = dict(zip([p.arg for p in params[len(params) - len(a.defaults):]], a.defaults))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-        off = {n for n, d in defaults.items() if isinstance(d, ast.Constant) and d.value in (False, None)
-               and _OUTPUT_OPTION_RE.search(n)}
+        off = {a.arg for a, d in parameter_defaults(init) if isinstance(d, ast.Constant) and d.value in (False, None)
+               and _OUTPUT_OPTION_RE.search(a.arg)}
         out = set()
         for stmt in ast.walk(init):
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in off:

@@ -81,6 +81,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 from gpulint.model.control.loops import counts_passes, is_periodic_test, iterates_names
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
+from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.kinds import MODEL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -565,14 +566,8 @@ def _passes_over_data(fa: "FileModel", func: ast.AST) -> bool:
     over the data (an evaluation, a pass scoring attention heads), and what
     it does outside that loop runs once per pass, not once per step."""
     def compute() -> bool:
-        stack = list(func.body)  # type: ignore[attr-defined]
-        while stack:  # the function's own loops (not those of nested defs)
-            n = stack.pop()
-            if isinstance(n, (ast.For, ast.AsyncFor)) and fa.loops.loop_iterates_loader(n, fa.index.ancestors(n)):
-                return True
-            if not isinstance(n, SCOPES):
-                stack.extend(ast.iter_child_nodes(n))
-        return False
+        return any(isinstance(n, (ast.For, ast.AsyncFor)) and fa.loops.loop_iterates_loader(n, fa.index.ancestors(n))
+                   for n in scope_nodes(func))  # (the function's own loops, not those of nested defs)
 
     return fa.index.memoized("repetition.passes", func, compute)  # type: ignore[return-value]
 

@@ -226,6 +226,3 @@ class TreeIndex:
             return False
 
         return self.memoized("index.script", "cpu_script", compute)
-
-    def is_test_file(self) -> bool:
-        return is_test_path(self.path, self.text)
