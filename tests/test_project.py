@@ -1540,3 +1540,47 @@ def test_the_main_block_of_a_module_the_project_imports_is_its_self_test(tmp_pat
     assert ("alone.py", 18, "GPU203") in found and ("alone.py", 22, "GPU101") in found
     # linted alone, the module knows no importer: its block is flagged as a program's
     assert ("net.py", 18, "GPU203") in check(tmp_path, "--no-cache", "--select", "GPU203", "models/net.py")
+
+
+def _facts(files):
+    return {p: json.dumps(ProjectGraph(files).facts_for(p), sort_keys=True) for p in files}
+
+
+def test_a_graph_built_from_the_last_rounds_answers_as_a_fresh_one():
+    """A join's next round keeps the last graph's resolved references only
+    where they can name nothing new; either way it answers as a graph built
+    from nothing."""
+    texts = {
+        "helpers": """
+            def log(x):
+                print(x.item())
+
+            def other(x):
+                return x
+        """,
+        "train": """
+            from helpers import log, other
+
+            def train(model, loader, opt):
+                for x in loader:
+                    loss = model(x)
+                    loss.backward()
+                    opt.step()
+                    log(loss)
+        """,
+    }
+    texts = {m: textwrap.dedent(t) for m, t in texts.items()}
+    files = {f"{m}.py": ([m], _summary(t, m)[1]) for m, t in texts.items()}
+    first = ProjectGraph(files)
+    assert first.every_step.get("helpers.log") == "train"
+    # the same functions, the loop now calls another of them: references stand, edges do not
+    moved = dict(files, **{"train.py": (["train"], _summary(texts["train"].replace("log(loss)", "other(loss)"), "train")[1])})
+    again = ProjectGraph(moved, first)
+    assert again._resolved is first._resolved  # kept: nothing new to name
+    assert again.every_step.get("helpers.other") == "train" and "helpers.log" not in again.every_step
+    assert {p: json.dumps(again.facts_for(p), sort_keys=True) for p in moved} == _facts(moved)
+    # a new function in a file: what references name may change, so nothing is kept
+    grown = dict(files, **{"helpers.py": (["helpers"], _summary(texts["helpers"] + "\ndef third(x):\n    return x\n", "helpers")[1])})
+    fresh = ProjectGraph(grown, first)
+    assert fresh._resolved is not first._resolved
+    assert {p: json.dumps(fresh.facts_for(p), sort_keys=True) for p in grown} == _facts(grown)

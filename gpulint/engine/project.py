@@ -298,11 +298,12 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
     (PROJECT_ROUNDS at most). `done` is updated; returns the paths read again."""
     again: Set[str] = set()
     summarized: Set[str] = set()  # files whose summary the project asked for: read again, they keep it
+    graph: Optional[ProjectGraph] = None
     for _ in range(PROJECT_ROUNDS):
         graph = ProjectGraph({
             p: (inputs[p].names, r.summary) for p, r in list(done.items()) + list(context.items())
             if r.summary is not None and p in inputs
-        })
+        }, graph)
         redo = [
             (path, ProjectInput(inputs[path].names, inputs[path].package, summarize=True))
             for path in demanded(graph, done, inputs)

@@ -61,9 +61,12 @@ BUILD_DEPTH = 12
 
 
 class ProjectGraph:
-    def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]]) -> None:
+    def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]],
+                 previous: Optional["ProjectGraph"] = None) -> None:
         """`files`: path -> (the module names of the file, main one first; its summary);
-        those summarized for their imports only join only the programs (`program_pin`)."""
+        those summarized for their imports only join only the programs (`program_pin`).
+        `previous`: the last round's graph of a join, whose resolved references
+        are kept where they can name nothing new (`_resolved_from`)."""
         self.program_files = files
         self.files = files = {p: v for p, v in files.items() if not v[1].get("imports_only")}
         self.functions: Dict[str, dict] = {}
@@ -109,6 +112,9 @@ class ProjectGraph:
         self._resolved: Dict[str, Optional[str]] = {}
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str]]] = {}
+        self._same_imports: Optional[ModelFiles] = None
+        if previous is not None:
+            self._resolved_from(previous)
         self._model_files: Optional[ModelFiles] = None
         self._programs: Optional[Programs] = None
         self.params = self._param_classes()
@@ -116,8 +122,29 @@ class ProjectGraph:
         self.drives = self._closure("drives", self.steps)
         self.every_step = self._every_step()
         self.entered_synced = entered_synced(self)
-        self.param_kinds = self._param_kinds()
+        self.param_kinds = _param_kinds(self)
         self.device_side = self._device_side()
+
+    def _resolved_from(self, previous: "ProjectGraph") -> None:
+        """Take `previous`'s resolved references where what they can name is the
+        same: the same files in the same order, each with the same names,
+        functions, classes, exports and imports; and a function's resolved
+        calls where its file's summary is the very same object."""
+        before, now = previous.program_files, self.program_files
+        if len(before) != len(now) or list(before) != list(now):
+            return
+        same: Set[str] = set()
+        for path, (names, summary) in now.items():
+            old_names, old_summary = before[path]
+            if old_summary is summary and tuple(old_names) == tuple(names):
+                same.add(path)
+            elif tuple(old_names) != tuple(names) or _skeleton(old_summary) != _skeleton(summary):
+                return
+        self._resolved = previous._resolved
+        self._resolved_in = previous._resolved_in
+        self._star_memo = previous._star_memo
+        self._edges = {fid: e for fid, e in previous._edges.items() if self.owner.get(fid) in same}
+        self._same_imports = previous._model_files  # (which file imports which: `_models`)
 
     def _new_id(self, qual: str, path: str) -> str:
         fid = qual if qual not in self.functions else f"{qual}@{path}"
@@ -236,63 +263,6 @@ class ProjectGraph:
                     if name in params:
                         seen.setdefault(cid, {}).setdefault(name, set()).add(cls)
         return {cid: {n: next(iter(c)) for n, c in ps.items() if len(c) == 1} for cid, ps in seen.items()}
-
-    def _param_kinds(self) -> Dict[str, Dict[str, str]]:
-        """function -> {parameter: kind}: what the parameter holds on every
-        path that runs the function every step. Where every such call is
-        from a hot loop (whose calls record what they pass; a call on every
-        run of a per-step function does not) and all that pass the parameter
-        pass a host value (a number,
-        a string, ...: `values.kinds.HOST_KINDS`): `NUMBER` where all pass
-        numbers, else `OTHER`, a host tensor where all pass one; for the
-        `**kwargs` parameter, `HOST_MAPPING`. A call that unpacks arguments or
-        does not record them leaves the function out; one that passes a value
-        of unknown kind leaves that parameter out."""
-        passed: Dict[str, Dict[str, Set[str]]] = {}
-        unknown: Set[str] = set()
-        for fid, f in self.functions.items():
-            per_step = fid in self.every_step
-            for call in f.get("calls", ()):
-                cid = self.resolve_in(call[0], self.owner[fid])
-                if cid is None or cid in unknown:
-                    continue
-                if len(call) < 4:
-                    if per_step and call[1] == BODY:
-                        unknown.add(cid)  # a per-step call that did not record what it passes
-                    continue  # a call that does not run every step: not what a per-step read sees
-                callee = self.functions[cid]
-                params = callee.get("params", [])
-                kwargs = callee.get("kwargs")
-                mine = passed.setdefault(cid, {})
-                for key, kind in call[3].items():
-                    if key in ("*", "**"):
-                        unknown.add(cid)  # unpacked: which parameters it fills is not known
-                        break
-                    name = params[int(key)] if key.isdigit() and int(key) < len(params) else key
-                    if name not in params:
-                        if kwargs is None:
-                            unknown.add(cid)
-                            break
-                        name = "**"
-                    mine.setdefault(name, set()).add(kind)
-        out: Dict[str, Dict[str, str]] = {}
-        for cid, ps in passed.items():
-            if cid in unknown:
-                continue
-            kinds = {}
-            for name, ks in ps.items():
-                if not ks <= HOST_KINDS:
-                    continue  # a tensor, a model, ... or a value of unknown kind ("?")
-                if name == "**":
-                    if HOST_TENSOR not in ks:
-                        kinds[self.functions[cid]["kwargs"]] = HOST_MAPPING
-                elif ks == {HOST_TENSOR}:
-                    kinds[name] = HOST_TENSOR
-                elif HOST_TENSOR not in ks:
-                    kinds[name] = NUMBER if ks == {NUMBER} else OTHER
-            if kinds:
-                out[cid] = kinds
-        return out
 
     # --------------------------------------------------------------- fixpoints
     def _closure(self, key: str, stop: Set[str] = frozenset()) -> Set[str]:
@@ -458,8 +428,65 @@ class ProjectGraph:
     def _models(self) -> "ModelFiles":
         """The project's `ModelFiles` (made once, when first asked)."""
         if self._model_files is None:
-            self._model_files = ModelFiles(self.files, self._module_file)
+            self._model_files = ModelFiles(self.files, self._module_file, self._same_imports)
         return self._model_files
+
+
+def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
+    """function -> {parameter: kind}: what the parameter holds on every
+    path that runs the function every step. Where every such call is
+    from a hot loop (whose calls record what they pass; a call on every
+    run of a per-step function does not) and all that pass the parameter
+    pass a host value (a number, a string, ...: `values.kinds.HOST_KINDS`): `NUMBER` where all pass
+    numbers, else `OTHER`, a host tensor where all pass one; for the
+    `**kwargs` parameter, `HOST_MAPPING`. A call that unpacks arguments or
+    does not record them leaves the function out; one that passes a value
+    of unknown kind leaves that parameter out."""
+    passed: Dict[str, Dict[str, Set[str]]] = {}
+    unknown: Set[str] = set()
+    for fid, f in graph.functions.items():
+        per_step = fid in graph.every_step
+        for call in f.get("calls", ()):
+            cid = graph.resolve_in(call[0], graph.owner[fid])
+            if cid is None or cid in unknown:
+                continue
+            if len(call) < 4:
+                if per_step and call[1] == BODY:
+                    unknown.add(cid)  # a per-step call that did not record what it passes
+                continue  # a call that does not run every step: not what a per-step read sees
+            callee = graph.functions[cid]
+            params = callee.get("params", [])
+            kwargs = callee.get("kwargs")
+            mine = passed.setdefault(cid, {})
+            for key, kind in call[3].items():
+                if key in ("*", "**"):
+                    unknown.add(cid)  # unpacked: which parameters it fills is not known
+                    break
+                name = params[int(key)] if key.isdigit() and int(key) < len(params) else key
+                if name not in params:
+                    if kwargs is None:
+                        unknown.add(cid)
+                        break
+                    name = "**"
+                mine.setdefault(name, set()).add(kind)
+    out: Dict[str, Dict[str, str]] = {}
+    for cid, ps in passed.items():
+        if cid in unknown:
+            continue
+        kinds = {}
+        for name, ks in ps.items():
+            if not ks <= HOST_KINDS:
+                continue  # a tensor, a model, ... or a value of unknown kind ("?")
+            if name == "**":
+                if HOST_TENSOR not in ks:
+                    kinds[graph.functions[cid]["kwargs"]] = HOST_MAPPING
+            elif ks == {HOST_TENSOR}:
+                kinds[name] = HOST_TENSOR
+            elif HOST_TENSOR not in ks:
+                kinds[name] = NUMBER if ks == {NUMBER} else OTHER
+        if kinds:
+            out[cid] = kinds
+    return out
 
 
 def entered_synced(graph: ProjectGraph) -> Set[str]:
@@ -487,11 +514,14 @@ class ModelFiles:
     `module_file(module, importer)`: the file an import reads)."""
 
     def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]],
-                 module_file: Callable[[str, str], Optional[str]]) -> None:
+                 module_file: Callable[[str, str], Optional[str]],
+                 same_imports: Optional["ModelFiles"] = None) -> None:
+        """`same_imports`: those of a project whose files import the same modules
+        (a join's last round): which file imports which is kept."""
         self.files = files
         self.module_file = module_file
-        self._imports_of: Dict[str, List[str]] = {}
-        self._importers_of: Optional[Dict[str, List[str]]] = None
+        self._imports_of: Dict[str, List[str]] = same_imports._imports_of if same_imports else {}
+        self._importers_of: Optional[Dict[str, List[str]]] = same_imports._importers_of if same_imports else None
         self._found: Dict[str, Tuple[Set[str], Set[str]]] = {}
         self._built: Dict[Tuple[str, bool], Dict[str, int]] = {}
         self._targets_of: Dict[Tuple[str, Optional[str]], List[Tuple[str, Optional[str]]]] = {}
@@ -687,6 +717,12 @@ class ModelFiles:
             if not frontier:
                 break
         return seen
+
+
+def _skeleton(summary: dict) -> tuple:
+    """What of a summary the references of the project can resolve to."""
+    return (list(summary.get("functions", {})), summary.get("classes"), summary.get("exports"),
+            summary.get("star_exports"), summary.get("imports"), bool(summary.get("imports_only")))
 
 
 def trains(summary: dict) -> bool:
