@@ -60,6 +60,11 @@ def test_lower_bound(requirement, low):
         ("setup.py", 'from setuptools import setup\nsetup(install_requires=["torch>=1.10,<2", "torchvision"])\n'),
         ("conda_env.yml", "dependencies:\n  - pytorch==1.10.1\n"),
         ("environment.yml", "channels:\n  - pytorch\ndependencies:\n  - python=3.9\n  - pytorch=1.10.0\n  - pip:\n    - tqdm\n"),
+        # the set-up a README sends users to: an install script, a Dockerfile
+        ("install_req.sh", "# pip install torch==2.4\npip install torch==1.10.0 torchvision --no-cache-dir -U | cat\n"),
+        ("setup_env.sh", "conda install -y pytorch==1.10.1 torchvision cudatoolkit=11.3 -c pytorch && pip install -e .\n"),
+        ("Dockerfile", "FROM pytorch/pytorch:1.10.0-cuda11.3-cudnn8-runtime\nRUN pip install -r requirements.txt\n"),
+        ("Dockerfile", "FROM ubuntu:22.04\nRUN apt-get update && pip install --no-cache-dir \\\n    'torch>=1.10,<2' numpy\n"),
     ],
 )
 def test_each_declaration_file(tmp_path, name, text):
@@ -67,6 +72,16 @@ def test_each_declaration_file(tmp_path, name, text):
     version, source = pin_in(str(tmp_path))
     assert version[:2] == (1, 10)
     assert source.startswith(str(tmp_path / name) + ": ")
+
+
+def test_a_set_up_script_counts_only_where_no_requirement_names_torch(tmp_path):
+    write(tmp_path, "Dockerfile", "FROM pytorch/pytorch:1.5-cuda10.1-cudnn7-runtime\n")
+    write(tmp_path, "requirements.txt", "numpy==1.19.2\n")
+    assert pin_in(str(tmp_path))[0] == (1, 5)
+    write(tmp_path, "requirements.txt", "numpy==1.19.2\ntorch>=1.5.0\n")  # any torch from 1.5 on
+    assert pin_in(str(tmp_path)) is None
+    write(tmp_path, "requirements.txt", "torch==1.13.1\n")
+    assert pin_in(str(tmp_path))[0] == (1, 13, 1)
 
 
 def test_lowest_across_files_and_requirements_folder(tmp_path):
@@ -84,6 +99,9 @@ def test_lowest_across_files_and_requirements_folder(tmp_path):
         ("requirements.txt", "torch>=1.8\n"),  # a bare minimum: any newer torch too
         ("requirements.txt", "torch>=1.8,!=1.12.0\n"),
         ("environment.yml", "dependencies:\n  - pytorch\n"),
+        ("install.sh", "pip install torch torchvision\n# pip install torch==1.8.0\n"),  # unpinned; a comment
+        ("Dockerfile", "FROM nvidia/cuda:11.8.0-devel-ubuntu22.04\nRUN pip install torch>=1.8\n"),
+        ("train.py", "# pip install torch==1.8.0\n"),  # not a set-up file
     ],
 )
 def test_no_pin_from_unreadable_or_unbounded_files(tmp_path, name, text):

@@ -14,7 +14,15 @@ and including the repository's root, the folder holding `.git` or `.hg`):
 - setup.cfg: `[options] install_requires` and `extras_require`;
 - setup.py: string literals such as `"torch>=1.8"` (never run);
 - conda environment files (environment.yml, env.yaml, conda_env.yml: a .yml
-  or .yaml whose name has "env" or "conda" in it): `pytorch=1.10` and pip lines.
+  or .yaml whose name has "env" or "conda" in it): `pytorch=1.10` and pip lines;
+- shell scripts (`install.sh`, any `*.sh`) and Dockerfiles: the packages of
+  their `pip install` and `conda install` commands (`pip install
+  torch==1.9.0`), and a Dockerfile's PyTorch base image (`FROM
+  pytorch/pytorch:1.5.1-cuda10.1-cudnn7-runtime` is `torch==1.5.1`): the
+  set-up a project's README sends its users to. These count only where no
+  other declaration file of the folder names torch: a requirement, even a
+  bare minimum, says which torch the project takes, and an image is one
+  way to run it.
 
 A requirement declares a version only when it bounds torch from above too
 (`torch==1.10.*`, `torch>=1.8,<2`, `torch~=1.12`, Poetry's `^1.13`, conda's
@@ -175,6 +183,33 @@ def _environment_requirements(text: str) -> Iterable[str]:
             yield m.group(1).strip("'\"")
 
 
+# `pip install ...`, `pip3 install`, `python -m pip install`, `conda install ...` (up to `&&`, `;`, `|`)
+_INSTALL_RE = re.compile(r"\b(?:pip3?|conda|mamba)\s+install\s+([^&;|#\n]*)")
+# the official images: `pytorch/pytorch:1.5.1-cuda10.1-cudnn7-runtime`, `pytorch/pytorch:2.4.1-cuda12.4-...`
+_IMAGE_RE = re.compile(r"^\s*FROM\s+(?:docker\.io/)?pytorch/pytorch:(\d+\.\d+(?:\.\d+)?)\b", re.I | re.M)
+
+
+def _installed_requirements(text: str) -> Iterable[str]:
+    """The packages a shell script or Dockerfile installs with pip or conda
+    (`pip install torch==1.9.0 torchvision`), and a Dockerfile's PyTorch base
+    image as `torch==<its version>`."""
+    for m in _IMAGE_RE.finditer(text):
+        yield f"torch=={m.group(1)}"
+    for line in text.replace("\\\n", " ").splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        for m in _INSTALL_RE.finditer(line):
+            for word in m.group(1).split():
+                word = word.strip("'\"")
+                if word and not word.startswith("-"):
+                    yield word
+
+
+def _is_install_script(name: str) -> bool:
+    low = name.lower()
+    return low.endswith(".sh") or low.startswith("dockerfile") or low.endswith(".dockerfile")
+
+
 def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Iterable[str]]]:
     """(file name relative to `directory`, its requirement strings) for each
     declaration file in the directory."""
@@ -189,6 +224,8 @@ def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Itera
             reader = _requirement_lines
         if reader is None and name.endswith((".yml", ".yaml")) and ("env" in name.lower() or "conda" in name.lower()):
             reader = _environment_requirements
+        if reader is None and _is_install_script(name):
+            reader = _installed_requirements
         if reader is None:
             continue
         text = _read_text(os.path.join(directory, name))
@@ -222,15 +259,27 @@ def _scan(directory: str, names: Optional[List[str]] = None) -> Tuple[Optional[P
         except OSError:
             return None, None
     best: Optional[Pin] = None
+    scripted: Optional[Pin] = None  # from a shell script or Dockerfile
+    declared = False  # a requirement names torch, pinned or not
     bare: Optional[str] = None
     for name, requirements in _declarations(directory, names):
+        script = _is_install_script(name)
         for req in requirements:
+            declared = declared or (not script and _NAME_RE.match(req) is not None)
             low = lower_bound(req, bounded_only=True)
-            if low is not None and (best is None or low < best[0]):
-                best = (low, f"{os.path.join(directory, name)}: {' '.join(req.split())}")
-            elif low is None and bare is None and lower_bound(req) is not None:
+            found = best if not script else scripted
+            if low is not None and (found is None or low < found[0]):
+                found = (low, f"{os.path.join(directory, name)}: {' '.join(req.split())}")
+                if script:
+                    scripted = found
+                else:
+                    best = found
+            elif low is None and bare is None and not script and lower_bound(req) is not None:
                 bare = f"{os.path.join(directory, name)}: {' '.join(req.split())}"
-    return best, bare
+    # a set-up script's or Docker image's torch is the project's only where its
+    # requirements say nothing of torch (DETR's `torch>=1.5.0` beside a Dockerfile
+    # `FROM pytorch/pytorch:1.5`: any torch from 1.5 on, the image is one of them)
+    return (best if best is not None or declared else scripted), bare
 
 
 class PinFinder:
