@@ -360,6 +360,46 @@ def test_a_sync_in_a_helper_of_another_file_is_found(tmp_path):
 
 
 
+def test_a_loader_over_an_array_a_helper_of_another_file_returns_is_in_memory(tmp_path):
+    write(tmp_path, {
+        "utils/windows.py": """
+            import numpy as np
+
+
+            def sub_sequences(x, seq_len):
+                starts = np.arange(0, x.shape[0] - seq_len + 1)
+                return np.array([x[i:i + seq_len] for i in starts])
+
+
+            def folder(root):
+                return ImageFolder(root)
+        """,
+        "train.py": """
+            import torch
+            from torch.utils.data import DataLoader
+            from utils.windows import folder, sub_sequences
+
+
+            def fit(model, optimizer, x, root):
+                seqs = sub_sequences(x, 100)
+                windows = DataLoader(seqs, batch_size=64, shuffle=True)
+                images = DataLoader(folder(root), batch_size=64, shuffle=True)
+                for batch in windows:
+                    loss = model(batch.float().cuda()).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                for batch in images:
+                    loss = model(batch.cuda()).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    })
+    found = check(tmp_path, "--no-cache", "--select", "GPU202", ".")
+    assert found == {("train.py", 10, "GPU202")}  # the folder's loader: the array's rows are in memory
+
+
 def test_a_file_linted_alone_reads_the_files_it_imports(tmp_path):
     write(tmp_path, STEPPER)
     # the loop trains (its step is in helpers.py, not linted), so the read is GPU101's, not GPU104's

@@ -65,28 +65,31 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     if not by_name:
         return []
     out: List[str] = _importing_steps(graph, done, inputs)
+
+    def ask(ref: str, caller: str) -> None:
+        cid = graph.resolve_in(ref, caller)
+        if cid is not None and os.path.dirname(graph.owner[cid]) == os.path.dirname(caller):
+            return
+        parts = ref.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:i])
+            path = module_file(by_name.get(prefix, []), caller)
+            if path is None and cid is None:  # `misc.MetricLogger`, `from .logger import *` in `misc`
+                path = next((p for m in graph.star_exports.get(prefix, ())
+                             for p in [module_file(by_name.get(m, []), caller)] if p is not None), None)
+            if path is not None:
+                if (cid is None or os.path.dirname(path) == os.path.dirname(caller)) and path not in out:
+                    out.append(path)
+                return
+
     for fid, f in graph.functions.items():
         per_step = fid in graph.every_step
-        caller = graph.owner[fid]
         for call in f.get("calls", ()):
-            ref, where = call[0], call[1]
-            if where not in ("train", "eval") and not (per_step and where == "body"):
-                continue
-            cid = graph.resolve_in(ref, caller)
-            if cid is not None and os.path.dirname(graph.owner[cid]) == os.path.dirname(caller):
-                continue
-            parts = ref.split(".")
-            for i in range(len(parts) - 1, 0, -1):
-                prefix = ".".join(parts[:i])
-                path = module_file(by_name.get(prefix, []), caller)
-                if path is None and cid is None:  # `misc.MetricLogger`, `from .logger import *` in `misc`
-                    path = next((p for m in graph.star_exports.get(prefix, ())
-                                 for p in [module_file(by_name.get(m, []), caller)] if p is not None), None)
-                if path is not None:
-                    if cid is None or os.path.dirname(path) == os.path.dirname(caller):
-                        if path not in out:
-                            out.append(path)
-                    break
+            if call[1] in ("train", "eval") or (per_step and call[1] == "body"):
+                ask(call[0], graph.owner[fid])
+    for path, (_, summary) in graph.files.items():
+        for ref in summary.get("dataset_calls", ()):  # what a loader takes as its dataset: an array?
+            ask(ref, path)
     return out
 
 

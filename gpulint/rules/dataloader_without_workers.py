@@ -8,6 +8,7 @@ from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import scope_nodes
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import has_star_args, helper_move_target, keyword_value, move_target
+from gpulint.model.values.kinds import NUMPY, TENSOR
 from gpulint.model.values.loaders import DATALOADER_NAMES, gpu_fed_loaders, is_torch_dataloader_call
 from gpulint.model.control.repetition import called_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
@@ -163,6 +164,9 @@ class DataloaderWithoutWorkers(Rule):
 
     Not flagged: a `TensorDataset` (or a split of one, or what a function of
     the same file returns built from one: `load_and_cache_examples(...)`),
+    a dataset that is itself an array or tensor (`DataLoader(windows)`, where
+    the file builds `windows` with numpy, or a function of the project
+    returns it: `get_sub_seqs(x)` ending in `np.array(...)`),
     or a dataset class of the file whose `__getitem__` only looks up what its
     `__init__` stored (pre-tokenized tensors), whose samples are already in memory; a dataset class or `collate_fn` of the same file that
     moves samples to the GPU itself (workers could not run it); a
@@ -313,6 +317,8 @@ class DataloaderWithoutWorkers(Rule):
         _, dataset = keyword_value(node, "dataset", 0)
         if _is_in_memory_dataset(fa, dataset) or _serves_stored_items(_local_def(fa, dataset)):
             return
+        if dataset is not None and fa.values.kind(dataset, list(ctx.ancestors) + [node]) in (NUMPY, TENSOR):
+            return  # the dataset is an array (`DataLoader(make_windows(x))` returning one): its rows are in memory
         # a dataset or collate_fn of this file that puts samples on the GPU itself:
         # workers could not run it (CUDA cannot be used in forked workers)
         _, collate = keyword_value(node, "collate_fn", 6)

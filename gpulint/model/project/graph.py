@@ -46,13 +46,13 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 from gpulint.model.project.refs import EVERY_NAME
 from gpulint.model.project.programs import Programs
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
-from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, LOADER, NUMBER, OTHER
+from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, LOADER, NUMBER, NUMPY, OTHER
 
 # the kinds of return value the values layer takes from the project: a
 # DataLoader, a Python number (`loss = self._train_batch(x)` returning
 # `loss.item()`: reading it waits for nothing), and a tensor in host memory
-# (`return loss.detach().cpu()`), or a tuple of numbers (`return l1.item(), l2.item()`)
-RETURN_KINDS = frozenset({LOADER, NUMBER, HOST_TENSOR, HOST_NUMBERS})
+# (`return loss.detach().cpu()`), a tuple of numbers (`return l1.item(), l2.item()`), or an array
+RETURN_KINDS = frozenset({LOADER, NUMBER, HOST_TENSOR, HOST_NUMBERS, NUMPY})
 # how many imports deep the models a training file can train are looked for
 LAYER_IMPORT_DEPTH = 3
 # how many uses deep `ModelFiles.built_layers` follows what code builds

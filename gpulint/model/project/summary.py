@@ -39,7 +39,8 @@ from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
 from gpulint.model.names import ImportTable
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
-from gpulint.model.values.kinds import HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, TENSOR, kind_from_name
+from gpulint.model.values.kinds import HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
+from gpulint.model.values.loaders import dataset_sources
 from gpulint.model.values.values import module_class_names
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,6 +89,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     for func in fa.index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
         scopes[func] = _Scope()
     loaders = fa.index.mentions("DataLoader")
+    arrays = fa.index.mentions("np.") or fa.index.mentions("numpy")  # (what a loader's dataset may be)
     for node in fa.index.nodes_of(ast.Call, ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor, ast.While):
         scope = fa.index.owner(node)
         sc = scopes.get(scope) if scope is not None else None
@@ -104,7 +106,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     for scope, sc in scopes.items():
         # what a function returns, where a loop would read it: a loader (where the file
         # builds any), or what a step function gives back (its loss, as a tensor or a number)
-        if sc.return_nodes and (loaders or sc.steps):
+        if sc.return_nodes and (loaders or arrays or sc.steps):
             for node in sc.return_nodes:
                 value = node.value
                 if isinstance(value, ast.Name) and not fa.values.info_for(fa.index.ancestors(value)).kinds.get(value.id):
@@ -118,6 +120,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                     sc.returns.append(HOST_NUMBERS)  # `return loss.item(), acc.item()`
                 else:
                     sc.returns.append(None)
+            if not (loaders or sc.steps) and any(k != NUMPY for k in sc.returns):
+                sc.returns = [None]  # (read for what a loader takes: an array, or nothing said)
     building = defs_building_on_cpu(fa)
     for scope, sc in scopes.items():
         # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move
@@ -141,6 +145,10 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         for c in fa.index.nodes(ast.ClassDef)
     }
     out = {"functions": functions, "classes": {k: v for k, v in classes.items() if v}, "imports": sorted(refs.imported)}
+    if loaders:  # what the file's loaders take as their dataset: the project reads what those calls return
+        feeds = {r for c in dataset_sources(fa) for r in refs.call_refs(c, fa.index.ancestors(c))}
+        if feeds:
+            out["dataset_calls"] = sorted(feeds)
     stars = star_imported(fa.index.nodes_of(ast.ImportFrom), refs.module, refs.package) if fa.index.mentions("*") else ()
     dict_reads = fa.index.mentions("__dict__")
     out["uses"] = used_names(fa.tree, refs.module, refs.names, fa.index.nodes_of(ast.Call), EXTERNAL_ROOTS,

@@ -600,3 +600,28 @@ def gpu_fed_loaders(fa: "FileModel") -> Dict[ast.Call, ast.AST]:
         return out
 
     return fa.index.memoized("placement", "gpu_fed_loaders", build)  # type: ignore[return-value]
+
+
+def dataset_sources(fa: "FileModel") -> List[ast.Call]:
+    """The calls whose results torch `DataLoader`s of the file take as their
+    dataset: `DataLoader(make_windows(x))`, or `ds = make_windows(x)` (a
+    name, or a `self` attribute, the file assigns) then `DataLoader(ds)` or
+    `DataLoader(ds[:n])`. What those calls return (an array, a dataset
+    class) says whether the loader's samples are in memory."""
+    def build() -> List[ast.Call]:
+        out: List[ast.Call] = []
+        bindings = None
+        for call in dataloader_calls(fa):
+            if not is_torch_dataloader_call(fa, call):
+                continue
+            dataset = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataset"), None)
+            while isinstance(dataset, ast.Subscript):
+                dataset = dataset.value
+            if isinstance(dataset, ast.Call):
+                out.append(dataset)
+            elif isinstance(dataset, (ast.Name, ast.Attribute)):
+                bindings = bindings if bindings is not None else all_assignments(fa)
+                out.extend(v for t, v, _ in bindings if isinstance(v, ast.Call) and _same_target(t, dataset))
+        return out
+
+    return fa.index.memoized("placement", "dataset_sources", build)  # type: ignore[return-value]
