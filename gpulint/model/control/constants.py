@@ -55,17 +55,24 @@ def off_flags(index: TreeIndex) -> FrozenSet[str]:
 
 def dead_statements(index: TreeIndex) -> FrozenSet[int]:
     """`id()` of each statement in the body of an `if` whose test is an off
-    flag (`if time_it:`, `if DEBUG and step % 10 == 0:`): it never runs."""
+    flag (`if time_it:`, `if DEBUG and step % 10 == 0:`) or a false
+    constant (`if False:`, `if 0:`, a block kept switched off by hand): it
+    never runs."""
     flags = off_flags(index)
-    if not flags:
+    if not flags and not any(index.mentions(w) for w in ("if False", "if 0", "if None")):
         return frozenset()
+
+    def off(o: ast.AST) -> bool:
+        if isinstance(o, ast.Constant):
+            return o.value is None or (isinstance(o.value, (bool, int)) and not o.value)
+        return isinstance(o, ast.Name) and o.id in flags
 
     def compute() -> FrozenSet[int]:
         out = set()
         for node in index.nodes(ast.If):
             test = node.test  # type: ignore[attr-defined]
             operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-            if any(isinstance(o, ast.Name) and o.id in flags for o in operands):
+            if any(off(o) for o in operands):
                 out.update(id(s) for s in node.body)  # type: ignore[attr-defined]
         return frozenset(out)
 

@@ -74,8 +74,9 @@ class UnsynchronizedTiming(Rule):
       (`model_time = time.time() - model_time` with its print commented
       out): the figure reaches nobody;
     - timers under a module-level switch that the file sets to False once
-      and never changes (`time_it = False` ... `if time_it:`): the user
-      turns them on by editing the file;
+      and never changes (`time_it = False` ... `if time_it:`), and
+      differences printed only under `if False:`: the user turns them on
+      by editing the file;
     - files that never mention CUDA.
 
     A module-level alias of `torch.cuda.synchronize` (`synchronize =

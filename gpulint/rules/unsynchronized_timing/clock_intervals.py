@@ -57,6 +57,7 @@ from gpulint.model.index.order import Pos, contains, end_of, loops_around, scope
 from gpulint.model.index.order import callee_name
 from gpulint.model.project.callgraph import functions_reaching
 from gpulint.model.names import dotted
+from gpulint.model.control.constants import dead_statements
 from gpulint.model.control.syncs import is_explicit_sync
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -379,11 +380,14 @@ def clock_intervals(fa: FileModel, scope: ast.AST) -> List[Interval]:
 
     ends: Dict[int, Tuple[ast.Call, Set[str]]] = {}
     parents = fa.index.parents
+    dead = dead_statements(fa.index)
     for node in nodes:
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)):
             continue
         if _in_comparison(node, parents):
             continue
+        if dead and any(id(a) in dead for a in fa.index.ancestors(node)):
+            continue  # printed under `if False:`: a figure nobody reads
         right = dotted(node.right)
         if right is None or right not in clock_keys:
             continue
