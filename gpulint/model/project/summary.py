@@ -40,7 +40,7 @@ from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, s
 from gpulint.model.names import ImportTable
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
 from gpulint.model.values.kinds import HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
-from gpulint.model.values.loaders import dataset_sources
+from gpulint.model.values.loaders import dataset_sources, numpy_made
 from gpulint.model.values.values import module_class_names
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -106,7 +106,11 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     for scope, sc in scopes.items():
         # what a function returns, where a loop would read it: a loader (where the file
         # builds any), or what a step function gives back (its loss, as a tensor or a number)
-        if sc.return_nodes and (loaders or arrays or sc.steps):
+        if sc.return_nodes and arrays and not (loaders or sc.steps):
+            # read for what a loader may take: an array, by its numpy call alone (no inference)
+            made = [numpy_made(fa, n.value, scope) for n in sc.return_nodes]
+            sc.returns = [NUMPY] if all(made) else [None]
+        elif sc.return_nodes and (loaders or sc.steps):
             for node in sc.return_nodes:
                 value = node.value
                 if isinstance(value, ast.Name) and not fa.values.info_for(fa.index.ancestors(value)).kinds.get(value.id):
@@ -120,8 +124,6 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                     sc.returns.append(HOST_NUMBERS)  # `return loss.item(), acc.item()`
                 else:
                     sc.returns.append(None)
-            if not (loaders or sc.steps) and any(k != NUMPY for k in sc.returns):
-                sc.returns = [None]  # (read for what a loader takes: an array, or nothing said)
     building = defs_building_on_cpu(fa)
     for scope, sc in scopes.items():
         # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move

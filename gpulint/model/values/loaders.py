@@ -22,7 +22,7 @@ import ast
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import SCOPES
-from gpulint.model.index.order import nodes_in_order
+from gpulint.model.index.order import nodes_in_order, scope_nodes
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import helper_move_target, move_target, type_move_target
 
@@ -625,3 +625,21 @@ def dataset_sources(fa: "FileModel") -> List[ast.Call]:
         return out
 
     return fa.index.memoized("placement", "dataset_sources", build)  # type: ignore[return-value]
+
+
+def numpy_made(fa: "FileModel", value: Optional[ast.AST], scope: ast.AST) -> bool:
+    """`value`, returned from `scope`, is an array a numpy call made:
+    `np.array(...)`, or a name the scope binds only to numpy calls
+    (`x_seqs = np.array(windows)` ... `return x_seqs`). By the calls alone,
+    with no type inference: what a loader's dataset helper returns."""
+    def by_numpy(v: Optional[ast.AST]) -> bool:
+        return isinstance(v, ast.Call) and (fa.imports.qualname(v.func) or "").startswith("numpy.")
+
+    if isinstance(value, ast.Call):
+        return by_numpy(value)
+    if not isinstance(value, ast.Name):
+        return False
+    bound = [n.value for n in scope_nodes(scope) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+             and any(isinstance(t, ast.Name) and t.id == value.id
+                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    return bool(bound) and all(by_numpy(v) for v in bound)
