@@ -7,6 +7,7 @@ from typing import List, Optional
 from gpulint.rules.inference_without_no_grad.grad_mode import (
     EVAL,
     eval_before,
+    evaluated_by_callers,
     forward_model_key,
     grad_explicitly_on,
     is_frozen_model,
@@ -28,7 +29,12 @@ class InferenceWithoutNoGrad(Rule):
     mode first (`model.eval()` or `model.train(False)`, before the loop or
     inside it) and no `torch.no_grad()` / `torch.inference_mode()` is in
     effect: no enclosing `with` block, no decorator on the function, no
-    `torch.set_grad_enabled(False)`. The forward may be in a method of the
+    `torch.set_grad_enabled(False)`. The switch may also be in the callers:
+    a function that never switches the model itself, every call of which in
+    the file comes after its caller's `.eval()` on the model it passes (for
+    a method, on the same `self` attribute), as in `model.eval()` then
+    `predict(model, loader)`, or `self.net.eval()` then
+    `self.inference(loader)`. The forward may be in a method of the
     same class that the loop calls (`pred = self._process_one_batch(batch)`
     in Informer's `vali`, where that method runs `self.model(...)` with no
     `no_grad` of its own and makes no gradient call): the finding is on the
@@ -206,11 +212,13 @@ class InferenceWithoutNoGrad(Rule):
         helper = False
         if mode_before(fa, key, node, scope) != EVAL:
             if not eval_before(fa, node, scope):
-                return  # (no model is in eval mode here: a helper's forward is no evaluation either)
-            key = _helper_forward(fa, node, ancestors)  # `pred = self._process_one_batch(batch)`
-            if key is None or mode_before(fa, key, node, scope) != EVAL:
-                return
-            helper = True
+                if not evaluated_by_callers(fa, scope, key):
+                    return  # (no model is in eval mode here: a helper's forward is no evaluation either)
+            else:
+                key = _helper_forward(fa, node, ancestors)  # `pred = self._process_one_batch(batch)`
+                if key is None or mode_before(fa, key, node, scope) != EVAL:
+                    return
+                helper = True
         if not helper and not fa.steps.is_model_call(node, ancestors):
             return
         if runs_with_grad_off(fa, ancestors) or grad_explicitly_on(fa, ancestors):

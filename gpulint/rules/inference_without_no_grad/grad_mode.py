@@ -326,6 +326,62 @@ def eval_before(fa: FileModel, node: ast.AST, scope: ast.AST) -> bool:
     return any(mode == EVAL for pos, _, mode in mode_switches(fa, scope) if pos <= start)
 
 
+def evaluated_by_callers(fa: FileModel, func: ast.AST, key: str) -> bool:
+    """`func` never switches the model `key` itself, and every call of it in
+    this file (one at least) comes after its caller switched that model to
+    eval mode: `self.net.eval()` then `self.inference(loader)` in a method of
+    the same class, or `model.eval()` then `predict(model, loader)` for a
+    parameter. The loop of `func` then runs the model in eval mode, though
+    the switch is in another function."""
+    if not isinstance(func, FUNCS) or any(k == key for _, k, _ in mode_switches(fa, func)):
+        return False
+    cache = fa.index.memoized("gpu501", "by_callers", dict)
+    if (func, key) not in cache:
+        cache[(func, key)] = _evaluated_by_callers(fa, func, key)
+    return cache[(func, key)]
+
+
+def _evaluated_by_callers(fa: FileModel, func: ast.AST, key: str) -> bool:
+    cls = fa.index.parents.get(func)
+    method = isinstance(cls, ast.ClassDef)
+    args = func.args  # type: ignore[attr-defined]
+    params = [a.arg for a in args.posonlyargs + args.args][1 if method else 0:]
+    if key.startswith("self."):
+        if not method:
+            return False
+        position = None
+    elif key in params:
+        position = params.index(key)
+    else:
+        return False
+    name = func.name  # type: ignore[attr-defined]
+    calls = []
+    for call in fa.index.nodes_of(ast.Call):
+        f = call.func
+        if method:
+            if not (isinstance(f, ast.Attribute) and f.attr == name and isinstance(f.value, ast.Name)
+                    and f.value.id == "self" and fa.index.enclosing_class(fa.index.ancestors(call)) is cls):
+                continue
+        elif not (isinstance(f, ast.Name) and f.id == name):
+            continue
+        calls.append(call)
+    if not calls:
+        return False
+    for call in calls:
+        caller = fa.index.enclosing_scope(fa.index.ancestors(call)) or fa.tree  # (or the module's code)
+        if caller is func:
+            return False
+        if position is None:
+            passed: Optional[str] = key
+        else:
+            arg = call.args[position] if position < len(call.args) else next(
+                (k.value for k in call.keywords if k.arg == key), None)
+            passed = model_key(arg) if arg is not None and not isinstance(arg, ast.Starred) else None
+        if passed is None or mode_before(fa, passed, call, caller) != EVAL:
+            return False
+    return True
+
+
 def is_gradient_call(fa: FileModel, call: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     """A call that needs the autograd graph: `.backward()`, Lightning's
     `manual_backward`, `torch.autograd.grad` / `backward`, gradient clipping,
