@@ -395,6 +395,11 @@ def test_legacy_constructor_with_sizes(line, suggestion):
          "torch.full((x.size(0),), k, dtype=torch.int64, device=...)"),
         ("a = torch.LongTensor(b).fill_(k).to(device)", None),  # one parameter: data or a size, left alone
         ("a = torch.Tensor(b, n).fill_(0.5).cuda()", "torch.full((b, n), 0.5, device=...)"),
+        # drawn at random on the CPU (CQL's random actions): drawn on the GPU instead, from its
+        # own generator (other numbers, so no fix)
+        ("a = torch.FloatTensor(3, 4).normal_().cuda()", "torch.empty(3, 4, dtype=torch.float32, device=...).normal_()"),
+        ("a = torch.FloatTensor(b * 10, n).uniform_(-1, 1).to(device)",
+         "torch.empty(b * 10, n, dtype=torch.float32, device=...).uniform_(...)"),
     ],
 )
 def test_legacy_constructor_filled_then_moved(line, use):
@@ -447,7 +452,6 @@ def test_legacy_constructor_sizes_from_names_bound_in_the_function():
         "a = torch.FloatTensor(3, 4).cpu()",
         "a = torch.FloatTensor(3, 4).pin_memory()",
         "a = torch.FloatTensor([1, 2]).fill_(0).cuda()",  # data, filled: crosses from the host anyway
-        "a = torch.FloatTensor(3, 4).normal_().cuda()",  # drawn on the CPU's generator: not a fill
     ],
 )
 def test_legacy_constructor_not_flagged(line):

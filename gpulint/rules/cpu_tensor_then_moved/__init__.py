@@ -158,7 +158,10 @@ class CpuTensorThenMoved(Rule):
     on the way (`torch.FloatTensor(b, n).fill_(0).to(device)`, `.zero_()`),
     the tensor is built, filled and copied: `torch.zeros(b, n, ...,
     device=...)` or `torch.full((b, n), v, ..., device=...)` does it on the
-    GPU (reported without a fix).
+    GPU (reported without a fix). So is one filled at random
+    (`torch.FloatTensor(b, n).uniform_(-1, 1).to(device)`, CQL's random
+    actions): `torch.empty(b, n, device=...).uniform_(-1, 1)` draws on the
+    GPU, from its own generator, so the numbers differ (no fix either).
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied to the GPU
@@ -536,12 +539,17 @@ def _target(node: ast.Call, fa) -> Optional[str]:
     return DEVICE if device_arg_kind(fa, dev) == DEVICE else None
 
 
+# in-place random fills: `torch.FloatTensor(n, k).uniform_(-1, 1)` draws on the CPU
+RANDOM_FILLS = frozenset({"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_",
+                          "cauchy_", "log_normal_"})
+
+
 def _legacy_filled_message(ctx, node: ast.Call, inner: ast.AST):
     """(`inner` is a legacy constructor filled on the way, the message to
     report or None): see `CpuTensorThenMoved._legacy_filled`."""
     fa = ctx.analysis
     if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-            and inner.func.attr in ("fill_", "zero_")):
+            and (inner.func.attr in ("fill_", "zero_") or inner.func.attr in RANDOM_FILLS)):
         return False, None
     base = inner.func.value
     legacy = legacy_constructor(fa, base) if isinstance(base, ast.Call) else None
@@ -555,8 +563,11 @@ def _legacy_filled_message(ctx, node: ast.Call, inner: ast.AST):
     sizes = _sizes_text(src, base)  # type: ignore[arg-type]
     dtype = LEGACY_CONSTRUCTORS[legacy]
     dtype_arg = f", dtype=torch.{dtype}" if dtype else ""
-    if inner.func.attr == "zero_" or (len(inner.args) == 1 and isinstance(inner.args[0], ast.Constant)
-                                      and inner.args[0].value == 0):
+    if inner.func.attr in RANDOM_FILLS:  # drawn on the CPU: draw it on the device
+        args = "..." if inner.args or inner.keywords else ""
+        use = f"torch.empty({sizes}{dtype_arg}, device=...).{inner.func.attr}({args})"
+    elif inner.func.attr == "zero_" or (len(inner.args) == 1 and isinstance(inner.args[0], ast.Constant)
+                                        and inner.args[0].value == 0):
         use = f"torch.zeros({sizes}{dtype_arg}, device=...)"
     else:
         value = src.node_text(inner.args[0]) if inner.args else "..."
