@@ -176,12 +176,11 @@ def _rebound(scope: ast.AST, name: str) -> bool:
     return False
 
 
-def _call_sites(fa: "FileModel", fn: ast.AST, param: str) -> List[ast.AST]:
-    """The arguments given for parameter `param` of `fn` at its call sites in
-    the file: `self.<fn>(...)` in the class that defines the method, or
-    `<fn>(...)` for a function defined once at module level. Empty when `fn`
-    is neither, or a call site passes `*args` / `**kwargs` over the
-    parameter's position."""
+def call_sites(fa: "FileModel", fn: ast.AST) -> List[ast.Call]:
+    """The calls of `fn` in the file: `self.<fn>(...)` in the class that
+    defines the method, or `<fn>(...)` for a function defined once at module
+    level whose name nothing rebinds. Empty when `fn` is neither (a static or
+    class method, a property, a name defined twice)."""
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return []
     owner = fa.index.parents.get(fn)
@@ -195,7 +194,6 @@ def _call_sites(fa: "FileModel", fn: ast.AST, param: str) -> List[ast.AST]:
             isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)) and i.name == fn.name for i in owner.body
         ) != 1:
             return []
-        positional = positional[1:]
         search: ast.AST = owner
 
         def is_call(c: ast.Call) -> bool:
@@ -227,21 +225,31 @@ def _call_sites(fa: "FileModel", fn: ast.AST, param: str) -> List[ast.AST]:
 
     else:
         return []
-    index = positional.index(param) if param in positional else None
-    out: List[ast.AST] = []
-    for node in ast.walk(search):
-        if not (isinstance(node, ast.Call) and is_call(node)):
-            continue
-        arg = next((k.value for k in node.keywords if k.arg == param), None)
-        if arg is None and index is not None:
-            before = node.args[: index + 1]
-            if any(isinstance(x, ast.Starred) for x in before):
-                continue
-            if len(node.args) > index:
-                arg = node.args[index]
-        if arg is not None:
-            out.append(arg)
-    return out
+    return [node for node in ast.walk(search) if isinstance(node, ast.Call) and is_call(node)]
+
+
+def passed_for(fn: ast.AST, call: ast.Call, param: str) -> Optional[ast.AST]:
+    """The argument `call` (one of `call_sites(fa, fn)`) gives for parameter
+    `param` of `fn`: by keyword, else by position (not where `*args` comes
+    at or before it); None where it gives none."""
+    a = fn.args  # type: ignore[attr-defined]
+    positional = [p.arg for p in a.posonlyargs + a.args]
+    if positional and positional[0] == "self" and isinstance(call.func, ast.Attribute):
+        positional = positional[1:]
+    arg = next((k.value for k in call.keywords if k.arg == param), None)
+    if arg is None and param in positional:
+        index = positional.index(param)
+        if any(isinstance(x, ast.Starred) for x in call.args[: index + 1]):
+            return None
+        if len(call.args) > index:
+            arg = call.args[index]
+    return arg
+
+
+def _call_sites(fa: "FileModel", fn: ast.AST, param: str) -> List[ast.AST]:
+    """The arguments given for parameter `param` of `fn` at its call sites in
+    the file (`call_sites`), where a site gives one."""
+    return [arg for call in call_sites(fa, fn) for arg in [passed_for(fn, call, param)] if arg is not None]
 
 
 def _encloses(outer: ast.AST, inner: ast.AST) -> bool:

@@ -40,6 +40,7 @@ from gpulint.model.values.kinds import OPTIMIZER
 from gpulint.model.names import dotted, last_name
 from gpulint.model.index.order import callee_name, end_of, scope_nodes, start_of
 from gpulint.model.project.callgraph import functions_reaching
+from gpulint.model.values.loaders import call_sites, passed_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -342,41 +343,24 @@ def evaluated_by_callers(fa: FileModel, func: ast.AST, key: str) -> bool:
 
 
 def _evaluated_by_callers(fa: FileModel, func: ast.AST, key: str) -> bool:
-    cls = fa.index.parents.get(func)
-    method = isinstance(cls, ast.ClassDef)
-    args = func.args  # type: ignore[attr-defined]
-    params = [a.arg for a in args.posonlyargs + args.args][1 if method else 0:]
-    if key.startswith("self."):
-        if not method:
-            return False
-        position = None
-    elif key in params:
-        position = params.index(key)
-    else:
+    attribute = key.startswith("self.")
+    if attribute and not isinstance(fa.index.parents.get(func), ast.ClassDef):
         return False
-    name = func.name  # type: ignore[attr-defined]
-    calls = []
-    for call in fa.index.nodes_of(ast.Call):
-        f = call.func
-        if method:
-            if not (isinstance(f, ast.Attribute) and f.attr == name and isinstance(f.value, ast.Name)
-                    and f.value.id == "self" and fa.index.enclosing_class(fa.index.ancestors(call)) is cls):
-                continue
-        elif not (isinstance(f, ast.Name) and f.id == name):
-            continue
-        calls.append(call)
+    args = func.args  # type: ignore[attr-defined]
+    if not attribute and key not in [a.arg for a in args.posonlyargs + args.args]:
+        return False  # (a method's `self` attribute, or a parameter)
+    calls = call_sites(fa, func)
     if not calls:
         return False
     for call in calls:
         caller = fa.index.enclosing_scope(fa.index.ancestors(call)) or fa.tree  # (or the module's code)
         if caller is func:
             return False
-        if position is None:
+        if attribute:
             passed: Optional[str] = key
         else:
-            arg = call.args[position] if position < len(call.args) else next(
-                (k.value for k in call.keywords if k.arg == key), None)
-            passed = model_key(arg) if arg is not None and not isinstance(arg, ast.Starred) else None
+            arg = passed_for(func, call, key)
+            passed = model_key(arg) if arg is not None else None
         if passed is None or mode_before(fa, passed, call, caller) != EVAL:
             return False
     return True
