@@ -175,8 +175,7 @@ def _assigned_value(fa, name: ast.Name, func, use: ast.AST) -> Optional[ast.AST]
     bound in no other way in the function (a loop target, `+=`, ...)."""
     if func is None:
         return None
-    bindings = fa.index.memoized("host_built.bindings", func, lambda: _bindings(func))
-    found = bindings.get(name.id)
+    found = plain_bindings(fa, func).get(name.id)
     if not found:
         return None
     pos = (use.lineno, use.col_offset)
@@ -213,6 +212,11 @@ def _item_writes(fa, func) -> dict:
                     out.setdefault(t.value.id, []).append(stmt)
         return out
     return fa.index.memoized("host_built.item_writes", func, compute)
+
+
+def plain_bindings(fa, func) -> dict:
+    """`_bindings` of `func`, read once per model."""
+    return fa.index.memoized("host_built.bindings", func, lambda: _bindings(func))
 
 
 def _bindings(func) -> dict:

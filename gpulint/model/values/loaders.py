@@ -22,9 +22,10 @@ import ast
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import SCOPES
-from gpulint.model.index.order import nodes_in_order, scope_nodes
+from gpulint.model.index.order import nodes_in_order
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import helper_move_target, move_target, type_move_target
+from gpulint.model.values.host_built import plain_bindings
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -637,17 +638,16 @@ def dataset_sources(fa: "FileModel") -> List[ast.Call]:
 
 def numpy_made(fa: "FileModel", value: Optional[ast.AST], scope: ast.AST) -> bool:
     """`value`, returned from `scope`, is an array a numpy call made:
-    `np.array(...)`, or a name the scope binds only to numpy calls
-    (`x_seqs = np.array(windows)` ... `return x_seqs`). By the calls alone,
+    `np.array(...)`, or a name the function binds only to numpy calls, in
+    plain assignments (`x_seqs = np.array(windows)` ... `return x_seqs`;
+    `host_built.plain_bindings`). By the calls alone,
     with no type inference: what a loader's dataset helper returns."""
     def by_numpy(v: Optional[ast.AST]) -> bool:
         return isinstance(v, ast.Call) and (fa.imports.qualname(v.func) or "").startswith("numpy.")
 
     if isinstance(value, ast.Call):
         return by_numpy(value)
-    if not isinstance(value, ast.Name):
+    if not isinstance(value, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    bound = [n.value for n in scope_nodes(scope) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-             and any(isinstance(t, ast.Name) and t.id == value.id
-                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
-    return bool(bound) and all(by_numpy(v) for v in bound)
+    found = plain_bindings(fa, scope).get(value.id)  # (None: bound some other way too)
+    return bool(found) and all(stmt is not None and by_numpy(stmt.value) for stmt in found)
