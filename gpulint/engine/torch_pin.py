@@ -258,8 +258,7 @@ def _scan(directory: str, names: Optional[List[str]] = None) -> Tuple[Optional[P
             names = os.listdir(directory)
         except OSError:
             return None, None
-    best: Optional[Pin] = None
-    scripted: Optional[Pin] = None  # from a shell script or Dockerfile
+    best: Dict[bool, Pin] = {}  # the lowest pin of the requirements (False), of set-up scripts (True)
     declared = False  # a requirement names torch, pinned or not
     bare: Optional[str] = None
     for name, requirements in _declarations(directory, names):
@@ -267,19 +266,14 @@ def _scan(directory: str, names: Optional[List[str]] = None) -> Tuple[Optional[P
         for req in requirements:
             declared = declared or (not script and _NAME_RE.match(req) is not None)
             low = lower_bound(req, bounded_only=True)
-            found = best if not script else scripted
-            if low is not None and (found is None or low < found[0]):
-                found = (low, f"{os.path.join(directory, name)}: {' '.join(req.split())}")
-                if script:
-                    scripted = found
-                else:
-                    best = found
+            if low is not None and (script not in best or low < best[script][0]):
+                best[script] = (low, f"{os.path.join(directory, name)}: {' '.join(req.split())}")
             elif low is None and bare is None and not script and lower_bound(req) is not None:
                 bare = f"{os.path.join(directory, name)}: {' '.join(req.split())}"
     # a set-up script's or Docker image's torch is the project's only where its
     # requirements say nothing of torch (DETR's `torch>=1.5.0` beside a Dockerfile
     # `FROM pytorch/pytorch:1.5`: any torch from 1.5 on, the image is one of them)
-    return (best if best is not None or declared else scripted), bare
+    return best.get(False) if declared else best.get(True), bare
 
 
 class PinFinder:
