@@ -195,7 +195,6 @@ def call_sites(fa: "FileModel", fn: ast.AST) -> List[ast.Call]:
             isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)) and i.name == fn.name for i in owner.body
         ) != 1:
             return []
-        search: ast.AST = owner
 
         def is_call(c: ast.Call) -> bool:
             f = c.func
@@ -219,14 +218,28 @@ def call_sites(fa: "FileModel", fn: ast.AST) -> List[ast.Call]:
         )
         if defined != 1 or imported or any(_binds(t, fn.name) for t, _, _ in all_assignments(fa)):
             return []  # the name may call something else
-        search = fa.tree
 
         def is_call(c: ast.Call) -> bool:
             return isinstance(c.func, ast.Name) and c.func.id == fn.name
 
     else:
         return []
-    return [node for node in ast.walk(search) if isinstance(node, ast.Call) and is_call(node)]
+    return [node for node in _calls_named(fa, fn.name) if is_call(node)]
+
+
+def _calls_named(fa: "FileModel", name: str) -> List[ast.Call]:
+    """The calls of the file whose callee is `name` or `<...>.name`, in
+    source order (indexed once per file: `call_sites` asks per function)."""
+    def build() -> dict:
+        out: dict = {}
+        for c in fa.index.nodes(ast.Call):
+            f = c.func  # type: ignore[attr-defined]
+            n = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if n is not None:
+                out.setdefault(n, []).append(c)
+        return out
+
+    return fa.index.memoized("loaders.calls_by_name", None, build).get(name, [])
 
 
 def passed_for(fn: ast.AST, call: ast.Call, param: str) -> Optional[ast.AST]:
