@@ -345,3 +345,35 @@ def test_a_fixed_value_flows_through_a_callers_own_fixed_parameter(tmp_path):
     assert _gpu204(tmp_path) == set()
     write(tmp_path, {"train.py": "from layers import Outer, Switch\n\nnet = Outer(zero=True)\nother = Switch()\n"})
     assert _gpu204(tmp_path) == {15}
+
+
+def _shadow_rows(root: Path):
+    return {row for name, row, code in check(root, "--no-cache", "--select", "GPU401", ".")
+            if name == "losses.py" and "pkg" in str(root)}
+
+
+def test_a_module_beside_a_package_of_its_own_name_never_runs(tmp_path):
+    # `import pkg.losses` finds the package pkg/losses/, never pkg/losses.py,
+    # so the stale file's FocalLoss is dead though train.py builds a FocalLoss
+    files = {"pkg/__init__.py": "", "pkg/losses.py": LOSSES,
+             "pkg/losses/__init__.py": "class FocalLoss:\n    pass\n",
+             "train.py": "from pkg.losses import FocalLoss\n\ncriterion = FocalLoss()\n",
+             # a link to the file shows it, it does not run it
+             "README.md": "The losses are [here](https://github.com/a/b/blob/main/pkg/losses.py).\n"}
+    write(tmp_path / "pkg-shadow", files)
+    assert _shadow_rows(tmp_path / "pkg-shadow") == set()
+    # in an installable package too: its users import the package as well
+    write(tmp_path / "pkg-shadow", {"pyproject.toml": "[project]\nname = 'pkg'\nversion = '0'\n"})
+    assert _shadow_rows(tmp_path / "pkg-shadow") == set()
+    # not where it is a script, or a file of the project runs it
+    write(tmp_path / "pkg-main", {**files, "pkg/losses.py": textwrap.dedent(LOSSES) + (
+        "\nif __name__ == '__main__':\n    FocalLoss()\n")})
+    assert _shadow_rows(tmp_path / "pkg-main") == {7}
+    write(tmp_path / "pkg-run", {**files, "run.sh": "python pkg/losses.py --fast\n"})
+    assert _shadow_rows(tmp_path / "pkg-run") == {7}
+    write(tmp_path / "pkg-doc", {**files, "README.md": "Try it:\n\n    python3 -u pkg/losses.py\n"})
+    assert _shadow_rows(tmp_path / "pkg-doc") == {7}
+    # nor where the package is gone: the file is the module then (of an
+    # installable package here, so every finding stays)
+    (tmp_path / "pkg-shadow" / "pkg" / "losses" / "__init__.py").unlink()
+    assert _shadow_rows(tmp_path / "pkg-shadow") == {7, 13, 18}

@@ -7,6 +7,11 @@ they would cost is no finding. The project is the git work tree around the
 file, or else the folder named on the command line that holds it. Each of
 its files is read once per run, only when a finding needs it.
 
+A module file beside a package of its own name (`a/policy.py` and
+`a/policy/__init__.py`) is dead as a whole, in any project: every import
+finds the package first. Not where the file has a `__main__` block, or
+where a file of the project names it (`python a/policy.py`).
+
 What is not checked, so that a finding is never dropped on a guess:
 
 - an installable package, in the project or any folder of it above the
@@ -47,6 +52,9 @@ TEXT_SUFFIXES = frozenset({
     ".py", ".pyi", ".ipynb", ".yaml", ".yml", ".json", ".jsonnet", ".toml", ".cfg", ".ini", ".conf", ".gin",
     ".sh", ".bash", ".zsh", ".txt", ".md", ".rst", ".mk", ".slurm", ".sbatch", ".bat", ".ps1",
 })
+# documentation files: where prose mentions a file rather than runs it
+_PROSE = (".md", ".rst", ".txt")
+_PYTHON = re.compile(r"\bpython[0-9.]*[ \t]")
 SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", "site-packages", ".tox", ".eggs",
                        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gpulint_cache"})
 
@@ -179,9 +187,48 @@ class Project:
         self._parsed[path] = (text, pf)
         return pf
 
+    def shadowed(self, path: str) -> bool:
+        """`path` (beside a package of its own name, `_beside_its_package`)
+        never runs: every `import a.policy` finds the package `a/policy/`
+        first, it has no `__main__` block, and no file of the project names
+        it to run it (`python a/policy.py` in a script, a README)."""
+        assert self.texts is not None
+        text = self.texts.get(path)
+        if text is None or "__main__" in text:
+            return False
+        name = os.path.basename(path)
+        named = re.compile(r"(?<![A-Za-z0-9_.-])" + re.escape(name) + r"(?![A-Za-z0-9_])")
+        for p, t in self.texts.items():
+            if p == path or name not in t:
+                continue
+            if not p.endswith(_PROSE):
+                if named.search(t):
+                    return False
+                continue
+            # prose names a file to show it (a link to it on GitHub), not to run it: there
+            # only a command line counts, `python` before the name on its line
+            for line in t.splitlines():
+                if name in line:
+                    last = None
+                    for last in named.finditer(line):
+                        pass
+                    runs = _PYTHON.search(line)
+                    if last is not None and runs is not None and runs.start() < last.start():
+                        return False
+        return True
+
     def dead(self, path: str, line: int, col: int = 0) -> bool:
         pf = self._parse(path)
         return pf is not None and self.reach.dead(pf, line, col)
+
+
+def _beside_its_package(path: str) -> bool:
+    """`a/policy.py` beside a regular package `a/policy/` (with an
+    `__init__.py`): Python imports the package, never the file (RL4LMs's
+    stale `text_generation/policy.py` beside `text_generation/policy/`)."""
+    folder, name = os.path.split(path)
+    stem, ext = os.path.splitext(name)
+    return ext == ".py" and stem != "__init__" and os.path.isfile(os.path.join(folder, stem, "__init__.py"))
 
 
 def _in_package(path: str, root: str, seen: Dict[str, bool]) -> bool:
@@ -241,7 +288,13 @@ def keep_reached(path: str, findings: List[Finding], named_dirs: Sequence[str], 
         return findings
     path = os.path.abspath(path)
     root = scope_of(path, named_dirs, projects.git_roots)
-    if root is None or _in_package(path, root, projects.installable):
+    if root is None:
+        return findings
+    if _beside_its_package(path):
+        project = projects.get(root, overlays)
+        if project is not None and project.shadowed(path):
+            return [f for f in findings if f.is_diagnostic]
+    if _in_package(path, root, projects.installable):
         return findings
     project = projects.get(root, overlays)
     if project is None or path not in project.texts:
