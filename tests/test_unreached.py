@@ -377,3 +377,52 @@ def test_a_module_beside_a_package_of_its_own_name_never_runs(tmp_path):
     # installable package here, so every finding stays)
     (tmp_path / "pkg-shadow" / "pkg" / "losses" / "__init__.py").unlink()
     assert _shadow_rows(tmp_path / "pkg-shadow") == {7, 13, 18}
+
+
+AGENT = """
+    import torch
+
+
+    class Agent:
+        def __init__(self, net, opt):
+            self.net, self.opt = net, opt
+
+        def update(self, batches, log_writer=None):
+            for x in batches:
+                loss = self.net(x.cuda()).sum()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                if log_writer is not None:
+                    log_writer.add_scalar("loss", loss.item())
+"""
+
+
+def _gpu101(root: Path):
+    return {row for name, row, code in check(root, "--no-cache", "--preview", "--select", "GPU101", ".")
+            if name == "agent.py"}
+
+
+def test_a_caller_local_bound_once_to_a_constant_fixes_the_parameter(tmp_path):
+    main = """
+        import torch
+        from agent import Agent
+
+
+        def run(batches):
+            net = torch.nn.Linear(4, 1).cuda()
+            agent = Agent(net, torch.optim.SGD(net.parameters(), lr=0.1))
+            writer = None  # SummaryWriter(output_dir)
+            agent.update(batches, log_writer=writer)
+
+
+        if __name__ == "__main__":
+            run([torch.randn(2, 4) for _ in range(8)])
+    """
+    write(tmp_path, {"agent.py": AGENT, "main.py": main})
+    assert _gpu101(tmp_path) == set()
+    # bound twice (a writer when asked for), the branch may run
+    write(tmp_path, {"main.py": textwrap.dedent(main).replace(
+        "    writer = None  # SummaryWriter(output_dir)\n",
+        "    writer = None\n    if batches:\n        writer = object()\n")})
+    assert _gpu101(tmp_path) == {16}

@@ -20,7 +20,8 @@ called:
   `isinstance`, or as `Class.attribute`), never as a value handed on
   (`partial(Layer, ...)`, a registry, a string naming it);
 - every call that reached code makes passes the parameter the same
-  constant (or a name that the caller's own fixed parameters fix), or
+  constant (or a name that the caller's own fixed parameters fix, or a
+  local the caller binds once, to a constant: `writer = None`), or
   leaves it to its default; none splats `*args` or `**kwargs`;
 - the parameter's name occurs in no config, script or notebook of the
   project (a config may set it by name; a README's prose sets nothing).
@@ -237,6 +238,10 @@ class FixedValues:
             return node.value
         if not isinstance(ctx, FUNCS) or not isinstance(node, (ast.Name, ast.Attribute)):
             return UNKNOWN
+        if isinstance(node, ast.Name):
+            local = _local_constant(ctx, node.id)
+            if local is not UNKNOWN:
+                return local
         env = self._env(pf, ctx)
         return evaluate(node, env) if env else UNKNOWN
 
@@ -308,6 +313,28 @@ def _passed(call: ast.Call, param: str, positional: List[str], shift: Optional[i
         if i < len(call.args):
             return call.args[i]
     return _ABSENT
+
+
+def _local_constant(func: ast.AST, name: str) -> object:
+    """The constant that `func`'s own code binds `name` to, once and only
+    once (`writer = None  # SummaryWriter(output_dir)`, then
+    `agent.train(..., log_writer=writer)`); UNKNOWN for a parameter, a name
+    bound twice or to anything else, or one declared global or nonlocal."""
+    args = func.args  # type: ignore[attr-defined]
+    if name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {
+            a.arg for a in (args.vararg, args.kwarg) if a is not None}:
+        return UNKNOWN
+    value: object = UNKNOWN
+    bound = 0
+    for n in walk_scope(func.body):  # type: ignore[attr-defined]
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            return UNKNOWN
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)):
+            bound += 1
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                and n.targets[0].id == name and isinstance(n.value, ast.Constant):
+            value = n.value.value
+    return value if bound == 1 else UNKNOWN
 
 
 def _assigned_names(func: ast.AST) -> Set[str]:
