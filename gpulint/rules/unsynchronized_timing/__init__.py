@@ -37,7 +37,9 @@ class UnsynchronizedTiming(Rule):
     Not flagged:
     - intervals around CPU-only work: data loading, tokenization, file IO
       (moving or reshaping a batch that came from a DataLoader counts as data
-      loading);
+      loading), and torch work on tensors known to live in host memory
+      (`torch.from_numpy(a)`, a factory without `device=`, `.cpu()`
+      results);
     - an interval that ends with a sync, and a loop inside the interval that
       syncs in every pass (timing a whole epoch whose steps call
       `loss.item()`: at most one step's tail is missed);

@@ -134,7 +134,11 @@ def _transfer(fa: FileModel, call: ast.Call) -> Optional[str]:
 
 
 def _tensor_not_batch(fa: FileModel, expr: ast.AST, anc: Sequence[ast.AST]) -> bool:
-    return fa.values.is_tensor(expr, anc) is True and not fa.values.is_batch(expr, anc)
+    """A tensor that work on it may queue GPU kernels: not a batch fresh from
+    the loader, nor one known to live in host memory (`torch.from_numpy(a)`,
+    `x.cpu()`), whose work runs on the CPU while the clock runs."""
+    return (fa.values.is_tensor(expr, anc) is True and not fa.values.is_batch(expr, anc)
+            and not fa.host.is_host_tensor(expr, anc))
 
 
 def _raw_input(fa: FileModel, expr: ast.AST, anc: Sequence[ast.AST]) -> bool:
@@ -216,6 +220,8 @@ def _call_kind(fa: FileModel, call: ast.Call, anc: Sequence[ast.AST], local: boo
         dev = _keyword(call, "device")
         if dev is not None and not _is_cpu_device(fa, dev):
             return WORK
+        if fa.host.is_host_tensor(call, anc):
+            return None  # built in host memory (`torch.from_numpy(a)`): no kernel is queued
         if any(_tensor_not_batch(fa, a, anc) for a in call.args):
             return WORK
         return None
