@@ -83,7 +83,7 @@ class CallFacts:
         """What the `nn.Module` classes of this file and the project's classes
         its code builds build: {"conv": n, "matmul": n, "attention": n,
         "transformer": n} (see `project.summary.class_layer_counts` and
-        `project.graph.ModelFiles.built_layers`); None where it has none."""
+        `project.models.ModelFiles.built_layers`); None where it has none."""
         return None
 
     def cuda_nearby(self) -> bool:
