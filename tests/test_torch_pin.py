@@ -64,6 +64,8 @@ def test_lower_bound(requirement, low):
         ("install_req.sh", "# pip install torch==2.4\npip install torch==1.10.0 torchvision --no-cache-dir -U | cat\n"),
         ("setup_env.sh", "conda install -y pytorch==1.10.1 torchvision cudatoolkit=11.3 -c pytorch && pip install -e .\n"),
         ("Dockerfile", "FROM pytorch/pytorch:1.10.0-cuda11.3-cudnn8-runtime\nRUN pip install -r requirements.txt\n"),
+        # NVIDIA's NGC image of 21.09 ships torch 1.10
+        ("Dockerfile", "FROM nvcr.io/nvidia/pytorch:21.09-py3\nRUN pip install -U numpy\n"),
         ("Dockerfile", "FROM ubuntu:22.04\nRUN apt-get update && pip install --no-cache-dir \\\n    'torch>=1.10,<2' numpy\n"),
     ],
 )
@@ -82,6 +84,15 @@ def test_a_set_up_script_counts_only_where_no_requirement_names_torch(tmp_path):
     assert pin_in(str(tmp_path)) is None
     write(tmp_path, "requirements.txt", "torch==1.13.1\n")
     assert pin_in(str(tmp_path))[0] == (1, 13, 1)
+
+
+def test_ngc_images_by_release():
+    from gpulint.engine.torch_pin import ngc_torch
+
+    assert ngc_torch(20, 12) == "1.8"  # flowtron's `FROM nvcr.io/nvidia/pytorch:20.12-py3`
+    assert ngc_torch(23, 4) == "1.14" and ngc_torch(23, 5) == "2.0"
+    assert ngc_torch(24, 1) == "2.2" and ngc_torch(24, 3) == "2.3"
+    assert ngc_torch(18, 12) is None
 
 
 def test_lowest_across_files_and_requirements_folder(tmp_path):

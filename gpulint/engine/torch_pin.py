@@ -18,7 +18,8 @@ and including the repository's root, the folder holding `.git` or `.hg`):
 - shell scripts (`install.sh`, any `*.sh`) and Dockerfiles: the packages of
   their `pip install` and `conda install` commands (`pip install
   torch==1.9.0`), and a Dockerfile's PyTorch base image (`FROM
-  pytorch/pytorch:1.5.1-cuda10.1-cudnn7-runtime` is `torch==1.5.1`): the
+  pytorch/pytorch:1.5.1-cuda10.1-cudnn7-runtime` is `torch==1.5.1`, NVIDIA's
+  `FROM nvcr.io/nvidia/pytorch:20.12-py3` the torch 1.8 it ships): the
   set-up a project's README sends its users to. These count only where no
   other declaration file of the folder names torch: a requirement, even a
   bare minimum, says which torch the project takes, and an image is one
@@ -189,12 +190,40 @@ _INSTALL_RE = re.compile(r"\b(?:pip3?|conda|mamba)\s+install\s+([^&;|#\n]*)")
 _IMAGE_RE = re.compile(r"^\s*FROM\s+(?:docker\.io/)?pytorch/pytorch:(\d+\.\d+(?:\.\d+)?)\b", re.I | re.M)
 
 
+# NVIDIA's NGC images, by release (`nvcr.io/nvidia/pytorch:20.12-py3`): the
+# torch they ship, by the month of the release from which it is that one or
+# newer (from the NGC PyTorch release notes' support matrix; the images ship
+# pre-releases, `1.8.0a0`, read as that version)
+_NGC_IMAGE_RE = re.compile(r"^\s*FROM\s+nvcr\.io/nvidia/pytorch:(\d\d)\.(\d\d)\b", re.I | re.M)
+_NGC_TORCH = (
+    ((19, 1), "1.0"), ((19, 5), "1.1"), ((19, 9), "1.2"), ((19, 10), "1.3"), ((20, 1), "1.4"),
+    ((20, 3), "1.5"), ((20, 6), "1.6"), ((20, 9), "1.7"), ((20, 10), "1.8"), ((21, 3), "1.9"),
+    ((21, 7), "1.10"), ((21, 11), "1.11"), ((22, 4), "1.12"), ((22, 9), "1.13"), ((23, 1), "1.14"),
+    ((23, 5), "2.0"), ((23, 6), "2.1"), ((23, 11), "2.2"), ((24, 2), "2.3"), ((24, 5), "2.4"),
+    ((24, 8), "2.5"), ((24, 11), "2.6"), ((25, 3), "2.7"), ((25, 5), "2.8"), ((25, 8), "2.9"),
+)
+
+
+def ngc_torch(year: int, month: int) -> Optional[str]:
+    """The torch of NGC's PyTorch image `<year>.<month>` (None before 19.01)."""
+    found = None
+    for since, version in _NGC_TORCH:
+        if (year, month) >= since:
+            found = version
+    return found
+
+
 def _installed_requirements(text: str) -> Iterable[str]:
     """The packages a shell script or Dockerfile installs with pip or conda
     (`pip install torch==1.9.0 torchvision`), and a Dockerfile's PyTorch base
-    image as `torch==<its version>`."""
+    image as `torch==<its version>` (an official `pytorch/pytorch` image, or
+    NVIDIA's NGC `nvcr.io/nvidia/pytorch` one)."""
     for m in _IMAGE_RE.finditer(text):
         yield f"torch=={m.group(1)}"
+    for m in _NGC_IMAGE_RE.finditer(text):
+        version = ngc_torch(int(m.group(1)), int(m.group(2)))
+        if version is not None:
+            yield f"torch=={version}"
     for line in text.replace("\\\n", " ").splitlines():
         if line.lstrip().startswith("#"):
             continue
