@@ -1309,6 +1309,59 @@ def test_a_model_called_in_the_loop_runs_its_forward_and_what_that_calls_every_s
     assert check(tmp_path, "--no-cache", "--select", "GPU203", ".") == {("utils.py", 6, "GPU203")}
 
 
+def test_a_submodule_a_model_holds_runs_every_step_through_its_attribute(tmp_path):
+    # `self.reg(x, d)` with `self.reg = Regulator()` calls Regulator's forward, in
+    # both branches of `if self.training:`; the model reaches the loop wrapped in
+    # DataParallel and rebound by `.train()` (FastSpeech's LengthRegulator)
+    write(tmp_path, {
+        "train.py": """
+            import torch
+            from model import Net
+
+
+            def main(loader):
+                model = torch.nn.DataParallel(Net()).to("cuda")
+                model = model.train()
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, d in loader:
+                    loss = model(x.cuda(), d.cuda()).sum()
+                    loss.backward()
+                    opt.step()
+        """,
+        "model.py": """
+            from torch import nn
+            from modules import Regulator
+
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.reg = Regulator()
+                    self.lin = nn.Linear(3, 3)
+
+                def forward(self, x, d):
+                    if self.training:
+                        out = self.reg(self.lin(x), d)
+                    else:
+                        out = self.reg(x, d)
+                    return out
+        """,
+        # no step word and no device word: read because the model's forward calls into it
+        "modules.py": """
+            from torch import nn
+
+
+            class Regulator(nn.Module):
+                def expand(self, x, d):
+                    return x[:, : int(d.sum().cpu())]
+
+                def forward(self, x, d):
+                    return self.expand(x, d)
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("modules.py", 7, "GPU101")}
+
+
 def test_the_distributed_path_of_a_per_step_helper_runs_every_step(tmp_path):
     # MAE's util/misc.py: the read is on the path of a distributed run, in a block that returns
     write(tmp_path, {

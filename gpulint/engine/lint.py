@@ -305,11 +305,12 @@ _PROJECT_WORDS = ("backward", ".step(", "yield", "DataLoader", ".item()")
 
 
 def builds_tensors(text: str) -> bool:
-    """The text defines functions and calls torch or numpy: a helper that
-    per-step code may call (`create_sin_embedding` in a file with no device
-    word), or whose arrays a loader takes (`get_sub_seqs`), whose summary
-    the project asks for when it does."""
-    return "def " in text and ("torch." in text or "np." in text or "numpy." in text)
+    """The text defines functions and calls torch or numpy, or defines a
+    module's `forward`: a helper that per-step code may call
+    (`create_sin_embedding` in a file with no device word, a submodule a
+    model holds), or whose arrays a loader takes (`get_sub_seqs`), whose
+    summary the project asks for when it does."""
+    return "def " in text and ("torch." in text or "np." in text or "numpy." in text or "def forward" in text)
 
 
 def takes_part(text: str, accelerator: bool, tree: ast.Module) -> bool:

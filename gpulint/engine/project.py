@@ -87,6 +87,10 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
         for call in f.get("calls", ()):
             if call[1] in ("train", "eval") or (per_step and call[1] == "body"):
                 ask(call[0], graph.owner[fid])
+        if per_step:  # what each branch of an `if`/`else` calls runs on every run too
+            for group in f.get("either", ()):
+                for ref in sorted(set.intersection(*(set(branch) for branch in group)) if group else ()):
+                    ask(ref, graph.owner[fid])
     for path, (_, summary) in graph.files.items():
         for ref in summary.get("dataset_calls", ()):  # what a loader takes as its dataset: an array?
             ask(ref, path)

@@ -321,6 +321,11 @@ class FileRefs:
             if owner.id in ("self", "cls") and scope is not None:
                 cls_node = self.fa.index.enclosing_class(ancestors)
                 if cls_node is not None and self.fa.index.parents.get(scope) is cls_node:
+                    held = self._attributes_of(cls_node).get(func.attr)
+                    if held is not None and not _defines(cls_node, func.attr):
+                        # `self.reg(x)` with `self.reg = Regulator()`: the object is called
+                        # (a submodule: its `forward`), not a method of this class
+                        return f"{held}.__call__"
                     return f"{self.qualname(cls_node)}.{func.attr}"
                 return None
             cls = self._instance_class(owner.id, scope)
@@ -391,6 +396,14 @@ class FileRefs:
                 return self.params.get(self.qualname(scope), {}).get(name)
         return self.instances.get(name)
 
+    def held_by_self(self, method: Optional[ast.AST], attr: str) -> Optional[str]:
+        """The class (dotted) of the object `self.<attr>` holds in the class
+        of `method`, bound once to `Class(...)` in its methods; else None."""
+        cls = self.fa.index.parents.get(method) if method is not None else None
+        if not isinstance(cls, ast.ClassDef) or _defines(cls, attr):
+            return None
+        return self._attributes_of(cls).get(attr)
+
     def _attributes_of(self, cls: ast.ClassDef) -> Dict[str, str]:
         """`self.<attr> = Class(...)` in the class's methods: attr -> class."""
         return self._attr_instances.get(cls, {})
@@ -451,10 +464,18 @@ _MODULE_WRAPPERS = frozenset(("DDP", "DistributedDataParallel", "DataParallel", 
 
 def _constructed(value: Optional[ast.AST]) -> Optional[ast.AST]:
     """The construction under a chain of methods that return the module
-    itself: `Net(cfg).to(device).train()` -> `Net(cfg)`."""
-    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-           and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call)):
-        value = value.func.value
+    itself, and of wrappers that run its `forward`: `Net(cfg).to(device)
+    .train()` -> `Net(cfg)`, `nn.DataParallel(Net()).to(device)` -> `Net()`."""
+    while isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING and isinstance(func.value, ast.Call):
+            value = func.value
+            continue
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if last in _MODULE_WRAPPERS and value.args and isinstance(value.args[0], ast.Call):
+            value = value.args[0]
+            continue
+        break
     return value
 
 
@@ -490,3 +511,13 @@ def _parameter_names(scope: ast.AST) -> frozenset:
         return frozenset()
     every = list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs) + [args.vararg, args.kwarg]
     return frozenset(a.arg for a in every if a is not None)
+
+
+def _defines(cls: ast.ClassDef, name: str) -> bool:
+    """`cls` defines a method (or a class attribute) `name` itself."""
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            return True
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            return True
+    return False

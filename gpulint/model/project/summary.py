@@ -386,7 +386,9 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
             isinstance(func, ast.Attribute) and func.value is root
             and func.attr not in refs.methods and not refs.has_project_bases(scope)
         ):
-            return  # `self.conv(x)`: a sub-module, not a method of the class (nor of a base in the project)
+            held = refs.held_by_self(scope, func.attr)
+            if held is None or held.split(".", 1)[0] in EXTERNAL_ROOTS:
+                return  # `self.conv(x)`: a torch sub-module (`self.reg = Regulator()`: the project's)
     else:
         target = refs.names.get(root.id)
         if target is not None:
