@@ -1362,6 +1362,42 @@ def test_a_submodule_a_model_holds_runs_every_step_through_its_attribute(tmp_pat
     assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("modules.py", 7, "GPU101")}
 
 
+def test_a_model_a_trainer_holds_in_self_runs_its_forward_every_step(tmp_path):
+    # `self.model = Regulator().cuda()` in the trainer's `__init__`: a Regulator
+    write(tmp_path, {
+        "trainer.py": """
+            import torch
+            from modules import Regulator
+
+
+            class Trainer:
+                def __init__(self):
+                    self.model = Regulator().cuda()
+                    self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+                def fit(self, loader):
+                    for x, d in loader:
+                        loss = self.model(x.cuda(), d.cuda()).sum()
+                        loss.backward()
+                        self.opt.step()
+        """,
+        "modules.py": """
+            import torch
+            from torch import nn
+
+
+            class Regulator(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = nn.Linear(4, 4)
+
+                def forward(self, x, d):
+                    return self.lin(x)[:, : int(d.sum().item())]
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("modules.py", 12, "GPU101")}
+
+
 def test_the_distributed_path_of_a_per_step_helper_runs_every_step(tmp_path):
     # MAE's util/misc.py: the read is on the path of a distributed run, in a block that returns
     write(tmp_path, {

@@ -242,8 +242,9 @@ class FileRefs:
                     if isinstance(cls, ast.ClassDef):
                         c = attr_counts.setdefault(cls, {})
                         c[t.attr] = c.get(t.attr, 0) + weight
-                        if isinstance(value, ast.Call) and len(targets) == 1:
-                            attr_found.setdefault(cls, {})[t.attr] = value.func
+                        built_by = _constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
+                        if isinstance(built_by, ast.Call) and len(targets) == 1:
+                            attr_found.setdefault(cls, {})[t.attr] = built_by.func
                     continue
                 if isinstance(t, ast.Name) and _keeps_object(value, t.id):
                     continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
