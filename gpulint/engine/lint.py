@@ -30,7 +30,8 @@ from gpulint.model.index.tree import is_test_path, may_use_accelerator
 from gpulint.model.names import other_framework
 from gpulint.model.project.facts import model_with_facts, partial_summary
 from gpulint.model.project.modules import is_package, module_names
-from gpulint.model.project.summary import may_build_layers, may_start_steps
+from gpulint.model.project.layers import may_build_layers
+from gpulint.model.project.summary import may_start_steps
 from gpulint.rule import INTERNAL_ERROR, LATEST_TORCH, SAFE, UNSAFE, Edit, Finding, Fix, Rule
 from gpulint.registry import all_rules
 from gpulint.source import Source

@@ -20,9 +20,8 @@ from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tel
 from gpulint.model.project.refs import (
     FileRefs, bound_dotted, import_bindings, imported_modules, star_imported, used_names,
 )
-from gpulint.model.project.summary import (
-    EXTERNAL_ROOTS, class_layer_counts, exports_summary, may_build_layers, summarize, total_layers,
-)
+from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
+from gpulint.model.project.summary import EXTERNAL_ROOTS, exports_summary, summarize
 from gpulint.model.values.callfacts import CallFacts
 
 MAX_ROUNDS = 4

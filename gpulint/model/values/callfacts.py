@@ -82,7 +82,7 @@ class CallFacts:
     def model_layers(self) -> Optional[Dict[str, int]]:
         """What the `nn.Module` classes of this file and the project's classes
         its code builds build: {"conv": n, "matmul": n, "attention": n,
-        "transformer": n} (see `project.summary.class_layer_counts` and
+        "transformer": n} (see `project.layers.class_layer_counts` and
         `project.models.ModelFiles.built_layers`); None where it has none."""
         return None
 

@@ -1,0 +1,125 @@
+"""The layers a file's `nn.Module` classes build: what does their math
+(convolutions, which cuDNN runs in TF32 by default, matmuls, and
+attention), counted per class where the code builds them, for the
+project's picture of the models a training loop trains (`summary`,
+`models.ModelFiles`)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Dict, Optional
+
+from gpulint.model.names import ImportTable
+from gpulint.model.values.values import module_class_names
+
+if TYPE_CHECKING:
+    from gpulint.model.index.tree import TreeIndex
+
+
+# the layers of the file's `nn.Module` classes, by what does their math: convolutions
+# (which cuDNN runs in TF32 by default), matmuls, and attention
+CONV_LAYERS = frozenset(
+    f"torch.nn.{k}" for k in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+)
+MATMUL_LAYERS = frozenset(
+    f"torch.nn.{k}" for k in ("Linear", "Bilinear", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell")
+)
+# attention layers proper: a transformer's matmul work
+TRANSFORMER_LAYERS = frozenset(
+    ["torch.nn.MultiheadAttention", "torch.nn.functional.scaled_dot_product_attention"]
+    + [f"torch.nn.{k}" for k in ("Transformer", "TransformerEncoder", "TransformerDecoder",
+                                 "TransformerEncoderLayer", "TransformerDecoderLayer")]
+)
+# and the products that attention-style code computes by hand
+ATTENTION_CALLS = TRANSFORMER_LAYERS | frozenset(["torch.matmul", "torch.bmm", "torch.einsum", "torch.baddbmm"])
+
+
+_LAYER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in CONV_LAYERS | MATMUL_LAYERS | ATTENTION_CALLS)
+
+
+def total_layers(per_class: Dict[str, Dict[str, int]]) -> Dict[str, int]:
+    """The sum of a file's `class_layer_counts` ({} for none)."""
+    total: Dict[str, int] = {}
+    for counts in per_class.values():
+        for k, n in counts.items():
+            total[k] = total.get(k, 0) + n
+    if total:
+        for k in ("conv", "matmul", "attention"):
+            total.setdefault(k, 0)
+    return total
+
+
+def class_layer_counts(tree: ast.Module, imports: ImportTable,
+                       index: Optional["TreeIndex"] = None) -> Dict[str, Dict[str, int]]:
+    """class -> {"conv": n, "matmul": n, "attention": n, "transformer": n}: the
+    layers each `nn.Module` class at the file's top level builds
+    (`nn.Conv2d(...)`, `nn.Linear(...)`, counted where the code builds them),
+    the attention-style products their code computes (`q @ k.transpose(...)`,
+    `torch.matmul`, `nn.MultiheadAttention`), and of those the attention
+    layers proper (`nn.MultiheadAttention`, `nn.TransformerEncoderLayer`,
+    `F.scaled_dot_product_attention`); classes that build none are left out. Read from
+    the tree and its imports (and the file's `index`, where it has one, to
+    visit only calls and products): the file need not be modelled."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if not classes:
+        return {}
+    modules = {classes[n] for n in module_class_names(classes, imports)}
+    if not modules:
+        return {}
+    per_class: Dict[str, Dict[str, int]] = {}
+    # the file's functions that build a convolution (`def WNConv1d(*a, **k): return weight_norm(nn.Conv1d(*a, **k))`)
+    conv_helpers = {
+        n.name for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_conv(n, imports)
+    }
+    if index is not None:
+        parents = index.parents
+        found = []
+        for node in index.nodes_of(ast.Call, ast.BinOp):
+            owner = parents.get(node)
+            while owner is not None and not isinstance(owner, ast.ClassDef):
+                owner = parents.get(owner)
+            if owner in modules:
+                found.append((node, owner))
+    else:
+        found = [(n, cls) for cls in modules for n in ast.walk(cls) if isinstance(n, (ast.Call, ast.BinOp))]
+    for node, owner in found:
+        if isinstance(node, ast.BinOp):
+            if not isinstance(node.op, ast.MatMult):
+                continue
+        else:
+            f = node.func
+            called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if called not in _LAYER_NAMES and called not in conv_helpers:
+                continue
+        counts = per_class.setdefault(owner.name, {"conv": 0, "matmul": 0, "attention": 0})
+        if isinstance(node, ast.BinOp):
+            counts["attention"] += 1
+            continue
+        q = imports.call_qualname(node)
+        if q in CONV_LAYERS or (isinstance(node.func, ast.Name) and node.func.id in conv_helpers):
+            counts["conv"] += 1
+        elif q in MATMUL_LAYERS:
+            counts["matmul"] += 1
+        elif q in ATTENTION_CALLS:
+            counts["attention"] += 1
+            if q in TRANSFORMER_LAYERS:
+                counts["transformer"] = counts.get("transformer", 0) + 1
+    return {name: counts for name, counts in per_class.items() if any(counts.values())}
+
+
+def _returns_conv(func: ast.AST, imports: ImportTable) -> bool:
+    """A helper whose body returns a call that builds a convolution layer."""
+    for node in ast.walk(func):
+        if isinstance(node, ast.Return) and node.value is not None:
+            if any(isinstance(c, ast.Call) and imports.call_qualname(c) in CONV_LAYERS for c in ast.walk(node.value)):
+                return True
+    return False
+
+
+_LAYER_WORDS = ("Conv", "Linear", "LSTM", "GRU", "RNN", "@", "matmul", "bmm", "einsum", "ttention", "Transformer")
+
+
+def may_build_layers(text: str) -> bool:
+    """The text may define `nn.Module` classes that build layers (see `class_layer_counts`)."""
+    return "Module" in text and any(w in text for w in _LAYER_WORDS)
