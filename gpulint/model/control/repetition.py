@@ -119,9 +119,14 @@ def is_once_only_name(name: str) -> bool:
 
 
 def is_per_step_name(name: str) -> bool:
-    """A function name that says it runs per step / batch / model call."""
-    low = name.lower()
+    """A function name that says it runs per step / batch / model call.
+    "steps" is no such word: `get_time_steps`, `set_timesteps` make the
+    schedule a sampler then steps through, once per call of it."""
+    low = _STEPS_RE.sub("", name.lower())
     return any(word in low for word in PER_STEP_WORDS)
+
+
+_STEPS_RE = re.compile(r"steps(?![a-z])")
 
 
 # calls that trace or export a model: a function making one is a one-off

@@ -58,7 +58,8 @@ class CpuTensorThenMoved(Rule):
     `for`/`while` loop, in a `forward`/`backward`, in a
     function whose name says it runs per step (it contains `forward`,
     `backward`, `step`, `batch`, `collate`, `mask`, `generate`, `sample`,
-    `loss` or `decode`), or in a function called from such a place in the
+    `loss` or `decode`; not `steps`: `get_timesteps` makes a schedule), or in a
+    function called from such a place in the
     same file (one level, not into `main`/`run`). A function that the file
     calls only from its own top-level code outside any loop (`if __name__
     == "__main__": check_forward()`) runs once whatever its name, and a loop
