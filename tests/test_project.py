@@ -1398,6 +1398,62 @@ def test_a_model_a_trainer_holds_in_self_runs_its_forward_every_step(tmp_path):
     assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("modules.py", 12, "GPU101")}
 
 
+def test_a_model_a_project_factory_builds_runs_its_forward_every_step(tmp_path):
+    # `model = build_model().cuda()`, where build_model (a file of its own, with no
+    # step word, read because the training function calls it) returns a Regulator:
+    # the loop's `model(...)` runs Regulator.forward
+    write(tmp_path, {
+        "train.py": """
+            import torch
+            from factory import build_model
+
+
+            def main(loader):
+                model = build_model().cuda()
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, d in loader:
+                    loss = model(x.cuda(), d.cuda()).sum()
+                    loss.backward()
+                    opt.step()
+        """,
+        "factory.py": """
+            import torch
+            from modules import Regulator
+
+
+            def build_model(small=False):
+                net = Regulator(torch.float32)
+                return net
+        """,
+        "modules.py": """
+            import torch
+            from torch import nn
+
+
+            class Regulator(nn.Module):
+                def __init__(self, dtype):
+                    super().__init__()
+                    self.lin = nn.Linear(4, 4, dtype=dtype)
+
+                def forward(self, x, d):
+                    return self.lin(x)[:, : int(d.sum().item())]
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("modules.py", 12, "GPU101")}
+    # a factory whose returns build different things builds nothing known
+    write(tmp_path, {"factory.py": textwrap.dedent('''
+        import torch
+        from modules import Regulator
+
+
+        def build_model(small=False):
+            if small:
+                return torch.nn.Linear(4, 4)
+            return Regulator(torch.float32)
+    ''')})
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == set()
+
+
 def test_the_distributed_path_of_a_per_step_helper_runs_every_step(tmp_path):
     # MAE's util/misc.py: the read is on the path of a distributed run, in a block that returns
     write(tmp_path, {

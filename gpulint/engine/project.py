@@ -29,8 +29,11 @@ from gpulint.model.project.modules import is_package, module_names
 # a run reads files in worker processes from this many on
 PARALLEL_MIN_FILES = 24
 # the project's call graph is joined this many times at most (each round
-# re-reads only the files whose facts changed); real projects settle in two
-PROJECT_ROUNDS = 4
+# re-reads only the files whose facts changed); real projects settle in two,
+# a model a factory builds in four to six (the factory's file is read, then the
+# training file knows the model, then the model's file is read, then what its
+# forward reaches knows it runs every step)
+PROJECT_ROUNDS = 6
 # how far imports are followed out of the linted files for their summaries
 CONTEXT_DEPTH = 3
 
@@ -84,8 +87,9 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
 
     for fid, f in graph.functions.items():
         per_step = fid in graph.every_step
+        drives = fid in graph.drives  # (what it builds before its loop: the model `build_model(cfg)` returns)
         for call in f.get("calls", ()):
-            if call[1] in ("train", "eval") or (per_step and call[1] == "body"):
+            if call[1] in ("train", "eval") or ((per_step or drives) and call[1] == "body"):
                 ask(call[0], graph.owner[fid])
         if per_step:  # what each branch of an `if`/`else` calls runs on every run too
             for group in f.get("either", ()):

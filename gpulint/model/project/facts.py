@@ -65,7 +65,8 @@ class ProjectFacts(CallFacts):
             self.bind(self.refs.fa)
 
     def bind(self, model: object) -> None:
-        self.refs = FileRefs(model, self.module, self.package, self.table.get("params"))  # type: ignore[arg-type]
+        self.refs = FileRefs(model, self.module, self.package, self.table.get("params"),  # type: ignore[arg-type]
+                             self.table.get("builders"))
 
     def unbind(self) -> None:
         self.refs = None

@@ -22,7 +22,10 @@ tells each file.
 * **Layers**: what the `nn.Module` classes of a file and of the project
   files it imports build (convolutions, matmul layers, attention), summed:
   the models a training loop there can train (`models.ModelFiles`).
-* **Returns** and **iterates**: as each function's summary says.
+* **Returns** and **iterates**: as each function's summary says; and
+  **builders**: the project class of the object a function builds and
+  returns (`build_model(cfg)` returning `Net(cfg).cuda()`), so that a
+  caller knows what `model = build_model(cfg)` holds.
 * **Parameters**: the class of the object a parameter holds, where every
   call that passes a known object passes one of the same class; and the
   kind of value it holds on the paths that run it every step, where each
@@ -361,6 +364,7 @@ class ProjectGraph:
         returns: Dict[str, str] = {}
         iterates: Dict[str, int] = {}
         host_built: Set[str] = set()
+        builders: Dict[str, str] = {}
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
         param_kinds: Dict[str, Dict[str, str]] = {}
@@ -383,10 +387,15 @@ class ProjectGraph:
                 cid = self.resolve_in(call[0], path)
                 if cid is not None:
                     _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built)
+                    built = self.functions[cid].get("builds")
+                    if built is not None and self._class(built) is not None:
+                        builders[call[0]] = built
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
         if host_built:
             table["host_built"] = sorted(host_built)
+        if builders:
+            table["builders"] = builders
         if device:
             table["device_side"] = sorted(device)
         if entered:
@@ -565,7 +574,7 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
         host_built.add(ref)
 
 
-ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built")
+ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced")
 # ... and all that a table can say about a file (what rules ask besides)

@@ -176,12 +176,15 @@ class FileRefs:
     """References of one file's calls and functions."""
 
     def __init__(self, fa: "FileModel", module: str, package: bool = False,
-                 params: Optional[Dict[str, Dict[str, str]]] = None) -> None:
+                 params: Optional[Dict[str, Dict[str, str]]] = None,
+                 builders: Optional[Dict[str, str]] = None) -> None:
         self.fa = fa
         self.module = module
         self.package = package
         # function -> {parameter: the class of the object every caller passes}, from the project
         self.params = params or {}
+        # function -> the class of the object it builds and returns (`build_model(cfg)`), from the project
+        self.builders = builders or {}
         self.names: Dict[str, str] = {}  # module-level name -> what it is (dotted)
         self.instances: Dict[str, str] = {}  # module-level name -> the class of the object it holds
         self._local_instances: Dict[ast.AST, Dict[str, str]] = {}
@@ -268,7 +271,7 @@ class FileRefs:
                 self.names[name] = target
         for scope, funcs in built.items():
             for name, found in funcs.items():
-                targets = [t for t in map(self.resolve_name, found) if t is not None]
+                targets = [t for t in map(self._built_by, found) if t is not None]
                 if targets:
                     every.setdefault(scope, {})[name] = targets
         for scope, names in every.items():
@@ -286,8 +289,25 @@ class FileRefs:
         for cls, attrs in attr_found.items():
             c = attr_counts.get(cls, {})
             self._attr_instances[cls] = {
-                k: t for k, v in attrs.items() if c.get(k) == 1 for t in (self.resolve_name(v),) if t is not None
+                k: t for k, v in attrs.items() if c.get(k) == 1 for t in (self._built_by(v),) if t is not None
             }
+
+    def _built_by(self, func: ast.AST) -> Optional[str]:
+        """What a call of `func` builds: the class it names, or the class a
+        function of the project builds and returns (`build_model(cfg)`)."""
+        target = self.resolve_name(func)
+        return self.builders.get(target, target) if target is not None else None
+
+    def built_class(self, value: Optional[ast.AST], scope: ast.AST) -> Optional[str]:
+        """The dotted class or function `value` calls to build an object
+        (`Net(cfg)`, `Net(cfg).cuda()`, `nn.DataParallel(Net())`), or the
+        class of the object a name of `scope` holds; None where unknown."""
+        value = _constructed(value)
+        if isinstance(value, ast.Call):
+            return self._built_by(value.func)
+        if isinstance(value, ast.Name):
+            return self._instance_class(value.id, scope)
+        return None
 
     def resolve_name(self, expr: ast.AST) -> Optional[str]:
         """The dotted target of a Name or an Attribute chain through the

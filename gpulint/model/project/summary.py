@@ -140,6 +140,11 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     for scope, sc in scopes.items():
         qual = f"{refs.module}.{MODULE_CODE}" if isinstance(scope, ast.Module) else refs.qualname(scope)
         functions[qual] = sc.summary(fa, hot, scope)
+        if sc.return_nodes and not sc.generator and isinstance(scope, FUNCS):
+            # the object every return builds (`return Net(cfg).cuda()`): the project's if it is a class
+            built = {refs.built_class(n.value, scope) for n in sc.return_nodes}
+            if len(built) == 1 and None not in built and next(iter(built)).split(".", 1)[0] not in EXTERNAL_ROOTS:
+                functions[qual]["builds"] = built.pop()
     classes = {
         refs.qualname(c): [b for b in (refs.resolve_name(base) for base in c.bases) if b is not None]
         for c in fa.index.nodes(ast.ClassDef)
