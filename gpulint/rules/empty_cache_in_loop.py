@@ -7,6 +7,7 @@ from gpulint.edits import remove_statement
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import is_one_shot_test
 from gpulint.model.control.sweeps import is_literal_sweep
+from gpulint.model.values.callfacts import TRAIN
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
 
 
@@ -32,6 +33,33 @@ def _only_structural_loops(node: ast.AST, ancestors, ctx) -> bool:
             if not (loops.iterates_model_structure(anc, outer) or is_literal_sweep(anc, ctx.analysis.index, outer)):
                 return False
     return True
+
+
+def _per_step_helper(node: ast.AST, ctx) -> "ast.AST | None":
+    """The function holding `node` in its own code, outside any branch
+    (but a periodic one: `if step_num % 10 == 0:`), handler or `finally`,
+    when the project's call graph says it runs every training step (HALOs'
+    `free_memory()`, called after each optimizer step; YOLOv6's loss, every
+    10 steps); else None."""
+    chain = list(ctx.ancestors) + [node]
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return anc if ctx.analysis.facts.every_step(anc) == TRAIN else None
+        if isinstance(anc, ast.If) and _periodic(anc.test) and any(child is s for s in anc.body):
+            continue
+        if isinstance(anc, (SCOPES, ast.If, ast.IfExp, ast.ExceptHandler, ast.With, ast.AsyncWith)) and not (
+                isinstance(anc, (ast.With, ast.AsyncWith)) and any(child is s for s in anc.body)):
+            return None
+        if isinstance(anc, ast.Try) and any(child is s for s in anc.finalbody):
+            return None
+    return None
+
+
+def _periodic(test: ast.AST) -> bool:
+    """`step % n == 0` (or `!=`): every n-th run."""
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+            and isinstance(test.left, ast.BinOp) and isinstance(test.left.op, ast.Mod))
 
 
 def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
@@ -86,7 +114,10 @@ class EmptyCacheInLoop(Rule):
     Flags `torch.cuda.empty_cache()` (in any import form, and its
     device-generic twin `torch.accelerator.memory.empty_cache()`) called inside a
     `for` or `while` loop of the same function, periodic (`if step % 100 == 0:`)
-    or not. A call in an `except` handler inside the loop is not flagged:
+    or not; and one in the body of a function that the project's call graph
+    says runs every training step (HALOs' `free_memory()`, called after each
+    optimizer step; YOLOv6's loss, which empties the cache every 10 steps),
+    outside any branch but a periodic one. A call in an `except` handler inside the loop is not flagged:
     releasing the cache after an out-of-memory error before retrying with a
     smaller batch is what the function is for; nor is one in a `finally`
     block, the clean-up after an attempt that may have run out of memory
@@ -142,6 +173,10 @@ class EmptyCacheInLoop(Rule):
     code = "GPU103"
     name = "empty-cache-in-loop"
     message = "`{name}()` inside a loop returns cached memory that the next iteration must allocate again"
+    helper_message = (
+        "`{name}()` in `{function}`, which runs every training step, returns cached memory that the next "
+        "step must allocate again"
+    )
     fix_safety = UNSAFE
     needles = ("empty_cache",)
     examples = (
@@ -244,6 +279,9 @@ class EmptyCacheInLoop(Rule):
             return
         loop = _enclosing_loop(node, ctx.ancestors)
         if loop is None:
+            helper = _per_step_helper(node, ctx)
+            if helper is not None:
+                self.report(ctx, node, self.helper_message.format(name=name, function=helper.name))
             return
         if _under_one_shot_guard(node, ctx.ancestors, loop) or _measures_memory(loop, ctx):
             return
