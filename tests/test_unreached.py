@@ -426,3 +426,44 @@ def test_a_caller_local_bound_once_to_a_constant_fixes_the_parameter(tmp_path):
         "    writer = None  # SummaryWriter(output_dir)\n",
         "    writer = None\n    if batches:\n        writer = object()\n")})
     assert _gpu101(tmp_path) == {16}
+
+
+ENGINE = """
+    import torch
+
+
+    def train_one_epoch(model, x):
+        with torch.cuda.amp.autocast():
+            return model(x)
+"""
+
+
+def test_a_name_counts_only_where_the_file_using_it_can_import_the_module(tmp_path):
+    from test_project import rows_by_path
+
+    # two copies of `engine.py` define `train_one_epoch`; the script imports the
+    # one of `multi_utils`, so the Mask R-CNN copy under `detector/` never runs
+    write(tmp_path, {
+        "detector/train_utils/engine.py": ENGINE,
+        "tracker/multi_utils/engine.py": ENGINE,
+        "tracker/train.py": "from multi_utils.engine import train_one_epoch\n\n\n"
+                            "if __name__ == '__main__':\n    train_one_epoch(None, None)\n",
+    })
+    assert rows_by_path(tmp_path, "GPU401") == [("tracker/multi_utils/engine.py", 6)]
+    # a script that imports it from its package (which re-exports it), or by a
+    # relative import inside the package, reaches it
+    write(tmp_path, {"detector/train_utils/__init__.py": "from .engine import train_one_epoch\n",
+                     "detector/run.py": "from train_utils import train_one_epoch\n\ntrain_one_epoch(None, None)\n"})
+    assert rows_by_path(tmp_path, "GPU401") == [("detector/train_utils/engine.py", 6),
+                                                 ("tracker/multi_utils/engine.py", 6)]
+    (tmp_path / "detector/run.py").unlink()
+    write(tmp_path, {"detector/train_utils/loop.py": "from . import engine\n\n\n"
+                                                      "def main():\n    engine.train_one_epoch(None, None)\n",
+                     "detector/go.py": "from train_utils.loop import main\n\nmain()\n"})
+    assert rows_by_path(tmp_path, "GPU401") == [("detector/train_utils/engine.py", 6),
+                                                 ("tracker/multi_utils/engine.py", 6)]
+    # a name in a string (a registry, `getattr(module, "train_one_epoch")`) reaches it from anywhere
+    (tmp_path / "detector/go.py").unlink()
+    write(tmp_path, {"tracker/registry.py": "STEPS = {'epoch': 'train_one_epoch'}\n"})
+    assert rows_by_path(tmp_path, "GPU401") == [("detector/train_utils/engine.py", 6),
+                                                 ("tracker/multi_utils/engine.py", 6)]

@@ -181,11 +181,21 @@ class Project:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                pf = PythonFile(ast.parse(text), _module_stem(path))
+                pf = PythonFile(ast.parse(text), _module_stem(path), self._module_parts(path),
+                                os.path.basename(path) in ("__init__.py", "__init__.pyi"))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             pf = None
         self._parsed[path] = (text, pf)
         return pf
+
+    def _module_parts(self, path: str) -> Tuple[str, ...]:
+        """`path` below the project's root as module parts (the folder's, for
+        `__init__.py`): `a/b/c.py` is ("a", "b", "c")."""
+        rel = os.path.relpath(path, self.root)
+        parts = rel.split(os.sep)
+        if parts[-1] in ("__init__.py", "__init__.pyi"):
+            return tuple(parts[:-1])
+        return tuple(parts[:-1]) + (os.path.splitext(parts[-1])[0],)
 
     def shadowed(self, path: str) -> bool:
         """`path` (beside a package of its own name, `_beside_its_package`)

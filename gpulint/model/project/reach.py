@@ -34,8 +34,14 @@ dead code that does run is a miss:
 - a function nested in another function (it lives and dies with it);
 - a word that occurs in a Python file that cannot be parsed.
 
-Only names are compared, not what they resolve to, so one definition named
-like any reached code is reached too.
+Names are compared, not what they resolve to, so one definition named like
+any reached code is reached too, with one exception: a module-level
+definition's name counts in another Python file only where that file may
+import its module (an import path of it runs inside the module's path below
+the project's root: `from train_utils import f`, `from . import engine`,
+`import pkg`; or it imports everything of some module), or names it in a
+string. A Mask R-CNN copy of `train_utils/train_eval_utils.py` is not
+reached by a script that imports `multi_train_utils.train_eval_utils`.
 """
 
 from __future__ import annotations
@@ -85,9 +91,16 @@ def _registers(decorator: ast.AST) -> bool:
 class PythonFile:
     """One parsed file of the project: its definitions, and where each word occurs."""
 
-    def __init__(self, tree: ast.Module, stem: str = "") -> None:
+    def __init__(self, tree: ast.Module, stem: str = "", parts: Tuple[str, ...] = (), package: bool = False) -> None:
         self.tree = tree
         self.stem = stem  # the module's own name (its folder's, for `__init__.py`)
+        # its path below the project's root, as module parts (`("detector", "train_utils",
+        # "train_eval_utils")`; the folder's, for `__init__.py`), where known
+        self.parts = parts
+        self.package = package  # an `__init__.py`: its parts are its package's
+        self.import_paths: Set[Tuple[str, ...]] = set()  # the modules it imports, as parts
+        self.star = False  # it imports everything of some module
+        self.string_words: Set[str] = set()  # words of its string constants
         self.parent: Dict[ast.AST, Context] = {}  # a definition's enclosing definition
         self.words: Dict[str, List[Tuple[Context, Position]]] = {}
         self.classes: Set[str] = set()
@@ -124,9 +137,16 @@ class PythonFile:
             if isinstance(n, ast.Import):
                 for a in n.names:
                     self.imports.update(a.name.split("."))
+                    self.import_paths.add(tuple(a.name.split(".")))
             elif isinstance(n, ast.ImportFrom):
                 self.imports.update((n.module or "").split("."))
                 self.imports.update(a.name for a in n.names)  # `from . import losses`
+                base = self._import_base(n)
+                if base is not None:
+                    if base:
+                        self.import_paths.add(base)
+                    self.import_paths.update(base + (a.name,) for a in n.names if a.name != "*")
+                self.star = self.star or any(a.name == "*" for a in n.names)
             if isinstance(n, ast.alias) and n.asname and n.asname != n.name:
                 # `from m import A as B` reaches A where B is used; an import
                 # without a new name is no use of its own (the name is used
@@ -135,7 +155,36 @@ class PythonFile:
             elif isinstance(n, ast.Constant) and isinstance(n.value, str):
                 for w in _WORD.findall(n.value):
                     self._add(w, c, (n.lineno, n.col_offset))
+                    self.string_words.add(w)
             stack.extend((child, c) for child in ast.iter_child_nodes(n))
+
+    def _import_base(self, node: ast.ImportFrom) -> Optional[Tuple[str, ...]]:
+        """The parts of the module `from <module> import ...` reads, a relative
+        one resolved against this file's package (None where it cannot be)."""
+        module = tuple(node.module.split(".")) if node.module else ()
+        if not node.level:
+            return module
+        if not self.parts:
+            return None
+        package = self.parts if self.package else self.parts[:-1]
+        up = node.level - 1
+        if up > len(package):
+            return None
+        return package[: len(package) - up] + module
+
+    def may_import(self, other: "PythonFile") -> bool:
+        """Some import of this file may read `other`'s module (or the package
+        holding it): a module path of it runs inside `other`'s parts
+        (`from train_utils import f` for `detector/train_utils/x.py`), or it
+        imports everything of some module. True where `other`'s parts are unknown."""
+        if not other.parts or self.star:
+            return True
+        n = len(other.parts)
+        for path in self.import_paths:
+            k = len(path)
+            if k and any(other.parts[i:i + k] == path for i in range(n - k + 1)):
+                return True
+        return False
 
     def chain(self, line: int) -> List[ast.AST]:
         """The definitions around `line`, outermost first."""
@@ -276,6 +325,8 @@ class Reach:
             other = self._parsed(key)
             if other is None:
                 return True
+            if outer is None and other is not pf and name not in other.string_words and not other.may_import(pf):
+                continue  # a module-level name of another file that cannot import this one
             for ctx, pos in other.words.get(name, ()):
                 if ctx is None:
                     return True
