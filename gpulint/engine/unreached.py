@@ -41,6 +41,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from gpulint.engine.files import FileResult
 from gpulint.fsutil import git_root
+from gpulint.model.project.modules import is_package
 from gpulint.model.project.reach import PythonFile, Reach
 from gpulint.rule import Finding
 
@@ -181,8 +182,7 @@ class Project:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                pf = PythonFile(ast.parse(text), _module_stem(path), self._module_parts(path),
-                                os.path.basename(path) in ("__init__.py", "__init__.pyi"))
+                pf = PythonFile(ast.parse(text), _module_stem(path), self._module_parts(path), is_package(path))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             pf = None
         self._parsed[path] = (text, pf)
@@ -191,11 +191,8 @@ class Project:
     def _module_parts(self, path: str) -> Tuple[str, ...]:
         """`path` below the project's root as module parts (the folder's, for
         `__init__.py`): `a/b/c.py` is ("a", "b", "c")."""
-        rel = os.path.relpath(path, self.root)
-        parts = rel.split(os.sep)
-        if parts[-1] in ("__init__.py", "__init__.pyi"):
-            return tuple(parts[:-1])
-        return tuple(parts[:-1]) + (os.path.splitext(parts[-1])[0],)
+        parts = os.path.relpath(path, self.root).split(os.sep)
+        return tuple(parts[:-1]) + (() if is_package(path) else (os.path.splitext(parts[-1])[0],))
 
     def shadowed(self, path: str) -> bool:
         """`path` (beside a package of its own name, `_beside_its_package`)
@@ -218,13 +215,9 @@ class Project:
             # prose names a file to show it (a link to it on GitHub), not to run it: there
             # only a command line counts, `python` before the name on its line
             for line in t.splitlines():
-                if name in line:
-                    last = None
-                    for last in named.finditer(line):
-                        pass
-                    runs = _PYTHON.search(line)
-                    if last is not None and runs is not None and runs.start() < last.start():
-                        return False
+                runs = _PYTHON.search(line) if name in line else None
+                if runs is not None and any(m.start() > runs.start() for m in named.finditer(line)):
+                    return False
         return True
 
     def dead(self, path: str, line: int, col: int = 0) -> bool:

@@ -342,8 +342,8 @@ class FileRefs:
             if owner.id in ("self", "cls") and scope is not None:
                 cls_node = self.fa.index.enclosing_class(ancestors)
                 if cls_node is not None and self.fa.index.parents.get(scope) is cls_node:
-                    held = self._attributes_of(cls_node).get(func.attr)
-                    if held is not None and not _defines(cls_node, func.attr):
+                    held = self.held_by_self(scope, func.attr)
+                    if held is not None:
                         # `self.reg(x)` with `self.reg = Regulator()`: the object is called
                         # (a submodule: its `forward`), not a method of this class
                         return f"{held}.__call__"
