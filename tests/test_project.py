@@ -1769,3 +1769,52 @@ def test_a_graph_built_from_the_last_rounds_answers_as_a_fresh_one():
     fresh = ProjectGraph(grown, first)
     assert fresh._resolved is not first._resolved
     assert {p: json.dumps(fresh.facts_for(p), sort_keys=True) for p in grown} == _facts(grown)
+
+
+def test_what_a_per_step_helper_returns_for_the_environments_step_is_the_action_the_host_needs(tmp_path):
+    # the agent's loop hands what `self.explore(state)` returns to `env.step`: its
+    # `action.item()` is the action, copied because the host needs it; the value
+    # `self.score(state)` returns is only printed, a real sync every step
+    write(tmp_path, {
+        "agent/sacd.py": """
+            import torch
+
+
+            class SacdAgent:
+                def __init__(self, env, policy, optimizer):
+                    self.env, self.policy, self.optimizer = env, policy.cuda(), optimizer
+
+                def explore(self, state):
+                    state = torch.as_tensor(state).cuda()
+                    with torch.no_grad():
+                        action = self.policy(state).argmax()
+                    return action.item()
+
+                def score(self, state):
+                    value = self.policy(torch.as_tensor(state).cuda()).max()
+                    return value.item()
+
+                def learn(self, state):
+                    loss = self.policy(state).mean()
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+        """,
+        "agent/run.py": """
+            import torch
+
+            from .sacd import SacdAgent
+
+
+            def train_episode(env, policy, optimizer, steps):
+                agent = SacdAgent(env, policy, optimizer)
+                state = env.reset()
+                for t in range(steps):
+                    action = agent.explore(state)
+                    next_state, reward, done, _ = env.step(action)
+                    print(agent.score(state))
+                    agent.learn(torch.as_tensor(state).cuda())
+                    state = next_state
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU101") == [("agent/sacd.py", 17)]

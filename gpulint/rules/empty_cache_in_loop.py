@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
+from gpulint.model.names import last_name
 from gpulint.edits import remove_statement
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import is_one_shot_test
@@ -54,6 +56,45 @@ def _per_step_helper(node: ast.AST, ctx) -> "ast.AST | None":
         if isinstance(anc, ast.Try) and any(child is s for s in anc.finalbody):
             return None
     return None
+
+
+# a call that runs a phase of its own, once per interval: a checkpoint save, an
+# evaluation or validation, a sampling pass (`train_state.save(...)`,
+# `eval_step(...)`, `save_image(...)`, `torch.save(...)`)
+_PHASE_CALL_RE = re.compile(r"^_?(?:save|eval|valid|sampl|checkpoint)", re.I)
+
+
+def _after_periodic_phase(node: ast.AST, ancestors, loop: ast.AST, ctx) -> bool:
+    """`node` sits in the block of a periodic `if` inside `loop` (`if step %
+    config.eval_interval == 0:`) that also runs a phase of its own: saves a
+    checkpoint, evaluates, validates or samples (a call named so, or a loop
+    over data): the cache is emptied once per interval around that phase,
+    whose memory it returns, not once per step."""
+    chain = list(ancestors) + [node]
+    start = next(i for i, a in enumerate(chain) if a is loop)
+    loops = ctx.analysis.loops
+    for i in range(start + 1, len(chain) - 1):
+        anc, child = chain[i], chain[i + 1]
+        if (isinstance(anc, ast.If) and any(child is s for s in anc.body)
+                and loops.periodic_block(anc, chain[:i]) and _runs_a_phase(anc.body, ctx)):
+            return True
+    return False
+
+
+def _runs_a_phase(body, ctx) -> bool:
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, SCOPES):
+            continue
+        if isinstance(n, ast.Call):
+            name = last_name(n.func) or ""
+            if _PHASE_CALL_RE.match(name):
+                return True
+        if isinstance(n, (ast.For, ast.AsyncFor)) and ctx.analysis.loops.loop_iterates_data(n):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
 
 
 def _periodic(test: ast.AST) -> bool:
@@ -140,7 +181,14 @@ class EmptyCacheInLoop(Rule):
     step itself, so it empties the cache once per many steps. Nor is one
     under a command-line flag of the same file that is off by default and
     names a memory, debugging or logging mode (`if args.aggressive_memory:`
-    with `action="store_true"`): the user opts into it.
+    with `action="store_true"`): the user opts into it. Nor is one in the
+    block of a periodic `if` that also runs a phase of its own: saves a
+    checkpoint, evaluates, validates or samples (`if step %
+    config.eval_interval == 0:` around `eval_step(...)` or
+    `train_state.save(...)`; a call named so, or a loop over data). The cache
+    is then emptied once per interval, to return that phase's memory, not
+    once per step. A periodic call with nothing else to release (`if step %
+    10 == 0: torch.cuda.empty_cache()`) is still flagged.
 
     ## Why is this bad?
     PyTorch's caching allocator keeps freed GPU memory reserved so that the
@@ -285,6 +333,8 @@ class EmptyCacheInLoop(Rule):
             return
         if _under_one_shot_guard(node, ctx.ancestors, loop) or _measures_memory(loop, ctx):
             return
+        if _after_periodic_phase(node, ctx.ancestors, loop, ctx):
+            return  # `if step % save_every == 0: save(...); empty_cache()`: once per interval, after its phase
         if _only_structural_loops(node, ctx.ancestors, ctx):
             return
         loops = ctx.analysis.loops

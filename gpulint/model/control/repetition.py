@@ -33,6 +33,13 @@ Read from the file, and from what the project's facts say of its functions:
   makes a pass over the data on each call (an evaluation, a pass scoring
   attention heads): what it does outside that loop runs once per pass,
   even when a loop calls it.
+* **Epoch loops**: what the body of a loop around a loop of steps does
+  outside that inner loop (a loop holding a hot loop that takes no step
+  itself, or one holding the loop that steps an environment: an RL loop
+  over episodes) runs once per epoch or episode, not per step: the
+  hidden state `torch.zeros(1, 1, h).cuda()` set before each episode. (A
+  function such a loop calls is still called repeatedly: an evaluation
+  pass after every epoch goes over its data each time.)
 * **Repeated**: otherwise, a node in the body of a `for` / `while` loop of
   the same function (not in the expression iterated), a node in a function
   named like per-step code (`PER_STEP_WORDS`) unless this file calls that
@@ -81,7 +88,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 from gpulint.model.control.loops import counts_passes, is_periodic_test, iterates_names
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
-from gpulint.model.index.order import scope_nodes
+from gpulint.model.index.order import nested_loops, scope_nodes
+from gpulint.model.values.consumers import environment_loops
 from gpulint.model.values.kinds import MODEL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -290,11 +298,12 @@ def _callee_name(call: ast.Call) -> Optional[str]:
     return None
 
 
-def _directly_repeated(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
-    """Repeated by its own function: a loop or a per-step name, without following callers."""
+def _directly_repeated(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST], per_step: bool = False) -> bool:
+    """Repeated by its own function: a loop or a per-step name, without following callers.
+    `per_step`: the body of an epoch loop (`_epoch_loop`) runs once per many steps, not repeatedly."""
     if _once_only_function(fa, ancestors):
         return False
-    func, in_loop = _guarded_context(node, ancestors, fa)
+    func, in_loop = _guarded_context(node, ancestors, fa, per_step=per_step)
     if func is _ONCE:
         return False
     if in_loop:
@@ -487,8 +496,9 @@ def _has_own_loop(func: ast.AST) -> bool:
 
 
 def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["FileModel"] = None,
-                     memo: Optional["TreeIndex"] = None):
-    """`memo`: an index to keep answers in that do not depend on `fa`."""
+                     memo: Optional["TreeIndex"] = None, per_step: bool = False):
+    """`memo`: an index to keep answers in that do not depend on `fa`. `per_step`:
+    a loop around a loop of steps (`_epoch_loop`) does not repeat what its own body does."""
     memo = fa.index if fa is not None else memo
     child = node
     in_loop = False
@@ -506,10 +516,23 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
         if (isinstance(anc, LOOPS) and _in_loop_body(anc, child)
                 and not is_literal_sweep(anc, fa.index if fa is not None else None, ancestors[:i])
                 and not (memo.memoized("repetition.names", anc, lambda: iterates_names(anc))
-                         if memo is not None else iterates_names(anc))):
+                         if memo is not None else iterates_names(anc))
+                and not (per_step and fa is not None and _epoch_loop(fa, anc))):
             in_loop = True
         child = anc
     return None, in_loop
+
+
+def _epoch_loop(fa: "FileModel", loop: ast.AST) -> bool:
+    """A loop around a loop of steps that takes no step itself (an epoch
+    loop, an RL loop over episodes around its loop over env steps): what its
+    own body does runs once per many steps (`hidden = torch.zeros(1, 1,
+    h).cuda()` before each episode), not per step."""
+    loops = fa.loops
+    if loops.contains_hot_loop(loop) and not loops.is_step_loop(loop):
+        return True
+    stepping = environment_loops(fa.index)
+    return bool(stepping) and loop not in stepping and any(inner in stepping for inner in nested_loops(loop))
 
 
 # a period this short (`if token % 2 == 0:`) still repeats the block every few passes
@@ -689,11 +712,11 @@ def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]
     """Whether `node` runs repeatedly (see the module docstring)."""
     if after_cache_hit(fa, node, ancestors) or after_periodic_return(fa, node, ancestors):
         return False
-    if _directly_repeated(fa, node, ancestors):
+    if _directly_repeated(fa, node, ancestors, per_step=True):
         return True
     if _once_only_function(fa, ancestors):
         return False
-    func, in_loop = _guarded_context(node, ancestors, fa)
+    func, in_loop = _guarded_context(node, ancestors, fa, per_step=True)
     if func is _ONCE or func is None:
         return False
     if not in_loop and _passes_over_data(fa, func):

@@ -145,22 +145,31 @@ def follows_host_read(node, ancestors, analysis, at=None, limit=None) -> bool:
 
 def sync_follows(node, ancestors, analysis, limit: int = 8) -> bool:
     """An explicit sync (`torch.cuda.synchronize()`, an alias of it) comes
-    after the read's statement, in the same block, with only simple
+    after the read's statement, in the same block (or after the `with`
+    statement whose block it ends), with only simple
     statements that queue no model work between: the host waits for the
     same work there anyway (nanochat reads the loss, then synchronizes to
     time the step, `timing_sync`), so the read costs nothing of its own."""
     chain = list(ancestors) + [node]
     stmt, block = statement_and_block(chain, analysis)
     where = analysis.index.slot(stmt) if stmt is not None else None
-    if where is None:
-        return False
-    k = where[2]
-    for j in range(k + 1, min(len(block), k + 1 + limit)):
-        b = block[j]
-        if _sync_statement(b, analysis):
-            return timing_sync(block, j, analysis)
-        if is_compound(b) or queues_model_work(b, chain[:-1], analysis):
+    while where is not None:
+        k = where[2]
+        for j in range(k + 1, min(len(block), k + 1 + limit)):
+            b = block[j]
+            if _sync_statement(b, analysis):
+                return timing_sync(block, j, analysis)
+            if is_compound(b) or queues_model_work(b, chain[:-1], analysis):
+                return False
+        if k + 1 + limit <= len(block):
             return False
+        limit -= len(block) - k - 1
+        # the end of a `with` block (`with torch.no_grad():` around the read): on after the `with`
+        owner = where[0]
+        if not (isinstance(owner, (ast.With, ast.AsyncWith)) and where[1] == "body") or limit <= 0:
+            return False
+        where = analysis.index.slot(owner)
+        block = getattr(where[0], where[1]) if where is not None else None
     return False
 
 

@@ -132,6 +132,10 @@ class ProjectFacts(CallFacts):
         synced = self.table.get("entered_synced")
         return bool(synced) and self.refs is not None and self.refs.qualname(func) in synced
 
+    def feeds_env(self, func: ast.AST) -> bool:
+        acting = self.table.get("feeds_env")
+        return bool(acting) and self.refs is not None and self.refs.qualname(func) in acting
+
 
 def model_with_facts(
     tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool = False,

@@ -120,6 +120,7 @@ class ProjectGraph:
         self.drives = self._closure("drives", self.steps)
         self.every_step = self._every_step()
         self.entered_synced = entered_synced(self)
+        self.feeds_env = feeds_env(self)
         self.param_kinds = _param_kinds(self)
         self.device_side = self._device_side()
 
@@ -370,12 +371,15 @@ class ProjectGraph:
         param_kinds: Dict[str, Dict[str, str]] = {}
         device: List[str] = []
         entered: List[str] = []
+        acting: List[str] = []
         for qual, fsum in summary.get("functions", {}).items():
             fid = self.id_of(path, qual)  # None for a file with no module name: not in the graph
             if fid in self.device_side:
                 device.append(qual)
             if fid in self.entered_synced:
                 entered.append(qual)
+            if fid in self.feeds_env:
+                acting.append(qual)
             kind = self.every_step.get(fid)
             if kind is not None:
                 every[qual] = kind
@@ -400,6 +404,8 @@ class ProjectGraph:
             table["device_side"] = sorted(device)
         if entered:
             table["entered_synced"] = sorted(entered)
+        if acting:
+            table["feeds_env"] = sorted(acting)
         if (pin := self.program_pin(path)) is not None:
             table["torch_pin"] = pin
         if summary.get("self_test") and self.importers_of(path):
@@ -512,6 +518,24 @@ def entered_synced(graph: ProjectGraph) -> Set[str]:
     return {cid for cid, yes in ok.items() if yes and cid in graph.every_step}
 
 
+def feeds_env(graph: ProjectGraph) -> Set[str]:
+    """The functions that run every step and whose every per-step call hands
+    its result to an environment's step (a summary's `feeds_env`: `action =
+    self.explore(state)` then `env.step(action)`): what it returns is the
+    action the host needs."""
+    ok: Dict[str, bool] = {}
+    for fid, f in graph.functions.items():
+        acting = set(f.get("feeds_env", ()))
+        for call in f.get("calls", ()):
+            ref, where = call[0], call[1]
+            if where not in (TRAIN, EVAL):
+                continue
+            cid = graph.resolve_in(ref, graph.owner[fid])
+            if cid is not None:
+                ok[cid] = ok.get(cid, True) and ref in acting
+    return {cid for cid, yes in ok.items() if yes and cid in graph.every_step}
+
+
 def _skeleton(summary: dict) -> tuple:
     """What of a summary the references of the project can resolve to."""
     return (list(summary.get("functions", {})), summary.get("classes"), summary.get("exports"),
@@ -576,7 +600,7 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
 
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders")
 # ... and what the loops and calls of a file are read with
-MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced")
+MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env")
 # ... and all that a table can say about a file (what rules ask besides)
 TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin")
 

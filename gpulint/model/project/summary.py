@@ -38,6 +38,7 @@ from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
 from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
+from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
 from gpulint.model.values.kinds import HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
 from gpulint.model.values.loaders import dataset_sources, numpy_made
@@ -213,13 +214,16 @@ def exports_summary(tree: ast.Module, module: str) -> dict:
 
 
 class _Scope:
-    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "synced")
+    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "synced",
+                 "env")
 
     def __init__(self) -> None:
         self.steps = False
         self.calls: set = set()
         # reference -> whether each of its per-step calls comes right after a host read
         self.synced: Dict[str, bool] = {}
+        # reference -> whether each of its per-step calls hands its result to an environment's step
+        self.env: Dict[str, bool] = {}
         # `if` statements of the function's own body -> branch -> what its plain statements call
         self.alternatives: Dict[ast.If, Dict[int, Set[str]]] = {}
         self.returns: List[Optional[str]] = []
@@ -253,6 +257,9 @@ class _Scope:
         synced = sorted(ref for ref, ok in self.synced.items() if ok)
         if synced:
             out["synced"] = synced
+        env = sorted(ref for ref, ok in self.env.items() if ok)
+        if env:
+            out["feeds_env"] = env
         if self.generator and isinstance(scope, FUNCS):
             i = _iterated_parameter(fa, scope, self.loops)
             if i is not None:
@@ -313,10 +320,14 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     if where in (TRAIN, EVAL):  # (from a loop's step; a per-step function's own calls are not asked: cost)
         first = _first_reads(fa).get(scope)
         synced = first is not None and first <= node.lineno and follows_host_read(node, ancestors, fa, limit=SYNC_WALK_LIMIT)
+    # whether a per-step call's result is the action an environment's step takes
+    env = feeds_environment_step(fa.index, node, ancestors) if where in (TRAIN, EVAL) else None
     for ref in found:
         sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
         if synced is not None:
             sc.synced[ref] = sc.synced.get(ref, True) and synced
+        if env is not None:
+            sc.env[ref] = sc.env.get(ref, True) and env
 
 
 _READ_METHODS = frozenset(HOST_METHODS | {"synchronize", "barrier"})

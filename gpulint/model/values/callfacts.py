@@ -104,6 +104,13 @@ class CallFacts:
         runs every step, in this file or another."""
         return None
 
+    def feeds_env(self, func: ast.AST) -> bool:
+        """The function runs every step, and every per-step call of it hands
+        what it returns to an environment's step (`action =
+        self.explore(state)` then `env.step(action)`): its return value is
+        the action the host needs."""
+        return False
+
     def entered_synced(self, func: ast.AST) -> bool:
         """Every call of the function from a loop's step, or from a function
         that runs every step, comes right after a host read or an explicit

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Optional, Sequence
+from typing import Dict, FrozenSet, Optional, Sequence
 
-from gpulint.model.index.nodes import LOOPS
+from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.tree import TreeIndex
 
 
@@ -47,7 +47,7 @@ def _last_steps(index: TreeIndex) -> Dict[ast.AST, Dict[str, int]]:
         for call in index.nodes(ast.Call):
             if not _environment_step(index, call):  # type: ignore[arg-type]
                 continue
-            names = [a.id for a in call.args if isinstance(a, ast.Name)]  # type: ignore[attr-defined]
+            names = [n for n in (_root_name(a) for a in call.args) if n is not None]  # type: ignore[attr-defined]
             for anc in index.ancestors(call):
                 if isinstance(anc, LOOPS):
                     last = out.setdefault(anc, {})
@@ -56,6 +56,37 @@ def _last_steps(index: TreeIndex) -> Dict[ast.AST, Dict[str, int]]:
         return out
 
     return index.memoized("consumers.steps", "last", compute)
+
+
+def _root_name(arg: ast.AST) -> Optional[str]:
+    """The name an argument passes on, through the conversions and indexing
+    that take it there: `action` for `action`, `action.numpy()`,
+    `action.cpu().numpy()[0]`."""
+    while True:
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in _PASS_ATTRS:
+            arg = arg.func.value
+        elif isinstance(arg, ast.Subscript):
+            arg = arg.value
+        else:
+            break
+    return arg.id if isinstance(arg, ast.Name) else None
+
+
+def environment_loops(index: TreeIndex) -> FrozenSet[ast.AST]:
+    """The loops that step an environment in their own body: the innermost
+    loop around each environment step call (`obs, r, done, info =
+    env.step(a)`), once per file."""
+
+    def compute() -> FrozenSet[ast.AST]:
+        out = set()
+        for call in index.nodes(ast.Call):
+            if _environment_step(index, call):  # type: ignore[arg-type]
+                loop = next((a for a in reversed(index.ancestors(call)) if isinstance(a, LOOPS + SCOPES)), None)
+                if isinstance(loop, LOOPS):
+                    out.add(loop)
+        return frozenset(out)
+
+    return index.memoized("consumers.steps", "loops", compute)
 
 
 def _environment_step(index: TreeIndex, call: ast.Call) -> bool:

@@ -34,9 +34,11 @@ class HostValues:
           library that moves batches itself: accelerate's `prepare`, Fabric's
           `setup_dataloaders`);
         * a torch factory without `device=` (`torch.rand([])`, `torch.tensor(xs)`,
-          `torch.from_numpy(a)`), `.cpu()` / `.numpy()` results, `.to("cpu")`;
+          `torch.from_numpy(a)`, `torch.as_tensor([done])` of a list display),
+          `.cpu()` / `.numpy()` results, `.to("cpu")`;
         * torch functions, tensor methods, arithmetic and comparisons of such
-          values, and names bound only to such values;
+          values, and names bound only to such values, or whose last binding
+          before the read, on every path to it, is one (`dominating_value`);
         * what the project says is one: the return value of a function that
           returns a host tensor, a parameter every caller passes one for.
 
@@ -50,6 +52,9 @@ class HostValues:
             root = root.value
         if isinstance(root, ast.Name):
             reaching = self._reaching_in_loop(root, ancestors, scope)
+            if reaching is None:
+                last = dominating_value(self.index, root, ancestors)
+                reaching = [last] if last is not None else None
             if reaching is not None:
                 inner = {root.id}
                 return all(
@@ -138,6 +143,9 @@ class HostValues:
             name = q.rsplit(".", 1)[-1]
             if name in HOST_FACTORIES and q.count(".") == 1:
                 return True
+            if q in ("torch.as_tensor", "torch.asarray") and expr.args and isinstance(
+                    expr.args[0], (ast.List, ast.Tuple, ast.Constant)):
+                return True  # `torch.as_tensor([done])`: a list of Python values, copied to the host
             if is_tensor_returning_torch(q) and not name.endswith("_like"):
                 return self._host_operands(list(expr.args), scope, seen)
             return False
@@ -293,3 +301,49 @@ def _zipped(base: ast.AST, target: ast.AST) -> bool:
         and len(target.elts) == len(base.args)
         and not any(isinstance(a, ast.Starred) for a in list(base.args) + list(target.elts))
     )
+
+
+def dominating_value(index, name: ast.Name, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+    """The value of the assignment to `name` that every run reaching the read
+    `name` passes last: `name = value` as a plain statement earlier in the
+    read's block, or in a block around it, with no other binding of the name
+    between (`done = torch.as_tensor([done])` after `s, r, done =
+    env.step(a)`, then `if done:`). None when another binding may come
+    between (a branch or a loop that binds it), or the search reaches the
+    top of a loop body (a value carried from the last pass may reach) or of
+    the def."""
+    if name in index.parents:  # (the caller's `ancestors` may stop at the statement around the read)
+        ancestors = index.ancestors(name)
+    chain = list(ancestors) + [name]
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, COMPREHENSIONS + (ast.Lambda,)):
+            return None
+        where = index.slot(child)
+        if where is not None and where[0] is anc:
+            for stmt in reversed(getattr(anc, where[1])[:where[2]]):
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    if stmt.targets[0].id == name.id:
+                        return stmt.value
+                    continue
+                if _binds(stmt, name.id):
+                    return None
+        if isinstance(anc, SCOPES + LOOPS) or isinstance(anc, ast.Module) or (
+                isinstance(anc, ast.Try) and where is not None and where[1] != "body"):
+            return None  # (a handler or `finally` may run after any statement of the `try`)
+    return None
+
+
+def _binds(stmt: ast.AST, name: str) -> bool:
+    """`stmt` may bind `name` (not in a nested def or class)."""
+    for node in walk_scope([stmt]):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == name for a in node.names):
+            return True
+    return False

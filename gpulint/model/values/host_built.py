@@ -85,6 +85,8 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
             return expr if builds_on_cpu(fa, name, expr) else _DATA
         if fa.facts.host_built(expr):
             return expr  # a project function that returns a tensor it built on the host
+        if distribution_draw(fa, expr, func):
+            return expr  # `Normal(0, 1).sample(mean.shape)`: drawn on the CPU
         f = expr.func
         q = fa.imports.qualname(f) or ""
         if q.startswith("math.") or (isinstance(f, ast.Name) and f.id in ("int", "float", "len", "max", "min")):
@@ -146,6 +148,29 @@ def _first(fa, parts, func, tensor_kind, depth: int, use: ast.AST, nest: int):
         if found is None:
             found = r
     return found
+
+
+# the draws of a `torch.distributions` object
+_DRAWS = frozenset(("sample", "rsample", "sample_n"))
+
+
+def distribution_draw(fa, call: ast.AST, func: Optional[ast.AST]) -> bool:
+    """`Normal(0, 1).sample(shape)`, or `.sample(...)` of a name `func` binds
+    once to such a distribution: a `torch.distributions` class built from
+    Python numbers only, whose draws are CPU tensors (SAC's reparameterized
+    noise, `normal = Normal(0, 1); z = normal.sample(mean.shape)`)."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _DRAWS):
+        return False
+    dist = call.func.value
+    if isinstance(dist, ast.Name) and func is not None:
+        dist = _assigned_value(fa, dist, func, call)
+    if not isinstance(dist, ast.Call):
+        return False
+    q = fa.imports.qualname(dist.func) or ""
+    args = list(dist.args) + [k.value for k in dist.keywords]
+    return q.startswith("torch.distributions.") and bool(args) and all(
+        isinstance(a, ast.Constant) and isinstance(a.value, (int, float)) and not isinstance(a.value, bool)
+        or (isinstance(a, ast.UnaryOp) and isinstance(a.operand, ast.Constant)) for a in args)
 
 
 def builds_on_cpu(fa, name: str, call: ast.Call) -> bool:
@@ -256,9 +281,13 @@ def defs_building_on_cpu(fa) -> frozenset:
         owners = set()
         for call in fa.index.nodes(ast.Call):
             name = factory_name(fa, call)
-            if name is not None and builds_on_cpu(fa, name, call):
-                owners.add(next((a for a in reversed(fa.index.ancestors(call))
-                                 if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None))
+            drawn = isinstance(call.func, ast.Attribute) and call.func.attr in _DRAWS  # type: ignore[attr-defined]
+            if name is None and not drawn:
+                continue
+            func = next((a for a in reversed(fa.index.ancestors(call))
+                         if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+            if (builds_on_cpu(fa, name, call) if name is not None else distribution_draw(fa, call, func)):
+                owners.add(func)
         return frozenset(owners)
 
     return fa.index.memoized("host_built.defs", None, compute)

@@ -103,7 +103,9 @@ class CpuTensorThenMoved(Rule):
     reshapes between them (`torch.exp(-k * torch.arange(half) / half)
     .to(t.device)`, `torch.ones(n).long().cuda()`), samples drawn from it
     (`torch.multinomial(torch.ones(n), k).to(x.device)`, which samples on
-    the CPU), also through names the
+    the CPU), and the draws of a `torch.distributions` object built from
+    Python numbers (`z = Normal(0, 1).sample(mean.shape)` then `z.to(device)`,
+    SAC's reparameterized noise), also through names the
     function assigns once in a block that holds the move (`emb =
     torch.exp(torch.arange(h) * -k)` then `emb = emb.to(device)`, four
     assignments deep at most), and through items written into it in place
@@ -126,7 +128,12 @@ class CpuTensorThenMoved(Rule):
     flags the factory (one finding per site). A factory moved to the device
     of another tensor in a `forward` (`torch.zeros(1, 1, n, k).to(mask)` in
     a layer's forward, every call) is flagged without a fix: `device=mask.device,
-    dtype=mask.dtype` keeps the dtype that `.to(mask)` also takes. What a
+    dtype=mask.dtype` keeps the dtype that `.to(mask)` also takes; so is one
+    in a method that the class's `forward` calls on `self` (Chronos-2's
+    padding helper). A loop around a loop of steps (an epoch loop, an RL loop
+    over episodes around its loop over environment steps) does not make what
+    its own body builds repeated: the hidden state `torch.zeros(1, 1,
+    h).cuda()` reset before each episode is built once per episode. What a
     function named to generate, sample or decode builds before the loop in
     which it runs its model (`tokens = torch.full(...).cuda()` before the
     token loop of `generate`) is set-up, once per call, and not flagged,

@@ -21,7 +21,7 @@ from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.values.devices import default_device_set, factory_name
-from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
+from gpulint.model.values.host_built import defs_building_on_cpu, distribution_draw, host_factory
 
 def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.Call]:
     """The CPU factory that `moved` (what a `.to(<device>)` / `.cuda()`
@@ -60,6 +60,12 @@ def _builds_on_cpu_somewhere(fa, func: Optional[ast.AST]) -> bool:
 
 
 def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
+    if distribution_draw(fa, factory, _function_around(fa.index.ancestors(factory))):
+        return (
+            f"`{_callee_text(factory)}()` draws a tensor on the CPU (a distribution built from Python numbers), "
+            f"copied to the GPU at line {move.func.value.end_lineno}; draw it there (`torch.randn(..., "  # type: ignore[attr-defined]
+            "device=...)`, or a distribution built from tensors on the device)"
+        )
     if factory_name(fa, factory) is None:  # a project function returning what a CPU factory built
         return (
             f"`{_callee_text(factory)}()` returns a tensor it builds on the CPU, copied to the GPU at line "

@@ -10,12 +10,14 @@ import ast
 from typing import Optional, Sequence
 
 from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.devices import device_arg_kind
 from gpulint.model.values.kinds import TENSOR
 
 
 def moved_like(fa, node: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
-    """For `<factory>.to(t)` in a `forward` (a layer's every call), with `t`
+    """For `<factory>.to(t)` in a `forward` (a layer's every call), or in a
+    method that the class's `forward` calls on `self`, with `t`
     a tensor (by inference, or a parameter of that `forward`), named as
     neither a device nor a dtype: `t`; else None. Measured on the corpora,
     the same move in a beam-search step, a sampler or a preprocessing
@@ -26,7 +28,7 @@ def moved_like(fa, node: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[ast
     if not isinstance(like, ast.Name) or "device" in like.id.lower() or device_arg_kind(fa, like) is not None:
         return None  # (an attribute may hold a device: `self.loss_device`)
     func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if func is None or func.name != "forward":
+    if func is None or not (func.name == "forward" or _called_by_forward(fa, func, ancestors)):
         return None  # a layer's every call; not a search step, a sampler or a preprocessing helper
     kind = fa.values.kind_at(like, ancestors)
     if kind != TENSOR and not (kind is None and _parameter_of_forward(like, func)):
@@ -41,6 +43,24 @@ def moved_like_message(other: str, factory: str) -> str:
     return (
         f"`torch.{factory}()` builds the tensor on the CPU and `.to({other})` then copies it to the GPU; "
         f"pass `device={other}.device, dtype={other}.dtype` instead"
+    )
+
+
+def _called_by_forward(fa, func: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """`func` is a method that its class's `forward` calls as `self.<name>(...)`
+    (Chronos-2's `_prepare_patched_future` and `_compute_loss`): part of the
+    layer's every call, as the forward's own code is."""
+    at = next((i for i, a in enumerate(ancestors) if a is func), 0)
+    cls = ancestors[at - 1] if at > 0 else None
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    forward = next((b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == "forward"), None)
+    if forward is None:
+        return False
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == func.name  # type: ignore[attr-defined]
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+        for n in scope_nodes(forward)
     )
 
 

@@ -5,6 +5,7 @@ import re
 from typing import List
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
+from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.callfacts import TRAIN
 from gpulint.model.values.consumers import exports_outputs, feeds_environment_step, keys_a_mapping
 from gpulint.model.values.devices import is_cpu_tensor_type
@@ -452,10 +453,9 @@ class HostSyncInLoop(TruthTests, Rule):
             return None  # `if args.print_loss:`: a debugging path the user turns on, off by default
         if follows_host_read(node, ancestors, analysis, at) or sync_follows(node, ancestors, analysis):
             return None
-        if feeds_environment_step(analysis.index, node, ancestors):
-            return None  # actions copied for the environment: the host needs them every step
-        if exports_outputs(analysis.index, node) or keys_a_mapping(analysis.index, node):
-            return None  # predictions kept on the host for a scorer, a file or the caller; keys of a dict
+        if feeds_environment_step(analysis.index, node, ancestors) or exports_outputs(analysis.index, node) or (
+                keys_a_mapping(analysis.index, node) or _returns_the_action(analysis, loop, node, ancestors)):
+            return None  # actions for the environment; predictions kept on the host; keys of a dict
         return loop
 
     @staticmethod
@@ -633,3 +633,41 @@ def _forced(call: ast.Call) -> bool:
     without it, `numpy()` raises on anything but a CPU tensor."""
     return any(k.arg == "force" and not (isinstance(k.value, ast.Constant) and not k.value.value)
                for k in call.keywords)
+
+
+def _returns_the_action(analysis, func, node: ast.AST, ancestors) -> bool:
+    """`return action.item()` in a function whose every per-step caller hands
+    what it returns to `env.step` (`CallFacts.feeds_env`)."""
+    return isinstance(func, FUNCS) and analysis.facts.feeds_env(func) and _returned(node, ancestors)
+
+
+def _returned(node: ast.AST, ancestors) -> bool:
+    """`node` is what its function returns, or part of a returned tuple
+    (`return action.item()`, `return a.cpu().numpy(), h`), through the
+    calls and attributes that take it there; or it is bound to a name that
+    a later `return` of the function returns so (`action = action.cpu()`
+    ... `return action[0]`)."""
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, ast.Return):
+            return True
+        if isinstance(anc, ast.Assign) and len(anc.targets) == 1 and isinstance(anc.targets[0], ast.Name):
+            func = next((a for a in reversed(ancestors[:i]) if isinstance(a, FUNCS)), None)
+            name = anc.targets[0].id
+            return func is not None and any(
+                isinstance(r, ast.Return) and r.value is not None and r.lineno > anc.lineno
+                and _returns_name(r.value, name) for r in scope_nodes(func))
+        if not isinstance(anc, (ast.Tuple, ast.Call, ast.Attribute, ast.Subscript)):
+            return False
+    return False
+
+
+def _returns_name(value: ast.AST, name: str) -> bool:
+    parts = value.elts if isinstance(value, ast.Tuple) else [value]
+    for part in parts:
+        while isinstance(part, (ast.Subscript, ast.Attribute)) or (
+                isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute)):
+            part = part.func.value if isinstance(part, ast.Call) else part.value
+        if isinstance(part, ast.Name) and part.id == name:
+            return True
+    return False

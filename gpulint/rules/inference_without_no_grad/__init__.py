@@ -17,6 +17,7 @@ from gpulint.rules.inference_without_no_grad.grad_mode import (
 )
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import end_of, loops_around, scope_nodes, start_of
+from gpulint.model.values.devices import default_device_set
 from gpulint.rule import MEMORY, NONE, Bench, Example, Rule
 from gpulint.workloads import RESNET18
 
@@ -60,7 +61,11 @@ class InferenceWithoutNoGrad(Rule):
       (no graph is recorded for them);
     - code under an explicit `with torch.enable_grad():`;
     - models in training mode (no `.eval()` seen in the function, as in a
-      `training_step`).
+      `training_step`);
+    - a model the same code builds (`net = SpeechEmbedder()`) and never
+      moves, wraps or hands on (only loads weights into, switches to eval and
+      calls): its forward runs on the CPU, where the kept graph costs no GPU
+      memory.
 
     ## Why is this bad?
     `model.eval()` only changes how layers such as dropout and batch norm
@@ -223,7 +228,7 @@ class InferenceWithoutNoGrad(Rule):
             return
         if runs_with_grad_off(fa, ancestors) or grad_explicitly_on(fa, ancestors):
             return
-        if self._frozen(fa, key, scope, ancestors):
+        if self._frozen(fa, key, scope, ancestors) or _built_here_on_cpu(fa, key, scope, ancestors):
             return
         if self._gradients_needed(fa, node, loops, scope):
             return
@@ -259,6 +264,37 @@ class InferenceWithoutNoGrad(Rule):
             if start_of(call) >= end_of(inner) and all(id(lp) in fwd_loops for lp in call_loops):
                 return True
         return False
+
+
+# what a model built on the CPU may be asked and stay there
+_STAYS_PUT = frozenset(("eval", "train", "load_state_dict", "parameters", "named_parameters", "state_dict",
+                        "requires_grad_", "zero_grad"))
+
+
+def _built_here_on_cpu(fa, key: str, scope: ast.AST, ancestors) -> bool:
+    """The model `key` is a name the code around builds itself (`net =
+    SpeechEmbedder()`) and never moves, wraps or hands on: it is only
+    loaded, switched to eval and called. Its forward runs on the CPU
+    (a test script that never puts the model on a device), where keeping
+    activations for a graph costs no GPU memory."""
+    if "." in key or default_device_set(fa, ancestors):
+        return False
+    built = False
+    for n in scope_nodes(scope):
+        if not (isinstance(n, ast.Name) and n.id == key):
+            continue
+        parent = fa.index.parents.get(n)
+        if isinstance(n.ctx, ast.Store):
+            value = parent.value if isinstance(parent, ast.Assign) and parent.targets == [n] else None
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+                return False  # `net = Net().cuda()`, `net = build(cfg)...`, unpacked: not known
+            built = True
+        elif isinstance(parent, ast.Call) and parent.func is n:
+            continue  # a forward
+        elif not (isinstance(parent, ast.Attribute) and parent.attr in _STAYS_PUT
+                  and isinstance(fa.index.parents.get(parent), ast.Call)):
+            return False  # moved (`.cuda()`), wrapped, handed on: it may live anywhere
+    return built
 
 
 def _helper_forward(fa, call: ast.Call, ancestors) -> Optional[str]:
