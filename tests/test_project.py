@@ -1818,3 +1818,76 @@ def test_what_a_per_step_helper_returns_for_the_environments_step_is_the_action_
         """,
     })
     assert rows_by_path(tmp_path, "GPU101") == [("agent/sacd.py", 17)]
+
+
+def test_a_call_whose_every_return_reads_on_the_host_leaves_nothing_to_wait_for(tmp_path):
+    # `score` (another file) returns `out.item()`: right after it the host is in step
+    # with the device, so reading the loss there waits for nothing new, and a clock read
+    # after `predict` (which returns `.cpu().numpy()`) times the GPU's work; `logits`
+    # returns a tensor, so the same read after it is a sync of its own
+    write(tmp_path, {
+        "helpers.py": """
+            def score(model, x):
+                out = model(x).sum()
+                return out.item()
+
+
+            def predict(model, x):
+                return model(x).argmax(-1).cpu().numpy()
+
+
+            def logits(model, x):
+                return model(x)
+        """,
+        "train.py": """
+            import time
+
+            import torch
+
+            from helpers import logits, predict, score
+
+
+            def train(model, loader, optimizer):
+                model.cuda()
+                for x in loader:
+                    loss = model(x.cuda()).mean()
+                    loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    s = score(model, x.cuda())
+                    print(loss.item(), s)
+
+
+            def train_logits(model, loader, optimizer):
+                model.cuda()
+                for x in loader:
+                    loss = model(x.cuda()).mean()
+                    loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    z = logits(model, x.cuda())
+                    print(loss.item(), z.shape)
+
+
+            def timed(model, example, runs=100):
+                timings = []
+                for _ in range(runs):
+                    start = time.monotonic()
+                    out = model(example)
+                    preds = predict(model, out)
+                    timings.append(time.monotonic() - start)
+                return timings
+
+
+            def timed_logits(model, example, runs=100):
+                timings = []
+                for _ in range(runs):
+                    start = time.monotonic()
+                    out = model(example)
+                    z = logits(model, out)
+                    timings.append(time.monotonic() - start)
+                return timings
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU101") == [("helpers.py", 4), ("train.py", 28)]
+    assert rows_by_path(tmp_path, "GPU601") == [("train.py", 47)]

@@ -64,6 +64,14 @@ def test_a_name_in_a_config_or_a_string_reaches_the_code(tmp_path):
     assert _rows(tmp_path) == {7, 13, 18}
 
 
+def test_a_docstring_or_a_string_standing_as_a_statement_reaches_nothing(tmp_path):
+    # ElegantRL's `'''AgentTD3'''` above a class of another file, and a docstring naming
+    # a loss: documentation, not a name looked up
+    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN,
+                     "notes.py": '"""Try VarifocalLoss here."""\n\n\'\'\'calls_the_unused_one\'\'\'\n'})
+    assert _rows(tmp_path) == {7}
+
+
 def test_an_import_alone_reaches_nothing_but_a_renamed_import_does(tmp_path):
     write(tmp_path, {"losses.py": LOSSES, "train.py": textwrap.dedent(TRAIN) + "from losses import VarifocalLoss\n"})
     assert _rows(tmp_path) == {7}

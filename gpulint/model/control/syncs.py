@@ -95,7 +95,8 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
     branches of `x if c else y`, after the first operand of `and`/`or`, or in
     lambdas and comprehensions may not run, and do not count. With
     `analysis`, nor do reads known not to wait for the GPU (`may_sync`), and
-    `float(t)` of a device tensor counts."""
+    `float(t)` of a device tensor counts, and so does a call of a function
+    whose every return reads on the host (`CallFacts.returns_synced`)."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -103,6 +104,8 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
             return True
         if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)):
             return True
+        if analysis is not None and isinstance(n, ast.Call) and analysis.facts.returns_synced(n):
+            return True  # a call whose every return reads on the host (`clip_gradient(...)` returning `.item()`)
         if isinstance(n, ast.IfExp):
             stack.append(n.test)
         elif isinstance(n, ast.BoolOp):

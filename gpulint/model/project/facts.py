@@ -40,6 +40,7 @@ class ProjectFacts(CallFacts):
         self._returns: Dict[str, str] = table.get("returns", {})
         self._iterates: Dict[str, int] = table.get("iterates", {})
         self._host_built = frozenset(table.get("host_built", ()))
+        self._returns_synced = frozenset(table.get("returns_synced", ()))
         self._every: Dict[str, str] = table.get("every_step", {})
         self._param_kinds: Dict[str, Dict[str, str]] = table.get("param_kinds", {})
         self._accelerator = table.get("accelerator", True)
@@ -95,6 +96,9 @@ class ProjectFacts(CallFacts):
 
     def any_host_built(self) -> bool:
         return bool(self._host_built)
+
+    def returns_synced(self, call: ast.Call) -> bool:
+        return bool(self._returns_synced) and self._ref(call) in self._returns_synced
 
     def iterated_argument(self, call: ast.Call) -> Optional[ast.AST]:
         if not self._iterates:

@@ -365,6 +365,7 @@ class ProjectGraph:
         returns: Dict[str, str] = {}
         iterates: Dict[str, int] = {}
         host_built: Set[str] = set()
+        synced: Set[str] = set()  # calls whose callee returns right after a host read
         builders: Dict[str, str] = {}
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
@@ -390,7 +391,7 @@ class ProjectGraph:
             for call in fsum.get("calls", ()):
                 cid = self.resolve_in(call[0], path)
                 if cid is not None:
-                    _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built)
+                    _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, synced)
                     built = self.functions[cid].get("builds")
                     if built is not None and self._class(built) is not None:
                         builders[call[0]] = built
@@ -398,6 +399,8 @@ class ProjectGraph:
                  "params": params, "param_kinds": param_kinds}
         if host_built:
             table["host_built"] = sorted(host_built)
+        if synced:
+            table["returns_synced"] = sorted(synced)
         if builders:
             table["builders"] = builders
         if device:
@@ -583,7 +586,7 @@ def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[s
 
 
 def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
-                    returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str]) -> None:
+                    returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str], synced: Set[str]) -> None:
     """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""
     if cid in graph.steps:
         steps.add(ref)
@@ -596,9 +599,11 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
         iterates[ref] = callee["iterates"]
     if callee.get("host_built"):
         host_built.add(ref)
+    if callee.get("returns_synced"):
+        synced.add(ref)
 
 
-ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders")
+ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "returns_synced")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env")
 # ... and all that a table can say about a file (what rules ask besides)

@@ -12,7 +12,9 @@ module's top level (a call, a registry, `__all__`; an import alone is no
 use: `from engine import evaluate` reaches nothing until `evaluate` is used), in a
 definition that is itself reached, or in any file of the project that is not
 Python (a config's `_target_`, a shell script, a README). Names in string
-constants count (`getattr(module, "Name")`), comments do not, and a
+constants count (`getattr(module, "Name")`); comments, docstrings and other
+strings standing as statements do not (ElegantRL's `'''AgentTD3'''` above its
+own class names nothing another file defines), and a
 definition's own body does not (recursion). The search is backward and
 finds the least fixpoint, so two dead functions that call each other stay
 dead.
@@ -130,6 +132,9 @@ class PythonFile:
                 stack.extend((o, c) for o in outer)
                 stack.extend((b, n) for b in n.body)
                 continue
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
+                continue  # a docstring, or a string standing as a statement (`'''AgentTD3'''` above a
+                # class, a section title): words of documentation, not a name code looks up
             if isinstance(n, ast.Name):
                 self._add(n.id, c, (n.lineno, n.col_offset))
             elif isinstance(n, ast.Attribute):

@@ -39,6 +39,7 @@ from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
 from gpulint.model.values.consumers import feeds_environment_step
+from gpulint.model.values.host import reads_on_return
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
 from gpulint.model.values.kinds import HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
 from gpulint.model.values.loaders import dataset_sources, numpy_made
@@ -123,6 +124,12 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                     sc.returns.append(HOST_NUMBERS)  # `return loss.item(), acc.item()`
                 else:
                     sc.returns.append(None)
+    for scope, sc in scopes.items():
+        # a function every return of which reads device values on the host (`return
+        # clip_grad_norm_(...).item()`, `return out.cpu().numpy()`): when it returns, the host
+        # has waited for everything queued before (`returns_synced`)
+        if sc.return_nodes and not sc.generator and isinstance(scope, FUNCS):
+            sc.returns_synced = all(n.value is not None and reads_on_return(fa, n.value) for n in sc.return_nodes)
     building = defs_building_on_cpu(fa)
     for scope, sc in scopes.items():
         # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move
@@ -215,7 +222,7 @@ def exports_summary(tree: ast.Module, module: str) -> dict:
 
 class _Scope:
     __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "synced",
-                 "env")
+                 "env", "returns_synced")
 
     def __init__(self) -> None:
         self.steps = False
@@ -230,6 +237,7 @@ class _Scope:
         self.return_nodes: List[ast.Return] = []
         self.generator = False
         self.host_built = False
+        self.returns_synced = False
         self.loops: List[ast.AST] = []
 
     def summary(self, fa: "FileModel", hot: "_Hotness", scope: ast.AST) -> dict:
@@ -247,6 +255,8 @@ class _Scope:
             out["returns"] = kinds.pop()
         if self.host_built:
             out["host_built"] = True
+        if self.returns_synced:
+            out["returns_synced"] = True
         either = []
         for stmt, branches in self.alternatives.items():
             n = _branch_count(stmt)

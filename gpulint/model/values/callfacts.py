@@ -56,6 +56,13 @@ class CallFacts:
         arithmetic, `torch.cat`; `values.host_built`)."""
         return False
 
+    def returns_synced(self, call: ast.Call) -> bool:
+        """Every return of the callee reads device values on the host
+        (`return clip_grad_norm_(...).item()`, `return out.cpu().numpy()`):
+        when the call returns, the host has waited for all the work queued
+        before it."""
+        return False
+
     def any_host_built(self) -> bool:
         """Some call of the file is `host_built`."""
         return False

@@ -347,3 +347,36 @@ def _binds(stmt: ast.AST, name: str) -> bool:
                 (a.asname or a.name.split(".")[0]) == name for a in node.names):
             return True
     return False
+
+
+# methods that copy a tensor's values to the host, waiting for the device
+_READS = frozenset(("item", "tolist", "cpu", "numpy"))
+
+
+def reads_on_return(fa, value: ast.AST) -> bool:
+    """`value`, what a function returns, is read from the device on the host
+    as it is computed: `x.item()`, `x.cpu()`, `x.cpu().numpy()`, `x.tolist()`,
+    `float(x)` of a tensor not known to live on the host, a tuple of such
+    values, or a name whose last binding on every path is one (`out =
+    logits.cpu().numpy()` ... `return out`). Such a read waits for all the
+    work queued before it, so when the function returns the host is in step
+    with the device."""
+    if isinstance(value, ast.Tuple):
+        return bool(value.elts) and all(reads_on_return(fa, e) for e in value.elts)
+    if isinstance(value, ast.Name):
+        bound = dominating_value(fa.index, value, fa.index.ancestors(value))
+        return bound is not None and not isinstance(bound, ast.Name) and reads_on_return(fa, bound)
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    ancestors = fa.index.ancestors(value)
+    if isinstance(func, ast.Attribute) and func.attr in _READS and not value.keywords:
+        recv = func.value
+        if func.attr == "numpy" and isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) \
+                and recv.func.attr == "cpu":
+            recv = recv.func.value  # `x.cpu().numpy()`: the `.cpu()` reads
+        return fa.values.kind(recv, ancestors) == TENSOR and not fa.host.is_host_tensor(recv, ancestors)
+    if isinstance(func, ast.Name) and func.id in ("float", "int", "bool") and len(value.args) == 1:
+        arg = value.args[0]
+        return fa.values.kind(arg, ancestors) == TENSOR and not fa.host.is_host_tensor(arg, ancestors)
+    return False

@@ -323,9 +323,15 @@ class HostSyncInLoop(TruthTests, Rule):
       synchronize itself). A sync that times the step (the next statement
       reads a clock: `synchronize()` then `t1 = time.time()`) also covers a
       read just before it, with no model work between
-      (`train_loss_f = train_loss.item()` then `synchronize()`), and a read at
+      (`train_loss_f = train_loss.item()` then `synchronize()`, also after the
+      `with torch.no_grad():` block the read ends), and a read at
       the top of the next pass, when no `continue` can skip it: the host waits
-      there for the same work either way;
+      there for the same work either way. So does a read right after a call
+      of a project function whose every return reads on the host (`s =
+      score(model, x)` returning `out.item()`);
+    - what a per-step function returns to a caller that hands it to an
+      environment's step (`action = agent.explore(state)` then
+      `env.step(action)`, with `explore` ending `return action.item()`);
     - a read on a path that ends the program (`if not math.isfinite(loss):
       print(loss_dict); sys.exit(1)`, DETR's divergence check): it runs once;
     - files in another tensor framework (they import Paddle, TensorFlow,
@@ -504,7 +510,7 @@ class HostSyncInLoop(TruthTests, Rule):
         if not candidate(ctx, ctx.ancestors):
             return
         q = ctx.analysis.imports.qualname(func)
-        if q in CONVERSIONS and len(node.args) == 1 and not node.keywords and self._element_read(node, node.args[0], ctx):
+        if q in CONVERSIONS and len(node.args) == 1 and not node.keywords and _element_read(self, node, node.args[0], ctx):
             return  # int(idx) of a tensor's element, in a loop over that tensor
         if not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
@@ -547,7 +553,7 @@ class HostSyncInLoop(TruthTests, Rule):
         if not candidate(ctx, ctx.ancestors):
             return
         recv = func.value
-        if func.attr in _ELEMENT_READ_METHODS and self._element_read(node, recv, ctx):
+        if func.attr in _ELEMENT_READ_METHODS and _element_read(self, node, recv, ctx):
             return
         if on_host_already(recv) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
@@ -562,28 +568,6 @@ class HostSyncInLoop(TruthTests, Rule):
         if self._hot(ctx.analysis, node, ctx.ancestors) is None:
             return
         self.report(ctx, node, expr=_callsnippet(ctx, node))
-
-    def _element_read(self, node: ast.Call, value: ast.AST, ctx) -> bool:
-        """`for idx in hits: e = idx.item()`: the loop reads each element of a
-        GPU tensor on the host, one sync per element, in any loop that runs
-        repeatedly (not only a training loop). Reports it and returns True."""
-        if not self.element_reads:
-            return False
-        analysis = ctx.analysis
-        iterated = analysis.host.tensor_loop_element(value, ctx.ancestors)
-        if iterated is None or not runs_repeatedly(analysis, node, ctx.ancestors):
-            return False
-        if not (analysis.values.in_model_code(ctx.ancestors) or self._hot(analysis, node, ctx.ancestors) is not None):
-            return False
-        if follows_host_read(node, ctx.ancestors, analysis):
-            return False
-        stmt, _ = statement_and_block(list(ctx.ancestors) + [node], analysis)
-        key = (id(stmt), value.id)  # type: ignore[attr-defined]
-        if key in self._element_statements:
-            return True  # `e.item() + 1 if c else e.item()`: one read per statement and iteration
-        self._element_statements.add(key)
-        self.report(ctx, node, message=_element_message(ctx, node, iterated))
-        return True
 
     # ------------------------------------------------------------ formatting
     def visit_JoinedStr(self, node: ast.JoinedStr, ctx) -> None:
@@ -609,6 +593,29 @@ class HostSyncInLoop(TruthTests, Rule):
             node,
             message=f"formatting the tensor {names} as text in a hot loop waits for the GPU every step (host-device sync)",
         )
+
+
+def _element_read(rule, node: ast.Call, value: ast.AST, ctx) -> bool:
+    """`for idx in hits: e = idx.item()`: the loop reads each element of a
+    GPU tensor on the host, one sync per element, in any loop that runs
+    repeatedly (not only a training loop). Reports it and returns True."""
+    if not rule.element_reads:
+        return False
+    analysis = ctx.analysis
+    iterated = analysis.host.tensor_loop_element(value, ctx.ancestors)
+    if iterated is None or not runs_repeatedly(analysis, node, ctx.ancestors):
+        return False
+    if not (analysis.values.in_model_code(ctx.ancestors) or rule._hot(analysis, node, ctx.ancestors) is not None):
+        return False
+    if follows_host_read(node, ctx.ancestors, analysis):
+        return False
+    stmt, _ = statement_and_block(list(ctx.ancestors) + [node], analysis)
+    key = (id(stmt), value.id)  # type: ignore[attr-defined]
+    if key in rule._element_statements:
+        return True  # `e.item() + 1 if c else e.item()`: one read per statement and iteration
+    rule._element_statements.add(key)
+    rule.report(ctx, node, message=_element_message(ctx, node, iterated))
+    return True
 
 
 def _cpu_type_cast(node: ast.Call, ctx) -> bool:

@@ -31,8 +31,10 @@ class UnsynchronizedTiming(Rule):
     `.to(device)` copy, writing a model or tensors out (`torch.save`,
     `torch.jit.save`, `torch.onnx.export`, and `torch.jit.trace`, which
     checks its trace against the model's outputs: each copies device values
-    to the host, so an export script's clock reads the whole export), or a
-    call of a function of the same file that does one of these.
+    to the host, so an export script's clock reads the whole export), a
+    call of a function of the same file that does one of these, or a call of
+    a project function whose every return reads on the host (`return
+    out.cpu().numpy()`).
 
     Not flagged:
     - intervals around CPU-only work: data loading, tokenization, file IO

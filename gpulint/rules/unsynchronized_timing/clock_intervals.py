@@ -201,6 +201,8 @@ def _call_kind(fa: FileModel, call: ast.Call, anc: Sequence[ast.AST], local: boo
         return SYNC if fa.values.is_tensor(call.args[0], anc) is True else None
     if q == "builtins.print" and any(fa.values.is_tensor(a, anc) is True for a in call.args):
         return SYNC
+    if fa.facts.returns_synced(call):
+        return SYNC  # a project function whose every return reads on the host
     if local:
         name = callee_name(call)
         if name is not None and name in sync_functions(fa):
