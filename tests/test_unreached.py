@@ -65,11 +65,21 @@ def test_a_name_in_a_config_or_a_string_reaches_the_code(tmp_path):
 
 
 def test_a_docstring_or_a_string_standing_as_a_statement_reaches_nothing(tmp_path):
-    # ElegantRL's `'''AgentTD3'''` above a class of another file, and a docstring naming
-    # a loss: documentation, not a name looked up
-    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN,
-                     "notes.py": '"""Try VarifocalLoss here."""\n\n\'\'\'calls_the_unused_one\'\'\'\n'})
+    # ElegantRL's `'''AgentTD3'''` above a class of another file, and the docstring of a
+    # function that runs naming a loss: documentation, not a name looked up (a module's
+    # own docstring still counts: it names the file's entry points)
+    notes = (
+        '"""Notes."""\n\n\n'
+        "def f():\n"
+        '    """Try VarifocalLoss here."""\n'
+        "    return 1\n\n\n"
+        "\'\'\'calls_the_unused_one\'\'\'\n"
+        "f()\n"
+    )
+    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN, "notes.py": notes})
     assert _rows(tmp_path) == {7}
+    write(tmp_path, {"notes.py": '"""Run VarifocalLoss."""\n'})
+    assert _rows(tmp_path) == {7, 13}
 
 
 def test_an_import_alone_reaches_nothing_but_a_renamed_import_does(tmp_path):

@@ -12,9 +12,10 @@ module's top level (a call, a registry, `__all__`; an import alone is no
 use: `from engine import evaluate` reaches nothing until `evaluate` is used), in a
 definition that is itself reached, or in any file of the project that is not
 Python (a config's `_target_`, a shell script, a README). Names in string
-constants count (`getattr(module, "Name")`); comments, docstrings and other
-strings standing as statements do not (ElegantRL's `'''AgentTD3'''` above its
-own class names nothing another file defines), and a
+constants count (`getattr(module, "Name")`), and so does a module's own
+docstring (it names the file's entry points); comments, the docstrings of
+definitions and other strings standing as statements do not (ElegantRL's
+`'''AgentTD3'''` above its own class names nothing another file defines), and a
 definition's own body does not (recursion). The search is backward and
 finds the least fixpoint, so two dead functions that call each other stay
 dead.
@@ -109,6 +110,9 @@ class PythonFile:
         self.imports: Set[str] = set()  # each part of every module name it imports
         self.bases: Set[str] = set()  # the names its classes subclass
         self.script = any(is_main_guard(n) for n in tree.body)
+        # the module's docstring still counts: it names the file's entry points (`Run main()`)
+        first = tree.body[0] if getattr(tree, "body", None) else None
+        self.tree_docstring = first if isinstance(first, ast.Expr) else None
         self._read(tree, None)
 
     def _add(self, word: str, ctx: Context, pos: Position = None) -> None:
@@ -132,7 +136,8 @@ class PythonFile:
                 stack.extend((o, c) for o in outer)
                 stack.extend((b, n) for b in n.body)
                 continue
-            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) \
+                    and not (c is None and n is self.tree_docstring):
                 continue  # a docstring, or a string standing as a statement (`'''AgentTD3'''` above a
                 # class, a section title): words of documentation, not a name code looks up
             if isinstance(n, ast.Name):
