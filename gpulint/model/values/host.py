@@ -40,7 +40,9 @@ class HostValues:
           values, and names bound only to such values, or whose last binding
           before the read, on every path to it, is one (`dominating_value`);
         * what the project says is one: the return value of a function that
-          returns a host tensor, a parameter every caller passes one for.
+          returns a host tensor, a parameter every caller passes one for;
+        * an attribute `self.x` every assignment of which in its class is one
+          (a plain tensor attribute does not move with its module).
 
         False means "not known": it may well be on the host too."""
         if self.index.mentions("set_default_device") or self.index.mentions("set_default_tensor_type"):
@@ -111,7 +113,7 @@ class HostValues:
         """(`checked`: a name whose bindings the caller has already found host.)"""
         if isinstance(expr, (ast.Subscript, ast.Attribute)):
             if is_self_attr(expr):
-                return False
+                return self._self_attr_host(expr, seen)
             return self._is_host(expr.value, scope, seen, checked)
         if isinstance(expr, ast.Name) and expr.id == checked:
             return True
@@ -158,6 +160,32 @@ class HostValues:
                 return False
             return self._is_host(func.value, scope, seen)
         return False
+
+    def _self_attr_host(self, expr: ast.Attribute, seen: Set[str]) -> bool:
+        """`self.count = torch.ones(n)`: every assignment of the attribute in
+        its class is a host tensor (a CPU factory, `.cpu()`, `torch.from_numpy`),
+        so the attribute lives in host memory. A plain tensor attribute does not
+        move with its module's `.cuda()` (only parameters and buffers do); an
+        assignment of anything else, or none seen, leaves it unknown."""
+        key = "self." + expr.attr  # type: ignore[attr-defined]
+        if key in seen:
+            return False
+        cls = self.index.enclosing_class(self.index.ancestors(expr))
+        if cls is None:
+            return False
+        memo = self.index.memo("host.self_attrs")
+        if (cls, key) not in memo:
+            memo[(cls, key)] = False  # (while being computed: a cycle is not host)
+            values = [
+                (n.value, self.index.enclosing_scope(self.index.ancestors(n)) or self.index.tree)
+                for n in self.index.nodes(ast.Assign)
+                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                       and t.attr == expr.attr for t in n.targets)  # type: ignore[attr-defined]
+                and self.index.enclosing_class(self.index.ancestors(n)) is cls
+            ]
+            memo[(cls, key)] = bool(values) and all(
+                isinstance(v, ast.Call) and self._is_host(v, scope, seen | {key}) for v, scope in values)
+        return bool(memo[(cls, key)])
 
     def _host_operands(self, operands, scope, seen) -> bool:
         """At least one operand is a host tensor and no other one is a tensor not

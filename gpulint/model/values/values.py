@@ -161,6 +161,9 @@ class Values:
                 return TENSOR  # a ModelOutput field (.loss, .logits)
             if base == MODEL and expr.attr in ("module", "_orig_mod"):
                 return MODEL
+            if base == NUMPY:
+                # `np.finfo(np.float32).eps`, `arr.T`: numpy values (`arr.shape`, `arr.dtype`: host facts)
+                return OTHER if expr.attr in ("shape", "ndim", "size", "dtype", "itemsize", "nbytes") else NUMPY
             q = self.imports.qualname(expr)
             if q and q.startswith("torch.") and q.split(".")[-1] in ("float32", "float16", "bfloat16", "int64"):
                 return OTHER

@@ -285,10 +285,12 @@ class HostSyncInLoop(TruthTests, Rule):
       plotting mode (`if args.print_loss:` with `action="store_true"`): the
       user opts into it (`--amp` and other modes of the step still count);
     - values known to be numpy arrays, Python numbers or models
-      (`probs.tolist()` after `.numpy()`, `model.cpu()`), and tensors known to
-      be in host memory: batches straight from a DataLoader that were never
-      moved, results of `.cpu()`, torch factories without `device=`
-      (`torch.rand([])`);
+      (`probs.tolist()` after `.numpy()`, `np.finfo(np.float32).eps.item()`,
+      `model.cpu()`), and tensors known to be in host memory: batches straight
+      from a DataLoader that were never moved, results of `.cpu()`, torch
+      factories without `device=` (`torch.rand([])`), a name whose last
+      binding on every path is one, an attribute every assignment of which
+      in its class is one (`self.count = torch.ones(n)`);
     - `t.numpy()` without `force=True`: torch refuses it for a device tensor,
       so `t` is in host memory (a copy is the `.cpu()` before it);
     - values whose type is unknown, except for `.item()`, `.cpu()` and
