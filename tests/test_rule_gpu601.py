@@ -547,11 +547,22 @@ def test_periodic_meters_over_many_steps():
                     t0 = time.time()
 
         def meter_read_every_pass(model, x, n):
+            # never restarted, in a loop that syncs every pass: each reading spans whole
+            # synced passes but the current one's tail (ElegantRL's objective-vs-time curve)
             t0 = time.time()
             step = 0
             while step < n:
                 loss = model(x).mean()
                 loss.item()
+                loss.backward()
+                step += 1
+                print(step / (time.time() - t0))
+
+        def meter_read_every_pass_without_a_sync(model, x, n):
+            t0 = time.time()
+            step = 0
+            while step < n:
+                loss = model(x).mean()
                 loss.backward()
                 step += 1
                 print(step / (time.time() - t0))  # flag

@@ -68,8 +68,12 @@ class UnsynchronizedTiming(Rule):
       from one sync to the next, so it measures the pass on average (an ETA,
       the ImageNet example's `batch_time`). Once the per-pass sync is gone
       (as GPU101 advises), the same meter reads launch time and is flagged.
-      A meter never restarted (`step / (time.time() - t0)` in every pass) is
-      flagged: its first readings miss much of what they claim;
+      So is a meter never restarted, read in every pass of such a loop
+      (`step / (time.time() - t0)`, an objective-vs-time curve): each reading
+      spans whole synced passes but the current one's tail, an error that
+      shrinks with every pass. One restarted another way (`self.iter_time =
+      tnow`) is read as before, and a never-restarted meter in a loop that
+      does not sync every pass is flagged;
     - model calls on raw inputs (`model("bus.jpg")`, `model(numpy_image)`):
       predictors that do their own pre- and post-processing;
     - differences that are compared (`if time.time() - t0 > timeout:`):

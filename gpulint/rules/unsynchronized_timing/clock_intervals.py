@@ -548,17 +548,32 @@ def _one_pass_between_syncs(fa: FileModel, scope: ast.AST, interval: Interval) -
     next, shifted by where the sync sits in the pass, so on average it
     measures the pass (an ETA, a steps/s figure). The same holds for the
     first reading, from a start before the loop, where the loop restarts
-    the meter in every pass. A meter never restarted (`step / (time.time()
-    - t0)`) is still flagged: early readings miss much of what they claim."""
+    the meter in every pass, and for a meter never restarted (`step /
+    (time.time() - t0)`): its readings span whole synced passes but the
+    current one's tail. A meter restarted some other way (`self.iter_time
+    = tnow`) is not taken here."""
     loop = interval.loop or _loop_read_in(fa, interval)
     if loop is None:
         return False
     if interval.loop is None:
-        if not _restarted_every_pass(fa, interval.start, loop):
-            return False
+        if not _restarted_every_pass(fa, interval.start, loop) and _rebound_in(interval.start, loop):
+            return False  # restarted some other way (`self.iter_time = tnow`): read as before
+        # (a meter never restarted, `step / (time.time() - t0)` or an elapsed-time curve, reads
+        # whole synced passes but the current one's tail: its error shrinks as 1/k)
     elif not (contains(loop, interval.start) and _every_pass(fa, interval.start, loop)):
         return False
     return _every_pass(fa, interval.end, loop) and _syncs_every_pass(fa, scope, loop)
+
+
+def _rebound_in(start: ast.AST, loop: ast.AST) -> bool:
+    """What `start` binds (a name, an attribute) is assigned again somewhere in `loop`."""
+    targets = getattr(start, "targets", None) or [getattr(start, "target", None)]
+    texts = {ast.dump(t) for t in targets if t is not None}
+    return any(
+        isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+            ast.dump(t) in texts for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+        for n in ast.walk(loop)
+    )
 
 
 def _loop_read_in(fa: FileModel, interval: Interval) -> Optional[ast.AST]:
