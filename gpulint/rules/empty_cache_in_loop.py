@@ -4,6 +4,7 @@ import ast
 import re
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
+from gpulint.model.index.order import walk_scope
 from gpulint.model.names import last_name
 from gpulint.edits import remove_statement
 from gpulint.model.control.options import under_opt_in_flag
@@ -70,31 +71,17 @@ def _after_periodic_phase(node: ast.AST, ancestors, loop: ast.AST, ctx) -> bool:
     checkpoint, evaluates, validates or samples (a call named so, or a loop
     over data): the cache is emptied once per interval around that phase,
     whose memory it returns, not once per step."""
-    chain = list(ancestors) + [node]
-    start = next(i for i, a in enumerate(chain) if a is loop)
     loops = ctx.analysis.loops
-    for i in range(start + 1, len(chain) - 1):
-        anc, child = chain[i], chain[i + 1]
-        if (isinstance(anc, ast.If) and any(child is s for s in anc.body)
-                and loops.periodic_block(anc, chain[:i]) and _runs_a_phase(anc.body, ctx)):
-            return True
-    return False
+    return _in_if_block(node, ancestors, loop, lambda anc, outer: (
+        loops.periodic_block(anc, outer) and _runs_a_phase(anc.body, ctx)))
 
 
 def _runs_a_phase(body, ctx) -> bool:
-    stack = list(body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, SCOPES):
-            continue
-        if isinstance(n, ast.Call):
-            name = last_name(n.func) or ""
-            if _PHASE_CALL_RE.match(name):
-                return True
-        if isinstance(n, (ast.For, ast.AsyncFor)) and ctx.analysis.loops.loop_iterates_data(n):
-            return True
-        stack.extend(ast.iter_child_nodes(n))
-    return False
+    return any(
+        (isinstance(n, ast.Call) and _PHASE_CALL_RE.match(last_name(n.func) or ""))
+        or (isinstance(n, (ast.For, ast.AsyncFor)) and ctx.analysis.loops.loop_iterates_data(n))
+        for n in walk_scope(body)
+    )
 
 
 def _periodic(test: ast.AST) -> bool:
@@ -140,11 +127,17 @@ def _measures_memory(loop: ast.AST, ctx) -> bool:
 
 
 def _under_one_shot_guard(node: ast.AST, ancestors, loop: ast.AST) -> bool:
+    return _in_if_block(node, ancestors, loop, lambda anc, outer: is_one_shot_test(anc.test))
+
+
+def _in_if_block(node: ast.AST, ancestors, loop: ast.AST, test) -> bool:
+    """`node` is in the body of an `if` inside `loop` for which `test(if, its
+    ancestors)` holds."""
     chain = list(ancestors) + [node]
     start = next(i for i, a in enumerate(chain) if a is loop)
     for i in range(start + 1, len(chain) - 1):
         anc, child = chain[i], chain[i + 1]
-        if isinstance(anc, ast.If) and any(child is s for s in anc.body) and is_one_shot_test(anc.test):
+        if isinstance(anc, ast.If) and any(child is s for s in anc.body) and test(anc, chain[:i]):
             return True
     return False
 

@@ -507,18 +507,7 @@ def entered_synced(graph: ProjectGraph) -> Set[str]:
     (from a loop's step, or from the body of a function that runs every
     step) makes right after a host read of its caller (a summary's
     `synced`): MAE's `all_reduce_mean(loss_value)` after `torch.cuda.synchronize()`."""
-    ok: Dict[str, bool] = {}
-    for fid, f in graph.functions.items():
-        per_step = fid in graph.every_step
-        synced = set(f.get("synced", ()))
-        for call in f.get("calls", ()):
-            ref, where = call[0], call[1]
-            if where not in (TRAIN, EVAL) and not (per_step and where == BODY):
-                continue  # (a per-step function's own calls are never `synced`: they count against)
-            cid = graph.resolve_in(ref, graph.owner[fid])
-            if cid is not None:
-                ok[cid] = ok.get(cid, True) and ref in synced
-    return {cid for cid, yes in ok.items() if yes and cid in graph.every_step}
+    return _every_per_step_call_marked(graph, "synced", per_step_bodies=True)
 
 
 def feeds_env(graph: ProjectGraph) -> Set[str]:
@@ -526,16 +515,25 @@ def feeds_env(graph: ProjectGraph) -> Set[str]:
     its result to an environment's step (a summary's `feeds_env`: `action =
     self.explore(state)` then `env.step(action)`): what it returns is the
     action the host needs."""
+    return _every_per_step_call_marked(graph, "feeds_env", per_step_bodies=False)
+
+
+def _every_per_step_call_marked(graph: ProjectGraph, key: str, per_step_bodies: bool) -> Set[str]:
+    """The functions that run every step and every per-step call of which its
+    caller's summary lists under `key`: calls from a loop's step and, with
+    `per_step_bodies`, from the body of a function that runs every step (a
+    per-step function's own calls are never marked: they count against)."""
     ok: Dict[str, bool] = {}
     for fid, f in graph.functions.items():
-        acting = set(f.get("feeds_env", ()))
+        body = per_step_bodies and fid in graph.every_step
+        marked = set(f.get(key, ()))
         for call in f.get("calls", ()):
             ref, where = call[0], call[1]
-            if where not in (TRAIN, EVAL):
+            if where not in (TRAIN, EVAL) and not (body and where == BODY):
                 continue
             cid = graph.resolve_in(ref, graph.owner[fid])
             if cid is not None:
-                ok[cid] = ok.get(cid, True) and ref in acting
+                ok[cid] = ok.get(cid, True) and ref in marked
     return {cid for cid, yes in ok.items() if yes and cid in graph.every_step}
 
 

@@ -4,7 +4,7 @@ not wait for the GPU."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
@@ -176,16 +176,29 @@ class HostValues:
         memo = self.index.memo("host.self_attrs")
         if (cls, key) not in memo:
             memo[(cls, key)] = False  # (while being computed: a cycle is not host)
-            values = [
-                (n.value, self.index.enclosing_scope(self.index.ancestors(n)) or self.index.tree)
-                for n in self.index.nodes(ast.Assign)
-                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                       and t.attr == expr.attr for t in n.targets)  # type: ignore[attr-defined]
-                and self.index.enclosing_class(self.index.ancestors(n)) is cls
-            ]
+            values = self._self_assignments(cls).get(expr.attr, [])  # type: ignore[attr-defined]
             memo[(cls, key)] = bool(values) and all(
                 isinstance(v, ast.Call) and self._is_host(v, scope, seen | {key}) for v, scope in values)
         return bool(memo[(cls, key)])
+
+    def _self_assignments(self, cls: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
+        """attr -> (value, its scope) of each `self.<attr> = value` of the
+        class's own methods (not of a class nested in it), once per class."""
+        def compute() -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
+            out: Dict[str, List[Tuple[ast.AST, ast.AST]]] = {}
+            for n in ast.walk(cls):
+                if not isinstance(n, ast.Assign):
+                    continue
+                ancestors = self.index.ancestors(n)
+                if self.index.enclosing_class(ancestors) is not cls:
+                    continue
+                scope = self.index.enclosing_scope(ancestors) or self.index.tree
+                for t in n.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        out.setdefault(t.attr, []).append((n.value, scope))
+            return out
+
+        return self.index.memoized("host.self_assignments", cls, compute)
 
     def _host_operands(self, operands, scope, seen) -> bool:
         """At least one operand is a host tensor and no other one is a tensor not
