@@ -410,10 +410,25 @@ CORPUS_SETS = {
         ("amazon-science/chronos-forecasting", "95185d1336e5bfdf50374d44c06ad9e10b303144"),
         ("soda-inria/carte", "f54690da4cddbedd1e1a9113a312f85783d2c125"),
     ],
+    # twenty-sixth: labelled at first sight on b88f50c
+    "twenty-sixth": [
+        ("gwthomas/IQL-PyTorch", "71ea1aa313bb9d4bc4526bbb1824c9d6f4a46b92"),
+        ("young-geng/CQL", "21efac46faadef7d24ecf03a8091ab9cc3a613fd"),
+        ("w86763777/pytorch-ddpm", "f804ccbd58a758b07f79a3b9ecdfb1beb67258f6"),
+        ("cloneofsimo/minRF", "4fc10e0cc8ba976152c7936a1af9717209f03e18"),
+        ("ifzhang/ByteTrack", "d1bf0191adff59bc8fcfeaa0b33d3d1642552a99"),
+        ("bubbliiiing/faster-rcnn-pytorch", "d81ba09f9c961e7ae07612e638a242f18e2c50fe"),
+        ("karpathy/llm.c", "f1e2ace651495b74ae22d45d1723443fd00ecd3a"),
+        ("princeton-nlp/LESS", "8abf9628b9a814ac3045445eebc8ba3c908fdc78"),
+        ("seungwonpark/melgan", "aca59909f6dd028ec808f987b154535a7ca3400c"),
+        ("yistLin/universal-vocoder", "28c699ef173ea2238e26aa9c4585bb8393f97e4b"),
+        ("thuml/Autoformer", "51c7d416ae120b805fd5beef2f4ccf7de496a6ff"),
+        ("ts-kim/RevIN", "fee40bc6c87cb536d048bcf1c14c4ed644b875e1"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
