@@ -17,35 +17,46 @@ _WIDE = re.compile(r"[^\x00-\x7f]")  # a character of more than one UTF-8 byte
 
 
 class Source:
-    __slots__ = ("text", "_starts", "_lines", "_wide", "_wide_key", "_wide_extra")
+    __slots__ = ("text", "_starts_", "_lines", "_wide", "_wide_key", "_wide_extra")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        starts = [0]
-        # ast and tokenize count "\r\n", "\r" and "\n" as line ends.
-        i = 0
-        find = text.find
-        while True:
-            j = find("\n", i)
-            if j == -1:
-                break
-            starts.append(j + 1)
-            i = j + 1
-        if "\r" in text:
-            starts = _line_starts_with_cr(text)
-        self._starts = starts
+        self._starts_: Optional[List[int]] = None  # the offsets where lines start (built when first needed)
         self._lines: Optional[List[str]] = None
         self._wide: Optional[List[int]] = None  # offsets of the non-ASCII characters (built when first needed)
         self._wide_key: List[int] = []
         self._wide_extra: List[int] = [0]
 
     @property
+    def _starts(self) -> List[int]:
+        """Where each line starts (a file with no finding never asks)."""
+        starts = self._starts_
+        if starts is None:
+            text = self.text
+            if "\r" in text:
+                starts = _line_starts_with_cr(text)
+            else:
+                # ast and tokenize count "\r\n", "\r" and "\n" as line ends.
+                starts = [0]
+                i = 0
+                find = text.find
+                while True:
+                    j = find("\n", i)
+                    if j == -1:
+                        break
+                    starts.append(j + 1)
+                    i = j + 1
+            self._starts_ = starts
+        return starts
+
+    @property
     def lines(self) -> List[str]:
         """Physical lines without their line endings."""
         if self._lines is None:
             out = []
-            for k, s in enumerate(self._starts):
-                e = self._starts[k + 1] if k + 1 < len(self._starts) else len(self.text)
+            starts = self._starts
+            for k, s in enumerate(starts):
+                e = starts[k + 1] if k + 1 < len(starts) else len(self.text)
                 out.append(self.text[s:e].rstrip("\r\n"))
             self._lines = out
         return self._lines

@@ -123,3 +123,33 @@ def test_nodes_by_type_are_every_node_of_that_type_in_source_order(code):
         assert fa.index.nodes(*types) == [n for n in order if isinstance(n, types)]
         if fa.index.nodes(*types):
             assert fa.index.nodes(*types) is fa.index.nodes(*types)  # built once
+
+
+@pytest.mark.parametrize("code", SNIPPETS)
+def test_walk_and_child_nodes_give_what_ast_gives_less_the_singletons(code):
+    # the analyses' `walk` / `child_nodes` stand in for `ast.walk` /
+    # `ast.iter_child_nodes`: the same nodes in the same (breadth-first) order,
+    # annotations included, only the shared `ctx`/operator singletons left out
+    from gpulint.model.index.walk import child_nodes, walk
+
+    tree = ast.parse(textwrap.dedent(code))
+    expected = [n for n in ast.walk(tree) if not isinstance(n, SINGLETONS)]
+    got = list(walk(tree))
+    assert len(got) == len(expected) > 20
+    assert all(a is b for a, b in zip(got, expected))
+    for node in expected:
+        want = [c for c in ast.iter_child_nodes(node) if not isinstance(c, SINGLETONS)]
+        have = child_nodes(node)
+        assert len(have) == len(want) and all(a is b for a, b in zip(have, want))
+
+
+def test_text_mentions_are_scanned_once_per_text():
+    from gpulint.model.index.tree import mentions, text_mentions
+
+    a = "x = torch.zeros(3)  # backward"
+    b = "".join(["y = 1", ""])  # another text object
+    assert mentions(a, "backward") and not mentions(a, "DataLoader")
+    assert text_mentions(a) == {"backward": True, "DataLoader": False}
+    assert not mentions(b, "backward")  # a new text starts a new memo
+    assert text_mentions(b) == {"backward": False}
+    assert mentions(a, "zeros") and text_mentions(a) == {"zeros": True}

@@ -26,7 +26,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from gpulint.model.control.constants import dead_statements
 from gpulint.model.file import FileModel
 from gpulint.model.index.nodes import LOOPS, is_main_guard
-from gpulint.model.index.tree import is_test_path, may_use_accelerator
+from gpulint.model.index.tree import is_test_path, may_use_accelerator, mentions
 from gpulint.model.names import other_framework
 from gpulint.model.project.facts import model_with_facts, partial_summary
 from gpulint.model.project.modules import is_package, module_names
@@ -85,10 +85,24 @@ class FileContext:
         self.torch_version = options.torch_version
         self.torch_newest = options.torch_newest or options.torch_version
         self.preview = options.preview
-        self.ancestors: List[ast.AST] = []
         self.current: Optional[ast.AST] = None  # the node the engine is visiting
+        self._ancestors: List[ast.AST] = []
+        self._ancestors_of: Optional[ast.AST] = None
         self.analysis = model if model is not None else FileModel(tree, source.text, path)
         self.findings: List[Finding] = []
+
+    @property
+    def ancestors(self) -> List[ast.AST]:
+        """The ancestors of the node being visited, from the module down to
+        its parent (read from the index when a rule first asks, once per
+        node: most visits return before they look)."""
+        cur = self.current
+        if cur is None:
+            return []
+        if self._ancestors_of is not cur:
+            self._ancestors = self.analysis.index.ancestors(cur)
+            self._ancestors_of = cur
+        return self._ancestors
 
     # shortcuts into the shared analysis
     def qualname(self, node: ast.AST) -> Optional[str]:
@@ -266,7 +280,7 @@ def _parse_newer(text: str, path: str, exc: Optional[SyntaxError]) -> ast.Module
 
 
 def _wanted(rule: Rule, text: str) -> bool:
-    return not rule.needles or any(n in text for n in rule.needles)
+    return not rule.needles or any(mentions(text, n) for n in rule.needles)
 
 
 @dataclass(frozen=True)
@@ -478,19 +492,24 @@ def _apply_fix_policy(f: Finding, options: LintOptions) -> Finding:
 
 
 def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
-    ancestors = ctx.ancestors
-    get, push = dispatch.get, ancestors.append
-    dead = dead_statements(ctx.analysis.index)  # `if DEBUG:` with `DEBUG = False`: no rule looks inside
-    skip = -1
+    """Every node of a type some selected rule visits, in source order (pre-order)."""
+    get = dispatch.get
+    index = ctx.analysis.index
+    dead = dead_statements(index)  # `if DEBUG:` with `DEBUG = False`: no rule looks inside
     try:
-        for cur, depth in ctx.analysis.index.order:
+        if not dead:
+            for cur in index.nodes(*dispatch):
+                ctx.current = cur
+                for h in get(cur.__class__):
+                    h(cur, ctx)
+            return
+        skip = -1
+        for cur, depth in index.order:
             if skip >= 0:
                 if depth > skip:
                     continue
                 skip = -1
-            if len(ancestors) > depth:
-                del ancestors[depth:]
-            if dead and id(cur) in dead:
+            if id(cur) in dead:
                 skip = depth
                 continue
             handlers = get(cur.__class__)
@@ -498,7 +517,6 @@ def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
                 ctx.current = cur
                 for h in handlers:
                     h(cur, ctx)
-            push(cur)
     finally:
         ctx.current = None
 

@@ -7,6 +7,7 @@ from textwrap import dedent
 from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import IN_MEMORY_TRAIN_LOOP
+from gpulint.model.index.walk import walk
 
 
 class DataParallel(Rule):
@@ -193,7 +194,7 @@ def _opt_in_or_rewrap(fa, test: ast.AST) -> bool:
     a silent `if torch.cuda.device_count() > 1:`), or `if isinstance(model,
     DataParallel):` (wrapping parts the same way as a model the user already
     wrapped)."""
-    for n in ast.walk(test):
+    for n in walk(test):
         word = node_word(n)
         if word and _OPT_IN_WORD.search(word):
             return True
@@ -202,7 +203,7 @@ def _opt_in_or_rewrap(fa, test: ast.AST) -> bool:
             and isinstance(n.func, ast.Name)
             and n.func.id == "isinstance"
             and len(n.args) == 2
-            and any(fa.imports.qualname(t) == "torch.nn.DataParallel" for t in ast.walk(n.args[1]))
+            and any(fa.imports.qualname(t) == "torch.nn.DataParallel" for t in walk(n.args[1]))
         ):
             return True
     return False

@@ -14,6 +14,7 @@ from gpulint.model.control.repetition import called_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Rule
 from gpulint.workloads import LOADER_TRAIN_LOOP, RESNET_CLASSIFIER_WITH_STEM
+from gpulint.model.index.walk import walk
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
 NUM_WORKERS_POSITION = 5
@@ -21,13 +22,13 @@ DEFAULT_WORKERS = 4
 
 
 def _refs(expr: ast.AST) -> Set[str]:
-    out = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id not in ("self", "cls")}
-    out |= {"." + n.attr for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
+    out = {n.id for n in walk(expr) if isinstance(n, ast.Name) and n.id not in ("self", "cls")}
+    out |= {"." + n.attr for n in walk(expr) if isinstance(n, ast.Attribute)}
     return out
 
 
 def _has_tensor_dataset(expr: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and last_name(n.func) == "TensorDataset" for n in ast.walk(expr))
+    return any(isinstance(n, ast.Call) and last_name(n.func) == "TensorDataset" for n in walk(expr))
 
 
 def _is_in_memory_dataset(fa, dataset: Optional[ast.AST]) -> bool:
@@ -85,7 +86,7 @@ def _serves_stored_items(cls: ast.AST) -> bool:
     if get is None:
         return False
     reads_self = False
-    for n in ast.walk(get):
+    for n in walk(get):
         if isinstance(n, ast.Call) and last_name(n.func) not in _SERVING_CALLS:
             return False
         reads_self = reads_self or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute)
@@ -94,7 +95,7 @@ def _serves_stored_items(cls: ast.AST) -> bool:
 
 
 def _moves_to_gpu(fa, node: ast.AST) -> bool:
-    return any(move_target(fa, n) is not None or helper_move_target(fa, n) is not None for n in ast.walk(node))
+    return any(move_target(fa, n) is not None or helper_move_target(fa, n) is not None for n in walk(node))
 
 
 def _inference_pass(fa, move: ast.AST) -> bool:
@@ -110,7 +111,7 @@ def _inference_pass(fa, move: ast.AST) -> bool:
     if func is None or called_repeatedly(fa, func.name):
         return False
     evals = False
-    for n in ast.walk(func):
+    for n in walk(func):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             if n.func.attr in ("backward", "step", "manual_backward"):
                 return False

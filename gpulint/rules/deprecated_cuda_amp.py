@@ -9,6 +9,7 @@ from gpulint.model.control.amp import torch_module_alias
 from gpulint.edits import statement_indent
 from gpulint.rule import SAFE, TIME, Bench, Edit, Example, Fix, Rule
 from gpulint.workloads import RESNET18
+from gpulint.model.index.walk import walk
 
 # the deprecated callables -> their name in torch.amp
 DEPRECATED = {"torch.cuda.amp.autocast": "autocast", "torch.cuda.amp.GradScaler": "GradScaler"}
@@ -295,7 +296,7 @@ class _Planner:
 
     # ----------------------------------------------------------- scanning
     def _scan(self) -> None:
-        for node in ast.walk(self.tree):
+        for node in walk(self.tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for alias in node.names:
                     if isinstance(node, ast.Import) and not alias.asname:
@@ -378,7 +379,7 @@ class _Planner:
     def plan(self) -> Dict[int, Tuple[str, Optional[Fix]]]:
         calls: List[Tuple[ast.Call, str]] = []
         out: Dict[int, Tuple[str, Optional[Fix]]] = {}
-        for node in ast.walk(self.tree):
+        for node in walk(self.tree):
             if isinstance(node, ast.Call):
                 q = self.fa.imports.qualname(node.func) or ""
                 if q in DEPRECATED and not self._in_compat_code(node):
@@ -419,7 +420,7 @@ class _Planner:
         `partial(torch.cuda.amp.autocast, ...)`: the deprecated callable is
         stored and called later, each call warning. Flagged without a fix."""
         found: List[Tuple[ast.AST, str]] = []
-        for node in ast.walk(self.tree):
+        for node in walk(self.tree):
             values: List[ast.AST] = []
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 values.append(node.value)
@@ -443,7 +444,7 @@ class _Planner:
         """Is torch.cuda.amp.<name> referred to other than by being called?"""
         target = "torch.cuda.amp." + name
         parents = self.fa.index.parents
-        for node in ast.walk(self.tree):
+        for node in walk(self.tree):
             if isinstance(node, (ast.Name, ast.Attribute)) and self.fa.imports.qualname(node) == target:
                 parent = parents.get(node)
                 if not (isinstance(parent, ast.Call) and parent.func is node):

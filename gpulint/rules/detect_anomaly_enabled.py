@@ -8,6 +8,7 @@ from gpulint.model.index.nodes import SCOPES
 from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import LANGUAGE_MODEL, LM_TRAIN_LOOP
+from gpulint.model.index.walk import walk
 
 SET_ANOMALY = frozenset({"torch.autograd.set_detect_anomaly", "torch.set_anomaly_enabled"})
 DETECT_ANOMALY = "torch.autograd.detect_anomaly"
@@ -50,7 +51,7 @@ def _mentions_debug(test: ast.AST) -> bool:
         return False
     if isinstance(test, ast.BoolOp):
         return any(_mentions_debug(v) for v in test.values)
-    for n in ast.walk(test):
+    for n in walk(test):
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
             return False
         text = node_word(n)

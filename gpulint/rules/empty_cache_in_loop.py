@@ -12,6 +12,7 @@ from gpulint.model.control.repetition import is_one_shot_test
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.values.callfacts import TRAIN
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
+from gpulint.model.index.walk import walk
 
 
 _EMPTY_CACHE = frozenset(
@@ -117,7 +118,7 @@ _MEMORY_STATS = frozenset(
 )
 def _measures_memory(loop: ast.AST, ctx) -> bool:
     """The loop reads the allocator's statistics (`torch.cuda.memory_reserved()`, ...)."""
-    for n in ast.walk(loop):
+    for n in walk(loop):
         if isinstance(n, ast.Call):
             q = ctx.qualname(n.func) or ""
             parts = q.split(".")

@@ -20,6 +20,7 @@ from gpulint.model.values.devices import (
 from gpulint.edits import add_keyword, find_keyword
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Example, Rule
 from gpulint.workloads import GPT_MODEL, GPT_SIZES, GPT_TOKENS, GPT_TRAIN_LOOP
+from gpulint.model.index.walk import walk
 
 # chained calls that take the tensor off the GPU path or move it themselves
 _CHAINED_SKIP = frozenset("to cuda cpu tolist numpy item".split())
@@ -297,7 +298,7 @@ class FactoryWithoutDeviceInForward(Rule):
         memo = fa.index.memo("gpu204_cpu_tensors")
         if forward not in memo:
             first = None
-            for n in ast.walk(forward):
+            for n in walk(forward):
                 if not isinstance(n, ast.Call):
                     continue
                 name = factory_name(fa, n)
@@ -352,7 +353,7 @@ class FactoryWithoutDeviceInForward(Rule):
             if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):
                 return True
             names = {t.id for t in targets if isinstance(t, ast.Name)}
-            for ret in ast.walk(forward):
+            for ret in walk(forward):
                 if isinstance(ret, ast.Return) and ret.value is not None:
                     vals = ret.value.elts if isinstance(ret.value, (ast.Tuple, ast.List)) else [ret.value]
                     if any(isinstance(v, ast.Name) and v.id in names for v in vals):
@@ -371,11 +372,11 @@ class FactoryWithoutDeviceInForward(Rule):
                 and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name)
                 and stmt.targets[0].id == "device"
-                and any(isinstance(n, ast.Attribute) and n.attr == "device" for n in ast.walk(stmt.value))
+                and any(isinstance(n, ast.Attribute) and n.attr == "device" for n in walk(stmt.value))
             ):
                 rebound = [
                     n
-                    for n in ast.walk(forward)
+                    for n in walk(forward)
                     if isinstance(n, ast.Name) and n.id == "device" and isinstance(n.ctx, ast.Store)
                 ]
                 if len(rebound) == 1 and not any(a.arg == "device" for a in _all_args(forward)):
@@ -416,7 +417,7 @@ def _is_data_transform(fa, cls: ast.ClassDef) -> bool:
         names = set()
         for n in fa.index.nodes(ast.Call):
             if last_name(n.func) in ("Compose", "RandomApply", "RandomChoice"):
-                names.update(r.id for r in ast.walk(n) if isinstance(r, ast.Name))
+                names.update(r.id for r in walk(n) if isinstance(r, ast.Name))
         return names
 
     cache = fa.index.memoized("placement", "gpu204_transform_names", build)
@@ -431,7 +432,7 @@ def _does_host_work(fa, fn: ast.FunctionDef) -> bool:
         out = {}
         for f in fa.index.nodes(ast.FunctionDef):
             if f.name == "forward":
-                out[f] = any(_host_call(fa, n) for n in ast.walk(f))
+                out[f] = any(_host_call(fa, n) for n in walk(f))
         return out
 
     return fa.index.memoized("placement", "gpu204_host_work", build).get(fn, False)
@@ -461,7 +462,7 @@ _EXPORT_FLAGS = frozenset(("onnx_trace", "is_in_onnx_export", "is_tracing", "is_
 
 def _names_in(test: ast.AST) -> Set[str]:
     out = set()
-    for n in ast.walk(test):
+    for n in walk(test):
         if isinstance(n, ast.Attribute):
             out.add(n.attr)
         elif isinstance(n, ast.Name):
@@ -495,16 +496,16 @@ def _in_host_only_branch(ancestors, node: ast.AST) -> bool:
 
 def _rebound(fn: ast.FunctionDef, name: str) -> bool:
     """The parameter is assigned something that may not be a tensor of the same device."""
-    for n in ast.walk(fn):
+    for n in walk(fn):
         if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             for t in targets:
                 if isinstance(t, (ast.Tuple, ast.List)) and any(
-                    isinstance(e, ast.Name) and e.id == name for e in ast.walk(t)
+                    isinstance(e, ast.Name) and e.id == name for e in walk(t)
                 ):
                     return True
         elif isinstance(n, (ast.For, ast.comprehension)):
-            if any(isinstance(e, ast.Name) and e.id == name for e in ast.walk(n.target)):
+            if any(isinstance(e, ast.Name) and e.id == name for e in walk(n.target)):
                 return True
     return False
 
@@ -543,7 +544,7 @@ def _needed_on_host(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
         until = min(
             (
                 (s.end_lineno or s.lineno, s.end_col_offset or 0)
-                for s in ast.walk(forward)
+                for s in walk(forward)
                 if isinstance(s, ast.Assign)
                 and (s.lineno, s.col_offset) >= after
                 and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
@@ -552,7 +553,7 @@ def _needed_on_host(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
         )
         uses += [
             n
-            for n in ast.walk(forward)
+            for n in walk(forward)
             if isinstance(n, ast.Name)
             and n.id == name
             and isinstance(n.ctx, ast.Load)
@@ -648,7 +649,7 @@ def _boolean_mask_index(fa, node: ast.Call, forward: ast.AST) -> bool:
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return False
     name = stmt.targets[0].id
-    uses = [n for n in ast.walk(forward) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    uses = [n for n in walk(forward) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
     for use in uses:
         if _in_index(fa, use):
             continue
@@ -677,9 +678,9 @@ def _indexes_a_tensor(fa, node: ast.Call, func: ast.AST) -> bool:
     if not (isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) and cur is p.value):
         return False
     name = p.targets[0].id
-    for n in ast.walk(func):
+    for n in walk(func):
         if isinstance(n, ast.Subscript) and n.lineno >= p.lineno and n is not p.value:
-            if any(isinstance(m, ast.Name) and m.id == name and isinstance(m.ctx, ast.Load) for m in ast.walk(n.slice)):
+            if any(isinstance(m, ast.Name) and m.id == name and isinstance(m.ctx, ast.Load) for m in walk(n.slice)):
                 return True
     return False
 

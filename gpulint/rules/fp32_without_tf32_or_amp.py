@@ -7,6 +7,7 @@ from typing import Dict, Optional, Set
 from gpulint.model.control.amp import autocast_uses, dtype_of, torch_module_alias
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Fix, Rule
 from gpulint.workloads import GPT_MODEL, GPT_SIZES, GPT_TOKENS, GPT_TRAIN_LOOP
+from gpulint.model.index.walk import walk
 
 # packages that manage precision (or drive the loop) themselves
 PRECISION_FRAMEWORKS = (
@@ -334,7 +335,7 @@ def _uses_cuda(ctx) -> bool:
     fa = ctx.analysis
     if not fa.index.uses_cuda:
         return fa.index.may_use_accelerator and fa.facts.cuda_nearby()
-    for node in ast.walk(ctx.tree):
+    for node in walk(ctx.tree):
         if isinstance(node, ast.Attribute) and node.attr == "cuda":
             return True
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and CUDA_STRING_RE.match(node.value):
@@ -353,7 +354,7 @@ def _scope_uses_device(ctx, scope: Optional[ast.AST]) -> bool:
         return True
     if _mentions_device(ctx.analysis, scope):
         return True
-    used = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    used = {n.id for n in walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     for stmt in ctx.tree.body:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in used for t in stmt.targets):
             if _mentions_device(ctx.analysis, stmt.value):
@@ -362,7 +363,7 @@ def _scope_uses_device(ctx, scope: Optional[ast.AST]) -> bool:
 
 
 def _mentions_device(fa, scope: ast.AST) -> bool:
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "cuda":
                 return True
@@ -392,7 +393,7 @@ def _precision_managed(ctx) -> bool:
         return True
     if autocast_uses(fa):
         return True
-    for node in ast.walk(ctx.tree):
+    for node in walk(ctx.tree):
         ident = (
             node.id if isinstance(node, ast.Name)
             else node.attr if isinstance(node, ast.Attribute)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
+from gpulint.model.index.walk import walk
 
 # the first torch with the `torch._foreach_*` functions (its multi-tensor optimizers)
 FOREACH_SINCE = (1, 7)
@@ -73,7 +74,7 @@ batches = [(torch.randn(batch, 2, device=DEVICE), torch.randn(batch, 2, device=D
 
 
 def _loop_targets(loop: ast.For) -> set:
-    return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
 
 
 class PerParameterUpdateLoop(Rule):

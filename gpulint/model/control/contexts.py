@@ -8,6 +8,7 @@ from typing import List, Optional, Sequence
 
 from gpulint.model.index.nodes import FUNCS, SCOPES
 from gpulint.model.names import ImportTable
+from gpulint.model.index.walk import child_nodes
 
 CLOCK_FUNCS = frozenset(
     {
@@ -101,7 +102,7 @@ class Contexts:
             cur = stack.pop()
             if isinstance(cur, ast.Call) and self.is_timing_read(cur):
                 out.append(cur)
-            for child in ast.iter_child_nodes(cur):
+            for child in child_nodes(cur):
                 if not isinstance(child, SCOPES):
                     stack.append(child)
         return out

@@ -35,6 +35,7 @@ from gpulint.model.values.loaders import (
     is_dataloader_call,
     loader_constructions,
 )
+from gpulint.model.index.walk import child_nodes, walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -115,7 +116,7 @@ def is_distributed_sampler_call(fa: "FileModel", node: ast.AST) -> bool:
 def mentions_distributed(test: ast.AST) -> bool:
     """An `if` test (or any expression) that names something distributed:
     `args.distributed`, `world_size > 1`, `dist.is_initialized()`, `rank`."""
-    for n in ast.walk(test):
+    for n in walk(test):
         text = node_word(n)
         if text and DISTRIBUTED_TEST_RE.search(text):
             return True
@@ -148,7 +149,7 @@ def _own_calls(body: Iterable[ast.AST]) -> Iterable[ast.Call]:
             continue
         if isinstance(node, ast.Call):
             yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
 
 
 def _is_step_call(fa: "FileModel", call: ast.Call, ancestors: Sequence[ast.AST]) -> bool:
@@ -273,7 +274,7 @@ def _in_repeated_code(fa: "FileModel", node: ast.AST, calls_left: int) -> bool:
 def _refs(expr: ast.AST) -> List[ast.AST]:
     """Names and `self.x` attributes read in `expr`."""
     out: List[ast.AST] = []
-    for n in ast.walk(expr):
+    for n in walk(expr):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in ("self", "cls"):
             out.append(n)
         elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
@@ -319,7 +320,7 @@ def flows_from(fa: "FileModel", expr: Optional[ast.AST], depth: int = 4) -> List
 def words_of(exprs: Iterable[ast.AST]) -> Iterable[str]:
     """Identifiers, attribute names, keyword names and strings in `exprs`."""
     for e in exprs:
-        for n in ast.walk(e):
+        for n in walk(e):
             if isinstance(n, ast.Name):
                 yield n.id
             elif isinstance(n, ast.Attribute):
@@ -332,7 +333,7 @@ def words_of(exprs: Iterable[ast.AST]) -> Iterable[str]:
 
 def calls_in(exprs: Iterable[ast.AST]) -> Iterable[ast.Call]:
     for e in exprs:
-        for n in ast.walk(e):
+        for n in walk(e):
             if isinstance(n, ast.Call):
                 yield n
 

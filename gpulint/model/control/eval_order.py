@@ -19,6 +19,7 @@ import ast
 from typing import List, Tuple
 
 from gpulint.model.index.nodes import COMPREHENSIONS
+from gpulint.model.index.walk import child_nodes
 
 _SIMPLE = (ast.Expr, ast.Return, ast.AugAssign, ast.Delete, ast.Raise)
 
@@ -65,7 +66,7 @@ def evaluation_order(stmt: ast.stmt) -> List[Tuple[ast.AST, bool]]:
         else:
             # in field order, which is evaluation order for the rest: `a + b`,
             # `x[i]`, `x.attr`, `*xs`, `(a, b)`, f-string parts, `lo:hi:step`
-            for child in ast.iter_child_nodes(node):
+            for child in child_nodes(node):
                 if isinstance(child, ast.expr):
                     visit(child, sure)
         out.append((node, sure))
@@ -90,7 +91,7 @@ def evaluation_order(stmt: ast.stmt) -> List[Tuple[ast.AST, bool]]:
         visit(stmt.value, True)
         visit(stmt.target, True)
     elif isinstance(stmt, _SIMPLE):
-        for child in ast.iter_child_nodes(stmt):  # `d[k] += v`: the target's parts first
+        for child in child_nodes(stmt):  # `d[k] += v`: the target's parts first
             if isinstance(child, ast.expr):
                 visit(child, True)
     return out

@@ -31,6 +31,7 @@ from gpulint.model.values.values import Values
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
 from gpulint.model.control.sweeps import is_literal_sweep
+from gpulint.model.index.walk import child_nodes, walk
 
 
 # methods of nn.Module that walk the module's own structure
@@ -77,7 +78,7 @@ def step_nodes(loop: ast.AST) -> List[ast.AST]:
                 out.extend(own_nodes(n))
             continue
         out.append(n)
-        for child in ast.iter_child_nodes(n):
+        for child in child_nodes(n):
             if not isinstance(child, SCOPES):
                 stack.append(child)
     return out
@@ -179,7 +180,7 @@ class Loops:
             if isinstance(n, SCOPES):
                 continue
             body.append(n)
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
         bindings = []
         for n in body:
             if isinstance(n, ast.Assign):
@@ -189,7 +190,7 @@ class Loops:
             elif isinstance(n, (ast.For, ast.AsyncFor)):
                 bindings.append(([n.target], n.iter))
         # `out[i]` of an `out` computed in the loop is not stored data
-        bound_here = {dotted(n) for targets, _ in bindings for t in targets for n in ast.walk(t)} - {None}
+        bound_here = {dotted(n) for targets, _ in bindings for t in targets for n in walk(t)} - {None}
         loop_vars = set(target_names(loop.target))  # type: ignore[attr-defined]
         fetches: Set[int] = set()
         for node in own_nodes(loop):
@@ -205,7 +206,7 @@ class Loops:
         def mentions(expr: Optional[ast.AST]) -> bool:
             if expr is None:
                 return False
-            for n in ast.walk(expr):
+            for n in walk(expr):
                 if id(n) in fetches:
                     return True
                 if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in fresh:
@@ -219,7 +220,7 @@ class Loops:
                 if not mentions(value):
                     continue
                 for t in targets:
-                    for n in ast.walk(t):
+                    for n in walk(t):
                         key = dotted(n) if isinstance(n, (ast.Name, ast.Attribute)) else None
                         if key is not None and key not in fresh:
                             fresh.add(key)
@@ -253,7 +254,7 @@ class Loops:
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             if dotted(node.value) in bound_here:
                 return False
-            return any(isinstance(n, ast.Name) and n.id in loop_vars for n in ast.walk(node.slice))
+            return any(isinstance(n, ast.Name) and n.id in loop_vars for n in walk(node.slice))
         return False
 
     def loader_of_loop(self, loop: ast.AST) -> Optional[ast.AST]:
@@ -327,7 +328,7 @@ class Loops:
                 continue
             if isinstance(n, ast.Call) and (self.steps.is_optimizer_step(n, ancestors) or self.steps.helper_steps(n)):
                 return True
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
         return False
 
     def is_training_step_loop(self, loop: ast.AST) -> bool:
@@ -575,7 +576,7 @@ def iterates_mapping_keys(loop: ast.AST) -> bool:
         return False
     key, container = target.id, ast.dump(it)
     for stmt in loop.body:  # type: ignore[attr-defined]
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == key
                     and ast.dump(n.value) == container):
                 return True
@@ -591,7 +592,7 @@ def iterates_names(loop: ast.AST) -> bool:
     if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(target, ast.Name):
         return False
     for stmt in loop.body:  # type: ignore[attr-defined]
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.NotEq, ast.In)):
                 sides = [n.left, n.comparators[0]]
                 if any(isinstance(a, ast.Name) and a.id == target.id for a in sides) and any(
@@ -604,7 +605,7 @@ def iterates_names(loop: ast.AST) -> bool:
 
 
 def is_periodic_test(test: ast.AST) -> bool:
-    for n in ast.walk(test):
+    for n in walk(test):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
             # `"%d" % x` is formatting, not a modulus
             if isinstance(n.left, ast.Constant) and isinstance(n.left.value, str):

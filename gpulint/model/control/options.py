@@ -17,6 +17,7 @@ from typing import FrozenSet, Sequence
 
 from gpulint.model.index.nodes import SCOPES, parameter_defaults
 from gpulint.model.index.tree import TreeIndex
+from gpulint.model.index.walk import walk
 
 
 # words of an `if` test that make its block run on some steps only, by an
@@ -120,7 +121,7 @@ def output_options(index: TreeIndex, cls: ast.ClassDef) -> FrozenSet[str]:
         off = {a.arg for a, d in parameter_defaults(init) if isinstance(d, ast.Constant) and d.value in (False, None)
                and _OUTPUT_OPTION_RE.search(a.arg)}
         out = set()
-        for stmt in ast.walk(init):
+        for stmt in walk(init):
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in off:
                 out.update(t.attr for t in stmt.targets if isinstance(t, ast.Attribute)
                            and isinstance(t.value, ast.Name) and t.value.id == "self")

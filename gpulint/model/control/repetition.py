@@ -91,6 +91,7 @@ from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import nested_loops, scope_nodes
 from gpulint.model.values.consumers import environment_loops
 from gpulint.model.values.kinds import MODEL
+from gpulint.model.index.walk import child_nodes, walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -168,7 +169,7 @@ def _traces_model(fa: "FileModel", func: ast.AST) -> bool:
             continue
         if isinstance(n, ast.Call) and fa.imports.call_qualname(n) in _TRACE_CALLS:
             found = True
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(child_nodes(n))
     cache[func] = found
     return found
 
@@ -197,7 +198,7 @@ def _export_stand_in(fa: "FileModel", func: ast.AST) -> bool:
         return False
     return fa.index.memoized("repetition.stand_in", func, lambda: any(
         isinstance(n, ast.Call) and (fa.imports.call_qualname(n) or "").startswith(_RANDOM_PREFIXES)
-        for n in ast.walk(func)))
+        for n in walk(func)))
 
 
 def _in_loop_body(loop: ast.AST, child: ast.AST) -> bool:
@@ -339,14 +340,14 @@ def _drives_model_loop(fa: "FileModel", func: ast.AST) -> bool:
         if isinstance(n, LOOPS):
             loops.append(n)
         elif not isinstance(n, SCOPES):
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
     found = any(
         isinstance(n, ast.Call) and (
             (isinstance(n.func, ast.Attribute) and n.func.attr.startswith("forward"))
             or fa.steps.is_model_call(n, fa.index.ancestors(n))
             or _passes_a_model(fa, n)
         )
-        for loop in loops for n in ast.walk(loop)
+        for loop in loops for n in walk(loop)
     ) or any(_refines_by_own_call(fa, func, loop) for loop in loops) or _generates_with_a_model(fa, func)
     cache[func] = found
     return found
@@ -379,13 +380,13 @@ def _refines_by_own_call(fa: "FileModel", func: ast.AST, loop: ast.AST) -> bool:
     runs in the function called. Not a loop over layers (`h = layer(h)`, the
     callee being no def of the file)."""
     own = _own_functions(fa, func)
-    for stmt in ast.walk(loop):
+    for stmt in walk(loop):
         if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
             continue
         name = _callee_name(stmt.value)
         if name is None or name not in own or name == func.name:  # type: ignore[attr-defined]
             continue
-        targets = {t.id for tgt in stmt.targets for t in ast.walk(tgt) if isinstance(t, ast.Name)}
+        targets = {t.id for tgt in stmt.targets for t in walk(tgt) if isinstance(t, ast.Name)}
         passed = {a.id for a in stmt.value.args if isinstance(a, ast.Name)}
         passed |= {k.value.id for k in stmt.value.keywords if isinstance(k.value, ast.Name)}
         if targets & passed:
@@ -425,7 +426,7 @@ def _generates_with_a_model(fa: "FileModel", func: ast.AST) -> bool:
             if (isinstance(f, ast.Attribute) and f.attr not in _MODEL_SETUP and isinstance(f.value, ast.Name)
                     and fa.values.kind(f.value, ancestors) == MODEL):
                 return True
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(child_nodes(n))
     return False
 
 
@@ -491,7 +492,7 @@ def _has_own_loop(func: ast.AST) -> bool:
             return True
         if isinstance(n, SCOPES):
             continue
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(child_nodes(n))
     return False
 
 
@@ -546,7 +547,7 @@ def _small_period(test: ast.AST) -> bool:
     return any(
         isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and isinstance(n.right, ast.Constant)
         and type(n.right.value) is int and n.right.value < _SMALL_PERIOD
-        for n in ast.walk(test)
+        for n in walk(test)
     )
 
 
@@ -630,6 +631,9 @@ def after_periodic_return(fa: "FileModel", node: ast.AST, ancestors: Sequence[as
     off the period (`if steps % args.sample_every_n_steps != 0: return`):
     kohya's `sample_images` is called every step and returns at once on all
     steps but every n-th, so what comes after runs only then."""
+    if not fa.index.memoized("repetition.periodic_return", "file", lambda: any(
+            _off_period(n.test) and any(isinstance(b, ast.Return) for b in n.body) for n in fa.index.nodes(ast.If))):
+        return False  # (no `if <off period>: return` in the whole file: one pass over its `if`s)
     return _after_statement(fa, node, ancestors, "repetition.periodic_return", _returns_off_period)
 
 
@@ -641,7 +645,7 @@ def _returns_off_period(stmt: ast.AST) -> bool:
         if isinstance(n, ast.If) and _off_period(n.test) and any(isinstance(b, ast.Return) for b in n.body):
             return True
         if not isinstance(n, SCOPES):
-            stack.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.stmt))
+            stack.extend(c for c in child_nodes(n) if isinstance(c, ast.stmt))
     return False
 
 
@@ -705,7 +709,7 @@ def _returns_what_it_tests(stmt: ast.If) -> bool:
     key = ast.dump(test.left)
     attribute = isinstance(test.left, ast.Attribute)  # `if self.pe is not None: ... return`: kept in place
     return any(isinstance(n, ast.Return) and (ast.dump(n.value) == key if n.value is not None else attribute)
-               for s in stmt.body for n in ast.walk(s))
+               for s in stmt.body for n in walk(s))
 
 
 def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:

@@ -11,6 +11,7 @@ from gpulint.model.names import last_name
 from gpulint.model.values.kinds import MODEL, OPTIMIZER, OPTIMIZER_NAME_RE, SCALER, SCALER_NAME_RE
 from gpulint.model.values.callfacts import NO_FACTS, CallFacts
 from gpulint.model.values.values import Values
+from gpulint.model.index.walk import walk
 
 
 # receivers whose `.step()` is a scheduler's (a learning-rate or a diffusion
@@ -98,7 +99,7 @@ def _forward_helpers(cls: ast.ClassDef) -> frozenset:
         if not isinstance(item, FUNCS):
             continue
         found = in_forward if item.name == "forward" else elsewhere
-        for n in ast.walk(item):
+        for n in walk(item):
             if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
                     and n.func.value.id == "self"):
                 found.add(n.func.attr)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import FUNCS, SCOPES
 from gpulint.model.index.order import target_names
+from gpulint.model.index.walk import child_nodes
 
 if TYPE_CHECKING:
     from gpulint.model.index.tree import TreeIndex
@@ -127,7 +128,7 @@ def _literal_names(scope: ast.AST) -> Set[str]:
             bad.update((a.asname or a.name).split(".")[0] for a in n.names)
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             bad.update(n.names)
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(child_nodes(n))
     return {
         name for name, count in bindings.items()
         if name not in bad and filled.get(name, 0) <= _SWEEP_MAX * count

@@ -15,6 +15,7 @@ from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes
 from gpulint.model.values.kinds import PARAM_GROUPS, TENSOR
 from gpulint.model.control.eval_order import evaluation_order
+from gpulint.model.index.walk import child_nodes, walk
 
 # Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
 # on little else than tensors (and numpy values, which inference tells apart),
@@ -111,7 +112,7 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
         elif isinstance(n, ast.BoolOp):
             stack.append(n.values[0])
         elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
     return False
 
 
@@ -188,14 +189,14 @@ def timing_sync(block, j: int, analysis) -> bool:
     there for nothing (GPU102) may go, and the read would then wait alone."""
     if j + 1 >= len(block):
         return False
-    return any(analysis.contexts.is_clock_call(n) for n in ast.walk(block[j + 1]))
+    return any(analysis.contexts.is_clock_call(n) for n in walk(block[j + 1]))
 
 
 def queues_model_work(node, ancestors, analysis) -> bool:
     """`node` calls a model, `.backward()` or an optimizer step somewhere: GPU
     work worth waiting for (small tensor ops such as `clamp`, `mse_loss` or
     `mean` are not)."""
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Call) and (
             analysis.steps.is_model_call(n, ancestors) or analysis.steps.is_backward_call(n) or analysis.steps.is_optimizer_step(n, ancestors)
         ):
@@ -303,7 +304,7 @@ def _may_continue(loop) -> bool:
         if isinstance(n, ast.Continue):
             return True
         if not isinstance(n, LOOP_STMTS + FUNCS + (ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
     return False
 
 
@@ -320,7 +321,7 @@ def _only_host_loops(stmt, analysis) -> bool:
     a loop that reads on the host on every pass (`for k, v in
     metrics.items(): out[k] = v.item()`), with no loop inside and no model
     work, so it queues nothing to wait for after its reads."""
-    loops = [n for n in ast.walk(stmt) if isinstance(n, LOOP_STMTS)]
+    loops = [n for n in walk(stmt) if isinstance(n, LOOP_STMTS)]
     if loops == [stmt] and isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and _reads_every_pass(stmt, analysis):
         return True
     return bool(loops) and all(
@@ -364,7 +365,7 @@ def is_compound(stmt) -> bool:
 
 
 def holds_loop(stmt) -> bool:
-    return any(isinstance(n, LOOP_STMTS) for n in ast.walk(stmt))
+    return any(isinstance(n, LOOP_STMTS) for n in walk(stmt))
 
 
 NO_FALLTHROUGH = (ast.Continue, ast.Break, ast.Return, ast.Raise)
@@ -512,7 +513,7 @@ def derived_before(name: str, block, k: int, assigned, depth: int) -> bool:
     value = block[i].value
     if has_host_read(value):
         return True
-    names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    names = {n.id for n in walk(value) if isinstance(n, ast.Name)}
     return any(derived_before(n, block, i, assigned, depth + 1) for n in names if n != name)
 
 

@@ -6,6 +6,8 @@ import ast
 import re
 from typing import List, Tuple
 
+from gpulint.model.index.walk import walk
+
 LOOPS = (ast.For, ast.While, ast.AsyncFor)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -20,7 +22,7 @@ def is_main_guard(stmt: ast.AST) -> bool:
     if not isinstance(stmt, ast.If):
         return False
     names = consts = False
-    for n in ast.walk(stmt.test):
+    for n in walk(stmt.test):
         names = names or (isinstance(n, ast.Name) and n.id == "__name__")
         consts = consts or (isinstance(n, ast.Constant) and n.value == "__main__")
     return names and consts

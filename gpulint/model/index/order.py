@@ -11,6 +11,7 @@ import ast
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from gpulint.model.index.nodes import COMPREHENSIONS, FUNCS, LOOPS, SCOPES
+from gpulint.model.index.walk import child_nodes, walk
 
 Pos = Tuple[int, int]
 
@@ -36,7 +37,7 @@ def scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     elif isinstance(scope, ast.Module) or isinstance(scope, FUNCS):
         stack = list(scope.body)
     else:
-        stack = list(ast.iter_child_nodes(scope))
+        stack = child_nodes(scope)
     while stack:
         node = stack.pop()
         yield node
@@ -45,7 +46,7 @@ def scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
             if isinstance(node, FUNCS):
                 stack.extend(node.decorator_list)
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
 
 
 def nodes_in_order(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
@@ -58,7 +59,7 @@ def nodes_in_order(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
         yield node
         if isinstance(node, SCOPES):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(child_nodes(node)))
 
 
 def callee_name(call: ast.Call) -> Optional[str]:
@@ -92,7 +93,7 @@ def loops_around(chain: Sequence[ast.AST]) -> List[ast.AST]:
 
 def target_names(target: ast.AST) -> Iterable[str]:
     """The names an assignment or loop target binds."""
-    for n in ast.walk(target):
+    for n in walk(target):
         if isinstance(n, ast.Name):
             yield n.id
 
@@ -110,12 +111,12 @@ def walk_scope(body: List[ast.AST]) -> Iterator[ast.AST]:
             # is walked before the assignment binds its targets, as Python runs
             # it: `batch = {k: v.cuda() for k, v in batch.items()}` sees the old batch
             stack.append((node,))
-            stack.extend(reversed(list(ast.iter_child_nodes(node))[::-1]))
+            stack.extend(child_nodes(node))
             continue
         yield node
         if isinstance(node, SCOPES):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(child_nodes(node)))
 
 
 def own_nodes(loop: ast.AST) -> Iterator[ast.AST]:
@@ -128,7 +129,7 @@ def own_nodes(loop: ast.AST) -> Iterator[ast.AST]:
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if isinstance(child, LOOPS) or isinstance(child, SCOPES):
                 continue
             stack.append(child)
@@ -136,11 +137,11 @@ def own_nodes(loop: ast.AST) -> Iterator[ast.AST]:
 
 def nested_loops(loop: ast.AST) -> Iterator[ast.AST]:
     """The loops inside `loop`, at any depth, not looking into defs, lambdas or classes."""
-    stack = list(ast.iter_child_nodes(loop))
+    stack = child_nodes(loop)
     while stack:
         node = stack.pop()
         if isinstance(node, SCOPES):
             continue
         if isinstance(node, LOOPS):
             yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))

@@ -22,11 +22,43 @@ _CUDA_GRAPH_WORDS = (
 )
 
 
+# the words found in the text being linted (`text_mentions`): the engine, the
+# index and the rules' needles ask about the same text, each word scanned once
+_LAST_TEXT: Tuple[Optional[str], Dict[str, bool]] = (None, {})
+
+
+def text_mentions(text: str) -> Dict[str, bool]:
+    """word -> whether `text` holds it, for the words asked so far: one dict
+    per text, kept for the last text asked about (the file being linted;
+    the engine asks about one file's text at a time)."""
+    global _LAST_TEXT
+    last = _LAST_TEXT
+    if last[0] is text:
+        return last[1]
+    words: Dict[str, bool] = {}
+    _LAST_TEXT = (text, words)  # (one assignment: a thread never sees another text's words)
+    return words
+
+
+def mentions(text: str, word: str) -> bool:
+    """`word in text`, scanned once per text and word (`text_mentions`)."""
+    words = text_mentions(text)
+    hit = words.get(word)
+    if hit is None:
+        hit = words[word] = word in text
+    return hit
+
+
 def may_use_accelerator(text: str) -> bool:
     """The text mentions anything that can put tensors on an accelerator: CUDA,
     `.to(`, a device, a GPU, accelerate / Fabric / Lightning / a Trainer, or
     MPS / XPU / NPU / HPU."""
-    return any(w in text for w in _ACCELERATOR_WORDS) or _ACCELERATOR_DEVICES_RE.search(text) is not None
+    words = text_mentions(text)
+    hit = words.get("\0accelerator")
+    if hit is None:
+        hit = words["\0accelerator"] = any(mentions(text, w) for w in _ACCELERATOR_WORDS) or (
+            _ACCELERATOR_DEVICES_RE.search(text) is not None)
+    return hit
 
 
 # a test framework: what a module named like a test uses when it is one
@@ -69,7 +101,7 @@ class TreeIndex:
         self._memo: Dict[str, Dict[object, object]] = {}
         self._by_type: Optional[Dict[type, List[ast.AST]]] = like._by_type if like is not None else None
         self._slots: Optional[Dict[ast.AST, Tuple[ast.AST, str, int]]] = like._slots if like is not None else None
-        self._mentions: Dict[str, bool] = like._mentions if like is not None else {}
+        self._mentions: Dict[str, bool] = like._mentions if like is not None else text_mentions(text)
 
     def nodes(self, *types: type) -> List[ast.AST]:
         """Every node of the file of these types (every node, with none), in
@@ -145,12 +177,16 @@ class TreeIndex:
         slots = self._slots
         if slots is None:
             slots = self._slots = {}
-            for n, _ in self.order:
-                for field in ("body", "orelse", "finalbody"):
-                    block = getattr(n, field, None)
-                    if block.__class__ is list:
-                        for i, b in enumerate(block):  # type: ignore[arg-type]
-                            slots[b] = (n, field, i)
+            self.nodes(ast.Module)  # builds the buckets by type
+            for cls, bucket in self._by_type.items():  # type: ignore[union-attr]
+                # only the classes with blocks (statements, handlers, match cases)
+                fields = [f for f in ("body", "orelse", "finalbody") if f in cls._fields]
+                for n in bucket if fields else ():
+                    for field in fields:
+                        block = getattr(n, field, None)
+                        if block.__class__ is list:
+                            for i, b in enumerate(block):  # type: ignore[arg-type]
+                                slots[b] = (n, field, i)
         return slots.get(stmt)
 
     def in_block(self, child: ast.AST, parent: ast.AST, *fields: str) -> bool:

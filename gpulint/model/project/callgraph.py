@@ -8,6 +8,7 @@ from typing import Callable, Dict, FrozenSet, List, Set
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import callee_name, scope_nodes
+from gpulint.model.index.walk import walk
 
 
 def functions_reaching(tree: ast.AST, is_direct: Callable[[ast.AST, List[ast.AST]], bool]) -> FrozenSet[str]:
@@ -16,7 +17,7 @@ def functions_reaching(tree: ast.AST, is_direct: Callable[[ast.AST, List[ast.AST
     them (by name, or as a method by attribute name), transitively."""
     direct: Set[str] = set()
     callees: Dict[str, Set[str]] = {}
-    for func in ast.walk(tree):
+    for func in walk(tree):
         if not isinstance(func, FUNCS):
             continue
         anc: List[ast.AST] = [func]

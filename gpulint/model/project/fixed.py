@@ -46,6 +46,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from gpulint.model.index.nodes import FUNCS, parameter_defaults
 from gpulint.model.index.order import end_of, start_of, walk_scope
 from gpulint.model.values.attributes import is_self_attr
+from gpulint.model.index.walk import child_nodes, walk
 
 UNKNOWN = object()
 _ABSENT = object()  # the parameter was not passed: its default
@@ -81,7 +82,7 @@ class FileCalls:
         # attributes stored on something other than `self`, and names a `setattr`/`delattr` gives
         self.stored_elsewhere: Set[str] = set()
         harmless: Set[int] = set()
-        for n in ast.walk(tree):
+        for n in walk(tree):
             if isinstance(n, ast.Call):
                 f = n.func
                 name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
@@ -263,7 +264,7 @@ class FixedValues:
             if init is not None:
                 fixed = self.params(pf, init)
                 found: Dict[str, object] = {}
-                for n in ast.walk(init):
+                for n in walk(init):
                     if (isinstance(n, ast.Assign) and len(n.targets) == 1 and is_self_attr(n.targets[0])
                             and isinstance(n.value, ast.Name) and n.value.id in fixed):
                         found["self." + n.targets[0].attr] = fixed[n.value.id]  # type: ignore[attr-defined]
@@ -275,7 +276,7 @@ class FixedValues:
         `__init__` assigns the attribute: another `self.<attr> =` in the
         class, `<object>.<attr> =` anywhere in the project, or a `setattr`
         naming it."""
-        if sum(1 for n in ast.walk(cls) if isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n)
+        if sum(1 for n in walk(cls) if isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n)
                and isinstance(n.ctx, (ast.Store, ast.Del))) != 1:
             return True
         if attr not in self._stored:
@@ -400,5 +401,5 @@ def _dead_branch(func: ast.AST, pos: Tuple[int, int], env: Dict[str, object]) ->
                 off = n.body if not v else n.orelse
                 if any(_within(s, pos) for s in (off if isinstance(off, list) else [off])):
                     return True
-        stack.extend(c for c in ast.iter_child_nodes(n) if hasattr(c, "lineno") and hasattr(c, "end_col_offset"))
+        stack.extend(c for c in child_nodes(n) if hasattr(c, "lineno") and hasattr(c, "end_col_offset"))
     return False

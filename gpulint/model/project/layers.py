@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 from gpulint.model.names import ImportTable
 from gpulint.model.values.values import module_class_names
+from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:
     from gpulint.model.index.tree import TreeIndex
@@ -82,7 +83,7 @@ def class_layer_counts(tree: ast.Module, imports: ImportTable,
             if owner in modules:
                 found.append((node, owner))
     else:
-        found = [(n, cls) for cls in modules for n in ast.walk(cls) if isinstance(n, (ast.Call, ast.BinOp))]
+        found = [(n, cls) for cls in modules for n in walk(cls) if isinstance(n, (ast.Call, ast.BinOp))]
     for node, owner in found:
         if isinstance(node, ast.BinOp):
             if not isinstance(node.op, ast.MatMult):
@@ -110,9 +111,9 @@ def class_layer_counts(tree: ast.Module, imports: ImportTable,
 
 def _returns_conv(func: ast.AST, imports: ImportTable) -> bool:
     """A helper whose body returns a call that builds a convolution layer."""
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Return) and node.value is not None:
-            if any(isinstance(c, ast.Call) and imports.call_qualname(c) in CONV_LAYERS for c in ast.walk(node.value)):
+            if any(isinstance(c, ast.Call) and imports.call_qualname(c) in CONV_LAYERS for c in walk(node.value)):
                 return True
     return False
 

@@ -55,6 +55,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tupl
 
 from gpulint.model.index.nodes import is_main_guard
 from gpulint.model.project.fixed import FixedValues
+from gpulint.model.index.walk import child_nodes
 
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -166,7 +167,7 @@ class PythonFile:
                 for w in _WORD.findall(n.value):
                     self._add(w, c, (n.lineno, n.col_offset))
                     self.string_words.add(w)
-            stack.extend((child, c) for child in ast.iter_child_nodes(n))
+            stack.extend((child, c) for child in child_nodes(n))
 
     def _import_base(self, node: ast.ImportFrom) -> Optional[Tuple[str, ...]]:
         """The parts of the module `from <module> import ...` reads, a relative

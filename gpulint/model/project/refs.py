@@ -18,7 +18,7 @@ from bisect import bisect_right
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS
-from gpulint.model.index.walk import index_tree
+from gpulint.model.index.walk import index_tree, walk
 from gpulint.model.project.modules import resolve_from
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -252,7 +252,7 @@ class FileRefs:
                 if isinstance(t, ast.Name) and _keeps_object(value, t.id):
                     continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
                 c = counts.setdefault(scope, {})
-                for n in ast.walk(t):
+                for n in walk(t):
                     # names the statement binds: `trainer.cql_alpha = x` and
                     # `d[k] = v` store into an object, they do not rebind its name
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):

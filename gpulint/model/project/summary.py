@@ -43,6 +43,7 @@ from gpulint.model.values.host import reads_on_return
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
 from gpulint.model.values.kinds import HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
 from gpulint.model.values.loaders import dataset_sources, numpy_made
+from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -573,7 +574,7 @@ class _Hotness:
         `optimizer.step()` ends each training step; its body runs every step)."""
         if not self.may_step:
             return False
-        return any(isinstance(n, ast.Call) and self.own_step(n) for stmt in node.body for n in ast.walk(stmt))
+        return any(isinstance(n, ast.Call) and self.own_step(n) for stmt in node.body for n in walk(stmt))
 
     def is_hot(self, loop: ast.AST) -> bool:
         return self.kind(loop) is not None and (not self.contains_hot(loop) or self._steps_itself(loop))
@@ -660,7 +661,7 @@ def _under_option(fa: "FileModel", node: ast.AST, ancestors, region: ast.AST) ->
     code. (Within one function the rules judge such guards themselves.)"""
     chain = list(ancestors) + [node]
     loop_vars = {n.id for anc in chain if isinstance(anc, (ast.For, ast.AsyncFor))
-                 for n in ast.walk(anc.target) if isinstance(n, ast.Name)}
+                 for n in walk(anc.target) if isinstance(n, ast.Name)}
     for i in range(len(chain) - 2, -1, -1):
         anc = chain[i]
         if anc is region:
@@ -690,7 +691,7 @@ def _one_pass_test(test: ast.AST, loop_vars) -> bool:
 
 def _words(test: ast.AST) -> List[str]:
     out = []
-    for n in ast.walk(test):
+    for n in walk(test):
         if isinstance(n, ast.Name):
             out.append(n.id)
         elif isinstance(n, ast.Attribute):
@@ -709,6 +710,6 @@ def _iterated_parameter(fa: "FileModel", func: ast.AST, loops: List[ast.AST]) ->
             continue
         if loop.iter.id not in positional:
             continue
-        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for stmt in loop.body for n in ast.walk(stmt)):
+        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for stmt in loop.body for n in walk(stmt)):
             return positional.index(loop.iter.id)
     return None

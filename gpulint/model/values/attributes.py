@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 from gpulint.model.index.nodes import FUNCS, parameter_defaults
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.kinds import OTHER, TENSOR
+from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.values.values import Values
@@ -29,7 +30,7 @@ CONFIG_NAMES = frozenset(("args", "config", "cfg", "conf", "hparams", "hps", "op
 def class_attribute_kinds(values: "Values", cls: ast.ClassDef, kinds: Dict[str, str]) -> None:
     """Fill `kinds` with attr -> kind for the `self.<attr>` the class's methods assign."""
     grown: List[ast.AugAssign] = []
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if not is_self_attr(t):
@@ -102,7 +103,7 @@ def is_self_attr(t: ast.AST) -> bool:
 
 
 def mentions_self_attr(value: ast.AST, attr: str) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n) for n in ast.walk(value))
+    return any(isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n) for n in walk(value))
 
 
 def from_config(value: ast.AST) -> bool:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.names import last_name
 from gpulint.model.values.kinds import MODEL, NUMBER, TENSOR, is_cpu_device, is_tensor_returning_torch
+from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -126,7 +127,7 @@ def values_depend_on_device(fa: "FileModel", name: str, call: ast.Call) -> Optio
             if q.startswith("torch.") and q[6:] in _FLOAT_DTYPES:
                 return "a floating-point range may round differently in the last bit on the GPU"
         for arg in list(call.args) + [kw.value for kw in call.keywords if kw.arg in ("start", "end", "step")]:
-            for n in ast.walk(arg):
+            for n in walk(arg):
                 if isinstance(n, ast.Constant) and isinstance(n.value, float):
                     return "a floating-point range may round differently in the last bit on the GPU"
                 if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
@@ -399,7 +400,7 @@ def param_used_as_tensor(fa: "FileModel", fn: ast.FunctionDef, name: str) -> boo
     cls = fa.index.enclosing_class(fa.index.ancestors(fn))
     layers = {attr for attr, kind in fa.values.class_kinds(cls).items() if kind == MODEL} if cls is not None else set()
     evidence = False
-    for n in ast.walk(fn):
+    for n in walk(fn):
         if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
             f = n.func
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":

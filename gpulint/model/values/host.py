@@ -11,6 +11,7 @@ from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.attributes import is_self_attr
 from gpulint.model.values.kinds import HOST_FACTORIES, HOST_TENSOR, TENSOR, is_cpu_device, is_tensor_returning_torch
 from gpulint.model.values.values import Values
+from gpulint.model.index.walk import walk
 
 LOADER_BATCH = object()  # a binding by a DataLoader loop (see HostValues.host_bindings)
 HOST_ARGUMENT = object()  # a parameter that every per-step caller passes a host tensor for
@@ -186,7 +187,7 @@ class HostValues:
         class's own methods (not of a class nested in it), once per class."""
         def compute() -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
             out: Dict[str, List[Tuple[ast.AST, ast.AST]]] = {}
-            for n in ast.walk(cls):
+            for n in walk(cls):
                 if not isinstance(n, ast.Assign):
                     continue
                 ancestors = self.index.ancestors(n)
@@ -266,7 +267,7 @@ class HostValues:
                     bind(target.elts[0], None)  # the enumerate index
                     target = target.elts[1]
                 if self.values.is_loader(base, info.kinds) and not moves_batches:
-                    for n in ast.walk(target):
+                    for n in walk(target):
                         if isinstance(n, ast.Name):
                             out.setdefault(n.id, []).append(LOADER_BATCH)
                             claimed.add(id(n))
@@ -394,6 +395,26 @@ def _binds(stmt: ast.AST, name: str) -> bool:
 _READS = frozenset(("item", "tolist", "cpu", "numpy"))
 
 
+def _read_call_scopes(fa) -> Set[ast.AST]:
+    """The defs (and the module) whose own code calls `.item()`, `.tolist()`,
+    `.cpu()`, `.numpy()`, `float()`, `int()` or `bool()`: where else no value
+    can be read on return (`reads_on_return`). One pass over the file's calls."""
+    def compute() -> Set[ast.AST]:
+        found: Set[ast.AST] = set()
+        owner = fa.index.owner
+        for call in fa.index.nodes_of(ast.Call):
+            func = call.func
+            if (func.__class__ is ast.Attribute and func.attr in _READS) or (
+                    func.__class__ is ast.Name and func.id in _READ_BUILTINS):
+                found.add(owner(call))
+        return found
+
+    return fa.index.memoized("host", "read_call_scopes", compute)
+
+
+_READ_BUILTINS = frozenset(("float", "int", "bool"))
+
+
 def reads_on_return(fa, value: ast.AST) -> bool:
     """`value`, what a function returns, is read from the device on the host
     as it is computed: `x.item()`, `x.cpu()`, `x.cpu().numpy()`, `x.tolist()`,
@@ -402,6 +423,8 @@ def reads_on_return(fa, value: ast.AST) -> bool:
     logits.cpu().numpy()` ... `return out`). Such a read waits for all the
     work queued before it, so when the function returns the host is in step
     with the device."""
+    if fa.index.owner(value) not in _read_call_scopes(fa):
+        return False  # (the read's call is in the value, or in the binding it reads: the same def)
     if isinstance(value, ast.Tuple):
         return bool(value.elts) and all(reads_on_return(fa, e) for e in value.elts)
     if isinstance(value, ast.Name):
@@ -417,7 +440,7 @@ def reads_on_return(fa, value: ast.AST) -> bool:
                 and recv.func.attr == "cpu":
             recv = recv.func.value  # `x.cpu().numpy()`: the `.cpu()` reads
         return fa.values.kind(recv, ancestors) == TENSOR and not fa.host.is_host_tensor(recv, ancestors)
-    if isinstance(func, ast.Name) and func.id in ("float", "int", "bool") and len(value.args) == 1:
+    if isinstance(func, ast.Name) and func.id in _READ_BUILTINS and len(value.args) == 1:
         arg = value.args[0]
         return fa.values.kind(arg, ancestors) == TENSOR and not fa.host.is_host_tensor(arg, ancestors)
     return False

@@ -34,6 +34,8 @@ from gpulint.model.values.devices import (
     factory_name,
     has_generator,
 )
+from gpulint.model.index.walk import walk
+
 # torch functions that draw samples from their first argument, where it is (the rest are numbers
 # and options): `torch.multinomial(torch.ones(n), k)` samples on the CPU
 TORCH_SAMPLING = frozenset(("multinomial", "bernoulli", "poisson"))
@@ -230,7 +232,7 @@ def _item_writes(fa, func) -> dict:
     (`pe[0::2] = ...`), in one walk."""
     def compute() -> dict:
         out: dict = {}
-        for stmt in ast.walk(func):
+        for stmt in walk(func):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 t = stmt.targets[0]
                 if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
@@ -249,7 +251,7 @@ def _bindings(func) -> dict:
     (None for a binding of another kind), read in one walk. Writes into a
     tensor in place (`pe[0::2] = ...`) do not bind the name (`_item_writes`)."""
     out: dict = {}
-    for stmt in ast.walk(func):
+    for stmt in walk(func):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             out.setdefault(stmt.targets[0].id, []).append(stmt)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript) \

@@ -26,6 +26,7 @@ from gpulint.model.index.order import nodes_in_order
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import helper_move_target, move_target, type_move_target
 from gpulint.model.values.host_built import plain_bindings
+from gpulint.model.index.walk import child_nodes, walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -49,7 +50,7 @@ def _root(expr: ast.AST, methods: Optional[Set[str]] = None) -> ast.AST:
 
 
 def _binds(target: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+    return any(isinstance(n, ast.Name) and n.id == name for n in walk(target))
 
 
 def _in_list(node: ast.AST, body: Sequence[ast.AST]) -> bool:
@@ -173,7 +174,7 @@ def _rebound(scope: ast.AST, name: str) -> bool:
             targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
         if any(_binds(t, name) for t in targets):
             return True
-        todo.extend(ast.iter_child_nodes(node))
+        todo.extend(child_nodes(node))
     return False
 
 
@@ -494,7 +495,7 @@ def _method_returns(fa: "FileModel", value: ast.AST, stmt: ast.AST) -> Optional[
             return None
         if isinstance(node, ast.Return):
             returns.append(node)
-        todo.extend(ast.iter_child_nodes(node))
+        todo.extend(child_nodes(node))
     return returns or None
 
 

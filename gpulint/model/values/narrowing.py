@@ -7,6 +7,7 @@ from typing import Sequence
 
 from gpulint.model.index.nodes import FUNCS, SCOPES
 from gpulint.model.names import ImportTable
+from gpulint.model.index.walk import walk
 
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter"})
 
@@ -25,7 +26,7 @@ def not_a_tensor_here(name: ast.Name, ancestors: Sequence[ast.AST], imports: Imp
             if any(child is s for s in anc.orelse):
                 return not any(
                     isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
-                    for s in anc.orelse for n in ast.walk(s)
+                    for s in anc.orelse for n in walk(s)
                 )
     return False
 

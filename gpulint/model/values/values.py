@@ -92,7 +92,7 @@ class Values:
     def module_classes(self) -> Set[str]:
         """Names of classes in this file that subclass torch.nn.Module (transitively)."""
         if self._module_classes is None:
-            classes = {n.name: n for n, _ in self.index.order if isinstance(n, ast.ClassDef)}
+            classes = {n.name: n for n in self.index.nodes(ast.ClassDef)}
             self._module_classes = module_class_names(classes, self.imports)
         return self._module_classes
 

@@ -38,6 +38,7 @@ from typing import Optional, Sequence, Set, Tuple
 
 from gpulint.model.file import FileModel
 from gpulint.model.values.kinds import TENSOR
+from gpulint.model.index.walk import walk
 
 # torch functions / tensor methods whose result is a bool tensor
 _BOOL_FUNCS = frozenset(
@@ -145,10 +146,10 @@ def _loop_target(name: str, ancestors: Sequence[ast.AST]) -> bool:
     index or an element, not a mask built in the loop body)."""
     for anc in reversed(ancestors):
         if isinstance(anc, (ast.For, ast.AsyncFor)):
-            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(anc.target)):
+            if any(isinstance(n, ast.Name) and n.id == name for n in walk(anc.target)):
                 return True
         elif isinstance(anc, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            if any(isinstance(n, ast.Name) and n.id == name for g in anc.generators for n in ast.walk(g.target)):
+            if any(isinstance(n, ast.Name) and n.id == name for g in anc.generators for n in walk(g.target)):
                 return True
         elif isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return False

@@ -41,6 +41,7 @@ from gpulint.model.names import dotted, last_name
 from gpulint.model.index.order import callee_name, end_of, scope_nodes, start_of
 from gpulint.model.project.callgraph import functions_reaching
 from gpulint.model.values.loaders import call_sites, passed_for
+from gpulint.model.index.walk import child_nodes
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -134,7 +135,7 @@ def grad_off_functions(fa: FileModel) -> FrozenSet[str]:
             for stmt in node.body:
                 stack.append((stmt, inner, fname))
             continue
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             stack.append((child, off, fname))
     result = set(seeds)
     todo = list(seeds)

@@ -12,6 +12,7 @@ from gpulint.rules.loss_accumulated_with_graph.gradflow import (
 )
 from gpulint.edits import insert_at
 from gpulint.rule import MEMORY, SAFE, UNSAFE, Bench, Example, Rule
+from gpulint.model.index.walk import child_nodes, walk
 
 SIMPLE_VALUES = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -316,7 +317,7 @@ def _clears(s: ast.stmt, keys) -> bool:
     (`acc.clear()`) or empties it (`del buf[:]`)."""
 
     def refers_to_acc(expr: ast.AST) -> bool:
-        return any(_key(n) in keys for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)))
+        return any(_key(n) in keys for n in walk(expr) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)))
 
     if isinstance(s, (ast.Assign, ast.AnnAssign)):
         if s.value is None or refers_to_acc(s.value):
@@ -346,21 +347,21 @@ def _reset_at_optimizer_step(fa, loop: ast.AST, acc: ast.AST, stmt: ast.stmt) ->
     acc_key = _key(acc)
 
     def own(node: ast.AST):
-        stack = list(ast.iter_child_nodes(node))
+        stack = child_nodes(node)
         while stack:
             n = stack.pop()
             if isinstance(n, SCOPES) or isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
                 continue
             yield n
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
 
     for branch in own(loop):
-        if not isinstance(branch, ast.If) or any(n is stmt for n in ast.walk(branch)):
+        if not isinstance(branch, ast.If) or any(n is stmt for n in walk(branch)):
             continue
         resets = any(
             isinstance(s, ast.Assign)
             and any(_key(t) == acc_key for t in s.targets)
-            and not any(_key(n) == acc_key for n in ast.walk(s.value) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)))
+            and not any(_key(n) == acc_key for n in walk(s.value) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)))
             for s in unconditional_statements(branch.body)
         )
         if not resets:
@@ -394,7 +395,7 @@ def _differentiated_later(fa, scope: ast.AST, acc: ast.AST) -> bool:
     def uses_acc(expr: ast.AST) -> bool:
         if mentions(expr, tainted_names):
             return True
-        return any(_key(n) == acc_key for n in ast.walk(expr) if isinstance(n, (ast.Attribute, ast.Subscript)))
+        return any(_key(n) == acc_key for n in walk(expr) if isinstance(n, (ast.Attribute, ast.Subscript)))
 
     assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
     for _ in range(4):
@@ -404,7 +405,7 @@ def _differentiated_later(fa, scope: ast.AST, acc: ast.AST) -> bool:
                 continue
             targets: List[ast.AST] = a.targets if isinstance(a, ast.Assign) else [a.target]
             for t in targets:
-                for n in ast.walk(t):
+                for n in walk(t):
                     if isinstance(n, ast.Name) and n.id not in tainted_names:
                         tainted_names.add(n.id)
                         grew = True
@@ -427,7 +428,7 @@ def _scope_walk(scope: ast.AST):
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if isinstance(child, SCOPES):
                 continue
             stack.append(child)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Set,
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.values.kinds import CRITERION, LOSS_NAME_RE, MODEL
 from gpulint.model.index.order import nodes_in_order
+from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -146,7 +147,7 @@ class GradFlow:
         whether it is a tensor at all is only a guess from its name and from
         what else the call returned."""
         defs = self.loop_defs(loop)
-        for n in ast.walk(expr):
+        for n in walk(expr):
             if isinstance(n, ast.Name):
                 d = defs.reaching(n.id, pos)
                 if d is not None and isinstance(d[1], _Unpacked):
@@ -235,7 +236,7 @@ class GradFlow:
             cpos = _pos(call)
             if cpos <= d[0]:
                 continue
-            if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(call)):
+            if not any(isinstance(n, ast.Name) and n.id == name for n in walk(call)):
                 continue
             r = defs.reaching(name, cpos)
             while r is not None and r is not d:
@@ -259,7 +260,7 @@ class GradFlow:
             work: List[Tuple[ast.AST, Pos]] = [(c, _pos(c)) for c in defs.backward_calls]
             while work:
                 expr, pos = work.pop()
-                for n in ast.walk(expr):
+                for n in walk(expr):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                         d = defs.reaching(n.id, pos)
                         if d is not None and id(d[2]) not in found:
@@ -343,7 +344,7 @@ def unconditional_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
 
 
 def mentions(expr: ast.AST, names: Set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk(expr))
 
 
 def _torch_value_function(q: str) -> bool:
@@ -360,7 +361,7 @@ def _pos(node: ast.AST) -> Pos:
 
 
 def _names(target: ast.AST) -> Iterator[str]:
-    for n in ast.walk(target):
+    for n in walk(target):
         if isinstance(n, ast.Name):
             yield n.id
 

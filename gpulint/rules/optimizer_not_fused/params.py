@@ -29,6 +29,7 @@ from gpulint.model.index.nodes import SCOPES
 from gpulint.model.values.kinds import MODEL_SELF_METHODS
 from gpulint.model.names import dotted
 from gpulint.model.values.devices import move_target
+from gpulint.model.index.walk import child_nodes, walk
 
 _PARAM_METHODS = frozenset(("parameters", "named_parameters"))
 _MODULE_WALKS = _PARAM_METHODS | {"modules", "named_modules", "children", "named_children"}
@@ -162,11 +163,11 @@ def _filled_by_loop(fa: FileModel, name: str, scope: ast.AST, out: List[str]) ->
             if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _MODULE_WALKS:
                 owner = dotted(it.func.value)
                 if owner is not None and any(
-                    isinstance(m, ast.Name) and m.id == name for b in n.body for m in ast.walk(b)
+                    isinstance(m, ast.Name) and m.id == name for b in n.body for m in walk(b)
                 ):
                     out.append(owner)
                     found = True
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(child_nodes(n))
     return found
 
 

@@ -8,6 +8,7 @@ from gpulint.model.index.nodes import FUNCS
 from gpulint.rules.unsynchronized_timing.clock_intervals import clock_intervals, unsynchronized_work
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import RESNET18
+from gpulint.model.index.walk import walk
 
 
 class UnsynchronizedTiming(Rule):
@@ -276,8 +277,8 @@ def _never_read(fa, scope, end) -> bool:
     name = stmt.targets[0].id
     if isinstance(scope, ast.Module):
         return False  # a module-level name: others may read it
-    inside = {id(n) for n in ast.walk(stmt)}
-    for n in ast.walk(scope):
+    inside = {id(n) for n in walk(stmt)}
+    for n in walk(scope):
         if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
             return False  # bound outside the def: others may read it
         if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside:

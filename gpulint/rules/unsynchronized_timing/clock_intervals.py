@@ -59,6 +59,7 @@ from gpulint.model.project.callgraph import functions_reaching
 from gpulint.model.names import dotted
 from gpulint.model.control.constants import dead_statements
 from gpulint.model.control.syncs import is_explicit_sync
+from gpulint.model.index.walk import child_nodes, walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -486,13 +487,13 @@ def is_data_pass(fa: FileModel, loop: ast.AST) -> bool:
             return False
     if isinstance(loop, COMPREHENSIONS):
         anc = fa.index.ancestors(loop)
-        return any(isinstance(n, ast.Call) and fa.steps.is_model_call(n, anc + [loop]) for n in ast.walk(loop))
+        return any(isinstance(n, ast.Call) and fa.steps.is_model_call(n, anc + [loop]) for n in walk(loop))
     return fa.loops.loop_has_triggers(loop)
 
 
 def _sized_by_data(call: ast.Call) -> bool:
     """`range(len(dataset))`, `range(0, data.size(0) - 1, bptt)`: indices into data."""
-    for n in ast.walk(call):
+    for n in walk(call):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
             return True
         if isinstance(n, ast.Attribute) and n.attr in ("size", "shape"):
@@ -572,7 +573,7 @@ def _rebound_in(start: ast.AST, loop: ast.AST) -> bool:
     return any(
         isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
             ast.dump(t) in texts for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
-        for n in ast.walk(loop)
+        for n in walk(loop)
     )
 
 
@@ -591,7 +592,7 @@ def _restarted_every_pass(fa: FileModel, start: ast.AST, loop: ast.AST) -> bool:
     return bool(names) and any(
         isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in n.targets)
         and _every_pass(fa, n, loop)
-        for n in ast.walk(loop) if n is not loop
+        for n in walk(loop) if n is not loop
     )
 
 
@@ -615,7 +616,7 @@ def _syncs_every_pass(fa: FileModel, scope: ast.AST, loop: ast.AST) -> bool:
             if isinstance(n, SCOPES):
                 continue
             found = (truth_value_syncs(fa, n, anc) or sync_or_work(fa, n, anc) == SYNC) and _every_pass(fa, n, loop)
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
         cache[key] = found
     return found  # type: ignore[return-value]
 
