@@ -538,6 +538,31 @@ def test_a_script_without_a_def_whose_loop_runs_whole_trainings_through_a_class_
     assert nested != script
     write(tmp_path / "c", {"exp/__init__.py": "", "exp/exp_informer.py": trainer, "main_informer.py": nested})
     assert check(tmp_path / "c", "--no-cache", "--select", "GPU103", ".") == set()
+    # Autoformer's run.py: the same, in a `def main():` whose own `Exp = Exp_Main` names the class
+    in_main = """
+        import argparse
+        import torch
+        from exp.exp_informer import Exp_Informer
+
+
+        def main():
+            args = argparse.ArgumentParser().parse_args()
+            Exp = Exp_Informer
+            for ii in range(args.itr):
+                exp = Exp(args)
+                exp.train(str(ii))
+                torch.cuda.empty_cache()
+
+
+        if __name__ == "__main__":
+            main()
+    """
+    write(tmp_path / "d", {"exp/__init__.py": "", "exp/exp_informer.py": trainer, "main_informer.py": in_main})
+    assert check(tmp_path / "d", "--no-cache", "--select", "GPU103", ".") == set()
+    twice = in_main.replace("            Exp = Exp_Informer\n", "            Exp = Exp_Informer\n            Exp = pick(Exp)\n")
+    assert twice != in_main  # bound twice: no longer known to name the class
+    write(tmp_path / "e", {"exp/__init__.py": "", "exp/exp_informer.py": trainer, "main_informer.py": twice})
+    assert check(tmp_path / "e", "--no-cache", "--select", "GPU103", ".") == {("main_informer.py", 14, "GPU103")}
 
 
 def test_numbers_unpacked_from_a_step_function_that_returns_them_are_no_tensors(tmp_path):

@@ -1053,6 +1053,41 @@ def test_the_synced_state_reaches_into_if_and_with_blocks_and_past_them():
     )
 
 
+def test_a_sync_on_the_cuda_branch_of_a_device_test_covers_what_follows():
+    """llm.c: `if device == "mps": torch.mps.synchronize()` / `elif device ==
+    "cuda": torch.cuda.synchronize()` to time the step, then the log formats
+    the gradient norm. Where the code runs on CUDA it has just synchronized;
+    elsewhere nothing waits on CUDA. A sync under any other test does not
+    cover the read."""
+    check(
+        """
+        import time
+        import torch
+
+        def train(model, loader, optimizer, device, verbose):
+            for x in loader:
+                loss = model(x.to(device)).mean()
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                if device == "mps":
+                    torch.mps.synchronize()
+                elif device == "cuda":
+                    torch.cuda.synchronize()
+                t1 = time.time()
+                print(f"norm {norm:.4f}")
+                optimizer.step()
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
+                print(f"norm {norm:.4f}")
+                optimizer.step()
+                if verbose:
+                    torch.cuda.synchronize()
+                print(f"norm {norm:.4f}")  # sync
+        """
+    )
+
+
 def test_a_read_known_not_to_wait_for_the_gpu_is_no_first_read():
     check(
         """

@@ -315,3 +315,50 @@ def test_message_names_the_model():
     )
     (finding,) = lint(text, codes=[CODE])
     assert "`self.net`" in finding.message and "inference_mode" in finding.message
+
+
+def test_a_function_every_caller_of_another_file_calls_under_no_grad(tmp_path):
+    """melgan: `validate()` in utils/validation.py runs the models in eval mode
+    with no `no_grad` of its own; its only caller, in utils/train.py, calls it
+    inside `with torch.no_grad():`. The project's call graph says so
+    (`entered_grad_off`). One more caller without `no_grad` brings the
+    finding back."""
+    from test_project import check as check_project, write
+
+    validation = """
+        import torch
+
+
+        def validate(generator, loader):
+            generator.eval()
+            total = 0.0
+            for mel, audio in loader:
+                fake = generator(mel.cuda())
+                total += torch.nn.functional.l1_loss(fake, audio.cuda()).item()
+            generator.train()
+            return total
+    """
+    train = """
+        import torch
+        from utils.validation import validate
+
+
+        def train(generator, opt, loader, valloader, epochs):
+            for epoch in range(epochs):
+                for mel, audio in loader:
+                    loss = (generator(mel.cuda()) - audio.cuda()).abs().mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                with torch.no_grad():
+                    validate(generator, valloader)
+    """
+    write(tmp_path / "a", {"utils/__init__.py": "", "utils/validation.py": validation, "utils/train.py": train})
+    assert check_project(tmp_path / "a", "--no-cache", "--select", CODE, ".") == set()
+    again = train + """
+
+        def report(generator, valloader):
+            return validate(generator, valloader)
+    """
+    write(tmp_path / "b", {"utils/__init__.py": "", "utils/validation.py": validation, "utils/train.py": again})
+    assert check_project(tmp_path / "b", "--no-cache", "--select", CODE, ".") == {("validation.py", 9, CODE)}

@@ -13,6 +13,7 @@ from typing import Iterator, Optional
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes
+from gpulint.model.names import dotted
 from gpulint.model.values.kinds import PARAM_GROUPS, TENSOR
 from gpulint.model.control.eval_order import evaluation_order
 from gpulint.model.index.walk import child_nodes, walk
@@ -383,6 +384,9 @@ def ends_reading(stmt, analysis) -> bool:
     if isinstance(stmt, ast.If):
         if has_host_read(stmt.test, analysis) or reads_truth(stmt.test, analysis):
             return True  # the test runs on every path, before either branch
+        cuda = _cuda_branch(stmt)
+        if cuda is not None and block_ends_reading(cuda, analysis):
+            return True  # (`elif device == "cuda": torch.cuda.synchronize()`: elsewhere nothing waits on CUDA)
         return block_ends_reading(stmt.body, analysis) and block_ends_reading(stmt.orelse, analysis)
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
         return block_ends_reading(stmt.body, analysis)
@@ -393,6 +397,29 @@ def ends_reading(stmt, analysis) -> bool:
             block_ends_reading(h.body, analysis) for h in stmt.handlers
         )
     return False
+
+
+def _cuda_branch(stmt: ast.If) -> Optional[list]:
+    """The block of an `if`/`elif` chain that runs when the code runs on
+    CUDA (`if device == "cuda":`, `elif device_type == "cuda":`, `if
+    torch.cuda.is_available():`): the other branches run where no CUDA work
+    is queued, so a read or sync on that path is the one that matters."""
+    branch: Optional[ast.AST] = stmt
+    while isinstance(branch, ast.If):
+        if _tests_for_cuda(branch.test):
+            return branch.body
+        orelse = branch.orelse
+        branch = orelse[0] if len(orelse) == 1 else None
+    return None
+
+
+def _tests_for_cuda(test: ast.AST) -> bool:
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        sides = [test.left, test.comparators[0]]
+        named = [s for s in sides if not isinstance(s, ast.Constant)]
+        return any(isinstance(s, ast.Constant) and s.value == "cuda" for s in sides) and len(named) == 1 and (
+            "device" in (dotted(named[0]) or "").lower())
+    return (isinstance(test, ast.Call) and not test.args and dotted(test.func) == "torch.cuda.is_available")
 
 
 def block_ends_reading(block, analysis) -> bool:

@@ -136,6 +136,10 @@ class ProjectFacts(CallFacts):
         synced = self.table.get("entered_synced")
         return bool(synced) and self.refs is not None and self.refs.qualname(func) in synced
 
+    def entered_grad_off(self, func: ast.AST) -> bool:
+        off = self.table.get("grad_off")
+        return bool(off) and self.refs is not None and self.refs.qualname(func) in off
+
     def feeds_env(self, func: ast.AST) -> bool:
         acting = self.table.get("feeds_env")
         return bool(acting) and self.refs is not None and self.refs.qualname(func) in acting

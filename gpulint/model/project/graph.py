@@ -121,6 +121,7 @@ class ProjectGraph:
         self.every_step = self._every_step()
         self.entered_synced = entered_synced(self)
         self.feeds_env = feeds_env(self)
+        self.grad_off = entered_grad_off(self)
         self.param_kinds = _param_kinds(self)
         self.device_side = self._device_side()
 
@@ -373,6 +374,7 @@ class ProjectGraph:
         device: List[str] = []
         entered: List[str] = []
         acting: List[str] = []
+        off: List[str] = []
         for qual, fsum in summary.get("functions", {}).items():
             fid = self.id_of(path, qual)  # None for a file with no module name: not in the graph
             if fid in self.device_side:
@@ -381,6 +383,8 @@ class ProjectGraph:
                 entered.append(qual)
             if fid in self.feeds_env:
                 acting.append(qual)
+            if fid in self.grad_off:
+                off.append(qual)
             kind = self.every_step.get(fid)
             if kind is not None:
                 every[qual] = kind
@@ -409,6 +413,8 @@ class ProjectGraph:
             table["entered_synced"] = sorted(entered)
         if acting:
             table["feeds_env"] = sorted(acting)
+        if off:
+            table["grad_off"] = sorted(off)
         if (pin := self.program_pin(path)) is not None:
             table["torch_pin"] = pin
         if summary.get("self_test") and self.importers_of(path):
@@ -518,6 +524,32 @@ def feeds_env(graph: ProjectGraph) -> Set[str]:
     return _every_per_step_call_marked(graph, "feeds_env", per_step_bodies=False)
 
 
+def entered_grad_off(graph: ProjectGraph) -> Set[str]:
+    """The functions every call of which that the project makes runs with
+    autograd off: under `with torch.no_grad():` (a summary's `grad_off`), or
+    in a function that itself only runs so (melgan's `validate(...)`, called
+    only inside `with torch.no_grad():` in another file). A function the
+    project never calls is not one."""
+    if not any(f.get("grad_off") for f in graph.functions.values()):
+        return set()
+    edges = []  # (caller, callee, the call runs with autograd off)
+    for fid, f in graph.functions.items():
+        marked = set(f.get("grad_off", ()))
+        for call in f.get("calls", ()):
+            cid = graph.resolve_in(call[0], graph.owner[fid])
+            if cid is not None and cid != fid:
+                edges.append((fid, cid, call[0] in marked))
+    off: Set[str] = set()
+    while True:  # (grows each round: a caller found to run with grad off turns its calls off)
+        ok: Dict[str, bool] = {}
+        for caller, cid, marked in edges:
+            ok[cid] = ok.get(cid, True) and (marked or caller in off)
+        found = {cid for cid, yes in ok.items() if yes}
+        if found == off:
+            return off
+        off = found
+
+
 def _every_per_step_call_marked(graph: ProjectGraph, key: str, per_step_bodies: bool) -> Set[str]:
     """The functions that run every step and every per-step call of which its
     caller's summary lists under `key`: calls from a loop's step and, with
@@ -603,7 +635,7 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
 
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "returns_synced")
 # ... and what the loops and calls of a file are read with
-MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env")
+MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off")
 # ... and all that a table can say about a file (what rules ask besides)
 TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin")
 

@@ -221,6 +221,7 @@ class FileRefs:
         attr_found: Dict[ast.AST, Dict[str, ast.AST]] = {}  # (what each is built by, resolved at the end)
         built: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}
         aliases: Dict[str, ast.AST] = {}
+        local_aliases: Dict[ast.AST, Dict[str, ast.AST]] = {}
         attr_counts: Dict[ast.AST, Dict[str, int]] = {}
         parents = self.fa.index.parents
         kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
@@ -257,9 +258,11 @@ class FileRefs:
                     # `d[k] = v` store into an object, they do not rebind its name
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         c[n.id] = c.get(n.id, 0) + weight
-                if isinstance(scope, ast.Module) and isinstance(t, ast.Name) and isinstance(
-                        value, (ast.Name, ast.Attribute)):
-                    aliases[t.id] = value  # `Exp = Exp_Informer`
+                if isinstance(t, ast.Name) and isinstance(value, (ast.Name, ast.Attribute)):
+                    if isinstance(scope, ast.Module):
+                        aliases[t.id] = value  # `Exp = Exp_Informer`
+                    elif isinstance(scope, FUNCS):
+                        local_aliases.setdefault(scope, {})[t.id] = value  # the same in a def (`main()`)
                 value = _constructed(value)
                 if isinstance(t, ast.Name) and isinstance(value, ast.Call):
                     built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
@@ -270,7 +273,12 @@ class FileRefs:
             if target is not None and name not in self.names:
                 self.names[name] = target
         for scope, funcs in built.items():
+            # a name of the def bound once, to a class of the file or an imported one
+            # (`Exp = Exp_Main` then `exp = Exp(args)`): calls of it build that class
+            local = {name: value for name, value in local_aliases.get(scope, {}).items()
+                     if counts.get(scope, {}).get(name) == 1}
             for name, found in funcs.items():
+                found = [local.get(f.id, f) if isinstance(f, ast.Name) else f for f in found]
                 targets = [t for t in map(self._built_by, found) if t is not None]
                 if targets:
                     every.setdefault(scope, {})[name] = targets

@@ -223,7 +223,7 @@ def exports_summary(tree: ast.Module, module: str) -> dict:
 
 class _Scope:
     __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "synced",
-                 "env", "returns_synced")
+                 "env", "returns_synced", "grad_off")
 
     def __init__(self) -> None:
         self.steps = False
@@ -232,6 +232,8 @@ class _Scope:
         self.synced: Dict[str, bool] = {}
         # reference -> whether each of its per-step calls hands its result to an environment's step
         self.env: Dict[str, bool] = {}
+        # reference -> whether each of its calls runs with autograd off (`with torch.no_grad():`)
+        self.grad_off: Dict[str, bool] = {}
         # `if` statements of the function's own body -> branch -> what its plain statements call
         self.alternatives: Dict[ast.If, Dict[int, Set[str]]] = {}
         self.returns: List[Optional[str]] = []
@@ -271,6 +273,9 @@ class _Scope:
         env = sorted(ref for ref, ok in self.env.items() if ok)
         if env:
             out["feeds_env"] = env
+        off = sorted(ref for ref, ok in self.grad_off.items() if ok)
+        if off:
+            out["grad_off"] = off
         if self.generator and isinstance(scope, FUNCS):
             i = _iterated_parameter(fa, scope, self.loops)
             if i is not None:
@@ -333,8 +338,11 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
         synced = first is not None and first <= node.lineno and follows_host_read(node, ancestors, fa, limit=SYNC_WALK_LIMIT)
     # whether a per-step call's result is the action an environment's step takes
     env = feeds_environment_step(fa.index, node, ancestors) if where in (TRAIN, EVAL) else None
+    # whether the call runs with autograd off (`entered_grad_off`; a file that never turns it off: no)
+    off = hot.grad_words and fa.contexts.grad_disabled(ancestors)
     for ref in found:
         sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
+        sc.grad_off[ref] = sc.grad_off.get(ref, True) and off
         if synced is not None:
             sc.synced[ref] = sc.synced.get(ref, True) and synced
         if env is not None:
@@ -518,6 +526,7 @@ class _Hotness:
         self._kinds: Dict[ast.AST, Optional[str]] = {}
         self.with_facts = not fa.facts.empty
         self.may_step = self.with_facts or any(fa.index.mentions(w) for w in ("backward", ".step("))
+        self.grad_words = any(fa.index.mentions(w) for w in ("no_grad", "inference_mode", "set_grad_enabled"))
         self._contains: Dict[ast.AST, bool] = {}
         # found once per file from the index, not by walking each loop's body
         self._step_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a step

@@ -118,6 +118,12 @@ class CallFacts:
         the action the host needs."""
         return False
 
+    def entered_grad_off(self, func: ast.AST) -> bool:
+        """Every call of the function that the project makes runs with
+        autograd off (under `with torch.no_grad():`, or in a function that
+        only runs so), in this file or another."""
+        return False
+
     def entered_synced(self, func: ast.AST) -> bool:
         """Every call of the function from a loop's step, or from a function
         that runs every step, comes right after a host read or an explicit

@@ -322,7 +322,9 @@ class HostSyncInLoop(TruthTests, Rule):
       a barrier, or a module-level alias of one (nanochat's `synchronize =
       torch.cuda.synchronize if device_type == "cuda" else lambda: None`):
       the host has just waited for everything queued (GPU102 reports the
-      synchronize itself). A sync that times the step (the next statement
+      synchronize itself), also when the sync runs on the CUDA branch of a
+      device test (`elif device == "cuda": torch.cuda.synchronize()`: the
+      other branches run where nothing waits on CUDA). A sync that times the step (the next statement
       reads a clock: `synchronize()` then `t1 = time.time()`) also covers a
       read just before it, with no model work between
       (`train_loss_f = train_loss.item()` then `synchronize()`, also after the

@@ -53,7 +53,9 @@ class InferenceWithoutNoGrad(Rule):
       `@torch.no_grad()` / `@torch.inference_mode()` or a project wrapper
       named after them (`@smart_inference_mode()`), or called from inside a
       `with torch.no_grad():` / `inference_mode()` block (or from another such
-      function) in the same file;
+      function) in the same file; or functions every call of which that the
+      project makes, in any file, runs so (melgan's `validate()`, called only
+      inside `with torch.no_grad():` in its training script);
     - contexts that may turn grad off: `with torch.set_grad_enabled(phase ==
       "train"):`, `with (torch.no_grad() if evaluating else nullcontext()):`
       or a name bound to such a context;

@@ -205,8 +205,9 @@ def runs_with_grad_off(fa: FileModel, ancestors: Sequence[ast.AST], own_only: bo
                 if _may_disable_grad(fa, item.context_expr, scope):
                     return True
         elif isinstance(anc, FUNCS):
-            if _decorated_grad_off(fa, anc) or (not own_only and anc.name in grad_off_functions(fa)):
-                return True
+            if _decorated_grad_off(fa, anc) or (not own_only and (
+                    anc.name in grad_off_functions(fa) or fa.facts.entered_grad_off(anc))):
+                return True  # (every call the project makes of it runs with grad off, here or in another file)
             if _grad_off_statement(fa, list(scope_nodes(anc))):
                 return True
             if own_only:
