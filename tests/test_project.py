@@ -1916,3 +1916,70 @@ def test_a_call_whose_every_return_reads_on_the_host_leaves_nothing_to_wait_for(
     })
     assert rows_by_path(tmp_path, "GPU101") == [("helpers.py", 4), ("train.py", 28)]
     assert rows_by_path(tmp_path, "GPU601") == [("train.py", 47)]
+
+
+def test_a_loop_handed_a_trainer_reads_the_losses_its_step_returns(tmp_path):
+    """faster-rcnn-pytorch: `fit_one_epoch(model, train_util, ...)` in a file
+    with no word of a step loops over batches, calls
+    `train_util.train_step(...)` (a method of the trainer the training script
+    builds and hands it: it backpropagates `losses[-1]` and returns `losses`)
+    and reads `total.item()` every step. The file is read for the project
+    because it is handed an object whose method steps, and what the step
+    returns, read with `.item()`, is a tensor unless known otherwise."""
+    trainer = """
+        import torch
+
+
+        class Trainer(torch.nn.Module):
+            def __init__(self, model, optimizer):
+                super().__init__()
+                self.model = model
+                self.optimizer = optimizer
+
+            def forward(self, x, y):
+                out = self.model(x)
+                a = (out - y).abs().mean()
+                b = (out - y).pow(2).mean()
+                return [a, b, a + b]
+
+            def train_step(self, x, y):
+                self.optimizer.zero_grad()
+                losses = self.forward(x, y)
+                losses[-1].backward()
+                self.optimizer.step()
+                return losses
+    """
+    fit = """
+        import torch
+
+
+        def fit_one_epoch(model, train_util, gen, cuda):
+            total_loss = 0
+            for x, y in gen:
+                if cuda:
+                    x, y = x.cuda(), y.cuda()
+                a, b, total = train_util.train_step(x, y)
+                total_loss += total.item()
+            return total_loss
+    """
+    script = """
+        import torch
+        from nets.trainer import Trainer
+        from utils.fit import fit_one_epoch
+
+        model = torch.nn.Linear(4, 4).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        train_util = Trainer(model, optimizer)
+        gen = [(torch.randn(8, 4), torch.randn(8, 4)) for _ in range(10)]
+        for epoch in range(10):
+            fit_one_epoch(model, train_util, gen, True)
+    """
+    files = {"nets/__init__.py": "", "nets/trainer.py": trainer, "utils/__init__.py": "", "utils/fit.py": fit,
+             "train.py": script}
+    write(tmp_path / "a", files)
+    assert check(tmp_path / "a", "--no-cache", "--select", "GPU101", ".") == {("fit.py", 11, "GPU101")}
+    # handed no trainer, the file's loop is no training loop the project knows of
+    other = dict(files, **{"train.py": script.replace("fit_one_epoch(model, train_util,", "fit_one_epoch(model, None,")})
+    assert other["train.py"] != script
+    write(tmp_path / "b", other)
+    assert check(tmp_path / "b", "--no-cache", "--select", "GPU101", ".") == set()

@@ -63,7 +63,9 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     """The files whose summaries were deferred (nothing in them starts a
     step) but that per-step code calls into: a call in the every-step part of
     a hot loop, or on every run of a function that runs every step, whose
-    callee the graph cannot find yet."""
+    callee the graph cannot find yet; or any call that hands the callee an
+    object of a class one of whose methods steps (a trainer handed to a
+    `fit_one_epoch` whose loop calls `train_util.train_step(...)`)."""
     by_name = _deferred_by_name(done, inputs)
     if not by_name:
         return []
@@ -85,11 +87,17 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
                     out.append(path)
                 return
 
+    # the classes one of whose methods steps (`FasterRCNNTrainer.train_step`)
+    stepping = {fid.split("@", 1)[0].rsplit(".", 1)[0] for fid in graph.steps}
     for fid, f in graph.functions.items():
         per_step = fid in graph.every_step
         drives = fid in graph.drives  # (what it builds before its loop: the model `build_model(cfg)` returns)
         for call in f.get("calls", ()):
             if call[1] in ("train", "eval") or ((per_step or drives) and call[1] == "body"):
+                ask(call[0], graph.owner[fid])
+            elif len(call) > 2 and any(graph.class_alias.get(c, c) in stepping for c in call[2].values()):
+                # it hands an object whose method steps (`fit_one_epoch(model, train_util, ...)`
+                # with `train_util = FasterRCNNTrainer(...)`): its loop may call that step
                 ask(call[0], graph.owner[fid])
         if per_step:  # what each branch of an `if`/`else` calls runs on every run too
             for group in f.get("either", ()):
