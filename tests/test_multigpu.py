@@ -119,3 +119,45 @@ def test_gpu001_page_quotes_the_measured_study():
     assert render_multigpu(report).startswith("Measured on NVIDIA H200")
     # nothing measured on several GPUs: nothing claimed
     assert multigpu_summary(dict(report, rows=[{"gpus": 2, "skipped": "needs 2 GPUs, 1 visible"}])) == ""
+
+
+def test_a_worker_killed_by_a_signal_is_run_once_more_and_says_so(monkeypatch):
+    """A two-process gloo study on a loaded machine was once aborted
+    (torchrun: `Signal 6 (SIGABRT) received by PID ...`): such a run is made
+    once more, and the result records it; a second death, or a plain error,
+    fails with the worker's own error lines."""
+    calls = []
+    aborted = "RuntimeError: [gloo] Connection closed by peer\\n  traceback : Signal 6 (SIGABRT) received by PID 1\\n"
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        out = cmd[cmd.index("--out") + 1]
+        if len(calls) == 1:
+            return subprocess.CompletedProcess(cmd, 1, "", aborted)
+        with open(out, "w") as fh:
+            json.dump({"mode": "ddp"}, fh)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(multigpu.subprocess, "run", fake_run)
+    assert multigpu.run_one("ddp", 2, "cpu", 8, 2, 1, 2, True, 60) == {"mode": "ddp", "retried": 1}
+    assert len(calls) == 2
+    run = {"samples_per_s": 10.0}
+    report = {"device": "cpu", "global_batch": 8, "steps": 2, "warmup": 1, "reps": 2, "single": run,
+              "rows": [{"gpus": 2, "dp": run, "ddp": dict(run, retried=1), "ddp_over_dp": 1.0,
+                        "scaling_efficiency_dp": 0.5, "scaling_efficiency_ddp": 0.5}]}
+    assert "Run again after a worker was killed by a signal: 2 GPUs, ddp." in multigpu.render_table(report)
+
+    calls.clear()
+    monkeypatch.setattr(multigpu.subprocess, "run",
+                        lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 1, "", aborted))
+    with pytest.raises(multigpu.StudyError, match="Connection closed by peer"):
+        multigpu.run_one("ddp", 2, "cpu", 8, 2, 1, 2, True, 60)
+    assert len(calls) == 2
+
+    calls.clear()
+    failed = "Traceback (most recent call last):\\nValueError: bad batch\\n"
+    monkeypatch.setattr(multigpu.subprocess, "run",
+                        lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 1, "", failed))
+    with pytest.raises(multigpu.StudyError, match="ValueError: bad batch"):
+        multigpu.run_one("ddp", 2, "cpu", 8, 2, 1, 2, True, 60)
+    assert len(calls) == 1  # an error of its own is not retried

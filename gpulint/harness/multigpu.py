@@ -81,19 +81,43 @@ def worker_command(mode: str, n: int, out: str, device: str, global_batch: int, 
 
 def run_one(mode: str, n: int, device: str, global_batch: int, steps: int, warmup: int, reps: int, small: bool,
             timeout: float) -> dict:
-    with tempfile.TemporaryDirectory(prefix="gpulint-multigpu-") as tmp:
-        out = os.path.join(tmp, "result.json")
-        cmd = worker_command(mode, n, out, device, global_batch, steps, warmup, reps, small)
-        try:
-            # in an empty folder: `-m` puts the working directory first on sys.path
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=timeout, cwd=tmp)
-        except subprocess.TimeoutExpired:
-            raise StudyError(f"{mode} on {n}: stopped after {timeout:g} s")
-        if proc.returncode != 0 or not os.path.exists(out):
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-            raise StudyError(f"{mode} on {n}: exit {proc.returncode}: {' | '.join(tail)[-400:]}")
-        with open(out, encoding="utf-8") as fh:
-            return json.load(fh)
+    """One worker run's results. A run killed by a signal (a worker of a
+    loaded machine aborted by its communication library) is run once more,
+    and the result says so (`retried`); one that fails twice, or exits with
+    an error, is a StudyError that quotes the worker's error lines."""
+    for attempt in (0, 1):
+        with tempfile.TemporaryDirectory(prefix="gpulint-multigpu-") as tmp:
+            out = os.path.join(tmp, "result.json")
+            cmd = worker_command(mode, n, out, device, global_batch, steps, warmup, reps, small)
+            try:
+                # in an empty folder: `-m` puts the working directory first on sys.path
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=timeout, cwd=tmp)
+            except subprocess.TimeoutExpired:
+                raise StudyError(f"{mode} on {n}: stopped after {timeout:g} s")
+            if proc.returncode == 0 and os.path.exists(out):
+                with open(out, encoding="utf-8") as fh:
+                    result = json.load(fh)
+                if attempt:
+                    result["retried"] = attempt
+                return result
+            text = proc.stderr or proc.stdout
+            if attempt == 0 and _killed_by_signal(proc.returncode, text):
+                continue
+            raise StudyError(f"{mode} on {n}: exit {proc.returncode}: {_error_lines(text)}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _killed_by_signal(returncode: int, text: str) -> bool:
+    """The worker (or, under torchrun, one of its processes) died of a signal."""
+    return returncode < 0 or "Signal " in text and "received by PID" in text
+
+
+def _error_lines(text: str) -> str:
+    """The lines of a worker's output that say what went wrong (an
+    exception, `terminate called`, an error) and its last three, joined."""
+    lines = text.strip().splitlines()
+    said = [ln.strip() for ln in lines if any(w in ln for w in ("Error", "error:", "terminate", "Exception"))]
+    return " | ".join(dict.fromkeys(said[-3:] + [ln.strip() for ln in lines[-3:]]))[-600:]
 
 
 def study(counts: Sequence[int], device: str, visible: int, global_batch: int = DEFAULT_GLOBAL_BATCH,
@@ -152,6 +176,11 @@ def render_table(report: dict) -> str:
             f"| {r['scaling_efficiency_dp']:.0%} | {r['scaling_efficiency_ddp']:.0%} "
             f"| {fmt_mib(dp.get('peak_bytes_gpu0'))} -> {fmt_mib(ddp.get('peak_bytes_gpu0'))} |"
         )
+    retried = [f"{r['gpus']} GPUs, {m}" for r in report["rows"] for m in ("dp", "ddp") if r.get(m, {}).get("retried")]
+    if s.get("retried"):
+        retried.insert(0, "one GPU alone")
+    if retried:
+        lines += ["", "Run again after a worker was killed by a signal: " + "; ".join(retried) + "."]
     return "\n".join(lines) + "\n"
 
 
