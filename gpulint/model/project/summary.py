@@ -90,6 +90,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     for func in fa.index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
         scopes[func] = _Scope()
     loaders = fa.index.mentions("DataLoader")
+    grad_words = any(fa.index.mentions(w) for w in ("no_grad", "inference_mode", "set_grad_enabled"))
     arrays = fa.index.mentions("np.") or fa.index.mentions("numpy")  # (what a loader's dataset may be)
     for node in fa.index.nodes_of(ast.Call, ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor, ast.While):
         scope = fa.index.owner(node)
@@ -97,7 +98,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         if sc is None:
             continue  # in a lambda or a class body
         if isinstance(node, ast.Call):
-            _call(fa, refs, hot, node, scope, sc)
+            _call(fa, refs, hot, node, scope, sc, grad_words)
         elif isinstance(node, (ast.Yield, ast.YieldFrom)):
             sc.generator = True
         elif isinstance(node, ast.Return):
@@ -283,7 +284,11 @@ class _Scope:
         return out
 
 
-def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scope: ast.AST, sc: _Scope) -> None:
+def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scope: ast.AST, sc: _Scope,
+          grad_words: bool = False) -> None:
+    """Add the call `node` of `scope` to its summary `sc`. `grad_words`: the
+    file can turn autograd off (it names `no_grad`, `inference_mode` or
+    `set_grad_enabled`), so whether the call runs with it off is asked."""
     func = node.func
     ancestors: Optional[list] = None
     if isinstance(func, ast.Attribute):
@@ -339,7 +344,7 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     # whether a per-step call's result is the action an environment's step takes
     env = feeds_environment_step(fa.index, node, ancestors) if where in (TRAIN, EVAL) else None
     # whether the call runs with autograd off (`entered_grad_off`; a file that never turns it off: no)
-    off = hot.grad_words and fa.contexts.grad_disabled(ancestors)
+    off = grad_words and fa.contexts.grad_disabled(ancestors)
     for ref in found:
         sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
         sc.grad_off[ref] = sc.grad_off.get(ref, True) and off
@@ -526,7 +531,6 @@ class _Hotness:
         self._kinds: Dict[ast.AST, Optional[str]] = {}
         self.with_facts = not fa.facts.empty
         self.may_step = self.with_facts or any(fa.index.mentions(w) for w in ("backward", ".step("))
-        self.grad_words = any(fa.index.mentions(w) for w in ("no_grad", "inference_mode", "set_grad_enabled"))
         self._contains: Dict[ast.AST, bool] = {}
         # found once per file from the index, not by walking each loop's body
         self._step_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a step
