@@ -21,10 +21,10 @@ from gpulint.edits import add_keyword, find_keyword
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Example, Rule
 from gpulint.workloads import GPT_MODEL, GPT_SIZES, GPT_TOKENS, GPT_TRAIN_LOOP
 from gpulint.model.index.walk import walk
+from gpulint.model.values.kinds import HOST_METHODS
 
 # chained calls that take the tensor off the GPU path or move it themselves
 _CHAINED_SKIP = frozenset("to cuda cpu tolist numpy item".split())
-_HOST_METHODS = frozenset("cpu tolist numpy item".split())
 # builtins that need the value on the host
 _HOST_BUILTINS = frozenset("int float bool range list tuple max min".split())
 # keywords whose value is a size or a length, read on the host
@@ -567,7 +567,7 @@ def _needed_on_host(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
             if p is None:
                 break
             if isinstance(p, ast.Attribute):
-                if p.attr in (_CHAINED_SKIP if cur is node else _HOST_METHODS) and isinstance(
+                if p.attr in (_CHAINED_SKIP if cur is node else HOST_METHODS) and isinstance(
                     parents.get(p), ast.Call
                 ):
                     return True

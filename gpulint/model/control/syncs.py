@@ -14,18 +14,10 @@ from typing import Iterator, Optional
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes
 from gpulint.model.names import dotted
-from gpulint.model.values.kinds import PARAM_GROUPS, TENSOR
+from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
 from gpulint.model.control.eval_order import evaluation_order
 from gpulint.model.index.walk import child_nodes, walk
 
-# Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
-# on little else than tensors (and numpy values, which inference tells apart),
-# so they are flagged unless the receiver is known not to be a tensor;
-# `.tolist()` is common on numpy arrays too and needs a known tensor.
-TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
-HOST_METHODS = TENSOR_ONLY_METHODS | {"tolist"}
-# builtins that read a tensor's value on the host
-CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 
 
 def on_host_already(expr: ast.AST) -> bool:

@@ -42,7 +42,10 @@ def text_mentions(text: str) -> Dict[str, bool]:
 
 def mentions(text: str, word: str) -> bool:
     """`word in text`, scanned once per text and word (`text_mentions`)."""
-    words = text_mentions(text)
+    return _mentioned(text_mentions(text), text, word)
+
+
+def _mentioned(words: Dict[str, bool], text: str, word: str) -> bool:
     hit = words.get(word)
     if hit is None:
         hit = words[word] = word in text
@@ -146,10 +149,7 @@ class TreeIndex:
     def mentions(self, word: str) -> bool:
         """`word` occurs in the file's text (searched once per word, not once
         per question: the text may be 10 MB)."""
-        hit = self._mentions.get(word)
-        if hit is None:
-            hit = self._mentions[word] = word in self.text
-        return hit
+        return _mentioned(self._mentions, self.text, word)
 
     def memo(self, namespace: str) -> Dict[object, object]:
         """A per-file dict for an analysis module's cached results."""

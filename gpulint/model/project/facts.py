@@ -123,9 +123,13 @@ class ProjectFacts(CallFacts):
     def cuda_nearby(self) -> bool:
         return bool(self.table.get("cuda_nearby"))
 
+    def _lists(self, key: str, func: ast.AST) -> bool:
+        """The table's `key` lists the function (by its qualified name)."""
+        listed = self.table.get(key)
+        return bool(listed) and self.refs is not None and self.refs.qualname(func) in listed
+
     def device_side(self, func: ast.AST) -> bool:
-        side = self.table.get("device_side")
-        return bool(side) and self.refs is not None and self.refs.qualname(func) in side
+        return self._lists("device_side", func)
 
     def every_step(self, func: ast.AST) -> Optional[str]:
         if not self._every or self.refs is None:
@@ -133,17 +137,13 @@ class ProjectFacts(CallFacts):
         return self._every.get(self.refs.qualname(func))
 
     def entered_synced(self, func: ast.AST) -> bool:
-        synced = self.table.get("entered_synced")
-        return bool(synced) and self.refs is not None and self.refs.qualname(func) in synced
+        return self._lists("entered_synced", func)
 
     def entered_grad_off(self, func: ast.AST) -> bool:
-        off = self.table.get("grad_off")
-        return bool(off) and self.refs is not None and self.refs.qualname(func) in off
+        return self._lists("grad_off", func)
 
     def feeds_env(self, func: ast.AST) -> bool:
-        acting = self.table.get("feeds_env")
-        return bool(acting) and self.refs is not None and self.refs.qualname(func) in acting
-
+        return self._lists("feeds_env", func)
 
 def model_with_facts(
     tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool = False,

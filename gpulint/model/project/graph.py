@@ -371,20 +371,15 @@ class ProjectGraph:
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
         param_kinds: Dict[str, Dict[str, str]] = {}
-        device: List[str] = []
-        entered: List[str] = []
-        acting: List[str] = []
-        off: List[str] = []
+        # the table's lists of the file's own functions, each from the graph's set of them
+        marked = {"device_side": self.device_side, "entered_synced": self.entered_synced,
+                  "feeds_env": self.feeds_env, "grad_off": self.grad_off}
+        listed: Dict[str, List[str]] = {key: [] for key in marked}
         for qual, fsum in summary.get("functions", {}).items():
             fid = self.id_of(path, qual)  # None for a file with no module name: not in the graph
-            if fid in self.device_side:
-                device.append(qual)
-            if fid in self.entered_synced:
-                entered.append(qual)
-            if fid in self.feeds_env:
-                acting.append(qual)
-            if fid in self.grad_off:
-                off.append(qual)
+            for key, fids in marked.items():
+                if fid in fids:
+                    listed[key].append(qual)
             kind = self.every_step.get(fid)
             if kind is not None:
                 every[qual] = kind
@@ -407,14 +402,9 @@ class ProjectGraph:
             table["returns_synced"] = sorted(synced)
         if builders:
             table["builders"] = builders
-        if device:
-            table["device_side"] = sorted(device)
-        if entered:
-            table["entered_synced"] = sorted(entered)
-        if acting:
-            table["feeds_env"] = sorted(acting)
-        if off:
-            table["grad_off"] = sorted(off)
+        for key, quals in listed.items():
+            if quals:
+                table[key] = sorted(quals)
         if (pin := self.program_pin(path)) is not None:
             table["torch_pin"] = pin
         if summary.get("self_test") and self.importers_of(path):

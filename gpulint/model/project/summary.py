@@ -33,15 +33,15 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 from gpulint.model.control.options import OPTION_WORD_RE
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.sweeps import is_literal_sweep
-from gpulint.model.control.syncs import CONVERSIONS, HOST_METHODS, follows_host_read
+from gpulint.model.control.syncs import follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
 from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
 from gpulint.model.values.consumers import feeds_environment_step
-from gpulint.model.values.host import reads_on_return
+from gpulint.model.values.host import first_read_lines, reads_on_return
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
-from gpulint.model.values.kinds import HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
+from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
 from gpulint.model.values.loaders import dataset_sources, numpy_made
 from gpulint.model.index.walk import walk
 
@@ -223,18 +223,16 @@ def exports_summary(tree: ast.Module, module: str) -> dict:
 
 
 class _Scope:
-    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "synced",
-                 "env", "returns_synced", "grad_off")
+    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "marks",
+                 "returns_synced")
 
     def __init__(self) -> None:
         self.steps = False
         self.calls: set = set()
-        # reference -> whether each of its per-step calls comes right after a host read
-        self.synced: Dict[str, bool] = {}
-        # reference -> whether each of its per-step calls hands its result to an environment's step
-        self.env: Dict[str, bool] = {}
-        # reference -> whether each of its calls runs with autograd off (`with torch.no_grad():`)
-        self.grad_off: Dict[str, bool] = {}
+        # summary key -> reference -> whether each of its calls so asked is so: each per-step
+        # call comes right after a host read (`synced`), hands its result to an environment's
+        # step (`feeds_env`); each call runs with autograd off (`grad_off`, `with torch.no_grad():`)
+        self.marks: Dict[str, Dict[str, bool]] = {"synced": {}, "feeds_env": {}, "grad_off": {}}
         # `if` statements of the function's own body -> branch -> what its plain statements call
         self.alternatives: Dict[ast.If, Dict[int, Set[str]]] = {}
         self.returns: List[Optional[str]] = []
@@ -268,15 +266,10 @@ class _Scope:
                 either.append([sorted(branches[i]) for i in range(n)])
         if either:
             out["either"] = sorted(either)
-        synced = sorted(ref for ref, ok in self.synced.items() if ok)
-        if synced:
-            out["synced"] = synced
-        env = sorted(ref for ref, ok in self.env.items() if ok)
-        if env:
-            out["feeds_env"] = env
-        off = sorted(ref for ref, ok in self.grad_off.items() if ok)
-        if off:
-            out["grad_off"] = off
+        for key, refs in self.marks.items():
+            marked = sorted(ref for ref, ok in refs.items() if ok)
+            if marked:
+                out[key] = marked
         if self.generator and isinstance(scope, FUNCS):
             i = _iterated_parameter(fa, scope, self.loops)
             if i is not None:
@@ -347,34 +340,22 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     off = grad_words and fa.contexts.grad_disabled(ancestors)
     for ref in found:
         sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
-        sc.grad_off[ref] = sc.grad_off.get(ref, True) and off
-        if synced is not None:
-            sc.synced[ref] = sc.synced.get(ref, True) and synced
-        if env is not None:
-            sc.env[ref] = sc.env.get(ref, True) and env
+        for key, value in (("synced", synced), ("feeds_env", env), ("grad_off", off)):
+            if value is not None:  # (None: not asked of this call)
+                marks = sc.marks[key]
+                marks[ref] = marks.get(ref, True) and value
 
 
+# host reads and syncs, by name (`_first_reads`)
 _READ_METHODS = frozenset(HOST_METHODS | {"synchronize", "barrier"})
-_READ_BUILTINS = frozenset(q.rsplit(".", 1)[-1] for q in CONVERSIONS)
 
 
 def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
     """scope -> the first line of a call in it that may read on the host or
     sync (`x.item()`, `torch.cuda.synchronize()`, `float(t)`), by name only:
     a call before none of them cannot follow a read, and needs no walk back
-    (`follows_host_read`). One pass over the file's calls."""
-    def compute() -> Dict[ast.AST, int]:
-        found: Dict[ast.AST, int] = {}
-        for call in fa.index.nodes_of(ast.Call):
-            func = call.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-            if name in _READ_METHODS or (isinstance(func, ast.Name) and name in _READ_BUILTINS):
-                scope = fa.index.owner(call)
-                if scope is not None and (scope not in found or call.lineno < found[scope]):
-                    found[scope] = call.lineno
-        return found
-
-    return fa.index.memoized("summary", "first_reads", compute)
+    (`follows_host_read`)."""
+    return first_read_lines(fa, _READ_METHODS)
 
 
 def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:

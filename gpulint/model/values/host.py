@@ -4,12 +4,14 @@ not wait for the GPU."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.attributes import is_self_attr
-from gpulint.model.values.kinds import HOST_FACTORIES, HOST_TENSOR, TENSOR, is_cpu_device, is_tensor_returning_torch
+from gpulint.model.values.kinds import (
+    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, TENSOR, is_cpu_device, is_tensor_returning_torch,
+)
 from gpulint.model.values.values import Values
 from gpulint.model.index.walk import walk
 
@@ -391,28 +393,28 @@ def _binds(stmt: ast.AST, name: str) -> bool:
     return False
 
 
-# methods that copy a tensor's values to the host, waiting for the device
-_READS = frozenset(("item", "tolist", "cpu", "numpy"))
+_READ_BUILTINS = frozenset(q.rsplit(".", 1)[-1] for q in CONVERSIONS)
 
 
-def _read_call_scopes(fa) -> Set[ast.AST]:
-    """The defs (and the module) whose own code calls `.item()`, `.tolist()`,
-    `.cpu()`, `.numpy()`, `float()`, `int()` or `bool()`: where else no value
-    can be read on return (`reads_on_return`). One pass over the file's calls."""
-    def compute() -> Set[ast.AST]:
-        found: Set[ast.AST] = set()
-        owner = fa.index.owner
+def first_read_lines(fa, methods: FrozenSet[str] = HOST_METHODS) -> Dict[ast.AST, int]:
+    """def (or module) -> the first line of its own code that calls, by name
+    only, one of `methods` (as a method or a plain function) or `float()`,
+    `int()` or `bool()`: where none is called, no value can be read on the
+    host there (`reads_on_return`), and a call before the first one cannot
+    follow a read (the summary's `synced`). One pass over the file's calls,
+    once per set of methods."""
+    def compute() -> Dict[ast.AST, int]:
+        found: Dict[ast.AST, int] = {}
         for call in fa.index.nodes_of(ast.Call):
             func = call.func
-            if (func.__class__ is ast.Attribute and func.attr in _READS) or (
-                    func.__class__ is ast.Name and func.id in _READ_BUILTINS):
-                found.add(owner(call))
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in methods or (isinstance(func, ast.Name) and name in _READ_BUILTINS):
+                scope = fa.index.owner(call)
+                if scope is not None and (scope not in found or call.lineno < found[scope]):
+                    found[scope] = call.lineno
         return found
 
-    return fa.index.memoized("host", "read_call_scopes", compute)
-
-
-_READ_BUILTINS = frozenset(("float", "int", "bool"))
+    return fa.index.memoized("host.first_reads", methods, compute)
 
 
 def reads_on_return(fa, value: ast.AST) -> bool:
@@ -423,7 +425,7 @@ def reads_on_return(fa, value: ast.AST) -> bool:
     logits.cpu().numpy()` ... `return out`). Such a read waits for all the
     work queued before it, so when the function returns the host is in step
     with the device."""
-    if fa.index.owner(value) not in _read_call_scopes(fa):
+    if fa.index.owner(value) not in first_read_lines(fa):
         return False  # (the read's call is in the value, or in the binding it reads: the same def)
     if isinstance(value, ast.Tuple):
         return bool(value.elts) and all(reads_on_return(fa, e) for e in value.elts)
@@ -434,7 +436,7 @@ def reads_on_return(fa, value: ast.AST) -> bool:
         return False
     func = value.func
     ancestors = fa.index.ancestors(value)
-    if isinstance(func, ast.Attribute) and func.attr in _READS and not value.keywords:
+    if isinstance(func, ast.Attribute) and func.attr in HOST_METHODS and not value.keywords:
         recv = func.value
         if func.attr == "numpy" and isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) \
                 and recv.func.attr == "cpu":

@@ -15,6 +15,15 @@ from typing import Optional
 from gpulint.model.names import last_name
 from gpulint.model.values.torch_signatures import function_kind, tensor_attribute_kind, tensor_method_kind
 
+# Tensor methods that copy to the host. `.item()` / `.cpu()` / `.numpy()` exist
+# on little else than tensors (and numpy values, which inference tells apart),
+# so they are flagged unless the receiver is known not to be a tensor;
+# `.tolist()` is common on numpy arrays too and needs a known tensor.
+TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
+HOST_METHODS = TENSOR_ONLY_METHODS | {"tolist"}
+# builtins that read a tensor's value on the host
+CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+
 TENSOR = "tensor"
 MODEL = "model"
 LOADER = "loader"

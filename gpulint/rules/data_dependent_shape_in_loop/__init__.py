@@ -16,10 +16,10 @@ from gpulint.rules.data_dependent_shape_in_loop.shapes import (
     WHERE,
     data_dependent_op,
 )
+from gpulint.model.values.kinds import HOST_METHODS
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 _MAX_SNIPPET = 56
-_HOST_READS = frozenset(("tolist", "item", "cpu", "numpy"))
 # inference-only model code: generation and search loops (finished sequences,
 # stop tokens) and detection post-processing, whose variable-length results are
 # the output itself
@@ -86,7 +86,7 @@ def _read_on_host(node, ancestors) -> bool:
     child = node
     for anc in reversed(ancestors):
         if isinstance(anc, ast.Attribute) and anc.value is child:
-            if anc.attr in _HOST_READS:
+            if anc.attr in HOST_METHODS:
                 return True
         elif isinstance(anc, ast.Subscript) and anc.value is child:
             pass

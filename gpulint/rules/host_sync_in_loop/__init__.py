@@ -9,10 +9,9 @@ from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.callfacts import TRAIN
 from gpulint.model.values.consumers import exports_outputs, feeds_environment_step, keys_a_mapping
 from gpulint.model.values.devices import is_cpu_tensor_type
-from gpulint.model.values.kinds import TENSOR
+from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, TENSOR, TENSOR_ONLY_METHODS
 from gpulint.model.control.syncs import (
-    CONVERSIONS, HOST_METHODS, TENSOR_ONLY_METHODS, follows_host_read, logged_scalar, on_host_already,
-    statement_and_block, sync_follows,
+    follows_host_read, logged_scalar, on_host_already, statement_and_block, sync_follows,
 )
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
