@@ -425,10 +425,23 @@ CORPUS_SETS = {
         ("thuml/Autoformer", "51c7d416ae120b805fd5beef2f4ccf7de496a6ff"),
         ("ts-kim/RevIN", "fee40bc6c87cb536d048bcf1c14c4ed644b875e1"),
     ],
+    # twenty-seventh: labelled at first sight on 9dfeb6b
+    "twenty-seventh": [
+        ("zphang/minimal-llama", "22a6bd949ff6fa98620d117177f90251aa168a21"),
+        ("lxe/simple-llm-finetuner", "e3dce32c75b952f6280bc95c3015507f870cbd3f"),
+        ("OptimalScale/LMFlow", "f3597dba134e8bb3d2cfedeaaae6fc7296ace924"),
+        ("facebookresearch/torchbeast", "0af07b051a2176a8f9fd20c36891ba2bba6bae68"),
+        ("philtabor/Actor-Critic-Methods-Paper-To-Code", "10d46855496eb2dd2edc3b27db898950ce62f624"),
+        ("TeaPearce/Conditional_Diffusion_MNIST", "657b49854bbf844caa5580177243ae607c79339f"),
+        ("abarankab/DDPM", "d159fbf2039088ea40b2fe7acffe7fb060aa0121"),
+        ("bubbliiiing/yolov5-pytorch", "8ae3a09761b738f02e1a99e89a735144f8555889"),
+        ("facebookresearch/swav", "06b1b7cbaf6ba2a792300d79c7299db98b93b7f9"),
+        ("Diego999/pyGAT", "3664f2dc90cbf971564c0bf186dc794f12446d0c"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
