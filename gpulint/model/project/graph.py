@@ -75,6 +75,8 @@ class ProjectGraph:
         self.exports: Dict[str, str] = {}  # `pkg.Name` -> what the package's __init__ imports as Name
         self.star_exports: Dict[str, List[str]] = {}  # `pkg` -> the modules its __init__ imports `*` from
         self._star_memo: Optional[Tuple[Set[str], Set[str]]] = None  # `_through_star_exports`
+        self._unexported_memo: Dict[str, Optional[str]] = {}  # `_unexported`
+        self._class_memo: Dict[str, Optional[str]] = {}  # `_class`
         self.paths_of: Dict[str, List[str]] = {}  # module name -> the files it may name
         # (path, qualified name) -> the function's id: its qualified name, or for a
         # function of a second file of the same module name (two folders' `train.py`),
@@ -201,19 +203,31 @@ class ProjectGraph:
         by what it re-exports (`algo.PPO.update` -> `algo.ppo.PPO.update`)."""
         if not self.exports and not self.star_exports:
             return None
+        memo = self._unexported_memo
+        if ref in memo:
+            return memo[ref]
         parts = ref.split(".")
+        found: Optional[str] = None
         for i in range(len(parts) - 1, 0, -1):
             target = self.exports.get(".".join(parts[:i + 1]))
             if target is not None:
-                return ".".join([target] + parts[i + 1:])
-        return _through_star_exports(self, parts)  # `from .logger import *` in `misc`: `misc.MetricLogger`
+                found = ".".join([target] + parts[i + 1:])
+                break
+        else:
+            found = _through_star_exports(self, parts)  # `from .logger import *` in `misc`: `misc.MetricLogger`
+        memo[ref] = found
+        return found
 
     def _class(self, cls_ref: str) -> Optional[str]:
+        memo = self._class_memo
+        if cls_ref in memo:
+            return memo[cls_ref]
         cls = self.class_alias.get(cls_ref)
         if cls is None:
             moved = self._unexported(cls_ref)
             if moved is not None and moved != cls_ref:
                 cls = self.class_alias.get(moved)
+        memo[cls_ref] = cls
         return cls
 
     def _through_bases(self, cls_ref: str, method: str, seen: Set[str]) -> Optional[str]:
