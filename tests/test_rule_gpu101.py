@@ -151,7 +151,7 @@ def test_hf_style_model_output_loss():
                 optimizer.zero_grad()
                 logits = outputs.logits
                 print(logits.argmax(-1))  # sync
-                tr_loss = loss.item()  # sync (a print is no first read: only a method read counts)
+                tr_loss = loss.item()  # (right after the print's read, with nothing queued since: no wait)
         """
     )
 
@@ -739,7 +739,7 @@ def test_a_read_right_after_a_read_is_not_flagged_again():
                 optimizer.step()
                 shown = loss / n
                 text = f"{shown}"  # sync
-                value = loss.item() / n  # sync
+                value = loss.item() / n  # (right after formatting `shown`, a read: nothing queued since)
                 print(f"{value}")
         """
     )

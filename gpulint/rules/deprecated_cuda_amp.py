@@ -19,8 +19,27 @@ DEPRECATED_DECORATORS = {"torch.cuda.amp.custom_fwd": "custom_fwd", "torch.cuda.
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled): positional arguments
 # become keywords, since torch.amp.autocast takes (device_type, dtype, enabled, ...)
 AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
-# an `if` whose test mentions one of these guards version-dependent code
-COMPAT_TEST_RE = re.compile(r"version|hasattr|getattr|TORCH_|_TORCH|torch_\d|is_torch", re.I)
+# an `if` whose test names one of these guards version-dependent code: `torch.__version__`,
+# `hasattr(torch.amp, ...)`, `TORCH_GE_2_4`, `_TORCH_GREATER_EQUAL_2_4`, `torch_2`,
+# `is_torch_greater_or_equal(...)`; not `is_torch_tpu_available()` or `torch_dtype`,
+# which test a backend or a setting, not which torch runs
+COMPAT_WORD_RE = re.compile(
+    r"version|torch_?\d|^_?(is_)?torch_(greater|less|ge|gt|lt|le|at_least|newer|older|2)", re.I,
+)
+_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+# `hasattr(torch.amp, "GradScaler")`, `getattr(torch.cuda, "amp", None)`: a look-up on torch's
+# own namespaces (not `getattr(self.data_collator, "collate_batch", None)`)
+_TORCH_ATTR_TEST_RE = re.compile(r"\b(hasattr|getattr)\s*\(\s*[^,()]*\b(torch|amp)\b")
+
+
+def _tests_version(test_text: str) -> bool:
+    """The `if` test `test_text` tells old torch releases from new ones."""
+    if _TORCH_ATTR_TEST_RE.search(test_text):
+        return True
+    for word in _WORD_RE.findall(test_text):
+        if COMPAT_WORD_RE.search(word) or (word.isupper() and "TORCH" in word):
+            return True
+    return False
 FROM_CUDA_AMP_RE = re.compile(r"torch\s*\.\s*cuda\s*\.\s*amp")
 FROM_CUDA_RE = re.compile(r"(from\s+torch)\s*\.\s*cuda(\s+import)")
 
@@ -35,7 +54,9 @@ class DeprecatedCudaAmp(Rule):
     when the targeted torch release is 2.4 or newer (see the `torch-version`
     setting). Code that chooses between the old and new API (in an `except`
     handler, or under an `if` that tests the torch version or `hasattr`) is
-    not flagged.
+    not flagged; a branch of a test of the backend or a setting
+    (`elif is_torch_tpu_available():`, `elif device_type == "cuda":`) is no
+    such choice, and its deprecated call runs on every CUDA run.
 
     With `--preview`, it also flags the decorators of custom autograd
     functions deprecated with them, `torch.cuda.amp.custom_fwd` and
@@ -347,7 +368,7 @@ class _Planner:
             if isinstance(anc, ast.ExceptHandler):
                 return True
             if isinstance(anc, (ast.If, ast.IfExp)) and chain[i + 1] is not anc.test:
-                if COMPAT_TEST_RE.search(ctx.source.node_text(anc.test)):
+                if _tests_version(ctx.source.node_text(anc.test)):
                     return True
             # the fallback after `if <new torch>: return <new API>`
             for field in ("body", "orelse", "finalbody"):
@@ -361,7 +382,7 @@ class _Planner:
                         isinstance(stmt, ast.If)
                         and stmt.body
                         and isinstance(stmt.body[-1], (ast.Return, ast.Raise))
-                        and COMPAT_TEST_RE.search(ctx.source.node_text(stmt.test))
+                        and _tests_version(ctx.source.node_text(stmt.test))
                     ):
                         return True
         return False

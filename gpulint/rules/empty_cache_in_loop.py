@@ -7,12 +7,13 @@ from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.order import walk_scope
 from gpulint.model.names import last_name
 from gpulint.edits import remove_statement
+from gpulint.model.control.loops import exits
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import is_one_shot_test
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.values.callfacts import TRAIN
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
-from gpulint.model.index.walk import walk
+from gpulint.model.index.walk import child_nodes, walk
 
 
 _EMPTY_CACHE = frozenset(
@@ -91,6 +92,25 @@ def _periodic(test: ast.AST) -> bool:
             and isinstance(test.left, ast.BinOp) and isinstance(test.left.op, ast.Mod))
 
 
+def runs_at_most_once(loop: ast.AST) -> bool:
+    """The loop's body ends by leaving it (`return`, `raise`, `break`, an
+    exit) and never goes on to its next pass (`continue`): whatever its
+    body does, it does on the first pass only (`for tracker in trackers:
+    ...; empty_cache(); return logs`)."""
+    body = getattr(loop, "body", None)
+    if not body or not (isinstance(body[-1], (ast.Return, ast.Raise, ast.Break)) or exits(body[-1])):
+        return False
+    todo = list(body)
+    while todo:  # a `continue` of this loop: in its body, not in a nested loop or def
+        n = todo.pop()
+        if isinstance(n, ast.Continue):
+            return False
+        if isinstance(n, LOOPS + SCOPES):
+            continue
+        todo.extend(child_nodes(n))
+    return True
+
+
 def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
     """The innermost for/while whose body runs `node`, not crossing a
     def, lambda or class; None when the call sits in an except handler or a
@@ -105,8 +125,8 @@ def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
             return None
         if isinstance(anc, ast.Try) and any(child is s for s in anc.finalbody):
             return None  # clean-up after an attempt that may have run out of memory
-        if isinstance(anc, LOOPS) and any(child is s for s in anc.body):
-            return anc
+        if isinstance(anc, LOOPS) and any(child is s for s in anc.body) and not runs_at_most_once(anc):
+            return anc  # (a loop whose body ends by leaving it runs that body once)
     return None
 
 
@@ -156,7 +176,10 @@ class EmptyCacheInLoop(Rule):
     releasing the cache after an out-of-memory error before retrying with a
     smaller batch is what the function is for; nor is one in a `finally`
     block, the clean-up after an attempt that may have run out of memory
-    (a benchmark sweep over sizes). Neither is one in the loop's
+    (a benchmark sweep over sizes). A loop whose body ends by leaving it
+    (`return`, `break`, `raise`) and never continues runs that body once
+    (`for tracker in trackers: ...; empty_cache(); return logs`): a call
+    there is not in a loop. Neither is one in the loop's
     `else` (it runs once, after the loop) or in a function defined in the
     loop, nor `empty_cache()` of other objects or other devices. Neither is a
     call that runs on one iteration only (`if step == 0:`, `if

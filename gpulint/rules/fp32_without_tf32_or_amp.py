@@ -28,7 +28,10 @@ LOW_PRECISION_STRINGS = frozenset(
 HALF_METHODS = frozenset({"half", "bfloat16"})
 # identifiers that show the code handles precision somewhere we cannot see
 # (`with amp_autocast():`, `if args.amp:`, `use_fp16`, `mixed_precision=...`)
-PRECISION_IDENT_RE = re.compile(r"autocast|(^|_)(amp|fp16|bf16|precision)(_|$)", re.I)
+# (`load_in_8bit=True`, `load_in_4bit`, `quantization_config=`: a quantized model, whose
+# matmuls run in int8/4-bit and half precision, chosen when it is loaded)
+PRECISION_IDENT_RE = re.compile(
+    r"autocast|(^|_)(amp|fp16|bf16|precision)(_|$)|^load_in_(4|8)bit$|^quantization_config$", re.I)
 FRAMEWORK_BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine"})
 
 
@@ -46,7 +49,9 @@ class Fp32WithoutTf32OrAmp(Rule):
     decorator or through `functools.partial`), no TF32 switch
     (`torch.backends.cuda.matmul.allow_tf32`, `torch.set_float32_matmul_precision`),
     no half/bfloat16 model (`.half()`, `.bfloat16()`, `torch.float16` /
-    `torch.bfloat16` anywhere, e.g. in `.to(...)` or `dtype=`), and no framework
+    `torch.bfloat16` anywhere, e.g. in `.to(...)` or `dtype=`), no quantized
+    model (`from_pretrained(..., load_in_8bit=True)`, `load_in_4bit`,
+    `quantization_config=`: int8/4-bit and half-precision matmuls), and no framework
     that manages precision (Accelerate, Lightning, DeepSpeed, apex, the
     Transformers `Trainer`), and whose models do transformer-style matmul
     work. It points at the first `.backward()` of the first such loop: the

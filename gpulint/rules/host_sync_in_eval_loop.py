@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import ast
 from textwrap import dedent
+
+from gpulint.model.index.order import nested_nodes
+from gpulint.model.index.walk import walk
+from gpulint.model.values.kinds import MODEL
 
 from gpulint.rule import NONE, TIME, Bench, Example
 from gpulint.workloads import RESNET_CLASSIFIER
@@ -18,7 +23,11 @@ class HostSyncInEvalLoop(HostSyncInLoop):
     in evaluation and inference loops: hot loops that iterate data (a DataLoader, or stored batches such as
     `for batch in batches:`) and run no `backward()` and no optimizer step.
     The same exemptions apply (periodic guards, code that runs once per loop,
-    numpy values and host tensors, test files).
+    numpy values and host tensors, test files). A loop whose own body runs
+    whole passes over the data (a loop or comprehension of its own over a
+    DataLoader, or calling the model per element: `for part in parts:
+    preds[part] = torch.cat([model(X[i]) for i in batches]).cpu()`) is a
+    loop over splits, not batches: its reads run once per pass.
 
     Off by default: in the labelled study (docs/accuracy.md) most of these
     findings were reads an evaluation loop cannot avoid, such as predictions
@@ -168,6 +177,42 @@ class HostSyncInEvalLoop(HostSyncInLoop):
     @staticmethod
     def covers_loop(analysis, loop) -> bool:
         """Evaluation / inference loops: they iterate data and take no training step."""
-        if analysis.loops.is_training_step_loop(loop):
-            return False
+        if analysis.loops.is_training_step_loop(loop) or around_data_passes(analysis, loop):
+            return False  # (a loop over splits, each a whole pass over a loader: once per pass)
         return analysis.loops.is_step_loop(loop) or analysis.loops.loop_iterates_data(loop)
+
+
+def around_data_passes(analysis, loop: ast.AST) -> bool:
+    """The loop's body runs whole passes over data: a loop or a
+    comprehension of its own iterates a DataLoader, or runs the model on
+    each element (`torch.cat([model(X[idx]) for idx in batches]).cpu()`
+    for each split): what its own code does runs once per pass over the
+    data, not once per batch. Not a loop over a DataLoader itself (a batch
+    loop with an inner loop of its own: test-time augmentation)."""
+    loops, values, index = analysis.loops, analysis.values, analysis.index
+
+    def compute() -> bool:
+        if loops.loop_iterates_loader(loop, index.ancestors(loop)):
+            return False
+        for n in nested_nodes(loop):
+            if isinstance(n, (ast.For, ast.AsyncFor)):
+                if loops.loop_iterates_loader(n, index.ancestors(n)) or _runs_model(analysis, n.body):
+                    return True
+            elif isinstance(n, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+                gen = n.generators[0]
+                base, _ = values.unwrap(gen.iter)
+                if values.is_loader(base, values.info_for(index.ancestors(gen.iter)).kinds) or _runs_model(analysis, [n.elt]):
+                    return True
+        return False
+
+    return index.memoized("gpu104.around_data_passes", loop, compute)  # type: ignore[return-value]
+
+
+def _runs_model(analysis, nodes) -> bool:
+    """A call of a model (by what the callee is) among `nodes` and their descendants."""
+    for top in nodes:
+        for n in walk(top):
+            if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)) and \
+                    analysis.values.kind(n.func, analysis.index.ancestors(n)) == MODEL:
+                return True
+    return False

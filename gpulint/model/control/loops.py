@@ -452,8 +452,9 @@ class Loops:
                 and not (takes_step(anc) if takes_step is not None else self._if_takes_step(anc, chain[: i + 1]))
             ):
                 return None
-            if isinstance(anc, ast.If) and child in anc.body and first_passes_only(anc.test, chain[:i]):
-                return None  # `if plots and batch_i < 3:` runs on the first passes only
+            if isinstance(anc, ast.If) and child in anc.body and (
+                    first_passes_only(anc.test, chain[:i]) or fills_once(anc, chain[:i])):
+                return None  # `if plots and batch_i < 3:`, `if ema is None:` run on the first passes only
             if isinstance(anc, ast.IfExp) and child is anc.body and periodic(anc.test):
                 return None  # `loss.item() if step % 10 == 0 else None`
             if isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
@@ -563,6 +564,46 @@ def first_passes_only(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
         if isinstance(anc, (ast.For, ast.AsyncFor)) and counts_passes(anc, left.id):
             return True  # the batch loop's counter bounds the image loop inside it too
     return False
+
+
+def fills_once(guard: ast.If, outer: Sequence[ast.AST]) -> bool:
+    """`if ema is None: ema = loss.item()` in a loop: the body binds the name
+    the test finds None, and nothing in the loop sets it back to None, so
+    the body runs on the first pass only (once per run of the loop: a
+    running average reset before each epoch's loop), not on every pass.
+    The `else` branch runs on the others."""
+    test = guard.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.left, ast.Name) and _is_none(test.comparators[0])):
+        return False
+    name = test.left.id
+    if not any(isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and not _is_none(stmt.value)
+               and any(isinstance(t, ast.Name) and t.id == name for t in _targets(stmt)) for stmt in guard.body):
+        return False
+    for anc in reversed(outer):
+        if isinstance(anc, SCOPES):
+            return False
+        if isinstance(anc, LOOPS):
+            # the name starts each pass as it was left: not the loop's variable, never reset to None
+            for n in walk(anc):
+                if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) and any(
+                        isinstance(t, ast.Name) and t.id == name for t in walk(n.target)):
+                    return False
+                if isinstance(n, (ast.Assign, ast.AnnAssign)) and (n.value is None or _is_none(n.value)) and any(
+                        isinstance(t, ast.Name) and t.id == name for t in _targets(n)):
+                    return False
+                if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+                    return False
+            return True
+    return False
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _targets(stmt: ast.AST) -> List[ast.AST]:
+    return list(stmt.targets) if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
 
 
 def iterates_mapping_keys(loop: ast.AST) -> bool:

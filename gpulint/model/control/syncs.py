@@ -68,6 +68,16 @@ def _logs_device_tensor(n: ast.AST, analysis) -> bool:
     return value is not None and _device_tensor(value, analysis)
 
 
+def _formats_device_tensor(n: ast.AST, analysis) -> bool:
+    """`f"{loss=}"`, `print(loss)`: formatting a tensor not known to be in
+    host memory copies its values to the host (its `__format__` / `__repr__`)."""
+    if isinstance(n, ast.FormattedValue):
+        return _device_tensor(n.value, analysis)
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print":
+        return any(not isinstance(a, ast.Starred) and _device_tensor(a, analysis) for a in n.args)
+    return False
+
+
 def _device_tensor(expr: ast.AST, analysis) -> bool:
     """Known to be a tensor where it is read, and not known to be in host memory."""
     ancestors = analysis.index.ancestors(expr)
@@ -96,7 +106,8 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
         n = stack.pop()
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
-        if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)):
+        if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)
+                                     or _formats_device_tensor(n, analysis)):
             return True
         if analysis is not None and isinstance(n, ast.Call) and analysis.facts.returns_synced(n):
             return True  # a call whose every return reads on the host (`clip_gradient(...)` returning `.item()`)

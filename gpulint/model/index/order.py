@@ -135,6 +135,17 @@ def own_nodes(loop: ast.AST) -> Iterator[ast.AST]:
             stack.append(child)
 
 
+def nested_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes inside `node`, at any depth, not looking into defs, lambdas or classes."""
+    stack = child_nodes(node)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, SCOPES):
+            continue
+        yield n
+        stack.extend(child_nodes(n))
+
+
 def nested_loops(loop: ast.AST) -> Iterator[ast.AST]:
     """The loops inside `loop`, at any depth, not looking into defs, lambdas or classes."""
     stack = child_nodes(loop)

@@ -68,6 +68,10 @@ def host_factory(fa, expr: ast.AST, func: Optional[ast.AST], tensor_kind) -> Opt
 
 
 _DATA = object()  # the expression holds tensor data that is not a CPU factory's
+# tensor methods that lay their receiver out anew, taking only sizes and dims
+_LAYOUT_METHODS = frozenset("view reshape expand repeat permute transpose t squeeze unsqueeze contiguous".split())
+# attributes of a tensor that are host facts about it (a torch.Size, a dtype, a device)
+_TENSOR_FACTS = frozenset(("shape", "dtype", "device", "ndim", "is_cuda"))
 # functions of other libraries that lay a tensor out anew where it is (same device)
 _LAYOUT_FUNCTIONS = frozenset(f"einops.{f}" for f in ("repeat", "rearrange", "reduce"))
 
@@ -99,6 +103,8 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
         if torch_fn in TORCH_ELEMENTWISE:
             return _first(fa, [a for a in expr.args] + [k.value for k in expr.keywords if k.arg != "dim"],
                           func, tensor_kind, depth, use, nest)
+        if isinstance(f, ast.Attribute) and f.attr in _LAYOUT_METHODS:
+            return _walk(fa, f.value, func, tensor_kind, depth, use, nest)  # (its arguments are sizes and dims)
         if isinstance(f, ast.Attribute) and f.attr in TENSOR_ELEMENTWISE:
             return _first(fa, [f.value] + list(expr.args) + [k.value for k in expr.keywords],
                           func, tensor_kind, depth, use, nest)
@@ -137,6 +143,8 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
             return _walk(fa, value, func, tensor_kind, depth + 1, value, nest)
         return _DATA if tensor_kind(expr) is True else None
     if isinstance(expr, ast.Attribute):
+        if expr.attr in _TENSOR_FACTS:
+            return None  # `x.shape`, `x.dtype`: host facts about a tensor, no data of it
         return _DATA if tensor_kind(expr) is not False else None
     return _DATA
 

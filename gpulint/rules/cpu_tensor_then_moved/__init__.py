@@ -17,7 +17,7 @@ from gpulint.model.values.devices import (
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
-from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like, moved_like_message
+from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like_text, typed_like_message
 from gpulint.model.values.host_built import builds_on_cpu
 from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
 from gpulint.edits import add_keyword, find_keyword, replace_node
@@ -130,7 +130,9 @@ class CpuTensorThenMoved(Rule):
     a layer's forward, every call) is flagged without a fix: `device=mask.device,
     dtype=mask.dtype` keeps the dtype that `.to(mask)` also takes; so is one
     in a method that the class's `forward` calls on `self` (Chronos-2's
-    padding helper). A loop around a loop of steps (an epoch loop, an RL loop
+    padding helper), and a factory's tensor, laid out with `repeat`/`view`,
+    cast with `.type_as(x)` to such a tensor in such a helper (a YOLO loss's
+    grids, per level of every step): the cast takes `x`'s device too. A loop around a loop of steps (an epoch loop, an RL loop
     over episodes around its loop over environment steps) does not make what
     its own body builds repeated: the hidden state `torch.zeros(1, 1,
     h).cuda()` reset before each episode is built once per episode. What a
@@ -211,7 +213,7 @@ class CpuTensorThenMoved(Rule):
     name = "cpu-tensor-then-moved"
     message = "`torch.{factory}()` builds the tensor on the CPU and then copies it to the GPU; pass `device=` instead"
     fix_safety = SAFE
-    needles = (".cuda(", ".to(")
+    needles = (".cuda(", ".to(", ".type_as(")
     examples = (
         Example(
             bad="""
@@ -336,6 +338,8 @@ class CpuTensorThenMoved(Rule):
             # `torch.cuda.FloatTensor(np.random.normal(...))`, or with `Tensor = torch.cuda.FloatTensor`
             self._numpy_draw(ctx, node, node.args[0], ctx.source.node_text(func))
             return
+        if isinstance(func, ast.Attribute) and func.attr == "type_as":
+            return self._report_if(ctx, node, typed_like_message(fa, node, ctx.ancestors, ctx.source.node_text))
         if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to")):
             return
         inner = func.value
@@ -362,17 +366,15 @@ class CpuTensorThenMoved(Rule):
         built_on = factory_device_arg(name, inner)
         target = _target(node, fa)
         if target is None:
-            self._moved_like(ctx, node, name)
-            return
+            return self._report_if(ctx, node, moved_like_text(fa, node, ctx.ancestors, ctx.source.node_text, name))
         if not runs_repeatedly(fa, node, ctx.ancestors):
             return  # built once: a one-off copy costs microseconds
         fix = _device_fix(self, ctx, node, inner, name, built_on)
         self.report(ctx, node, fix=fix, factory=name)
 
-    def _moved_like(self, ctx, node: ast.Call, factory: str) -> None:
-        like = moved_like(ctx.analysis, node, ctx.ancestors)
-        if like is not None:
-            self.report(ctx, node, message=moved_like_message(ctx.source.node_text(like), factory))
+    def _report_if(self, ctx, node: ast.Call, message: Optional[str]) -> None:
+        if message is not None:
+            self.report(ctx, node, message=message)
 
     def _numpy_draw(self, ctx, node: ast.Call, data: ast.AST, copier: str) -> None:
         """`Tensor(np.random.normal(0, 1, (n, d)))`: noise drawn (or a constant

@@ -37,7 +37,7 @@ def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Opt
     factory = host_factory(fa, moved, func, lambda e: fa.values.is_tensor(e, ancestors))
     if factory is None or not runs_repeatedly(fa, moved, ancestors) or waits_anyway(fa, func):
         return None
-    if factory_name(fa, factory) is not None and _in_module_forward(fa, func):
+    if factory_name(fa, factory) is not None and in_module_forward(fa, func):
         return None  # a factory in a module's forward: GPU204 reports it (a helper's is GPU203's)
     reported = fa.index.memo("gpu203.computed")
     if factory in reported:
@@ -89,7 +89,7 @@ def _function_around(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
     return next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
 
 
-def _in_module_forward(fa, func: Optional[ast.AST]) -> bool:
+def in_module_forward(fa, func: Optional[ast.AST]) -> bool:
     """`func` is the `forward` of an `nn.Module` class (GPU204's ground)."""
     if func is None or func.name != "forward":  # type: ignore[attr-defined]
         return False

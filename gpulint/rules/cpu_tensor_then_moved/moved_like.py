@@ -7,11 +7,13 @@ dtype that `.to(mask)` also takes."""
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.index.order import scope_nodes
-from gpulint.model.values.devices import device_arg_kind
+from gpulint.model.values.devices import device_arg_kind, factory_name
+from gpulint.model.values.host_built import host_factory
+from gpulint.rules.cpu_tensor_then_moved.host_built import in_module_forward, waits_anyway
 from gpulint.model.values.kinds import TENSOR
 
 
@@ -24,7 +26,53 @@ def moved_like(fa, node: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[ast
     helper ran once per decoding step after a sync, or once per call."""
     if not (node.func.attr == "to" and len(node.args) == 1 and not node.keywords):  # type: ignore[attr-defined]
         return None
-    like = node.args[0]
+    return _like_in_layer(fa, node, node.args[0], ancestors)
+
+
+def typed_like(fa, node: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[Tuple[ast.AST, ast.Call]]:
+    """For `<CPU factory>.repeat(...).view(x.shape).type_as(x)` where
+    `moved_like` would take `.to(x)`: the factory's result, through casts
+    and reshapes, cast to `x`'s type, which moves it to `x`'s device (YOLO
+    losses' grids, rebuilt per level of every step): (x, the factory)."""
+    if not (isinstance(node.func, ast.Attribute) and node.func.attr == "type_as"
+            and len(node.args) == 1 and not node.keywords):
+        return None
+    like = _like_in_layer(fa, node, node.args[0], ancestors)
+    if like is None:
+        return None
+    parent = ancestors[-1] if ancestors else None
+    if isinstance(parent, ast.Attribute) and parent.attr in ("to", "cuda"):
+        return None  # `.type_as(tokens).to(device)`: the move after it is judged as a move
+    func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if waits_anyway(fa, func) or in_module_forward(fa, func):
+        return None  # the host waits there anyway; a factory in a forward is GPU204's
+    factory = host_factory(fa, node.func.value, func, lambda e: fa.values.is_tensor(e, ancestors))
+    if factory is None or factory_name(fa, factory) is None:
+        return None
+    return like, factory
+
+
+def moved_like_text(fa, node: ast.Call, ancestors: Sequence[ast.AST], text_of, factory: str) -> Optional[str]:
+    """The finding's message for a `moved_like` move of `factory`'s tensor; else None."""
+    like = moved_like(fa, node, ancestors)
+    return moved_like_message(text_of(like), factory) if like is not None else None
+
+
+def typed_like_message(fa, node: ast.Call, ancestors: Sequence[ast.AST], text_of) -> Optional[str]:
+    """The finding's message for a `typed_like` cast, once per factory
+    (however many casts copy what it built); else None."""
+    found = typed_like(fa, node, ancestors)
+    if found is None:
+        return None
+    like, factory = found
+    reported = fa.index.memo("gpu203.computed")
+    if factory in reported:
+        return None
+    reported[factory] = True
+    return moved_like_message(text_of(like), factory_name(fa, factory), "type_as")
+
+
+def _like_in_layer(fa, node: ast.Call, like: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
     if not isinstance(like, ast.Name) or "device" in like.id.lower() or device_arg_kind(fa, like) is not None:
         return None  # (an attribute may hold a device: `self.loss_device`)
     func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
@@ -38,10 +86,10 @@ def moved_like(fa, node: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[ast
     return like
 
 
-def moved_like_message(other: str, factory: str) -> str:
+def moved_like_message(other: str, factory: str, method: str = "to") -> str:
     other = other if len(other) <= 20 else "..."
     return (
-        f"`torch.{factory}()` builds the tensor on the CPU and `.to({other})` then copies it to the GPU; "
+        f"`torch.{factory}()` builds the tensor on the CPU and `.{method}({other})` then copies it to the GPU; "
         f"pass `device={other}.device, dtype={other}.dtype` instead"
     )
 

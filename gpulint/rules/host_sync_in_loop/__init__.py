@@ -362,7 +362,8 @@ class HostSyncInLoop(TruthTests, Rule):
       it stops at the top of the loop's body (the previous step's reads do
       not count) and of a nested loop's. The earlier read must be one that
       waits for the GPU: not of a numpy array, a number or a tensor known to
-      be in host memory. The same holds after an `if`/`else`, `try` or
+      be in host memory; printing or formatting a tensor (`print(loss)`,
+      `f"{loss=}"`) is such a read. The same holds after an `if`/`else`, `try` or
       `with` each of whose paths ends with such a statement (a branch
       ending in `continue`, `break`, `return` or `raise` does not reach
       the next one), and within one statement for the reads
