@@ -192,6 +192,39 @@ def test_cache_second_run_and_changed_file(tmp_path, counting):
     assert sorted(counting) == ["a.py", "b.py"]
 
 
+def test_a_warm_run_reads_no_summary_and_a_join_reads_them(tmp_path, counting, monkeypatch):
+    """Summaries are most of the cache's bytes: on disk each is JSON text inside
+    the cache's JSON, and a run whose files and project are all unchanged never
+    decodes one; a run that joins the project reads them as they were."""
+    from gpulint.engine import cache as cache_module
+
+    write(tmp_path, "pyproject.toml", "[tool.gpulint]\n")
+    write(tmp_path, "helpers.py", "import torch\n\n\ndef step(model, x, opt):\n    model(x).sum().backward()\n    opt.step()\n")
+    train = write(tmp_path, "train.py", "from helpers import step\n\n\ndef train(model, loader, opt):\n"
+                  "    for x in loader:\n        step(model, x.cuda(), opt)\n")
+    first = invoke(["check", "--preview", "."], tmp_path, cache=True)
+    stored = json.loads(next((tmp_path / ".gpulint_cache").glob("v*.json")).read_text())
+    entry = next(e for k, e in stored.items() if k.endswith("helpers.py"))
+    assert isinstance(entry["y"], str) and "step" in json.loads(entry["y"])["functions"].__repr__()
+
+    decoded = []
+    real = cache_module.Cache.summary_of
+
+    def spy(self, path):
+        decoded.append(os.path.basename(path))
+        return real(self, path)
+
+    monkeypatch.setattr(cache_module.Cache, "summary_of", spy)
+    counting.clear()
+    second = invoke(["check", "--preview", "."], tmp_path, cache=True)
+    assert counting == [] and decoded == [] and second.stdout == first.stdout
+
+    train.write_text(train.read_text() + "\n\ndef more(loader):\n    return [x for x in loader]\n")
+    third = invoke(["check", "--preview", "."], tmp_path, cache=True)
+    assert counting[0] == "train.py" and "helpers.py" in decoded  # (the join may read files again)
+    assert third.stdout == invoke(["check", "--preview", "--no-cache", "."], tmp_path).stdout
+
+
 def test_a_few_changed_entries_are_written_beside_the_whole_cache(tmp_path, counting, monkeypatch):
     from gpulint.engine import cache as cache_module
 

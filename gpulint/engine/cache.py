@@ -115,6 +115,7 @@ class Cache:
         self.names: Dict[str, List[str]] = {}  # path -> its module names, as cached (see `names_for`)
         self.delta: Dict[str, dict] = {}  # what the file beside holds, and this run's changes
         self.whole = False  # the whole cache was read from disk
+        self._read_summaries: Dict[str, tuple] = {}  # path -> (its summary's text, the summary): `summary_of`
         if not persist:
             return
         try:
@@ -156,11 +157,14 @@ class Cache:
             return False
         return e.get("m") == st.st_mtime_ns and e.get("s") == st.st_size
 
-    def get(self, path: str, options: LintOptions, names: Optional[Sequence[str]] = None) -> Optional[FileResult]:
+    def get(self, path: str, options: LintOptions, names: Optional[Sequence[str]] = None,
+            summary: bool = True) -> Optional[FileResult]:
         """The cached result of `path` (its findings, summary and the key of
         the facts it was read with), if the file and options are unchanged;
         with `names`, only if it was also read as the module of these names
-        (a summary depends on them)."""
+        (a summary depends on them). With `summary` False, the result's
+        summary is left out (None) until `summary_of` reads it: a run whose
+        files and project are all unchanged needs none of them."""
         e = self.entries.get(os.path.abspath(path))
         if not e or (names is not None and e.get("n") != list(names)):
             return None
@@ -178,8 +182,25 @@ class Cache:
             f.path = path  # as this run names the file, not as the run that cached it did
         if "n" in e:
             self.names[path] = e["n"]
-        return FileResult(path, findings, summary=e.get("y"), facts_key=e.get("t", ""), deferred=bool(e.get("d")),
-                          accelerator=e.get("a", True))
+        return FileResult(path, findings, summary=self.summary_of(path) if summary else None,
+                          facts_key=e.get("t", ""), deferred=bool(e.get("d")), accelerator=e.get("a", True))
+
+    def summary_of(self, path: str) -> Optional[dict]:
+        """The summary cached for `path` (None where it has none). On disk each
+        is kept as JSON text inside the cache's JSON, read only when asked: the
+        summaries are most of the cache's bytes, and a warm run reads none."""
+        key = os.path.abspath(path)
+        e = self.entries.get(key)
+        y = e.get("y") if isinstance(e, dict) else None
+        if isinstance(y, str):
+            read = self._read_summaries.get(key)
+            if read is None or read[0] is not y:  # (an entry put again holds other text)
+                try:
+                    read = self._read_summaries[key] = (y, json.loads(y))
+                except ValueError:
+                    return None
+            y = read[1]
+        return y if isinstance(y, dict) else None
 
     def put(self, path: str, options: LintOptions, res: FileResult, names: Sequence[str] = ()) -> None:
         try:
@@ -193,7 +214,9 @@ class Cache:
             "s": st.st_size,
             "k": self.options_key(options),
             "f": [finding_to_dict(f) for f in res.findings],
-            "y": res.summary,
+            # (as text on disk: `summary_of`)
+            "y": json.dumps(res.summary, separators=(",", ":")) if self.persist and res.summary is not None
+            else res.summary,
             "t": facts_key(res),
             "d": res.deferred,
             "a": res.accelerator,

@@ -157,7 +157,7 @@ def run(
             cache = caches.get(s.root)
             if cache is None:
                 cache = caches[s.root] = Cache(s.root, cache_dir)
-            hit = cache.get(path, options)
+            hit = cache.get(path, options, summary=False)  # (read below, if the project is joined)
             if hit is not None:
                 done[path] = hit
                 continue
@@ -177,6 +177,9 @@ def run(
         drop_unreached(out.results, paths)
         return out
 
+    for path, _, s in todo:  # the project may be joined: the hits' summaries
+        if path in done:
+            done[path].summary = caches[s.root].summary_of(path)
     roots = project_roots(paths, [s for _, _, s in todo])
     roots_key = "\0".join(roots)
     tops: Dict[str, str] = {}
@@ -202,7 +205,8 @@ def run(
     if parse_only:
         joined = False
     elif previous is not None and one_cache.project_unchanged(linted_key) and all(
-        _same_for_the_project(one_cache.entries.get(os.path.abspath(p)), done[p]) for p in fresh
+        _same_for_the_project(one_cache.entries.get(os.path.abspath(p)), one_cache.summary_of(p), done[p])
+        for p in fresh
     ):
         # the re-read files say to the project what they said before (an edit inside a
         # function body, a comment) and were read with the facts they had: nothing to join
@@ -229,13 +233,13 @@ def run(
     return out
 
 
-def _same_for_the_project(entry: Optional[dict], res: FileResult) -> bool:
+def _same_for_the_project(entry: Optional[dict], summary: Optional[dict], res: FileResult) -> bool:
     """`res`, a file read again, has the summary its cache entry had, and was
     read with the facts that entry was read with (a file read alone, with no
     facts from other files, when the project had none for it either)."""
     return (
         isinstance(entry, dict) and res.error is None and bool(entry.get("d")) == res.deferred
-        and entry.get("y") == res.summary and entry.get("t", "") == facts_key(res)
+        and summary == res.summary and entry.get("t", "") == facts_key(res)
     )
 
 
