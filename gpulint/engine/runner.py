@@ -177,9 +177,6 @@ def run(
         drop_unreached(out.results, paths)
         return out
 
-    for path, _, s in todo:  # the project may be joined: the hits' summaries
-        if path in done:
-            done[path].summary = caches[s.root].summary_of(path)
     roots = project_roots(paths, [s for _, _, s in todo])
     roots_key = "\0".join(roots)
     tops: Dict[str, str] = {}
@@ -213,6 +210,9 @@ def run(
         joined = False
     else:
         joined = True
+        for path, _, s in todo:  # the project is joined: the summaries of the files the cache held
+            if path in done and path not in fresh:
+                done[path].summary = caches[s.root].summary_of(path)
         context = context_summaries(done, inputs, roots, jobs, one_cache, previous, fresh)
         options_of = {path: options for path, options, _ in todo}
         fresh |= join_project(done, context, inputs, lambda redo: lint_all(
