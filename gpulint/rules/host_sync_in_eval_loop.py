@@ -5,7 +5,6 @@ from textwrap import dedent
 
 from gpulint.model.index.order import nested_nodes
 from gpulint.model.index.walk import walk
-from gpulint.model.values.kinds import MODEL
 
 from gpulint.rule import NONE, TIME, Bench, Example
 from gpulint.workloads import RESNET_CLASSIFIER
@@ -209,10 +208,5 @@ def around_data_passes(analysis, loop: ast.AST) -> bool:
 
 
 def _runs_model(analysis, nodes) -> bool:
-    """A call of a model (by what the callee is) among `nodes` and their descendants."""
-    for top in nodes:
-        for n in walk(top):
-            if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)) and \
-                    analysis.values.kind(n.func, analysis.index.ancestors(n)) == MODEL:
-                return True
-    return False
+    """A model's forward called among `nodes` and their descendants (`Steps.is_model_call`)."""
+    return any(analysis.steps.is_model_call(n, analysis.index.ancestors(n)) for top in nodes for n in walk(top))

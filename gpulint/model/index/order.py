@@ -148,11 +148,4 @@ def nested_nodes(node: ast.AST) -> Iterator[ast.AST]:
 
 def nested_loops(loop: ast.AST) -> Iterator[ast.AST]:
     """The loops inside `loop`, at any depth, not looking into defs, lambdas or classes."""
-    stack = child_nodes(loop)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, SCOPES):
-            continue
-        if isinstance(node, LOOPS):
-            yield node
-        stack.extend(child_nodes(node))
+    return (n for n in nested_nodes(loop) if isinstance(n, LOOPS))
