@@ -1796,6 +1796,24 @@ def test_a_graph_built_from_the_last_rounds_answers_as_a_fresh_one():
     assert {p: json.dumps(fresh.facts_for(p), sort_keys=True) for p in grown} == _facts(grown)
 
 
+def test_a_next_rounds_graph_keeps_which_files_import_which_only_where_that_cannot_change():
+    """A join's next round keeps, per file whose imports are the same, which
+    project files it imports; not for a file that imports a module now
+    read in full (before, for its imports only: no file of the graph)."""
+    base = {
+        "a.py": (["a"], {"functions": {}, "classes": {}, "imports": ["b", "c"]}),
+        "b.py": (["b"], {"functions": {}, "imports": ["c"], "imports_only": True}),
+        "c.py": (["c"], {"functions": {}, "classes": {}, "imports": []}),
+    }
+    first = ProjectGraph(base)
+    assert first.importers_of("c.py") == ["a.py"] and first.importers_of("b.py") == []
+    grown = dict(base, **{"b.py": (["b"], {"functions": {}, "classes": {}, "imports": ["c"]})})
+    again = ProjectGraph(grown, first)
+    assert again.importers_of("b.py") == ProjectGraph(grown).importers_of("b.py") == ["a.py"]
+    assert sorted(again.importers_of("c.py")) == ["a.py", "b.py"]
+    assert again.model_files("a.py", importers=False) == {"a.py", "b.py", "c.py"}
+
+
 def test_what_a_per_step_helper_returns_for_the_environments_step_is_the_action_the_host_needs(tmp_path):
     # the agent's loop hands what `self.explore(state)` returns to `env.step`: its
     # `action.item()` is the action, copied because the host needs it; the value

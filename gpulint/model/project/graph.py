@@ -111,10 +111,12 @@ class ProjectGraph:
         self.alias: Dict[str, str] = {ref: found[0] for ref, found in self.candidates.items()}
         self._resolved: Dict[str, Optional[str]] = {}
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
-        self._edges: Dict[str, List[Tuple[str, str]]] = {}
+        self._edges: Dict[str, List[Tuple[str, str, list]]] = {}
+        self._callers: Optional[Dict[str, List[str]]] = None  # (`_plain_callers`)
         self._same_imports: Optional[ModelFiles] = None
+        self._imports_kept: Optional[Tuple[ModelFiles, Set[str]]] = None  # (`_resolved_from`)
         if previous is not None:
-            self._resolved_from(previous)
+            _resolved_from(self, previous)
         self._model_files: Optional[ModelFiles] = None
         self._programs: Optional[Programs] = None
         self.params = self._param_classes()
@@ -126,27 +128,6 @@ class ProjectGraph:
         self.grad_off = entered_grad_off(self)
         self.param_kinds = _param_kinds(self)
         self.device_side = self._device_side()
-
-    def _resolved_from(self, previous: "ProjectGraph") -> None:
-        """Take `previous`'s resolved references where what they can name is the
-        same: the same files in the same order, each with the same names,
-        functions, classes, exports and imports; and a function's resolved
-        calls where its file's summary is the very same object."""
-        before, now = previous.program_files, self.program_files
-        if len(before) != len(now) or list(before) != list(now):
-            return
-        same: Set[str] = set()
-        for path, (names, summary) in now.items():
-            old_names, old_summary = before[path]
-            if old_summary is summary and tuple(old_names) == tuple(names):
-                same.add(path)
-            elif tuple(old_names) != tuple(names) or _skeleton(old_summary) != _skeleton(summary):
-                return
-        self._resolved = previous._resolved
-        self._resolved_in = previous._resolved_in
-        self._star_memo = previous._star_memo
-        self._edges = {fid: e for fid, e in previous._edges.items() if self.owner.get(fid) in same}
-        self._same_imports = previous._model_files  # (which file imports which: `_models`)
 
     def _new_id(self, qual: str, path: str) -> str:
         fid = qual if qual not in self.functions else f"{qual}@{path}"
@@ -245,18 +226,23 @@ class ProjectGraph:
                 return cid
         return None
 
-    def _resolved_calls(self, fid: str) -> List[Tuple[str, str]]:
-        """(callee, where) for each call of `fid` that resolves, once per function."""
+    def resolved_calls(self, fid: str) -> List[Tuple[str, str, list]]:
+        """(callee, where, the call's summary entry) for each call of `fid`
+        that resolves, resolved once per function and graph."""
         found = self._edges.get(fid)
         if found is None:
+            path = self.owner[fid]
+            resolve_in = self.resolve_in
             found = self._edges[fid] = [
-                (cid, call[1]) for call in self.functions[fid].get("calls", ())
-                for cid in (self.resolve_in(call[0], self.owner[fid]),) if cid is not None
+                (cid, call[1], call) for call in self.functions[fid].get("calls", ())
+                for cid in (resolve_in(call[0], path),) if cid is not None
             ]
         return found
 
     def _callees(self, fid: str, wheres: Optional[Set[str]] = None) -> List[str]:
-        return [cid for cid, where in self._resolved_calls(fid) if wheres is None or where in wheres]
+        if wheres is None:
+            return [cid for cid, _, _ in self.resolved_calls(fid)]
+        return [cid for cid, where, _ in self.resolved_calls(fid) if where in wheres]
 
     def _param_classes(self) -> Dict[str, Dict[str, str]]:
         """function -> {parameter: class}, where the calls that pass an
@@ -264,12 +250,9 @@ class ProjectGraph:
         of `train_one_epoch(..., loss_scaler)`). Calls passing something
         else are not evidence either way."""
         seen: Dict[str, Dict[str, Set[str]]] = {}
-        for fid, f in self.functions.items():
-            for call in f.get("calls", ()):
+        for fid in self.functions:
+            for cid, _, call in self.resolved_calls(fid):
                 if len(call) < 3:
-                    continue
-                cid = self.resolve_in(call[0], self.owner[fid])
-                if cid is None:
                     continue
                 params = self.functions[cid].get("params", [])
                 for key, cls in call[2].items():
@@ -288,10 +271,7 @@ class ProjectGraph:
         also steps is one training step with micro-batches inside
         (`run_step` calling `forward_backward`, whose loop over slices of the
         batch runs backward, then `optimize`), not an epoch."""
-        callers: Dict[str, List[str]] = {}
-        for fid in self.functions:
-            for cid in self._callees(fid, {BODY, SOME}):
-                callers.setdefault(cid, []).append(fid)
+        callers = self._plain_callers()
         done = {fid for fid, f in self.functions.items() if f.get(key)}
         todo = deque(done)
         while todo:
@@ -301,15 +281,35 @@ class ProjectGraph:
                     todo.append(caller)
         return done
 
+    def _plain_callers(self) -> Dict[str, List[str]]:
+        """callee -> the functions that call it on every or some of their runs
+        (BODY, SOME), computed once."""
+        if self._callers is None:
+            callers: Dict[str, List[str]] = {}
+            for fid in self.functions:
+                for cid, where, _ in self.resolved_calls(fid):
+                    if where == BODY or where == SOME:
+                        found = callers.get(cid)
+                        if found is None:
+                            callers[cid] = [fid]
+                        else:
+                            found.append(fid)
+            self._callers = callers
+        return self._callers
+
     def _every_step(self) -> Dict[str, str]:
         out: Dict[str, str] = {}
+        from_loops: Dict[str, List[str]] = {TRAIN: [], EVAL: []}  # the callees of hot loops, in order
+        for fid in self.functions:
+            for cid, where, _ in self.resolved_calls(fid):
+                if where == TRAIN or where == EVAL:
+                    from_loops[where].append(cid)
         for kind in (TRAIN, EVAL):  # train first: it wins
             todo = deque()
-            for fid in self.functions:
-                for cid in self._callees(fid, {kind}):
-                    if cid not in out and cid not in self.drives:
-                        out[cid] = kind
-                        todo.append(cid)
+            for cid in from_loops[kind]:
+                if cid not in out and cid not in self.drives:
+                    out[cid] = kind
+                    todo.append(cid)
             while todo:
                 fid = todo.popleft()
                 for cid in self._callees(fid, {BODY}) + self._on_every_branch(fid):
@@ -401,13 +401,15 @@ class ProjectGraph:
                 params[qual] = self.params[fid]
             if fid in self.param_kinds:
                 param_kinds[qual] = self.param_kinds[fid]
-            for call in fsum.get("calls", ()):
-                cid = self.resolve_in(call[0], path)
-                if cid is not None:
-                    _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, synced)
-                    built = self.functions[cid].get("builds")
-                    if built is not None and self._class(built) is not None:
-                        builders[call[0]] = built
+            resolved = self.resolved_calls(fid) if fid is not None else [
+                (cid, call[1], call) for call in fsum.get("calls", ())
+                for cid in (self.resolve_in(call[0], path),) if cid is not None
+            ]
+            for cid, _, call in resolved:
+                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, synced)
+                built = self.functions[cid].get("builds")
+                if built is not None and self._class(built) is not None:
+                    builders[call[0]] = built
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
         if host_built:
@@ -451,8 +453,45 @@ class ProjectGraph:
     def _models(self) -> "ModelFiles":
         """The project's `ModelFiles` (made once, when first asked)."""
         if self._model_files is None:
-            self._model_files = ModelFiles(self.files, self._module_file, self._same_imports)
+            self._model_files = ModelFiles(self.files, self._module_file, self._same_imports, self._imports_kept)
         return self._model_files
+
+
+def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:
+    """Take `previous`'s resolved references where what they can name is the
+    same: the same files in the same order, each with the same names,
+    functions, classes, exports and imports; and a function's resolved
+    calls where its file's summary is the very same object. Where only
+    some files changed, which project files each unchanged file imports
+    is kept (`ModelFiles`)."""
+    before, now = previous.program_files, graph.program_files
+    if len(before) != len(now) or list(before) != list(now):
+        return
+    # module names that now name other files (a file read for its imports only before, or now)
+    moved = {n for p in previous.files.keys() ^ graph.files.keys() for n in now[p][0]}
+    same: Set[str] = set()
+    same_skeleton = True
+    for path, (names, summary) in now.items():
+        old_names, old_summary = before[path]
+        if tuple(old_names) != tuple(names):
+            return
+        if old_summary is summary:
+            same.add(path)
+        elif same_skeleton and _skeleton(old_summary) != _skeleton(summary):
+            same_skeleton = False
+    if previous._model_files is not None:
+        graph._imports_kept = (previous._model_files, {
+            p for p in graph.files
+            if (p in same or before[p][1].get("imports") == now[p][1].get("imports")) and not any(
+                m in moved or m.rpartition(".")[0] in moved for m in now[p][1].get("imports", ()))
+        })
+    if not same_skeleton or moved:
+        return
+    graph._resolved = previous._resolved
+    graph._resolved_in = previous._resolved_in
+    graph._star_memo = previous._star_memo
+    graph._edges = {fid: e for fid, e in previous._edges.items() if graph.owner.get(fid) in same}
+    graph._same_imports = previous._model_files  # (which file imports which: `_models`)
 
 
 def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
@@ -467,11 +506,10 @@ def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
     of unknown kind leaves that parameter out."""
     passed: Dict[str, Dict[str, Set[str]]] = {}
     unknown: Set[str] = set()
-    for fid, f in graph.functions.items():
+    for fid in graph.functions:
         per_step = fid in graph.every_step
-        for call in f.get("calls", ()):
-            cid = graph.resolve_in(call[0], graph.owner[fid])
-            if cid is None or cid in unknown:
+        for cid, _, call in graph.resolved_calls(fid):
+            if cid in unknown:
                 continue
             if len(call) < 4:
                 if per_step and call[1] == BODY:
@@ -539,9 +577,8 @@ def entered_grad_off(graph: ProjectGraph) -> Set[str]:
     edges = []  # (caller, callee, the call runs with autograd off)
     for fid, f in graph.functions.items():
         marked = set(f.get("grad_off", ()))
-        for call in f.get("calls", ()):
-            cid = graph.resolve_in(call[0], graph.owner[fid])
-            if cid is not None and cid != fid:
+        for cid, _, call in graph.resolved_calls(fid):
+            if cid != fid:
                 edges.append((fid, cid, call[0] in marked))
     off: Set[str] = set()
     while True:  # (grows each round: a caller found to run with grad off turns its calls off)
@@ -562,14 +599,11 @@ def _every_per_step_call_marked(graph: ProjectGraph, key: str, per_step_bodies: 
     ok: Dict[str, bool] = {}
     for fid, f in graph.functions.items():
         body = per_step_bodies and fid in graph.every_step
-        marked = set(f.get(key, ()))
-        for call in f.get("calls", ()):
-            ref, where = call[0], call[1]
-            if where not in (TRAIN, EVAL) and not (body and where == BODY):
-                continue
-            cid = graph.resolve_in(ref, graph.owner[fid])
-            if cid is not None:
-                ok[cid] = ok.get(cid, True) and ref in marked
+        marked = f.get(key)
+        marked = set(marked) if marked else ()
+        for cid, where, call in graph.resolved_calls(fid):
+            if where in (TRAIN, EVAL) or (body and where == BODY):
+                ok[cid] = ok.get(cid, True) and call[0] in marked
     return {cid for cid, yes in ok.items() if yes and cid in graph.every_step}
 
 

@@ -25,12 +25,18 @@ class ModelFiles:
 
     def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]],
                  module_file: Callable[[str, str], Optional[str]],
-                 same_imports: Optional["ModelFiles"] = None) -> None:
+                 same_imports: Optional["ModelFiles"] = None,
+                 kept: Optional[Tuple["ModelFiles", Set[str]]] = None) -> None:
         """`same_imports`: those of a project whose files import the same modules
-        (a join's last round): which file imports which is kept."""
+        (a join's last round): which file imports which is kept. `kept`: those
+        of a project of the same files, and the files whose imports are the
+        same in both: which files each of those imports is kept."""
         self.files = files
         self.module_file = module_file
         self._imports_of: Dict[str, List[str]] = same_imports._imports_of if same_imports else {}
+        if kept is not None and same_imports is None:
+            old, paths = kept
+            self._imports_of = {p: found for p, found in old._imports_of.items() if p in paths}
         self._importers_of: Optional[Dict[str, List[str]]] = same_imports._importers_of if same_imports else None
         self._found: Dict[str, Tuple[Set[str], Set[str]]] = {}
         self._built: Dict[Tuple[str, bool], Dict[str, int]] = {}
