@@ -1814,6 +1814,56 @@ def test_a_next_rounds_graph_keeps_which_files_import_which_only_where_that_cann
     assert again.model_files("a.py", importers=False) == {"a.py", "b.py", "c.py"}
 
 
+def test_a_files_own_graph_is_not_summarized_again_for_parameter_classes_it_never_asked_about(monkeypatch):
+    """A file's own call graph that finds only which classes its functions'
+    parameters hold is read again for them only where the summary asked
+    about such a parameter (`summary_stands`); either way the summary and
+    the table are those of a full fixpoint."""
+    import gpulint.model.project.facts as facts_module
+
+    asked = """
+        class Scaler:
+            def __call__(self, loss, opt):
+                loss.backward()
+                opt.step()
+
+        def helper(s, loss, opt):
+            s(loss, opt)
+
+        def train(loader, model, opt):
+            s = Scaler()
+            for x in loader:
+                helper(s, model(x), opt)
+    """
+    unasked = """
+        class Meter:
+            def update(self, v):
+                self.v = v
+
+        def log(m, v):
+            print(v)
+
+        def train(loader, model):
+            m = Meter()
+            for x in loader:
+                log(m, model(x))
+    """
+    summarized = []
+    real = facts_module.summarize
+    monkeypatch.setattr(facts_module, "summarize", lambda fa, refs: summarized.append(1) or real(fa, refs))
+    for text, once in ((asked, False), (unasked, True)):
+        summarized.clear()
+        _, summary, table = _summary(text)
+        assert table.get("params"), "the file's own graph finds the parameters' classes"
+        assert (len(summarized) == 1) is once
+        with monkeypatch.context() as m:
+            m.setattr(facts_module, "summary_stands", lambda *a: False)
+            _, full_summary, full_table = _summary(text)
+        assert (summary, table) == (full_summary, full_table)
+    # (read again, the helper's call of its parameter is the project's `Scaler.__call__`)
+    assert any(c[0] == "m.Scaler.__call__" for c in _summary(asked)[1]["functions"]["m.helper"].get("calls", []))
+
+
 def test_what_a_per_step_helper_returns_for_the_environments_step_is_the_action_the_host_needs(tmp_path):
     # the agent's loop hands what `self.explore(state)` returns to `env.step`: its
     # `action.item()` is the action, copied because the host needs it; the value

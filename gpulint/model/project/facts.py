@@ -21,7 +21,7 @@ from gpulint.model.project.refs import (
     FileRefs, bound_dotted, import_bindings, imported_modules, star_imported, used_names,
 )
 from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
-from gpulint.model.project.summary import EXTERNAL_ROOTS, exports_summary, summarize
+from gpulint.model.project.summary import EXTERNAL_ROOTS, exports_summary, summarize, summary_stands
 from gpulint.model.values.callfacts import CallFacts
 
 MAX_ROUNDS = 4
@@ -174,7 +174,10 @@ def model_with_facts(
             facts.with_every_step(found)  # the summary and the model's answers stand
             return fa, summary, found
         if answers_nothing(found) and answers_nothing(table):
+            stands = summary_stands(fa, refs, table, found, tells_the_model_nothing(found))
             facts.with_parameters(found)  # the same model, its calls' references read again
+            if stands:  # (and its summary as it was: the table it gives is `found`)
+                return fa, summary, found
         table = found
     return fa, summary, table
 

@@ -192,6 +192,8 @@ class FileRefs:
         self._unions: Dict[ast.AST, Dict[str, Tuple[str, ...]]] = {}
         self._attr_instances: Dict[ast.AST, Dict[str, str]] = {}
         self._param_names: Dict[ast.AST, frozenset] = {}
+        # (function, parameter) for each parameter whose class was asked (`summary_stands`)
+        self.asked_params: Set[Tuple[str, str]] = set()
         self.imported: Set[str] = set()  # the modules (or module members) the file imports
         self.instances = {}
         self._read_module()
@@ -422,7 +424,9 @@ class FileRefs:
                 params = self._param_names[scope] = _parameter_names(scope)
             if name in params:
                 # a parameter: the class its callers pass, where the project knows it
-                return self.params.get(self.qualname(scope), {}).get(name)
+                qual = self.qualname(scope)
+                self.asked_params.add((qual, name))
+                return self.params.get(qual, {}).get(name)
         return self.instances.get(name)
 
     def held_by_self(self, method: Optional[ast.AST], attr: str) -> Optional[str]:

@@ -81,6 +81,39 @@ EXTERNAL_ROOTS = frozenset(
 )
 
 
+# what a table may say that `summarize` never reads (the parameters it asks of
+# `refs` aside): which functions run every step, with autograd off or for an
+# environment, which are device code, and the models' layers are asked by
+# rules only (through `Loops.every_step`, `runs_repeatedly`, `CallFacts`)
+_NOT_READ_BY_SUMMARIES = frozenset({"every_step", "grad_off", "feeds_env", "device_side", "layers", "cuda_nearby"})
+# calls that start a step by their name alone (`_Hotness.own_step`)
+_STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
+
+
+def summary_stands(fa: "FileModel", refs: FileRefs, old: dict, new: dict, new_is_empty: bool) -> bool:
+    """`summarize(fa, refs)` read with the table `old` is what it would be
+    read with `new`, where neither says anything of steps, loops, returns
+    or generators (`graph.answers_nothing`): the tables differ only in what
+    summaries never read and in the classes of parameters, none of which
+    `refs` was asked about; and where one table is empty and the other is
+    not, the file's hotness is read the same way either way (`_Hotness`:
+    it names a word of a step, so it is not read `light`; and it calls no
+    `backward` or `step` that its text does not show as one). `fa` is read
+    with `old`; `new_is_empty`: `new` tells the model nothing
+    (`graph.tells_the_model_nothing`)."""
+    if any((old.get(k) or None) != (new.get(k) or None)
+           for k in set(old) | set(new) if k not in _NOT_READ_BY_SUMMARIES and k != "params"):
+        return False
+    if fa.facts.empty != new_is_empty:
+        if not any(fa.index.mentions(w) for w in TRIGGER_WORDS):
+            return False
+        if not any(fa.index.mentions(w) for w in ("backward", ".step(")) and any(
+                isinstance(c.func, ast.Attribute) and c.func.attr in _STEP_ATTRS for c in fa.index.nodes_of(ast.Call)):
+            return False
+    before, after = old.get("params") or {}, new.get("params") or {}
+    return all(before.get(q, {}).get(n) == after.get(q, {}).get(n) for q, n in refs.asked_params)
+
+
 def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     """The file's summary: one walk over the nodes the index holds (calls,
     returns, yields, loops), each given to the def (or the module code) it
