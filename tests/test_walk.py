@@ -153,3 +153,20 @@ def test_text_mentions_are_scanned_once_per_text():
     assert not mentions(b, "backward")  # a new text starts a new memo
     assert text_mentions(b) == {"backward": False}
     assert mentions(a, "zeros") and text_mentions(a) == {"zeros": True}
+
+
+@pytest.mark.parametrize("text, device", [
+    ("x = x.to('mps')", True),  # (`.to(` alone says so too)
+    ("backend = 'mps'", True),
+    ("if hpu:\n    pass", True),
+    ("xpu", True),
+    ("run(npu)", True),
+    ("input_ids = tokens", False),  # `npu` inside `input`
+    ("use_xpu_kernels = False\ndumps(timestamps)", False),  # inside longer words
+    ("mpsx = 1; ampsxpu = 2", False),
+    ("é_npu = 1", False),  # a word character before it, not ASCII
+])
+def test_a_device_name_counts_only_as_a_word_of_its_own(text, device):
+    from gpulint.model.index.tree import may_use_accelerator
+
+    assert may_use_accelerator("".join([text])) is device  # (a fresh text object: no memo)
