@@ -438,10 +438,23 @@ CORPUS_SETS = {
         ("facebookresearch/swav", "06b1b7cbaf6ba2a792300d79c7299db98b93b7f9"),
         ("Diego999/pyGAT", "3664f2dc90cbf971564c0bf186dc794f12446d0c"),
     ],
+    # twenty-eighth: labelled at first sight on 6fd7a65
+    "twenty-eighth": [
+        ("eloialonso/iris", "24326aaaa283c527f42b89b44cfdecf2665a7a16"),
+        ("openai/phasic-policy-gradient", "7295473f0185c82f9eb9c1e17a373135edd8aacc"),
+        ("NVlabs/stylegan2-ada-pytorch", "d72cc7d041b42ec8e806021a205ed9349f87c6a4"),
+        ("Vchitect/Latte", "b27c24a17487e3c33ae4e92364521303d0f14845"),
+        ("yassouali/pytorch-segmentation", "33434fa987bbf348c961473c15f044b85e32ca7f"),
+        ("hkchengrex/XMem", "f3b841d50df058910bbf690229ddc15fb1aef7d6"),
+        ("OpenLMLab/MOSS", "c810e0b428bb209522dcde12f58daa318cf83027"),
+        ("OpenLMLab/MOSS-RLHF", "4865d826fc6705dfdf1894aede00b4c81dabb24b"),
+        ("NVIDIA/radtts", "07759cd474458f46db45cab975a85ba21b7fee0a"),
+        ("graphdeeplearning/benchmarking-gnns", "b6c407712fa576e9699555e1e035d1e327ccae6c"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
