@@ -144,7 +144,9 @@ class ImportTable:
 
 
 # tensor frameworks other than torch, by their top-level module
-OTHER_FRAMEWORKS = ("paddle", "tensorflow", "jax", "mxnet", "mindspore")
+# tensor frameworks other than torch (Jittor, OneFlow and MegEngine copy torch's
+# API: `model.eval()`, `.item()`, `.cuda()` there are theirs)
+OTHER_FRAMEWORKS = ("paddle", "tensorflow", "jax", "mxnet", "mindspore", "jittor", "oneflow", "megengine")
 
 
 def other_framework(tree: ast.Module, text: str) -> Optional[str]:

@@ -7,7 +7,7 @@ from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.order import walk_scope
 from gpulint.model.names import last_name
 from gpulint.edits import remove_statement
-from gpulint.model.control.loops import exits
+from gpulint.model.control.loops import exits, first_passes_only
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import is_one_shot_test
 from gpulint.model.control.sweeps import is_literal_sweep
@@ -148,7 +148,7 @@ def _measures_memory(loop: ast.AST, ctx) -> bool:
 
 
 def _under_one_shot_guard(node: ast.AST, ancestors, loop: ast.AST) -> bool:
-    return _in_if_block(node, ancestors, loop, lambda anc, outer: is_one_shot_test(anc.test))
+    return _in_if_block(node, ancestors, loop, lambda anc, outer: is_one_shot_test(anc.test) or first_passes_only(anc.test, outer))
 
 
 def _in_if_block(node: ast.AST, ancestors, loop: ast.AST, test) -> bool:

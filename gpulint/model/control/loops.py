@@ -545,24 +545,32 @@ _FIRST_PASSES_MAX = 16
 def first_passes_only(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
     """`batch_i < 3` (or `... and batch_i < 3`, `3 > batch_i`, `i <= 2`) where
     `batch_i` counts the passes of a loop around it: the block runs on the
-    first few passes (plots of the first batches), not on every one."""
+    first few passes (plots of the first batches), not on every one; and
+    `batch_cnt == 1` (`... and epoch == 0`): on one pass only."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(first_passes_only(v, outer) for v in test.values)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return False
     left, op, right = test.left, test.ops[0], test.comparators[0]
+    most = _FIRST_PASSES_MAX
     if isinstance(op, (ast.Gt, ast.GtE)):
         left, right = right, left
+    elif isinstance(op, ast.Eq):
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        most = None  # (any one pass)
     elif not isinstance(op, (ast.Lt, ast.LtE)):
         return False
     if not (isinstance(left, ast.Name) and isinstance(right, ast.Constant) and type(right.value) is int
-            and 0 <= right.value <= _FIRST_PASSES_MAX):
+            and 0 <= right.value and (most is None or right.value <= most)):
         return False
     for anc in reversed(outer):
         if isinstance(anc, SCOPES):
             return False
         if isinstance(anc, (ast.For, ast.AsyncFor)) and counts_passes(anc, left.id):
             return True  # the batch loop's counter bounds the image loop inside it too
+        if most is None and isinstance(anc, LOOPS):
+            return False  # `epoch == 0` in the batch loop: every batch of the first epoch
     return False
 
 

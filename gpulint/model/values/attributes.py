@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 from gpulint.model.index.nodes import FUNCS, parameter_defaults
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.kinds import OTHER, TENSOR
+from gpulint.model.values.scopes import kind_from_annotation
 from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,20 +34,15 @@ def class_attribute_kinds(values: "Values", cls: ast.ClassDef, kinds: Dict[str, 
     for node in walk(cls):
         if isinstance(node, ast.Assign):
             for t in node.targets:
-                if not is_self_attr(t):
-                    continue
-                attr = t.attr  # type: ignore[attr-defined]
-                if mentions_self_attr(node.value, attr):
-                    continue  # `self.avg = self.avg * 0.9 + x`: an update, as the value was
-                k = values.classify(node.value, {}, set())
-                if isinstance(node.value, ast.Name):
-                    # `self.avg_loss = now_loss`: what the method bound the name to, not its name
-                    k = local_name_kind(values, node, node.value.id) or (
-                        OTHER if constant_default(values, node, node.value.id) else k)
-                if k is None and from_config(node.value):
-                    k = OTHER  # `self.margin_loss = self.strategy.args.margin_loss_enable`: a setting
-                if k is not None:
-                    kinds[attr] = k
+                if is_self_attr(t):
+                    _assigned(values, node, t.attr, node.value, kinds)  # type: ignore[attr-defined]
+        elif isinstance(node, ast.AnnAssign) and is_self_attr(node.target):
+            # `self.fp32_loss: bool = opt.fp32_loss`: what the annotation declares, else the value says
+            k = kind_from_annotation(node.annotation, values.imports)
+            if k is not None:
+                kinds[node.target.attr] = k  # type: ignore[attr-defined]
+            elif node.value is not None:
+                _assigned(values, node, node.target.attr, node.value, kinds)  # type: ignore[attr-defined]
         elif isinstance(node, ast.AugAssign) and is_self_attr(node.target):
             grown.append(node)
     # `self.tokens += (y >= 0).sum()`: a tensor from then on, whatever it
@@ -58,6 +54,20 @@ def class_attribute_kinds(values: "Values", cls: ast.ClassDef, kinds: Dict[str, 
         info = values.function_info(scope)
         if values.classify(node.value, info.kinds, info.batch_names) == TENSOR:
             kinds[node.target.attr] = TENSOR  # type: ignore[attr-defined]
+
+
+def _assigned(values: "Values", node: ast.AST, attr: str, value: ast.AST, kinds: Dict[str, str]) -> None:
+    """`self.<attr> = value` in a method (`node`, the assignment): what it holds."""
+    if mentions_self_attr(value, attr):
+        return  # `self.avg = self.avg * 0.9 + x`: an update, as the value was
+    k = values.classify(value, {}, set())
+    if isinstance(value, ast.Name):
+        # `self.avg_loss = now_loss`: what the method bound the name to, not its name
+        k = local_name_kind(values, node, value.id) or (OTHER if constant_default(values, node, value.id) else k)
+    if k is None and from_config(value):
+        k = OTHER  # `self.margin_loss = self.strategy.args.margin_loss_enable`: a setting
+    if k is not None:
+        kinds[attr] = k
 
 
 def local_name_kind(values: "Values", at: ast.AST, name: str) -> Optional[str]:

@@ -255,7 +255,8 @@ def _bind_loop_target(values: "Values", target, it, kinds, batch) -> None:
         return
     base, n_skip = values.unwrap(it)
     from_loader = values.is_loader(base, kinds)
-    from_batch = values.is_batch_expr(base, kinds, batch)
+    # (`for item in caption.split("====="):` strings, whatever `caption` is)
+    from_batch = values.is_batch_expr(base, kinds, batch) and not splits_a_string(base)
     if not (from_loader or from_batch):
         for name in target_names(target):
             kinds.pop(name, None)
@@ -309,3 +310,9 @@ def kind_from_annotation(ann: Optional[ast.AST], imports: ImportTable) -> Option
     if q.startswith("torch.optim.") and q.split(".")[-1][:1].isupper():
         return OPTIMIZER
     return None
+
+
+def splits_a_string(expr: ast.AST) -> bool:
+    """`x.split("=====")`: `str.split` (a tensor's `split` takes sizes, not a separator)."""
+    return (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "split"
+            and bool(expr.args) and isinstance(expr.args[0], ast.Constant) and isinstance(expr.args[0].value, str))

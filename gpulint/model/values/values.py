@@ -49,7 +49,7 @@ from gpulint.model.values.kinds import (
 from gpulint.model.values.callfacts import NO_FACTS, CallFacts
 from gpulint.model.values.narrowing import not_a_tensor_here
 from gpulint.model.values.attributes import class_attribute_kinds
-from gpulint.model.values.scopes import FunctionInfo, KindsAt, build_function_info
+from gpulint.model.values.scopes import FunctionInfo, KindsAt, build_function_info, splits_a_string
 
 
 def module_class_names(classes: Dict[str, ast.ClassDef], imports: ImportTable) -> Set[str]:
@@ -235,6 +235,8 @@ class Values:
                     return NUMBER
                 if method == "numpy":
                     return NUMPY
+                if splits_a_string(call):
+                    return OTHER  # `caption.split("=====")`: a string's (a tensor splits by sizes)
                 stub = stub_method_kind(method, call)
                 if stub is not None:
                     return stub
