@@ -113,8 +113,8 @@ class ProjectGraph:
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str, list]]] = {}
         self._callers: Optional[Dict[str, List[str]]] = None  # (`_plain_callers`)
-        self._same_imports: Optional[ModelFiles] = None
-        self._imports_kept: Optional[Tuple[ModelFiles, Set[str]]] = None  # (`_resolved_from`)
+        # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
+        self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
         if previous is not None:
             _resolved_from(self, previous)
         self._model_files: Optional[ModelFiles] = None
@@ -453,7 +453,8 @@ class ProjectGraph:
     def _models(self) -> "ModelFiles":
         """The project's `ModelFiles` (made once, when first asked)."""
         if self._model_files is None:
-            self._model_files = ModelFiles(self.files, self._module_file, self._same_imports, self._imports_kept)
+            self._model_files = ModelFiles(self.files, self._module_file, self._imports_kept)
+            self._imports_kept = None
         return self._model_files
 
 
@@ -480,7 +481,7 @@ def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:
         elif same_skeleton and _skeleton(old_summary) != _skeleton(summary):
             same_skeleton = False
     if previous._model_files is not None:
-        graph._imports_kept = (previous._model_files, {
+        graph._imports_kept = previous._model_files.known_imports({
             p for p in graph.files
             if (p in same or before[p][1].get("imports") == now[p][1].get("imports")) and not any(
                 m in moved or m.rpartition(".")[0] in moved for m in now[p][1].get("imports", ()))
@@ -491,7 +492,8 @@ def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:
     graph._resolved_in = previous._resolved_in
     graph._star_memo = previous._star_memo
     graph._edges = {fid: e for fid, e in previous._edges.items() if graph.owner.get(fid) in same}
-    graph._same_imports = previous._model_files  # (which file imports which: `_models`)
+    if previous._model_files is not None:  # (every file imports what it did: `_models`)
+        graph._imports_kept = previous._model_files.known_imports()
 
 
 def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:

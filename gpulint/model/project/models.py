@@ -25,23 +25,28 @@ class ModelFiles:
 
     def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]],
                  module_file: Callable[[str, str], Optional[str]],
-                 same_imports: Optional["ModelFiles"] = None,
-                 kept: Optional[Tuple["ModelFiles", Set[str]]] = None) -> None:
-        """`same_imports`: those of a project whose files import the same modules
-        (a join's last round): which file imports which is kept. `kept`: those
-        of a project of the same files, and the files whose imports are the
-        same in both: which files each of those imports is kept."""
+                 known: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None) -> None:
+        """`known`: which project files each file imports, and the files that
+        import each (None: to compute), as `known_imports` of a project whose
+        files import the same modules took them (a join's next round)."""
         self.files = files
         self.module_file = module_file
-        self._imports_of: Dict[str, List[str]] = same_imports._imports_of if same_imports else {}
-        if kept is not None and same_imports is None:
-            old, paths = kept
-            self._imports_of = {p: found for p, found in old._imports_of.items() if p in paths}
-        self._importers_of: Optional[Dict[str, List[str]]] = same_imports._importers_of if same_imports else None
+        self._imports_of: Dict[str, List[str]] = dict(known[0]) if known else {}
+        self._importers_of: Optional[Dict[str, List[str]]] = known[1] if known else None
         self._found: Dict[str, Tuple[Set[str], Set[str]]] = {}
         self._built: Dict[Tuple[str, bool], Dict[str, int]] = {}
         self._targets_of: Dict[Tuple[str, Optional[str]], List[Tuple[str, Optional[str]]]] = {}
         self._nodes_of: Dict[str, Dict[str, Optional[Tuple[str, Optional[str]]]]] = {}
+
+    def known_imports(self, paths: Optional[Set[str]] = None
+                      ) -> Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]:
+        """(file -> the project files it imports, as far as read; file -> the
+        files importing it, where computed): for all files, or only for
+        `paths` (then without the importers), as plain data that holds
+        nothing of this project."""
+        if paths is None:
+            return dict(self._imports_of), self._importers_of
+        return {p: found for p, found in self._imports_of.items() if p in paths}, None
 
     def of(self, path: str, importers: bool = True) -> Set[str]:
         """The file and the project files it imports, LAYER_IMPORT_DEPTH
