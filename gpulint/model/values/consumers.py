@@ -136,6 +136,10 @@ def exports_outputs(index: TreeIndex, read: ast.AST) -> bool:
             node = call if isinstance(call, ast.Call) and call.func is parent else parent
         elif isinstance(parent, ast.Subscript) and parent.value is node:
             node = parent
+        elif isinstance(parent, ast.Call) and node in parent.args and writes_out(parent):
+            return True  # `np.save(path, out.cpu().numpy())`, `write(path, sr, audio.cpu().numpy())`
+        elif isinstance(parent, ast.Attribute) and parent.value is node and _WRITE_RE.match(parent.attr):
+            return True  # `Image.fromarray(img.cpu().numpy()).save(path)`
         elif isinstance(parent, ast.Call) and node in parent.args and (_wrapper(parent) or _host_function(parent)):
             node = parent  # `tokenizer.batch_decode(ids.cpu().numpy())`: what the host makes of it is kept
         elif isinstance(parent, ast.ListComp) and parent.elt is node:
@@ -165,10 +169,30 @@ def _host_function(call: ast.Call) -> bool:
     named object's attribute, not of torch, and not one of the passes
     (`.numpy()`) or keeping calls (`.append`) asked about separately."""
     f = call.func
-    if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)):
+    if not isinstance(f, ast.Attribute):
         return False
-    return f.value.id not in _TENSOR_ROOTS and f.attr not in _PASS_ATTRS and f.attr not in (
+    root = f.value
+    while isinstance(root, ast.Attribute):  # `PIL.Image.fromarray(...)`
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    return root.id not in _TENSOR_ROOTS and f.attr not in _PASS_ATTRS and f.attr not in (
         "append", "extend", "update", "add", "put", "send", "log", "add_scalar")
+
+
+# what writes host data out: a file, an image, a sound (`np.save`, `cv2.imwrite`,
+# `scipy.io.wavfile.write`, `save_image(...)`, `json.dump`, `torch.save`)
+_WRITE_RE = re.compile(r"(save|write|dump|imsave|imwrite)(_|$)|savez|savetxt")
+
+
+def writes_out(call: ast.Call) -> bool:
+    """The call writes what it is handed out, by its name: a function or
+    method named `save...`, `write...`, `dump`, `imsave`, `imwrite`, ...
+    (`torch.save` too: a device tensor is copied to the host to be written
+    either way)."""
+    f = call.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+    return name is not None and _WRITE_RE.match(name) is not None
 
 
 def keys_a_mapping(index: TreeIndex, read: ast.AST) -> bool:
@@ -220,6 +244,8 @@ def _keeps(value: ast.AST, parent: Optional[ast.AST], joined: frozenset, unread:
     ):
         target = parent.func.value
         return value in parent.args and not (isinstance(target, ast.Name) and (target.id in joined or target.id in unread))
+    if isinstance(parent, ast.Call) and value in parent.args and writes_out(parent):
+        return True  # `save_images(image, prediction, ...)`: written out
     return isinstance(parent, (ast.Return, ast.Yield)) and parent.value is value
 
 

@@ -313,7 +313,10 @@ class HostSyncInLoop(TruthTests, Rule):
       values, as in Gym), and per-sample outputs the host keeps: a `.cpu()`,
       `.numpy()` or `.tolist()` whose result is appended to a list
       (`predictions.append(preds.detach().cpu().numpy())` for a scorer) or
-      extended, or returned, directly or through a name the function keeps
+      extended, returned, or written out by a function or method named to
+      save, write or dump (`np.save(path, out.cpu().numpy())`,
+      `Image.fromarray(img.cpu().numpy()).save(path)`, `save_images(image,
+      prediction, ...)`), directly or through a name the function keeps
       so later; a loss or a reduction (`.sum()`, `.mean()`) copied that way,
       a list joined back into a tensor (`torch.cat(outs)`) and a metrics
       dict are bookkeeping and stay flagged;
