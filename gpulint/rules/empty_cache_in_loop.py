@@ -148,7 +148,8 @@ def _measures_memory(loop: ast.AST, ctx) -> bool:
 
 
 def _under_one_shot_guard(node: ast.AST, ancestors, loop: ast.AST) -> bool:
-    return _in_if_block(node, ancestors, loop, lambda anc, outer: is_one_shot_test(anc.test) or first_passes_only(anc.test, outer))
+    return _in_if_block(
+        node, ancestors, loop, lambda anc, outer: is_one_shot_test(anc.test) or first_passes_only(anc.test, outer))
 
 
 def _in_if_block(node: ast.AST, ancestors, loop: ast.AST, test) -> bool:

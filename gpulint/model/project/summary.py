@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.control.options import OPTION_WORD_RE
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
@@ -58,6 +58,8 @@ SYNC_WALK_LIMIT = 32
 # without one of these words no loop of a file steps over data (unless the
 # project says a call steps, which then reads the file again)
 TRIGGER_WORDS = ("backward", ".step(", "loader", "Loader", "_dl", "yield")
+# the words of a step itself: without one, and without facts, no loop of a file trains (`_Hotness.may_step`)
+_STEP_WORDS = ("backward", ".step(")
 # "backward" is also a word of prose ("backward compatible"): a file starts a
 # step by calling it
 _BACKWARD_CALL = re.compile(r"backward\s*\(")
@@ -105,20 +107,25 @@ def summary_stands(fa: "FileModel", refs: FileRefs, old: dict, new: dict, new_is
            for k in set(old) | set(new) if k not in _NOT_READ_BY_SUMMARIES and k != "params"):
         return False
     if fa.facts.empty != new_is_empty:
-        if not any(fa.index.mentions(w) for w in TRIGGER_WORDS):
+        if not _mentions_any(fa, TRIGGER_WORDS):
             return False
-        if not any(fa.index.mentions(w) for w in ("backward", ".step(")) and any(
+        if not _mentions_any(fa, _STEP_WORDS) and any(
                 isinstance(c.func, ast.Attribute) and c.func.attr in _STEP_ATTRS for c in fa.index.nodes_of(ast.Call)):
             return False
     before, after = old.get("params") or {}, new.get("params") or {}
     return all(before.get(q, {}).get(n) == after.get(q, {}).get(n) for q, n in refs.asked_params)
 
 
+def _mentions_any(fa: "FileModel", words: Sequence[str]) -> bool:
+    """The file's text holds one of `words` (what `_Hotness` and `summary_stands` read alike)."""
+    return any(fa.index.mentions(w) for w in words)
+
+
 def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     """The file's summary: one walk over the nodes the index holds (calls,
     returns, yields, loops), each given to the def (or the module code) it
     belongs to; nodes in lambdas and class bodies belong to neither."""
-    hot = _Hotness(fa, refs, light=not any(fa.index.mentions(w) for w in TRIGGER_WORDS) and fa.facts.empty)
+    hot = _Hotness(fa, refs, light=not _mentions_any(fa, TRIGGER_WORDS) and fa.facts.empty)
     scopes: Dict[ast.AST, _Scope] = {fa.tree: _Scope()}
     for func in fa.index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
         scopes[func] = _Scope()
@@ -544,7 +551,7 @@ class _Hotness:
         self.light = light
         self._kinds: Dict[ast.AST, Optional[str]] = {}
         self.with_facts = not fa.facts.empty
-        self.may_step = self.with_facts or any(fa.index.mentions(w) for w in ("backward", ".step("))
+        self.may_step = self.with_facts or _mentions_any(fa, _STEP_WORDS)
         self._contains: Dict[ast.AST, bool] = {}
         # found once per file from the index, not by walking each loop's body
         self._step_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a step

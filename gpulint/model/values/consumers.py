@@ -138,7 +138,7 @@ def exports_outputs(index: TreeIndex, read: ast.AST) -> bool:
             node = parent
         elif isinstance(parent, ast.Call) and node in parent.args and writes_out(parent):
             return True  # `np.save(path, out.cpu().numpy())`, `write(path, sr, audio.cpu().numpy())`
-        elif isinstance(parent, ast.Attribute) and parent.value is node and _WRITE_RE.match(parent.attr):
+        elif isinstance(parent, ast.Attribute) and parent.value is node and _writer_name(parent.attr):
             return True  # `Image.fromarray(img.cpu().numpy()).save(path)`
         elif isinstance(parent, ast.Call) and node in parent.args and (_wrapper(parent) or _host_function(parent)):
             node = parent  # `tokenizer.batch_decode(ids.cpu().numpy())`: what the host makes of it is kept
@@ -192,7 +192,11 @@ def writes_out(call: ast.Call) -> bool:
     either way)."""
     f = call.func
     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-    return name is not None and _WRITE_RE.match(name) is not None
+    return name is not None and _writer_name(name)
+
+
+def _writer_name(name: str) -> bool:
+    return _WRITE_RE.match(name) is not None
 
 
 def keys_a_mapping(index: TreeIndex, read: ast.AST) -> bool:
