@@ -52,19 +52,63 @@ def test_summary_median_and_spread():
         stats.Summary.of([])
 
 
+def _runs(means, steps=50, jitter=0.02, seed=1):
+    """Synthetic per-step times: one run per mean, each step within +-jitter of it."""
+    import random
+
+    rng = random.Random(seed)
+    return [[m * (1 + rng.uniform(-jitter, jitter)) for _ in range(steps)] for m in means]
+
+
 @pytest.mark.parametrize(
-    "bad,good,verdict",
+    "before,after,verdict",
     [
-        ([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], stats.FASTER),
-        ([1.0, 1.1, 1.2], [2.0, 2.1, 2.2], stats.SLOWER),
-        # overlapping spreads: the medians differ by 1.5x but one good
-        # repetition was as slow as a bad one, so this is noise
-        ([1.5, 1.5, 1.6], [1.0, 1.0, 1.55], stats.NO_GAIN),
-        ([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], stats.NO_GAIN),
+        ([20.0, 20.5, 19.8], [10.0, 10.2, 9.9], stats.FASTER),
+        ([10.0, 10.2, 9.9], [20.0, 20.5, 19.8], stats.SLOWER),
+        ([10.0, 10.1, 9.9], [10.0, 9.95, 10.05], stats.NO_GAIN),
+        # within the tolerance: a 1% difference, however steady, is no gain
+        ([10.1, 10.1, 10.1], [10.0, 10.0, 10.0], stats.NO_GAIN),
     ],
 )
-def test_time_verdict_needs_separated_spreads(bad, good, verdict):
-    assert stats.time_verdict(stats.Summary.of(bad), stats.Summary.of(good)) == verdict
+def test_time_verdict_comes_from_the_interval(before, after, verdict):
+    iv = stats.ratio_interval(_runs(before), _runs(after, seed=2))
+    assert iv.low <= iv.ratio <= iv.high
+    assert stats.time_verdict(iv) == verdict
+
+
+def test_one_noisy_run_does_not_flip_the_verdict():
+    # the fix is steadily 1.3x faster, but one of its three runs hit a noisy
+    # neighbour and took twice as long: that must not read as a slowdown
+    # (the spread rule of before read 2-run cases like this as 0.67x slower)
+    before = _runs([13.0, 13.1, 12.9])
+    noisy = _runs([10.0, 10.05, 20.0], seed=3)
+    assert stats.time_verdict(stats.ratio_interval(before, noisy)) != stats.SLOWER
+    assert stats.time_verdict(stats.ratio_interval(before[:2], noisy[1:])) != stats.SLOWER
+    # and one noisy "before" run cannot make a no-op look like a win
+    same = _runs([10.0, 10.05, 9.95], seed=4)
+    assert stats.time_verdict(stats.ratio_interval(_runs([10.0, 10.0, 25.0], seed=5), same)) != stats.FASTER
+    # without the noisy run, the gain is clear
+    assert stats.time_verdict(stats.ratio_interval(before, noisy[:2])) == stats.FASTER
+
+
+def test_no_verdict_from_one_run_and_the_interval_is_seeded():
+    iv = stats.ratio_interval(_runs([20.0]), _runs([10.0]))
+    assert iv.ratio == pytest.approx(2.0, rel=0.02)
+    assert stats.time_verdict(iv) is None
+    a, b = _runs([12.0, 12.2]), _runs([10.0, 10.1])
+    assert stats.ratio_interval(a, b) == stats.ratio_interval(a, b)
+    with pytest.raises(ValueError):
+        stats.ratio_interval([], b)
+
+
+def test_scaled_steps_sum_to_the_synchronized_window():
+    # the host's clock ran ahead of the device: its steps sum to 90 ms of a 100 ms window
+    scaled = stats.scaled_steps([30.0, 30.0, 30.0], 100.0, 3)
+    assert sum(scaled) == pytest.approx(100.0)
+    assert scaled[0] == pytest.approx(100.0 / 3)
+    # without per-step times (or with the wrong count): the run's mean, once
+    assert stats.scaled_steps([], 100.0, 4) == [25.0]
+    assert stats.scaled_steps([1.0, 2.0], 100.0, 4) == [25.0]
 
 
 def test_memory_verdict_ignores_tiny_differences():
@@ -121,6 +165,12 @@ def test_measure_runs_both_sides_interleaved_and_checks_results():
     assert rec["bad"]["peak_bytes"] is None  # no CUDA: no memory figures, never zeros
     assert rec["verdict"] in ("no measurable gain", f"{rec['time_ratio']:.2f}x faster",
                               f"{1 / rec['time_ratio']:.2f}x slower")
+    # the ratio and its interval come from the same samples (`stats.ratio_interval`)
+    iv = rec["time_interval"]
+    assert iv["low"] <= rec["time_ratio"] <= iv["high"] and (iv["runs_before"], iv["runs_after"]) == (3, 3)
+    assert rec["time_ratio"] == pytest.approx(
+        sum(rec["bad"]["samples"]) / sum(rec["good"]["samples"]))
+    assert f"{rec['time_ratio']:.2f}x [{iv['low']:.2f}-{iv['high']:.2f}]" in B.render_table({"rules": [rec]})
 
 
 def test_measure_reports_a_good_side_that_computes_something_else():

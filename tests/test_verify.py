@@ -129,6 +129,14 @@ def test_lm_safe_fixes_applied_and_measured(lm_run):
     assert all(4.0 < v < 6.0 for v in losses["before"])
     assert data["comparison"]["speedup"] == pytest.approx(
         data["before"]["ms_per_step"] / data["after"]["ms_per_step"])
+    # three runs a side by default, alternating, and a verdict from the speedup's interval
+    assert data["repeat"] == 3 and len(data["runs"]["before"]) == len(data["runs"]["after"]) == 3
+    iv = data["comparison"]["speedup_interval"]
+    assert iv["low"] <= data["comparison"]["speedup"] <= iv["high"]
+    assert (iv["runs_before"], iv["runs_after"], iv["confidence"]) == (3, 3, 0.95)
+    assert data["comparison"]["time_verdict"] in ("faster", "slower", "no measurable gain")
+    progress = [line for line in res.stderr.splitlines() if line.startswith("gpulint verify: run ")]
+    assert progress == [f"gpulint verify: run {i}/3, {tag} the fixes ..." for i in (1, 2, 3) for tag in ("before", "after")]
 
 
 def test_lm_text_report(lm_run):
@@ -139,6 +147,7 @@ def test_lm_text_report(lm_run):
     for label in ("steps/s (CPU)", "ms/step (CPU)", "speedup (CPU)", "syncs/step", "peak memory"):
         assert label in out
     assert "agree (max rel diff" in out
+    assert "95% interval]" in out and f"({data['comparison']['time_verdict']})" in out
     assert data["device_line"] in out and "CPU (" in data["device_line"] and "torch 2." in data["device_line"]
     assert "measured on the CPU" in out
 

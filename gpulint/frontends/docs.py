@@ -160,8 +160,10 @@ def render_verify_table(reports: dict) -> str:
         own = [f for f in rep["fixes"]["fixed"] if f["path"] == rep["script"]]
         kinds = "safe and unsafe" if rep.get("unsafe_fixes") else "safe"
         codes = ", ".join(sorted({f["code"] for f in own}))
-        verdict = c["time_verdict"]
-        speed = f"{c['speedup']:.2f}x" + ("" if verdict == "faster" else f" ({verdict})")
+        verdict = c.get("time_verdict")
+        iv = c.get("speedup_interval")
+        speed = f"{c['speedup']:.2f}x" + (f" [{iv['low']:.2f}-{iv['high']:.2f}]" if iv else "")
+        speed += "" if verdict == "faster" else f" ({verdict or 'one run: no verdict'})"
         losses = c["losses"]
         agree = losses["verdict"] + (f" (max rel diff {losses['max_rel_diff']:.1e})" if losses.get("max_rel_diff") is not None else "")
         lines.append(

@@ -3,8 +3,11 @@
 Each side runs in a fresh subprocess (`worker.py`); both stay alive and are
 asked in turn (A B A B ...) to time `steps` whole steps, each repetition
 wrapped in a device synchronize, so host stalls count. Each side is
-summarised by its median time per step and its min-max spread; a ratio whose
-two spreads overlap is reported as "no measurable gain", never as a speedup.
+summarised by its median time per step and its min-max spread. The ratio
+comes with a bootstrap interval over the repetitions (`stats.ratio_interval`,
+as `gpulint verify` uses): a ratio whose interval does not clear 1 by more
+than `stats.TOLERANCE` is reported as "no measurable gain", never as a
+speedup.
 """
 
 from __future__ import annotations
@@ -143,13 +146,14 @@ def measure(rule, device: str, small: bool, reps: int, steps: Optional[int] = No
 
 def record(rule, bad: SideResult, good: SideResult, check: dict, steps: int, reps: int) -> dict:
     bench: Bench = rule.bench
-    b, g = stats.Summary.of(bad.seconds_per_step), stats.Summary.of(good.seconds_per_step)
+    interval = stats.ratio_interval([[t] for t in bad.seconds_per_step], [[t] for t in good.seconds_per_step])
     out = {
         "code": rule.code, "name": rule.name, "metric": bench.metric, "steps_per_repetition": steps,
         "repetitions": reps, "note": bench.note, "fix_safety": rule.fix_safety,
         "bad": bad.as_dict(), "good": good.as_dict(),
-        "time_ratio": stats.ratio(b.median, g.median),
-        "time_verdict": stats.time_verdict(b, g),
+        "time_ratio": interval.ratio,
+        "time_interval": interval.as_dict(),
+        "time_verdict": stats.time_verdict(interval) or stats.NO_GAIN,
         "check": {"kind": bench.check, "rtol": bench.rtol, "atol": bench.atol, **check},
     }
     bp, gp = out["bad"]["peak_bytes"], out["good"]["peak_bytes"]
@@ -182,8 +186,13 @@ def verdict_text(rec: dict) -> str:
 _ms, _mib = stats.fmt_ms, stats.fmt_mib
 
 
+def _interval_text(interval: Optional[dict]) -> str:
+    return "" if not interval else f" [{interval['low']:.2f}-{interval['high']:.2f}]"
+
+
 def render_table(report: dict) -> str:
-    rows = [("rule", "bad ms/step [min-max]", "good ms/step [min-max]", "ratio", "peak memory bad -> good", "verdict")]
+    rows = [("rule", "bad ms/step [min-max]", "good ms/step [min-max]", f"ratio [{stats.CONFIDENCE:.0%} interval]",
+             "peak memory bad -> good", "verdict")]
     for rec in report["rules"]:
         if "error" in rec:
             rows.append((rec["code"], "-", "-", "-", "-", f"ERROR: {rec['error'].splitlines()[0][:120]}"))
@@ -193,7 +202,7 @@ def render_table(report: dict) -> str:
             f"{rec['code']} {rec['name']}",
             f"{_ms(b['median'])} [{_ms(b['min'])}-{_ms(b['max'])}]",
             f"{_ms(g['median'])} [{_ms(g['min'])}-{_ms(g['max'])}]",
-            f"{rec['time_ratio']:.2f}x",
+            f"{rec['time_ratio']:.2f}x" + _interval_text(rec.get("time_interval")),
             f"{_mib(rec['bad']['peak_bytes'])} -> {_mib(rec['good']['peak_bytes'])}",
             rec["verdict"],
         ))
@@ -220,7 +229,8 @@ def plot(report: dict, path: str) -> None:
         else:
             b, g = r["bad"]["seconds_per_step"], r["good"]["seconds_per_step"]
             value = r["time_ratio"]
-            low, high = b["min"] / g["max"], b["max"] / g["min"]
+            iv = r.get("time_interval")
+            low, high = (iv["low"], iv["high"]) if iv else (b["min"] / g["max"], b["max"] / g["min"])
         labels.append(f"{r['code']} {r['name']}" + (" (peak memory)" if memory else ""))
         ratios.append(value)
         lo.append(max(value - low, 0))
@@ -235,7 +245,7 @@ def plot(report: dict, path: str) -> None:
     ax.set_yticklabels(labels, fontsize=8)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("bad / good (time per step, or peak memory); bars show the spread; grey = no measurable gain")
+    ax.set_xlabel("bad / good (time per step, or peak memory); bars show the interval; grey = no measurable gain")
     ax.set_title(f"gpulint bench: {report['where']}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

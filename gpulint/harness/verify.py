@@ -36,7 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import click
 
 from gpulint.harness import probe as probe_mod
-from gpulint.harness.stats import Summary, time_verdict
+from gpulint.harness.stats import CONFIDENCE, TOLERANCE, Summary, ratio_interval, scaled_steps, time_verdict
 
 EXIT_OK, EXIT_ERROR = 0, 2
 LOSS_RTOL = 1e-3
@@ -302,15 +302,28 @@ def compare_losses(before: Sequence[float], after: Sequence[float], unsafe_appli
     return out
 
 
+def _timed(runs: List[Dict[str, object]]) -> List[Dict[str, object]]:
+    """The runs that reached the end of their timed window."""
+    return [r for r in runs if r.get("status") == "done" and r.get("seconds")]
+
+
+def step_ms(run: Dict[str, object]) -> List[float]:
+    """A run's per-step times in ms: the host's time at each step, scaled to
+    the window's synchronized total (`stats.scaled_steps`)."""
+    return scaled_steps([float(t) for t in run.get("host_step_ms") or ()], float(run["seconds"]) * 1e3,
+                        int(run["steps_timed"]))
+
+
 def _side_metrics(runs: List[Dict[str, object]]) -> Dict[str, object]:
-    ok = [r for r in runs if r.get("status") == "done" and r.get("seconds")]
+    ok = _timed(runs)
     m: Dict[str, object] = {"runs": len(runs), "ok_runs": len(ok)}
     if ok:
         ms = [float(r["seconds"]) * 1e3 / int(r["steps_timed"]) for r in ok]
         s = Summary.of(ms)
-        m["ms_per_step"] = s.median
+        # the mean over runs, as the speedup's own estimate (`stats.ratio_interval`) takes it
+        m["ms_per_step"] = sum(ms) / len(ms)
         m["ms_per_step_spread"] = s.as_dict()
-        m["steps_per_s"] = 1e3 / s.median if s.median > 0 else None
+        m["steps_per_s"] = 1e3 / m["ms_per_step"] if m["ms_per_step"] > 0 else None
     first = runs[0]
     n_sync = first.get("sync_steps") or 0
     m["syncs_per_step"] = (first["sync_count"] / n_sync) if first.get("sync_count") is not None and n_sync else None
@@ -378,7 +391,11 @@ def render_text(report: Dict[str, object]) -> str:
     rows.append(("steps/s" + lab, _num(b.get("steps_per_s"), ".2f"), _num(a.get("steps_per_s"), ".2f")))
     rows.append(("ms/step" + lab, _num(b.get("ms_per_step"), ".2f"), _num(a.get("ms_per_step"), ".2f")))
     sp = c.get("speedup")
-    verdict = f" ({c['time_verdict']})" if c.get("time_verdict") else ""
+    iv = c.get("speedup_interval")
+    verdict = ""
+    if sp is not None:
+        verdict = f" [{iv['low']:.2f}-{iv['high']:.2f}, {iv['confidence']:.0%} interval]" if iv else ""
+        verdict += f" ({c['time_verdict']})" if c.get("time_verdict") else " (one run per side: no verdict)"
     rows.append(("speedup" + lab, "", (_num(sp, ".2f") + "x" if sp is not None else "n/a") + verdict))
     if cpu:
         rows.append(("syncs/step", "n/a (CPU)", "n/a (CPU)"))
@@ -447,8 +464,9 @@ def _fail(msg: str) -> None:
               help="Also write every figure, finding and run detail to this JSON file.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
               help="Wall-clock limit in seconds for each run of the script.")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Runs per side, alternating before/after; 2 or more give a noise-aware verdict.")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Runs per side, alternating before/after. The verdict needs 2 or more: it comes from a "
+                   f"{CONFIDENCE:.0%} bootstrap interval of the speedup over runs and steps.")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter that runs the script (default: the one running gpulint).")
 @click.option("--keep-temp", is_flag=True, help="Keep the temporary copies and logs, and print where they are.")
@@ -507,6 +525,7 @@ def _verify(o: Dict[str, object], work: str) -> int:
     steps, warmup, device, repeat = o["steps"], o["warmup"], o["device"], o["repeat"]
     before_dir = os.path.join(work, "before")
     after_dir = os.path.join(work, "after")
+    click.echo(f"gpulint verify: copying {src} and fixing one copy ...", err=True)
     copied = copy_tree(src, before_dir)
     copy_tree(src, after_dir)
     fx = fix_copy(src, script_abs, after_dir, copied, o["unsafe_fixes"], o["select_l"], o["ignore_l"],
@@ -548,6 +567,7 @@ def _verify(o: Dict[str, object], work: str) -> int:
     for _ in range(repeat):
         for tag, root in (("before", before_dir), ("after", after_dir)):
             i = len(runs[tag])
+            click.echo(f"gpulint verify: run {i + 1}/{repeat}, {tag} the fixes ...", err=True)
             runs[tag].append(run_side(o["python"], root, script_rel, o["args"], steps, warmup, env,
                                       o["timeout"], f"{tag}{i}"))
             if runs[tag][-1].get("status") != "done":
@@ -561,12 +581,11 @@ def _verify(o: Dict[str, object], work: str) -> int:
     report["before"], report["after"] = b_m, a_m
     comp: Dict[str, object] = {}
     if b_m.get("ms_per_step") and a_m.get("ms_per_step"):
-        comp["speedup"] = b_m["ms_per_step"] / a_m["ms_per_step"]
-        if repeat > 1:
-            comp["time_verdict"] = time_verdict(
-                Summary.of([1e3 * r["seconds"] / r["steps_timed"] for r in runs["before"]]),
-                Summary.of([1e3 * r["seconds"] / r["steps_timed"] for r in runs["after"]]),
-            )
+        interval = ratio_interval([step_ms(r) for r in _timed(runs["before"])],
+                                  [step_ms(r) for r in _timed(runs["after"])])
+        comp["speedup"] = interval.ratio
+        comp["speedup_interval"] = interval.as_dict()
+        comp["time_verdict"] = time_verdict(interval)
     first_b = runs["before"][0].get("losses") or [] if runs["before"] else []
     first_a = runs["after"][0].get("losses") or [] if runs["after"] else []
     comp["losses"] = compare_losses(first_b, first_a, fx.unsafe_applied)
@@ -580,7 +599,12 @@ def _verify(o: Dict[str, object], work: str) -> int:
     if device == "cpu":
         report["notes"].append("measured on the CPU: the figures say little about a GPU run.")
     if repeat == 1:
-        report["notes"].append("one run per side: the speedup includes run-to-run noise (use --repeat 3 to judge it).")
+        report["notes"].append("one run per side: the speedup includes run-to-run noise, so no verdict is given "
+                               "(use --repeat 3 or more).")
+    elif comp.get("time_verdict"):
+        report["notes"].append(
+            f"faster or slower is said only when the {CONFIDENCE:.0%} interval of the speedup (a bootstrap over "
+            f"runs, and over steps within each run) clears 1 by more than {TOLERANCE:.0%}.")
 
     if failed:
         report["status"] = "error"
