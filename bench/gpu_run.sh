@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # What the lent GPU machine runs to record docs/speedups.{json,md}: the device
 # has torch with CUDA but not libcst, which travels as a wheel in .whl/.
-# Usage there: bash bench/gpu_run.sh [bench|verify|smoke|multigpu|doctor] [extra args...]
+# Usage there: bash bench/gpu_run.sh [bench|verify|trace|smoke|multigpu|doctor] [extra args...]
 #   multigpu [COUNTS] [extra args]: GPU001's multi-GPU study, COUNTS default 2,4,8
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/gpulint-out}"
 mkdir -p "$OUT"
-if ! python3 -c "import libcst" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+if ! python3 -c "import libcst, click, pathspec" 2>/dev/null; then
+  # gpulint's own dependencies, as wheels in .whl/ (`pip download` them for the device's Python)
+  python3 -m pip install -q --no-index --find-links .whl --no-compile --no-cache-dir --target /tmp/site \
+    libcst click pathspec || exit 1
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -21,6 +23,15 @@ case "$what" in
     for s in fixtures/verify/*.py; do
       n=$(basename "$s" .py)
       python3 -m gpulint verify "$s" --json "$OUT/verify-$n.json" "$@" 2>&1 | tee "$OUT/verify-$n.txt"
+    done ;;
+  trace)
+    # `verify --trace` on the multi-file fixture and on each verify fixture
+    export GPULINT_PREVIEW=1
+    python3 -m gpulint verify --trace fixtures/verify/trace/train.py --json "$OUT/trace-multifile.json" \
+      --plot "$OUT/trace-multifile.png" "$@" 2>&1 | tee "$OUT/trace-multifile.txt"
+    for s in fixtures/verify/*.py; do
+      n=$(basename "$s" .py)
+      python3 -m gpulint verify --trace "$s" --json "$OUT/trace-$n.json" "$@" 2>&1 | tee "$OUT/trace-$n.txt"
     done ;;
   multigpu)
     # GPU001's study: DataParallel against DDP under torchrun (NCCL; NVLink multicast stays off)

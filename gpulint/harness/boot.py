@@ -59,6 +59,8 @@ class SyncCounter:
         self.explicit = 0
         self._saved_showwarning = None
         self._filter = None
+        # with a `Tracer`: called at each sync (implicit: None; explicit: the seconds it waited)
+        self.on_sync = None
 
     @property
     def count(self) -> int:
@@ -67,6 +69,8 @@ class SyncCounter:
     def _showwarning(self, message, category, filename, lineno, file=None, line=None):
         if self.on and SYNC_WARNING in str(message):
             self.implicit += 1
+            if self.on_sync is not None:
+                self.on_sync(None)
             return
         self._saved_showwarning(message, category, filename, lineno, file, line)
 
@@ -106,6 +110,11 @@ class SyncCounter:
         def synchronize(*args, **kwargs):
             if self.on:
                 self.explicit += 1
+                if self.on_sync is not None:
+                    t0 = time.perf_counter()
+                    out = original(*args, **kwargs)
+                    self.on_sync(time.perf_counter() - t0)
+                    return out
             return original(*args, **kwargs)
 
         synchronize.__wrapped__ = original
@@ -113,12 +122,195 @@ class SyncCounter:
         return synchronize
 
 
+# `gpulint verify --trace`: the path of a JSON file {"root": the copy's folder,
+# "watch": {relative path: [lines]}} (the lines of the static findings)
+TRACE_ENV = "GPULINT_TRACE"
+# calls that copy to the device what they are given (a host tensor, or Python or NumPy data)
+COPY_CALLS = frozenset({"to", "cuda", "copy_", "type", "tensor", "as_tensor", "asarray"})
+
+
+class Tracer:
+    """What each line of the user's files costs over the traced steps: the
+    host-device syncs made from it (counted from sync debug mode's warnings
+    and explicit `synchronize()` calls, with the host time of the call that
+    synced), the copies to the device of host data (bytes, from pageable
+    memory or not, host time), and the time waiting on a DataLoader. A line
+    is the innermost frame of the stack in a file under `root`. Also which
+    watched lines ran at all (`reached`)."""
+
+    def __init__(self, torch_module, spec: dict, cuda: bool) -> None:
+        self.torch = torch_module
+        self.cuda = cuda
+        self.root = os.path.realpath(spec["root"])
+        self.watch = {}
+        for rel, lines in spec.get("watch", {}).items():
+            self.watch[os.path.join(self.root, rel)] = set(lines)
+        self.rows = {}  # (path, line, kind) -> [count, seconds, bytes, pageable]
+        self.reached = set()
+        self.syncs = 0  # implicit syncs seen so far (a call that made some is timed as one)
+        self._rel = {}
+        self._undo = []
+        self.on = False
+
+    # ----------------------------------------------------------- locations
+    def relative(self, filename: str):
+        rel = self._rel.get(filename, False)
+        if rel is False:
+            real = os.path.realpath(filename) if filename and not filename.startswith("<") else ""
+            rel = None
+            if real.startswith(self.root + os.sep) and real.endswith(".py"):
+                rel = os.path.relpath(real, self.root).replace(os.sep, "/")
+            self._rel[filename] = rel
+        return rel
+
+    def where(self, frame):
+        while frame is not None:
+            rel = self.relative(frame.f_code.co_filename)
+            if rel is not None:
+                return rel, frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    def add(self, kind: str, frame, seconds: float = 0.0, nbytes: int = 0, pageable: bool = False,
+            count: int = 1) -> None:
+        at = self.where(frame)
+        if at is None:
+            return
+        row = self.rows.setdefault((at[0], at[1], kind), [0, 0.0, 0, 0])
+        row[0] += count
+        row[1] += seconds
+        row[2] += nbytes
+        row[3] += count if pageable else 0
+
+    # -------------------------------------------------------------- events
+    def on_sync(self, seconds) -> None:
+        if seconds is None:  # an implicit sync: its time is the call's (`call`)
+            self.syncs += 1
+            self.add("sync", sys._getframe(1))
+        else:
+            self.add("sync", sys._getframe(1), seconds=seconds)
+
+    def call(self, func, args, kwargs):
+        """A torch function or Tensor method called while tracing: run it, and
+        time it where it synced or copied host data to the device."""
+        before = self.syncs
+        t0 = time.perf_counter()
+        out = func(*args, **kwargs)
+        dt = time.perf_counter() - t0
+        if self.syncs != before:  # (the frames of boot.py are not the user's: `where` walks past them)
+            self.add("sync", sys._getframe(1), seconds=dt, count=0)
+        elif getattr(func, "__name__", "") in COPY_CALLS:
+            self._copy(func.__name__, args, out, dt, sys._getframe(1))
+        return out
+
+    def _copy(self, name: str, args, out, seconds: float, frame) -> None:
+        torch = self.torch
+        if not isinstance(out, torch.Tensor) or out.device.type == "cpu" or not args:
+            return
+        src = args[1] if name == "copy_" and len(args) > 1 else args[0]
+        if isinstance(src, torch.Tensor):
+            if src.device.type != "cpu":
+                return
+            nbytes, pageable = src.numel() * src.element_size(), not src.is_pinned()
+        else:  # Python or NumPy data, staged through pageable memory
+            nbytes, pageable = out.numel() * out.element_size(), True
+        self.add("copy", frame, seconds=seconds, nbytes=nbytes, pageable=pageable)
+
+    def _line(self, frame, event, arg):
+        if event == "line":
+            lines = self.watch.get(frame.f_code.co_filename)
+            if lines is not None and frame.f_lineno in lines:
+                self.reached.add((self.relative(frame.f_code.co_filename), frame.f_lineno))
+        return self._line
+
+    def _call_event(self, frame, event, arg):
+        if frame.f_code.co_filename in self.watch:
+            frame.f_trace_lines = True
+            return self._line
+        return None
+
+    # --------------------------------------------------------- on and off
+    def start(self, sync_counter) -> None:
+        torch = self.torch
+        self.on = True
+        tracer = self
+        self.watch = {fn: lines for path, lines in self.watch.items()
+                      for fn in {path, os.path.realpath(path)}}
+        if self.cuda:
+            sync_counter.on_sync = self.on_sync
+            sync_counter.start()
+            self._undo.append(lambda: (sync_counter.stop(), setattr(sync_counter, "on_sync", None)))
+            for cls in (torch.cuda.Event, torch.cuda.Stream):
+                original = cls.synchronize
+
+                def synchronize(obj, *a, _original=original, **k):
+                    t0 = time.perf_counter()
+                    out = _original(obj, *a, **k)
+                    tracer.add("sync", sys._getframe(1), seconds=time.perf_counter() - t0)
+                    return out
+
+                cls.synchronize = synchronize
+                self._undo.append(lambda cls=cls, original=original: setattr(cls, "synchronize", original))
+        from torch.utils.data import dataloader
+
+        loader_next = dataloader._BaseDataLoaderIter.__next__
+
+        def next_batch(it):
+            t0 = time.perf_counter()
+            try:
+                batch = loader_next(it)
+            except StopIteration:  # the epoch's end: its time counts, as no batch
+                tracer.add("data", sys._getframe(1), seconds=time.perf_counter() - t0, count=0)
+                raise
+            tracer.add("data", sys._getframe(1), seconds=time.perf_counter() - t0)
+            return batch
+
+        dataloader._BaseDataLoaderIter.__next__ = next_batch
+        self._undo.append(lambda: setattr(dataloader._BaseDataLoaderIter, "__next__", loader_next))
+        from torch.overrides import TorchFunctionMode
+
+        class _Traced(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return tracer.call(func, args, kwargs or {})
+
+        mode = _Traced()
+        mode.__enter__()
+        self._undo.append(lambda: mode.__exit__(None, None, None))
+        if self.watch:
+            frame = sys._getframe(1)
+            while frame is not None:  # the frames running now (the training loop's among them)
+                if frame.f_code.co_filename in self.watch:
+                    frame.f_trace = self._line
+                    frame.f_trace_lines = True
+                frame = frame.f_back
+            sys.settrace(self._call_event)
+            self._undo.append(lambda: sys.settrace(None))
+
+    def stop(self) -> None:
+        if not self.on:
+            return
+        self.on = False
+        for undo in reversed(self._undo):
+            try:
+                undo()
+            except Exception:
+                pass
+        self._undo = []
+
+    def results(self, steps: int) -> dict:
+        rows = [{"path": p, "line": ln, "kind": k, "count": c, "seconds": sec, "bytes": b, "pageable": pg}
+                for (p, ln, k), (c, sec, b, pg) in sorted(self.rows.items())]
+        return {"steps": steps, "rows": rows, "reached": sorted([p, ln] for p, ln in self.reached)}
+
+
 class Recorder:
     """The measurement state of one run; `on_step` is the optimizer step
     post-hook, `on_backward` sees every backward() call."""
 
-    def __init__(self, torch_module, results_path: str, steps: int, warmup: int, cuda: bool) -> None:
+    def __init__(self, torch_module, results_path: str, steps: int, warmup: int, cuda: bool,
+                 tracer: "Tracer" = None) -> None:
         self.torch = torch_module
+        self.tracer = tracer  # `--trace`: the window's steps are traced (and so not timed truly)
         self.results_path = results_path
         self.steps = steps
         self.warmup = warmup
@@ -177,7 +369,11 @@ class Recorder:
                 self.torch.cuda.reset_peak_memory_stats()
             self.t_start = time.perf_counter()
             self.host_times = [self.t_start]
+            if self.tracer is not None:
+                self.tracer.start(self.sync)
         if n == self.warmup + self.steps:
+            if self.tracer is not None:
+                self.tracer.stop()
             self.device_synchronize()
             self.t_end = time.perf_counter()
             if self.cuda:
@@ -219,12 +415,15 @@ class Recorder:
             "cuda": self.cuda,
             "ended": self.ended,
             "error": self.error,
+            "trace": self.tracer.results(timed) if self.tracer is not None else None,
         }
 
     def finish(self, status: str) -> None:
         if self.written:
             return
         self.written = True
+        if self.tracer is not None:
+            self.tracer.stop()
         if self.sync.on:
             self.sync.stop()
         data = self.results(status)
@@ -292,7 +491,11 @@ def main(argv) -> int:
     import torch
 
     cuda = bool(torch.cuda.is_available())
-    recorder = Recorder(torch, os.path.abspath(results_path), steps, warmup, cuda)
+    tracer = None
+    if os.environ.get(TRACE_ENV):
+        with open(os.environ[TRACE_ENV], encoding="utf-8") as fh:
+            tracer = Tracer(torch, json.load(fh), cuda)
+    recorder = Recorder(torch, os.path.abspath(results_path), steps, warmup, cuda, tracer)
     seed_everything(torch)
     install(torch, recorder)
 

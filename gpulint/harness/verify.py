@@ -42,6 +42,7 @@ EXIT_OK, EXIT_ERROR = 0, 2
 LOSS_RTOL = 1e-3
 BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot.py")
 SCHEMA = "gpulint-verify/1"
+TRACE_ENV = "GPULINT_TRACE"  # boot.py's own name for it (boot.py imports nothing of gpulint)
 
 # copying the script's directory
 SKIP_DIRS = frozenset({
@@ -472,8 +473,13 @@ def _fail(msg: str) -> None:
 @click.option("--keep-temp", is_flag=True, help="Keep the temporary copies and logs, and print where they are.")
 @click.option("--preview/--no-preview", default=None,
               help="Fix what the preview rules find too (as `gpulint fix --preview`).")
+@click.option("--trace", is_flag=True,
+              help="Instead of measuring fixes: run the script once and show, per line of your files, the syncs, "
+                   "copies to the device and DataLoader waits of the timed steps, next to the findings.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="With --trace: also draw the costliest lines to this image (needs matplotlib).")
 def verify(script, args, steps, warmup, device, unsafe_fixes, select, ignore, config_path, json_path, timeout,
-           repeat, python, keep_temp, preview=None) -> None:
+           repeat, python, keep_temp, preview=None, trace=False, plot_path=None) -> None:
     """Measure SCRIPT before and after `gpulint fix`: steps/s, syncs/step,
     peak GPU memory, and whether the first losses agree.
 
@@ -486,6 +492,11 @@ def verify(script, args, steps, warmup, device, unsafe_fixes, select, ignore, co
 
     A step is one `optimizer.step()` call: a script that steps several
     optimizers per iteration (a GAN) counts each.
+
+    With --trace, nothing is fixed: the script runs once and the report
+    lists, per line of your files, what its timed steps cost at run time,
+    marked `confirmed` (a finding's line), `runtime only` (no finding), and
+    the findings that never ran (`not reached`).
     """
     from gpulint.engine.console import split_codes, validate_codes
 
@@ -509,9 +520,12 @@ def verify(script, args, steps, warmup, device, unsafe_fixes, select, ignore, co
         config_path=config_path, json_path=json_path, timeout=timeout, python=python, info=info, preview=preview,
         device_line=device_line,
     )
+    if plot_path and not trace:
+        _fail("--plot draws the lines of a trace: add --trace")
+    o["plot_path"] = plot_path
     work = tempfile.mkdtemp(prefix="gpulint-verify-")
     try:
-        code = _verify(o, work)
+        code = _trace(o, work) if trace else _verify(o, work)
     finally:
         if keep_temp:
             click.echo(f"kept: {work}", err=True)
@@ -622,6 +636,70 @@ def _verify(o: Dict[str, object], work: str) -> int:
     click.echo(render_text(report), nl=False)
     _write_json(o["json_path"], report)
     return EXIT_OK
+
+
+def list_findings(src: str, script: str, select: Optional[Sequence[str]] = None, ignore: Sequence[str] = (),
+                  config_path: Optional[str] = None, preview: Optional[bool] = None
+                  ) -> Tuple[List[Dict[str, object]], List[Tuple[str, str]]]:
+    """The findings of SCRIPT and the files beside it, as `gpulint check SRC
+    SCRIPT` finds them (paths relative to SRC), and the files that could not
+    be checked."""
+    from gpulint.engine.config import ConfigResolver
+    from gpulint.engine.runner import run
+
+    result = run([script, src], ConfigResolver(config_path), select=select or None, ignore=list(ignore), jobs=1,
+                 use_cache=False, preview=preview)
+    errors = [(os.path.relpath(p, src) if os.path.isabs(p) else p, why) for p, why in result.all_errors]
+    found = [_finding_dict(f, src) for res in result.results if not res.error for f in res.findings]
+    found.sort(key=lambda d: (d["path"], d["line"], d["col"], d["code"]))
+    return found, errors
+
+
+def _trace(o: Dict[str, object], work: str) -> int:
+    """`verify --trace`: one traced run of a copy of the script's folder."""
+    from gpulint.harness import trace as trace_mod
+
+    src, script_rel = o["src"], o["script_rel"]
+    steps, warmup = o["steps"], o["warmup"]
+    root = os.path.join(work, "traced")
+    click.echo(f"gpulint verify: copying {src} and listing its findings ...", err=True)
+    copy_tree(src, root)
+    findings, errors = list_findings(src, o["script_abs"], o["select_l"], o["ignore_l"], o["config_path"], o["preview"])
+    for path, why in errors:
+        click.echo(f"error: {path}: {why}", err=True)
+    findings = [f for f in findings if not str(f["path"]).startswith("..")]
+    watch, spans = trace_mod.watch_spec(src, findings)
+    spec_path = os.path.join(work, "trace-spec.json")
+    with open(spec_path, "w", encoding="utf-8") as fh:
+        json.dump({"root": root, "watch": watch}, fh)
+    env = _env(o["device"])
+    env[TRACE_ENV] = spec_path
+    click.echo(f"gpulint verify: tracing {warmup} warm-up + {steps} steps ...", err=True)
+    side = run_side(o["python"], root, script_rel, o["args"], steps, warmup, env, o["timeout"], "traced")
+    trace = side.get("trace") or {}
+    traced = max(int(side.get("steps_reached") or 0) - warmup, 0) if side.get("status") != "done" else steps
+    report = trace_mod.build_report(trace, findings, spans, traced)
+    script = os.path.relpath(o["script_abs"]) if not os.path.relpath(o["script_abs"]).startswith("..") else o["script_abs"]
+    report.update(script=script, args=list(o["args"]), device=o["device"], device_line=o["device_line"],
+                  environment=o["info"], warmup=warmup, steps_requested=steps, run=side,
+                  status="ok" if side.get("status") == "done" else "error")
+    if o["device"] == "cpu":
+        report["limits"].insert(0, "Run on the CPU: there are no device syncs or copies to see, only data waits.")
+    click.echo(trace_mod.render_text(report, script, warmup, o["device_line"]), nl=False)
+    _write_json(o["json_path"], report)
+    code = EXIT_OK
+    if side.get("status") != "done":
+        click.echo(f"error: traced run: {_why_failed(side, steps, warmup)}", err=True)
+        for line in side.get("stderr_tail") or []:
+            click.echo(f"  | {line}", err=True)
+        code = EXIT_ERROR
+    if o.get("plot_path") and report["rows"]:
+        try:
+            trace_mod.plot(report, o["plot_path"])
+        except ImportError:
+            click.echo("gpulint verify: --plot needs matplotlib: pip install 'gpulint[harness]'", err=True)
+            code = EXIT_ERROR
+    return EXIT_ERROR if errors else code
 
 
 def _write_json(path: Optional[str], report: Dict[str, object]) -> None:
