@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gpulint.harness import verify as verify_mod
-from gpulint.harness.verify import compare_losses, copy_tree, fix_copy, verify
+from gpulint.harness import sides
+from gpulint.harness.sides import compare_losses, copy_tree, fix_copy
+from gpulint.harness.verify import verify
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "verify"
@@ -263,9 +264,9 @@ def test_copy_and_fix_never_touch_the_originals(tmp_path):
     (src / ".git").mkdir()
     (src / ".git" / "HEAD").write_text("ref\n")
     (src / "data").mkdir()
-    for i in range(verify_mod.BIG_DIR + 1):
+    for i in range(sides.BIG_DIR + 1):
         (src / "data" / f"{i}.bin").write_bytes(b"x")
-    (src / "weights.pt").write_bytes(b"\0" * verify_mod.BIG_FILE)
+    (src / "weights.pt").write_bytes(b"\0" * sides.BIG_FILE)
     (src / "config.yaml").write_text("lr: 0.1\n")
     train = src / "train.py"
     train.write_text(TINY.format(extra="pass"))
@@ -423,3 +424,52 @@ def test_boot_stops_the_script_after_the_window(tmp_path):
     data = json.loads(results.read_text())
     assert data["status"] == "done" and data["steps_reached"] == 6 and data["steps_timed"] == 4
     assert len(data["losses"]) == 5 and data["error"] is None
+
+
+# ------------------------------------------------------------- --each
+def test_each_measures_every_rules_fixes_alone_and_together(tmp_path):
+    _require_torch()
+    script = copy_fixture(tmp_path, "train_lm.py")
+    out = tmp_path / "each.json"
+    res = run_verify(["--each", "--device", "cpu", "--steps", "3", "--warmup", "2", "--repeat", "2",
+                      "--json", out, script.name, "--", "--small"], script.parent)
+    assert res.exit_code == 0, res.output + res.stderr
+    data = json.loads(out.read_text())
+    assert data["schema"] == "gpulint-verify-each/1" and data["status"] == "ok"
+    tags = [v["fix"] for v in data["variants"]]
+    assert tags == ["GPU203", "GPU204", "GPU301", "all"]
+    for v in data["variants"]:
+        codes = {f["code"] for f in v["fixed"]}
+        assert codes == ({"GPU203", "GPU204", "GPU301"} if v["fix"] == "all" else {v["fix"]})
+        assert len(data["runs"][v["fix"]]) == 2 and v["losses"]["verdict"] == "agree"
+        iv = v["speedup_interval"]
+        assert iv["low"] <= v["speedup"] <= iv["high"] and v["time_verdict"] in ("faster", "slower", "no measurable gain")
+    # every rule lands in exactly one list of the summary
+    s = data["summary"]
+    assert sorted(s["keep"] + s["no_gain"] + s["slower"] + s["not_judged"]) == ["GPU203", "GPU204", "GPU301"]
+    # the copies run in turn, round after round
+    progress = [line for line in res.stderr.splitlines() if line.startswith("gpulint verify: run ")]
+    assert progress[:5] == ["gpulint verify: run 1/2, with no fix ...", "gpulint verify: run 1/2, with GPU203's fixes ...",
+                            "gpulint verify: run 1/2, with GPU204's fixes ...",
+                            "gpulint verify: run 1/2, with GPU301's fixes ...",
+                            "gpulint verify: run 1/2, with all the fixes ..."] and len(progress) == 10
+    assert "all together" in res.output and "Keep: " in res.output
+
+
+def test_each_summary_says_which_fixes_slow_the_script():
+    from gpulint.harness import each
+
+    variants = [{"fix": "GPU201", "time_verdict": "faster"}, {"fix": "GPU405", "time_verdict": "slower"},
+                {"fix": "GPU203", "time_verdict": "no measurable gain"}, {"fix": "GPU204", "time_verdict": None},
+                {"fix": "all", "time_verdict": "faster"}]
+    assert each.summary(variants) == {"keep": ["GPU201"], "no_gain": ["GPU203"], "slower": ["GPU405"],
+                                      "not_judged": ["GPU204"]}
+
+
+def test_trace_and_each_are_exclusive_and_plot_needs_trace(tmp_path):
+    _require_torch()
+    script = copy_fixture(tmp_path, "train_lm.py")
+    res = run_verify(["--each", "--trace", "--device", "cpu", script.name], script.parent)
+    assert res.exit_code == 2 and "choose one" in res.stderr
+    res = run_verify(["--plot", "x.png", "--device", "cpu", script.name], script.parent)
+    assert res.exit_code == 2 and "add --trace" in res.stderr

@@ -21,13 +21,30 @@ the statement of a finding is `confirmed`, a row elsewhere is `runtime
 only`, and a finding no traced step ran is `not reached`. It renders the
 table, the JSON (schema `gpulint-trace/1`, docs/verify-trace.schema.json)
 and a plot. It never imports torch.
+
+`run_trace` is the command (`verify --trace`), on the options `verify` parsed.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 from typing import Dict, List, Sequence, Tuple
+
+import click
+
+from gpulint.harness.sides import (
+    EXIT_ERROR,
+    EXIT_OK,
+    TRACE_ENV,
+    child_env,
+    copy_tree,
+    list_findings,
+    run_side,
+    why_failed,
+    write_json,
+)
 
 SCHEMA = "gpulint-trace/1"
 CONFIRMED, RUNTIME_ONLY, NOT_REACHED, NO_EVENT = "confirmed", "runtime only", "not reached", "ran, no event"
@@ -214,3 +231,47 @@ def plot(report: dict, path: str, top: int = 20) -> None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
+
+def run_trace(o: Dict[str, object], work: str) -> int:
+    """`verify --trace`: one traced run of a copy of the script's folder."""
+    src, script_rel = o["src"], o["script_rel"]
+    steps, warmup = o["steps"], o["warmup"]
+    root = os.path.join(work, "traced")
+    click.echo(f"gpulint verify: copying {src} and listing its findings ...", err=True)
+    copy_tree(src, root)
+    findings, errors = list_findings(src, o["script_abs"], o["select_l"], o["ignore_l"], o["config_path"], o["preview"])
+    for path, why in errors:
+        click.echo(f"error: {path}: {why}", err=True)
+    findings = [f for f in findings if not str(f["path"]).startswith("..")]
+    watch, spans = watch_spec(src, findings)
+    spec_path = os.path.join(work, "trace-spec.json")
+    with open(spec_path, "w", encoding="utf-8") as fh:
+        json.dump({"root": root, "watch": watch}, fh)
+    env = child_env(o["device"])
+    env[TRACE_ENV] = spec_path
+    click.echo(f"gpulint verify: tracing {warmup} warm-up + {steps} steps ...", err=True)
+    side = run_side(o["python"], root, script_rel, o["args"], steps, warmup, env, o["timeout"], "traced")
+    trace = side.get("trace") or {}
+    traced = max(int(side.get("steps_reached") or 0) - warmup, 0) if side.get("status") != "done" else steps
+    report = build_report(trace, findings, spans, traced)
+    script = os.path.relpath(o["script_abs"]) if not os.path.relpath(o["script_abs"]).startswith("..") else o["script_abs"]
+    report.update(script=script, args=list(o["args"]), device=o["device"], device_line=o["device_line"],
+                  environment=o["info"], warmup=warmup, steps_requested=steps, run=side,
+                  status="ok" if side.get("status") == "done" else "error")
+    if o["device"] == "cpu":
+        report["limits"].insert(0, "Run on the CPU: there are no device syncs or copies to see, only data waits.")
+    click.echo(render_text(report, script, warmup, o["device_line"]), nl=False)
+    write_json(o["json_path"], report)
+    code = EXIT_OK
+    if side.get("status") != "done":
+        click.echo(f"error: traced run: {why_failed(side, steps, warmup)}", err=True)
+        for line in side.get("stderr_tail") or []:
+            click.echo(f"  | {line}", err=True)
+        code = EXIT_ERROR
+    if o.get("plot_path") and report["rows"]:
+        try:
+            plot(report, o["plot_path"])
+        except ImportError:
+            click.echo("gpulint verify: --plot needs matplotlib: pip install 'gpulint[harness]'", err=True)
+            code = EXIT_ERROR
+    return EXIT_ERROR if errors else code
