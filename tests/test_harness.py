@@ -5,6 +5,7 @@ docs/speedups.md, not run here."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -186,6 +187,32 @@ def test_measure_reports_a_failing_workload_with_its_error():
         B.measure(dummy(bad=broken), "cpu", small=True, reps=2)
     with pytest.raises(B.WorkloadError, match="defines no run"):
         B.measure(dummy(good="x = 1\n"), "cpu", small=True, reps=2)
+
+
+def test_sides_fork_from_one_server_and_another_interpreter_runs_its_own(tmp_path):
+    # the interpreter running gpulint: each side is forked from a server that imported torch once
+    rec = B.measure(dummy(), "cpu", small=True, reps=2)
+    assert rec["check"]["ok"] and B._SERVER and B._SERVER[0] is not None
+    worker = B._Worker(dummy().bench.bad_program, "<x>", "cpu", True, dummy().bench, str(tmp_path / "r.pt"),
+                       sys.executable, 60)
+    try:
+        assert worker.conn is not None and worker.receive() == {"ok": True}
+        assert worker.proc.pid != os.getpid()
+    finally:
+        worker.close()
+    assert not worker.proc.is_alive()
+    # another interpreter (`--python`): a process of its own, same protocol, same answers
+    other = tmp_path / "python"
+    other.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    other.chmod(0o755)
+    rec2 = B.measure(dummy(), "cpu", small=True, reps=2, python=str(other))
+    assert rec2["check"]["ok"] and rec2["check"]["max_abs"] == 0.0
+
+
+def test_a_side_that_dies_says_why():
+    dies = PLAIN.replace("    return x", "    import os; os._exit(3)")
+    with pytest.raises(B.WorkloadError, match="the worker died"):
+        B.measure(dummy(bad=dies), "cpu", small=True, reps=2)
 
 
 def test_worker_keeps_the_protocol_clean_of_program_prints():

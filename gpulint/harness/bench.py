@@ -29,31 +29,73 @@ class WorkloadError(Exception):
 
 
 class _Worker:
+    """One side of a workload in a process of its own. With the interpreter
+    running gpulint, the process is forked from a server that imported torch
+    once (`_forkserver`): a bench of 23 rules starts 46 sides, and importing
+    torch in each took most of a `--small` run. Each side is still a fresh
+    process, forked from one that has set nothing. With another interpreter
+    (`--python`), it is `python -m gpulint.harness.worker`."""
+
     def __init__(self, program: str, filename: str, device: str, small: bool, bench: Bench, result_path: str,
                  python: str, timeout: float):
         self.timeout = timeout
-        self.proc = subprocess.Popen(
-            [python, "-m", "gpulint.harness.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=_child_env(),
-        )
-        self._send({
+        self.proc = None
+        self.conn = None
+        self.log_path = result_path + ".log"
+        spec = {
             "program": program, "filename": filename, "device": device, "small": small,
             "check_steps": 2, "warmup": 1 if small else bench.warmup, "result_path": result_path,
-        })
+        }
+        ctx = _forkserver() if os.path.realpath(python) == os.path.realpath(sys.executable) else None
+        if ctx is not None:
+            from gpulint.harness import worker
+
+            self.conn, child = ctx.Pipe()
+            # (not a daemon: a workload may start DataLoader workers of its own; `close` ends it)
+            self.proc = ctx.Process(target=worker.serve, args=(child, self.log_path))
+            self.proc.start()
+            child.close()
+        else:
+            self.proc = subprocess.Popen(
+                [python, "-m", "gpulint.harness.worker"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=_child_env(),
+            )
+        self._send(spec)
 
     def _send(self, obj) -> None:
+        if self.conn is not None:
+            self.conn.send(obj)
+            return
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(obj) + "\n")
         self.proc.stdin.flush()
 
-    def receive(self) -> dict:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
+    def _died(self) -> WorkloadError:
+        if self.conn is not None:
+            self.proc.join(5)
+            try:
+                with open(self.log_path, encoding="utf-8", errors="replace") as fh:
+                    err = fh.read()
+            except OSError:
+                err = ""
+            err = err or f"exit status {self.proc.exitcode}"
+        else:
             err = self.proc.stderr.read() if self.proc.stderr else ""
-            raise WorkloadError(f"the worker died: {err.strip()[-800:] or 'no message'}")
-        msg = json.loads(line)
+        return WorkloadError(f"the worker died: {err.strip()[-800:] or 'no message'}")
+
+    def receive(self) -> dict:
+        if self.conn is not None:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                raise self._died() from None
+        else:
+            assert self.proc.stdout is not None
+            line = self.proc.stdout.readline()
+            if not line:
+                raise self._died()
+            msg = json.loads(line)
         if "error" in msg:
             raise WorkloadError(f"{msg['error']}\n{msg.get('traceback', '')}".strip())
         return msg
@@ -63,6 +105,18 @@ class _Worker:
         return self.receive()
 
     def close(self) -> None:
+        if self.conn is not None:
+            try:
+                if self.proc.is_alive():
+                    self.conn.send({"cmd": "exit"})
+                    self.proc.join(30)
+            except (OSError, ValueError):
+                pass
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join()
+            self.conn.close()
+            return
         try:
             if self.proc.poll() is None:
                 self._send({"cmd": "exit"})
@@ -75,6 +129,39 @@ class _Worker:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream:
                 stream.close()
+
+
+_SERVER = []  # the forkserver context, once started
+
+
+def _forkserver():
+    """A multiprocessing context whose server process imported torch and the
+    worker once, started with the workers' environment (hash seed 0); None
+    where there is no forkserver (not POSIX)."""
+    if _SERVER:
+        return _SERVER[0]
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    try:
+        ctx = multiprocessing.get_context("forkserver")
+    except ValueError:
+        _SERVER.append(None)
+        return None
+    # (torch._dynamo: every optimizer's constructor imports it, about 1.5 s each time)
+    ctx.set_forkserver_preload(["torch", "torch._dynamo", "gpulint.harness.worker"])
+    saved = {k: os.environ.get(k) for k in ("PYTHONHASHSEED", "PYTHONPATH")}
+    os.environ.update({k: v for k, v in _child_env().items() if k in saved})
+    try:
+        forkserver.ensure_running()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    _SERVER.append(ctx)
+    return ctx
 
 
 def _child_env() -> dict:

@@ -1,6 +1,8 @@
 """One side (bad or good) of one bench workload, in its own process.
 
-Run as `python -m gpulint.harness.worker`. It reads one JSON line with the
+Run as `python -m gpulint.harness.worker` (JSON lines on stdin and stdout),
+or forked from a server that imported torch once (`serve`, messages on a
+multiprocessing connection). It reads the
 program and settings, runs the program's setup, the correctness steps and the
 warm-up, answers `{"ok": true}`, then serves commands, one JSON line each:
 `{"cmd": "time", "steps": N}` times N whole steps with a device synchronize on
@@ -99,14 +101,55 @@ def compare(mine, other, check: str, rtol: float, atol: float) -> dict:
 
 
 def main() -> None:
+    """The worker on stdin and stdout (JSON lines), as a process of its own."""
     proto = _protocol_stream()
 
     def reply(obj):
         proto.write(json.dumps(obj) + "\n")
         proto.flush()
 
+    def requests():
+        for line in sys.stdin:
+            yield json.loads(line)
+
+    _serve(json.loads(sys.stdin.readline()), requests(), reply)
+    proto.flush()
+    # DataLoader worker processes and CUDA teardown can be slow or noisy: leave now.
+    os._exit(0)
+
+
+def serve(conn, log_path: str) -> None:
+    """The worker on a multiprocessing connection, in a process forked from
+    a server that imported torch once (`bench._Worker`). The program's own
+    prints, and anything else written to fd 1 or 2, go to `log_path`."""
+    import multiprocessing
+
+    # the workload's own processes (DataLoader workers) start as in a process of its
+    # own, by the platform's default method, not through the server this one came from
+    multiprocessing.set_start_method(None, force=True)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    for target in (1, 2):
+        os.dup2(fd, target)
+    os.close(fd)
+
+    def requests():
+        while True:
+            try:
+                yield conn.recv()
+            except EOFError:
+                return
+
     try:
-        spec = json.loads(sys.stdin.readline())
+        _serve(conn.recv(), requests(), conn.send)
+    except (EOFError, OSError):
+        pass
+    os._exit(0)
+
+
+def _serve(spec: dict, requests, reply) -> None:
+    """Set the program up from `spec`, answer `{"ok": true}`, then serve the
+    commands of `requests` until `exit`. Any error goes back as one message."""
+    try:
         import random
 
         import torch
@@ -137,8 +180,7 @@ def main() -> None:
             run(spec["warmup"])
         sync()
         reply({"ok": True})
-        for line in sys.stdin:
-            cmd = json.loads(line)
+        for cmd in requests:
             if cmd["cmd"] == "time":
                 sync()
                 if cuda:
@@ -161,9 +203,6 @@ def main() -> None:
     except BaseException as e:  # noqa: BLE001  (everything goes back to the parent as one message)
         tb = traceback.format_exc(limit=6)
         reply({"error": f"{type(e).__name__}: {e}", "traceback": tb})
-    proto.flush()
-    # DataLoader worker processes and CUDA teardown can be slow or noisy: leave now.
-    os._exit(0)
 
 
 if __name__ == "__main__":
