@@ -473,3 +473,23 @@ def test_trace_and_each_are_exclusive_and_plot_needs_trace(tmp_path):
     assert res.exit_code == 2 and "choose one" in res.stderr
     res = run_verify(["--plot", "x.png", "--device", "cpu", script.name], script.parent)
     assert res.exit_code == 2 and "add --trace" in res.stderr
+
+
+def test_the_readmes_harness_commands_name_real_scripts_and_real_options(monkeypatch):
+    """The README's verify commands, from a clone: each script exists, needs
+    nothing but torch, and click accepts every option (the runs themselves
+    are the tests above, on the same scripts)."""
+    monkeypatch.chdir(ROOT)  # the commands run from a clone's root
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Measuring what a fix buys"):]
+    block = section[section.index("```console"):section.index("```", section.index("```console") + 3)]
+    commands = [line.split("#")[0].split() for line in block.splitlines() if line.startswith("gpulint verify")]
+    assert [c[2:-1] for c in commands] == [["--preview"], ["--each", "--preview"], ["--trace", "--preview"]]
+    for cmd in commands:
+        script = ROOT / cmd[-1]
+        assert script.is_file(), cmd
+        imports = {line.split()[1].split(".")[0] for line in script.read_text().splitlines()
+                   if line.startswith(("import ", "from "))}
+        assert imports <= {"argparse", "math", "torch", "meters", "model", "time"}, imports
+        ctx = verify.make_context("verify", cmd[2:] + ["--device", "cpu", "--", "--small"])
+        assert ctx.params["script"] == cmd[-1]
