@@ -151,15 +151,30 @@ def test_findings_equal_gpulint_check_on_examples_and_fixtures(site_dir, tmp_pat
     res = flake8_run(site_dir, tmp_path, "--isolated", "--select", "GPU", *files)
     assert res.returncode == 1, res.stderr
     got = parsed(res.stdout)
-    expected = gpulint_check(tmp_path, files)
+    expected = _as_one_file_at_a_time(tmp_path, files, gpulint_check(tmp_path, files))
     assert len(expected) > 50
     assert got == expected
     # and with every rule selected: the default-off GPU104 by its exact code
     res = flake8_run(site_dir, tmp_path, "--isolated", "--select", "GPU,GPU104", *files)
     got = parsed(res.stdout)
-    expected = gpulint_check(tmp_path, files, "--extend-select", "GPU104")
+    expected = _as_one_file_at_a_time(tmp_path, files, gpulint_check(tmp_path, files, "--extend-select", "GPU104"),
+                                      "--extend-select", "GPU104")
     assert any(f[3] == "GPU104" for f in expected)
     assert got == expected
+
+
+def _as_one_file_at_a_time(tmp_path, files, together, *args):
+    """`gpulint check` of the files together, less what only a caller in another
+    file shows (flake8 hands the plugin one file at a time, which sees the file and
+    what it imports, not its callers: the README says so). The one fixture with
+    such a finding is the multi-file project of `verify --trace`: its meter's
+    `.item()` runs every step only through train.py's loop."""
+    project = str(FIXTURES / "verify" / "trace")
+    callees = [f for f in files if f.startswith(project + os.sep) and not f.endswith("train.py")]
+    alone = {row for f in callees for row in gpulint_check(tmp_path, [f], *args)}
+    dropped = [row for row in together if row[0] in callees and row not in alone]
+    assert [(os.path.basename(r[0]), r[3]) for r in dropped] == [("meters.py", "GPU101")]
+    return [row for row in together if row not in dropped]
 
 
 def test_columns_are_gpulint_columns_on_non_ascii_lines(site_dir, tmp_path):

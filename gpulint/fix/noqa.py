@@ -159,6 +159,10 @@ def run_add_noqa(
             # project (code that nothing reaches, facts from other files)
             wanted = {(f.code, f.row) for f in reported}
             findings = [f for f in findings if (f.code, f.row) in wanted]
+            # and what only the project finds (a helper another file runs every step):
+            # the run's own findings, which the file alone cannot find again
+            found = {(f.code, f.row) for f in findings}
+            findings += [f for f in reported if (f.code, f.row) not in found]
             if not findings:
                 continue
             res = add_noqa(text, findings)

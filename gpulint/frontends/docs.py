@@ -78,6 +78,10 @@ def measured_text(rec: dict, where: str) -> str:
         f"(medians and min-max of {rec['repetitions']} interleaved repetitions of {rec['steps_per_repetition']} "
         f"steps): **{rec['verdict']}**."
     )
+    iv = rec.get("time_interval")
+    if iv:
+        text += (f" The ratio, {rec['time_ratio']:.2f}x, has a {iv['confidence']:.0%} bootstrap interval of "
+                 f"{iv['low']:.2f}-{iv['high']:.2f}x.")
     bp, gp = rec["bad"].get("peak_bytes"), rec["good"].get("peak_bytes")
     if bp and gp:
         text += f" Peak memory {bp / 2**20:,.0f} MiB -> {gp / 2**20:,.0f} MiB."
@@ -119,6 +123,12 @@ def render_markdown(cls, speedups: Optional[dict] = None, first_sight: Optional[
     return "\n".join(out).rstrip() + "\n"
 
 
+def _interval(rec: dict) -> str:
+    """` [low-high]` of a record's ratio (none in records made before the bootstrap verdicts)."""
+    iv = rec.get("time_interval")
+    return f" [{iv['low']:.2f}-{iv['high']:.2f}]" if iv else ""
+
+
 def render_bench_table(report: dict) -> str:
     """The recorded `gpulint bench` run as a markdown table."""
     alone = [r for r in report["rules"] if r.get("where", report["where"]) != report["where"]]
@@ -127,7 +137,8 @@ def render_bench_table(report: dict) -> str:
         + "".join(f"; {r['code']} re-recorded alone (`gpulint bench {r['code']}`) on {r['where']}" for r in alone)
         + ".",
         "",
-        "| rule | bad ms/step [min-max] | good ms/step [min-max] | bad/good | peak memory bad -> good | verdict | check |",
+        "| rule | bad ms/step [min-max] | good ms/step [min-max] | bad/good [95% interval] | peak memory bad -> good "
+        "| verdict | check |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in report["rules"]:
@@ -141,7 +152,7 @@ def render_bench_table(report: dict) -> str:
         check = "not compared" if chk["kind"] == "none" else f"{chk['kind']} rtol={chk['rtol']:g}: {'ok' if chk.get('ok') else 'FAILED'}"
         lines.append(
             f"| [{r['code']}](rules/{r['name']}.md) {r['name']} | {_ms(b['median'])} [{_ms(b['min'])}-{_ms(b['max'])}] "
-            f"| {_ms(g['median'])} [{_ms(g['min'])}-{_ms(g['max'])}] | {r['time_ratio']:.2f}x | {mem} "
+            f"| {_ms(g['median'])} [{_ms(g['min'])}-{_ms(g['max'])}] | {r['time_ratio']:.2f}x{_interval(r)} | {mem} "
             f"| **{r['verdict']}** | {check} |"
         )
     return "\n".join(lines) + "\n"
