@@ -673,6 +673,19 @@ def test_json_report_is_serialisable_and_complete():
     assert back["facts"] == f
 
 
+def test_every_reference_is_a_public_page():
+    # a user can open each one: no section numbers of the articles the project started from
+    import inspect
+
+    source = inspect.getsource(D)
+    assert "seed 0" not in source
+    urls = {v for k, v in vars(D).items() if k.endswith("_URL")}
+    assert len(urls) >= 5 and all(u.startswith("https://") for u in urls)
+    for facts in (h200(),):
+        for c in D.run_checks(facts):
+            assert all(r.startswith("https://") for r in c.refs), (c.name, c.refs)
+
+
 def test_requirement_parsing():
     assert F._split_requirement('nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux"') == (
         "nvidia-cudnn-cu12", "==9.1.0.70", 'platform_system == "Linux"')

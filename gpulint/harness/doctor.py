@@ -54,7 +54,12 @@ MARKER = "GPULINT_DOCTOR_FACTS "
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 INSTALL_HINT = "pip install 'gpulint[harness]'"
-SEED_ENV = "seed 000 §2.1"  # the seeds' sections quoted in docs/doctor.md
+# public pages behind each check's advice (a check's `refs`; docs/doctor.md quotes more)
+CUDA_COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+TF32_URL = "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"
+ALLOC_CONF_URL = "https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
+LOADER_WORKERS_URL = "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading"
+PIN_MEMORY_URL = "https://pytorch.org/docs/stable/data.html#memory-pinning"
 GIB = 1 << 30
 
 
@@ -135,7 +140,7 @@ def check_torch(f) -> List[Check]:
         return [Check("torch", FAIL, f"`import torch` fails: {f['torch_error']}",
                       "reinstall torch in this environment (pip install --force-reinstall torch, with the index URL "
                       f"you installed it from: {GET_STARTED_URL}); the cuda-libs lines below may say what conflicts",
-                      [SEED_ENV])]
+                      [CUDA_COMPAT_URL])]
     installer = next((p.get("installer") for p in dists if where.startswith(p.get("location") or "\0")), None)
     conda = f.get("conda") or {}
     conda_torch = [p for p in conda.get("packages", []) if p["name"] == "pytorch"]
@@ -180,14 +185,14 @@ def check_build(f) -> List[Check]:
                 fix = "install the NVIDIA driver, then a CUDA build of torch: " + fix
             return [Check("build", FAIL,
                           f"CPU-only build of torch (torch.version.cuda is None) on a machine with {gpu}: "
-                          "training runs on the CPU, without an error, many times slower", fix, [SEED_ENV])]
+                          "training runs on the CPU, without an error, many times slower", fix, [CUDA_COMPAT_URL])]
         if t.get("mps"):
             return [Check("build", OK, "no CUDA in this build; Apple MPS is available (device='mps')")]
         return [Check("build", WARN,
                       "CPU-only build of torch (torch.version.cuda is None) and no NVIDIA GPU found: "
                       "training runs on the CPU",
                       "run training on a machine with an NVIDIA GPU and install a CUDA build there "
-                      f"({GET_STARTED_URL}); run `gpulint doctor` on it", [SEED_ENV])]
+                      f"({GET_STARTED_URL}); run `gpulint doctor` on it", [CUDA_COMPAT_URL])]
     # a CUDA build
     n = c.get("device_count") or 0
     cvd = _env(f, "CUDA_VISIBLE_DEVICES")
@@ -220,7 +225,7 @@ def check_build(f) -> List[Check]:
                       "run training on a machine with an NVIDIA GPU")]
     if dc and rt and exact and dc < rt:
         return [Check("build", FAIL, f"CUDA {cuda_str(rt)} build, but CUDA is not available and the driver only "
-                      f"supports CUDA up to {cuda_str(dc)} (see the driver line): {why}", None, [SEED_ENV])]
+                      f"supports CUDA up to {cuda_str(dc)} (see the driver line): {why}", None, [CUDA_COMPAT_URL])]
     cvd_note = f" (CUDA_VISIBLE_DEVICES={cvd!r})" if cvd is not None else ""
     return [Check("build", FAIL, f"CUDA {cuda_str(rt)} build and {_driver_words(f)}, but CUDA is not available"
                   f"{cvd_note}: {why}",
@@ -284,24 +289,24 @@ def check_driver(f) -> List[Check]:
             return [Check("driver", WARN if available else FAIL, f"driver {d.get('version')} is older than {need[0]}, the minimum for any "
                           f"CUDA {rt[0]}.x application: torch's CUDA {cuda_str(rt)} runtime cannot run",
                           f"upgrade the NVIDIA driver to {full_support_driver(rt)}, or install a torch built for "
-                          f"an older CUDA ({GET_STARTED_URL})", [MINOR_COMPAT_URL, SEED_ENV])]
+                          f"an older CUDA ({GET_STARTED_URL})", [MINOR_COMPAT_URL])]
         return [Check("driver", OK, f"{words} (from the version number); torch needs CUDA {cuda_str(rt)}: "
                       "the driver's exact CUDA version is unknown (nvidia-smi shows it, top right)")]
     if dc[0] < rt[0]:
         if available:
             return [Check("driver", WARN, f"{words}, older than torch's CUDA {cuda_str(rt)} runtime, yet CUDA "
                           "initialised (a forward-compatibility package?)",
-                          f"upgrade the driver to {full_support_driver(rt)}", [SEED_ENV])]
+                          f"upgrade the driver to {full_support_driver(rt)}", [CUDA_COMPAT_URL])]
         return [Check("driver", FAIL, f"{words}; torch was built with CUDA {cuda_str(rt)}: the driver is too old, "
                       "which is why torch.cuda.is_available() is False",
                       f"upgrade the NVIDIA driver to {full_support_driver(rt)}; or install a torch built for an "
-                      f"older CUDA: cuXYZ {pick_wheel(dc)}", [SEED_ENV, RELEASE_NOTES_URL])]
+                      f"older CUDA: cuXYZ {pick_wheel(dc)}", [CUDA_COMPAT_URL, RELEASE_NOTES_URL])]
     # same major, older minor: CUDA minor version compatibility
     need = MINOR_COMPAT_MIN_DRIVER.get(rt[0])
     if not available:
         return [Check("driver", FAIL, f"{words}, older than torch's CUDA {cuda_str(rt)} runtime, and CUDA is not "
                       "available",
-                      f"upgrade the NVIDIA driver to {full_support_driver(rt)}", [SEED_ENV, MINOR_COMPAT_URL])]
+                      f"upgrade the NVIDIA driver to {full_support_driver(rt)}", [MINOR_COMPAT_URL])]
     base = f" (any CUDA {rt[0]}.x driver from {need[0]} on Linux)" if need else ""
     return [Check("driver", WARN,
                   f"{words}, older than torch's CUDA {cuda_str(rt)} runtime: it runs through CUDA minor version "
@@ -379,7 +384,7 @@ def check_cuda_libs(f) -> List[Check]:
                          f"packages for {len(majors)} CUDA major versions in one environment: " + " | ".join(parts),
                          f"keep {keep}: uninstall the others or install their builds for that CUDA (e.g. "
                          "cupy-cuda12x instead of cupy-cuda11x), or give each framework its own environment "
-                         "(`pip list | grep -i cuda` shows them)", [SEED_ENV]))
+                         "(`pip list | grep -i cuda` shows them)", [CUDA_COMPAT_URL]))
     # 2. torch's exact pins on NVIDIA wheels, replaced by another package's
     installed = {p["name"]: p for p in pkgs}
     for name, spec in f.get("torch_pins") or []:
@@ -419,7 +424,7 @@ def _loaded_libs(f, pkgs) -> List[Check]:
             out.append(Check("cuda-libs", WARN,
                              f"two copies of {stem} are loaded in one process: {', '.join(sorted(set(paths)))}",
                              "remove the second CUDA installation from the process's path (LD_LIBRARY_PATH, "
-                             "another package's bundled runtime)", [SEED_ENV]))
+                             "another package's bundled runtime)", [CUDA_COMPAT_URL]))
     # a library loaded from outside the NVIDIA wheel torch depends on
     wheel_dirs = sorted({os.path.join(p["location"], "nvidia") for p in pkgs
                          if p["name"].startswith("nvidia-") and p.get("location")})
@@ -433,7 +438,7 @@ def _loaded_libs(f, pkgs) -> List[Check]:
                                      f"torch loaded {os.path.basename(path)} from {path}, not from the NVIDIA wheel "
                                      "it depends on" + (" (LD_LIBRARY_PATH comes first)" if ld else ""),
                                      "remove that directory from LD_LIBRARY_PATH (or unset it) so torch uses its "
-                                     "own CUDA libraries", [SEED_ENV]))
+                                     "own CUDA libraries", [CUDA_COMPAT_URL]))
     return out
 
 
@@ -484,18 +489,18 @@ def check_tf32(f) -> List[Check]:
     if override is not None and override.strip() == "0":
         return [Check("tf32", WARN, f"NVIDIA_TF32_OVERRIDE=0: cuBLAS and cuDNN never use TF32, whatever the script "
                       f"asks ({state})",
-                      "unset NVIDIA_TF32_OVERRIDE unless you need full FP32 matmuls everywhere", ["seed 000 §3.4"])]
+                      "unset NVIDIA_TF32_OVERRIDE unless you need full FP32 matmuls everywhere", [TF32_URL])]
     if cd is False:
         return [Check("tf32", WARN, f"{state} at start: cuDNN TF32 is on by default, something turned it off at "
                       "start-up",
                       "find it (sitecustomize, a .pth file) and remove it; set precision in the training script",
-                      ["seed 000 §3.4"])]
+                      [TF32_URL])]
     if mm:
         return [Check("tf32", OK, f"{state} at start")]
     return [Check("tf32", OK, f"{state} at start (torch's defaults)",
                   "fp32 matmuls on this GPU run several times faster as TF32: call "
                   "torch.set_float32_matmul_precision('high') in the training script, or train under autocast "
-                  "(`gpulint check` flags loops that use neither: GPU403)", ["seed 000 §3.4"])]
+                  "(`gpulint check` flags loops that use neither: GPU403)", [TF32_URL])]
 
 
 def check_allocator(f) -> List[Check]:
@@ -526,7 +531,7 @@ def check_allocator(f) -> List[Check]:
         tip = ("if you hit out-of-memory with much memory reserved but not allocated (shapes that vary, long runs), "
                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
     return [Check("allocator", OK, "default caching allocator (PYTORCH_CUDA_ALLOC_CONF unset)", tip,
-                  ["seed 000 §4.1"] if tip else [])]
+                  [ALLOC_CONF_URL] if tip else [])]
 
 
 def check_debug_modes(f) -> List[Check]:
@@ -594,10 +599,10 @@ def check_cpu(f) -> List[Check]:
                       f"{per} per GPU, fewer than the 4 DataLoader workers per GPU that input pipelines usually start "
                       "with; decoding and augmentation may starve the GPU",
                       f"use num_workers ≤ {max(1, per - 1)}, move augmentation to the GPU, or get more cores "
-                      "(check the --cpus limit of the container)", ["seed 000 §3.2", "seed 002 §3.1"])]
+                      "(check the --cpus limit of the container)", [LOADER_WORKERS_URL])]
     return [Check("cpu", OK, f"{usable} usable CPU cores ({why}) for {n_gpu} GPU{'s' if n_gpu != 1 else ''}",
                   f"{rec} (start at 4, double while time per sample still drops)",
-                  ["seed 000 §3.2", "seed 002 §3.1"])]
+                  [LOADER_WORKERS_URL])]
 
 
 def check_shm(f) -> List[Check]:
@@ -625,10 +630,10 @@ def check_pinned(f) -> List[Check]:
     if p.get("error") or not p.get("ok"):
         return [Check("pinned-memory", WARN, f"pinning host memory fails: {p.get('error') or 'is_pinned() is False'}: "
                       "pin_memory=True cannot overlap copies with compute",
-                      "check the memory limits of the container or VM (locked memory)", ["seed 000 §3.1"])]
+                      "check the memory limits of the container or VM (locked memory)", [PIN_MEMORY_URL])]
     return [Check("pinned-memory", OK, f"host→GPU copies {p['pinned_gbps']:g} GB/s pinned, {p['pageable_gbps']:g} GB/s "
                   f"pageable ({p['bytes'] >> 20} MiB)",
-                  "use DataLoader(pin_memory=True) with .to(device, non_blocking=True)", ["seed 000 §3.1"])]
+                  "use DataLoader(pin_memory=True) with .to(device, non_blocking=True)", [PIN_MEMORY_URL])]
 
 
 CHECKS: Sequence[Callable[[Dict], List[Check]]] = (
