@@ -107,6 +107,23 @@ def test_per_file_ignores(tmp_path):
     ]
 
 
+def test_per_file_ignores_with_a_negated_pattern(tmp_path):
+    # as in Ruff: "!src/**" ignores its codes in every file outside src/
+    write(tmp_path, "pyproject.toml",
+          '[tool.gpulint]\n[tool.gpulint.per-file-ignores]\n"!src/**" = ["GPU001"]\n"!*.py" = ["GPU302"]\n')
+    body = DP + ZG.replace("import torch\n", "")
+    for rel in ("src/model.py", "scripts/run.py", "main.py"):
+        write(tmp_path, rel, body)
+    res = invoke(["check", TWO], tmp_path)
+    got = sorted((p, c) for p, _, _, c in findings(res.stdout))
+    assert got == [
+        ("main.py", "GPU302"),
+        (os.path.join("scripts", "run.py"), "GPU302"),
+        (os.path.join("src", "model.py"), "GPU001"),
+        (os.path.join("src", "model.py"), "GPU302"),
+    ]
+
+
 def test_exclude_and_extend_exclude(tmp_path):
     write(tmp_path, "pyproject.toml", '[tool.gpulint]\nextend-exclude = ["generated", "*_pb2.py"]\n')
     write(tmp_path, "generated/model.py", DP)
@@ -187,6 +204,10 @@ def test_torch_version_default_without_torch_is_the_newest(monkeypatch, tmp_path
         ("gpulint.toml", 'output-format = "xml"\n', "gpulint.toml: 'output-format': unknown format 'xml'"),
         ("pyproject.toml", '[tool.gpulint\nselect = 1\n', "pyproject.toml: invalid TOML"),
         ("gpulint.toml", 'select = ["GPU001"\n', "gpulint.toml: invalid TOML"),
+        ("gpulint.toml", 'exclude = ["!src/**"]\n',
+         "gpulint.toml: 'exclude': negated patterns such as '!src/**' are not supported here"),
+        ("pyproject.toml", '[tool.gpulint]\nextend-include = ["*.pyw", "!x.pyw"]\n',
+         "pyproject.toml: [tool.gpulint] 'extend-include': negated patterns such as '!x.pyw' are not supported here"),
     ],
 )
 def test_config_errors_name_the_file_and_key_and_exit_2(tmp_path, name, text, expected):

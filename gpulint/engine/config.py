@@ -188,19 +188,27 @@ class Settings:
 class PerFileIgnores:
     """`per-file-ignores`, compiled: each pattern that matches a file's path
     from the config's root, or its name, ignores its codes there (the union
-    over the patterns; a `!pattern` matches nothing, as before)."""
+    over the patterns). A negated pattern (`"!src/**"`), as in Ruff, ignores
+    its codes in every file it does not match."""
 
     def __init__(self, table: Tuple[Tuple[str, Tuple[str, ...]], ...]) -> None:
-        self.patterns = PatternSet(p for p, _ in table)
-        self._selectors = [codes for _, codes in table]
+        plain = [(p, codes) for p, codes in table if not p.startswith("!")]
+        negated = [(p[1:], codes) for p, codes in table if p.startswith("!")]
+        self.patterns = PatternSet(p for p, _ in plain)
+        self._selectors = [codes for _, codes in plain]
+        self.negated = PatternSet(p for p, _ in negated) if negated else None
+        self._negated_selectors = [codes for _, codes in negated]
         self._expanded: Dict[Tuple[str, ...], frozenset] = {}  # few distinct code lists, however many patterns
 
     def ignored(self, rel: str, name: str) -> frozenset:
         hits = set(self.patterns.matching(rel))
         hits.update(self.patterns.matching(name))
+        chosen = [self._selectors[i] for i in hits]
+        if self.negated is not None:
+            matched = set(self.negated.matching(rel)) | set(self.negated.matching(name))
+            chosen += [sel for i, sel in enumerate(self._negated_selectors) if i not in matched]
         out: frozenset = frozenset()
-        for i in hits:
-            selectors = self._selectors[i]
+        for selectors in chosen:
             codes = self._expanded.get(selectors)
             if codes is None:
                 codes = self._expanded[selectors] = frozenset(c for sel in selectors for c in expand_selector(sel))
@@ -437,6 +445,10 @@ def settings_from_table(table: dict, path: str) -> Settings:
         if key in table:
             if not all(isinstance(v, str) for v in table[key]):
                 raise ConfigError(f"{where} '{key}' must be a list of strings")
+            negated = next((v for v in table[key] if v.startswith("!")), None)
+            if negated is not None:  # as in Ruff: only per-file-ignores negates
+                raise ConfigError(f"{where} '{key}': negated patterns such as {negated!r} are not supported here; "
+                                  "list what to match instead (per-file-ignores takes a negated pattern)")
             kw[attr] = tuple(table[key])
     if "torch-version" in table:
         try:
