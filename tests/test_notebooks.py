@@ -263,8 +263,14 @@ def test_sarif_stays_valid_and_github_annotates_the_file(tmp_path):
 
     res = invoke(["check", "--select", "GPU401", "--output-format", "github"], tmp_path)
     [nb_line] = [l for l in res.stdout.splitlines() if "file=nb.ipynb" in l]
-    assert nb_line.startswith("::error title=gpulint (GPU401),file=nb.ipynb::nb.ipynb:cell 3:2:6: GPU401 ")
-    assert "line=" not in nb_line
+    # the annotation is on the line of the .ipynb that holds the cell's second line (no column:
+    # the JSON line's columns are not the cell's)
+    raw = (tmp_path / "nb.ipynb").read_text(encoding="utf-8").splitlines()
+    cell = [i + 1 for i, text in enumerate(raw) if "torch.cuda.amp.autocast" in text and '"' in text]
+    assert len(cell) == 1
+    assert nb_line.startswith(f"::error title=gpulint (GPU401),file=nb.ipynb,line={cell[0]},endLine={cell[0]}::"
+                              "nb.ipynb:cell 3:2:6: GPU401 ")
+    assert "col=" not in nb_line
     [py_line] = [l for l in res.stdout.splitlines() if "file=plain.py" in l]
     assert ",line=3,col=6," in py_line
 
@@ -805,3 +811,23 @@ def test_cells_with_old_mac_line_breaks_are_linted_not_fixed():
     assert [(n, new) for n, _, new in nf.cells] == [(4, "for x, y in loader:\n    loss = model(x)\n    loss.backward()")]
 
 
+
+
+def test_source_lines_follow_the_json_path_not_look_alikes():
+    from gpulint.engine.notebook_lines import file_line, source_lines
+
+    book = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# title\n", "text"]},
+        {"cell_type": "code", "execution_count": 1, "metadata": {"source": ["not this"]},
+         "outputs": [{"output_type": "display_data", "data": {"application/json": {"source": ["nor this"]}}}],
+         "source": ["import torch\n", "x = torch.ones(3)\n", "print(x.item())"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "a = 1\nb = 2\n"},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    raw = "\ufeff" + json.dumps(book, indent=1, ensure_ascii=False)
+    lines = raw.lstrip("\ufeff").splitlines()
+    table = source_lines(raw)
+    assert lines[file_line(table, 2, 1) - 1].strip() == '"import torch\\n",'
+    assert lines[file_line(table, 2, 3) - 1].strip() == '"print(x.item())"'
+    assert file_line(table, 3, 1) == file_line(table, 3, 2)  # one string holds the whole cell
+    assert lines[file_line(table, 3, 2) - 1].strip().startswith('"source": "a = 1')
+    assert file_line(table, 9, 1) is None and source_lines('{"cells": [') == {}
