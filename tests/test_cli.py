@@ -261,6 +261,22 @@ def test_statistics(tmp_path):
     assert not findings(res.stdout)  # counts instead of the list
 
 
+
+def test_statistics_in_every_format(tmp_path):
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "b.py", DP + ZG.replace("import torch\n", ""))
+    res = invoke(["check", TWO, "--statistics", "--output-format", "json"], tmp_path)
+    assert res.exit_code == 1
+    assert json.loads(res.stdout) == [  # Ruff's JSON statistics
+        {"code": "GPU001", "name": "data-parallel", "count": 2, "fixable": False},
+        {"code": "GPU302", "name": "zero-grad-not-set-to-none", "count": 1, "fixable": False},
+    ]
+    for fmt in ("concise", "sarif", "github"):  # the table, as Ruff prints it for the other formats
+        res = invoke(["check", TWO, "--statistics", "--output-format", fmt], tmp_path)
+        assert res.exit_code == 1 and res.stdout.splitlines()[:2] == [
+            "2\tGPU001\t[ ] data-parallel", "1\tGPU302\t[ ] zero-grad-not-set-to-none"], fmt
+
+
 def test_quiet(tmp_path):
     write(tmp_path, "a.py", DP)
     res = invoke(["check", TWO, "--quiet"], tmp_path)

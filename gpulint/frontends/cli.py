@@ -194,9 +194,10 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
                          errors_count=len(errors), rules_selected=bool(chosen.enabled_codes()))
     # a file that could not be checked is a diagnostic in every format (`invalid-syntax`, `io-error`)
     shown = sorted(findings + result.diagnostics, key=Finding.sort_key)
-    report = get_reporter(fmt)(shown, [] if fmt in ("text", "concise") else errors, rctx)
+    textual = fmt in ("text", "concise") or (statistics and fmt != "json")  # (statistics: a table)
+    report = get_reporter(fmt, statistics)(shown, [] if textual else errors, rctx)
     # and one line on stderr, unless the terminal shows the text report already
-    if fmt not in ("text", "concise") or output_file:
+    if not textual or output_file:
         from gpulint.frontends.reporters.text import error_line
 
         for path, why in errors:

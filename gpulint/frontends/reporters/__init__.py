@@ -20,7 +20,15 @@ class ReportContext:
     rules_selected: bool = True  # False: no rule ran, so a clean run is no pass
 
 
-def get_reporter(name: str) -> Callable[[Sequence[Finding], Sequence[Tuple[str, str]], ReportContext], str]:
+def get_reporter(name: str, statistics: bool = False
+                 ) -> Callable[[Sequence[Finding], Sequence[Tuple[str, str]], ReportContext], str]:
+    """The reporter of format `name`; with `statistics`, the counts per rule
+    in that format, as Ruff gives them: a JSON array for `json` (and
+    `json-lines`), the text table for every other format."""
+    if statistics and name != "concise":
+        from gpulint.frontends.reporters import text
+
+        return text.render_statistics_json if name == "json" else text.render_full
     if name in ("text", "concise"):
         from gpulint.frontends.reporters import text
 

@@ -76,16 +76,30 @@ def summary(findings: Sequence[Finding], errors, ctx) -> List[str]:
 
 
 def statistics(findings: Sequence[Finding]) -> List[str]:
+    rows = statistics_rows(findings)
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    out = []
+    for r in rows:
+        mark = "[*]" if r["fixable"] else "[ ]"
+        name = r["name"] if r["name"] != r["code"] else ""  # a file diagnostic's code is its name
+        out.append(f"{r['count']:>{width}}\t{r['code']}\t{mark} {name}".rstrip())
+    return out
+
+
+def statistics_rows(findings: Sequence[Finding]) -> List[dict]:
+    """Per rule, most found first: code, name, count and whether any is fixable (Ruff's JSON statistics)."""
     counts = Counter(f.code for f in findings)
     fixable = Counter(f.code for f in findings if f.fixable)
     rules = all_rules()
-    width = max((len(str(c)) for c in counts.values()), default=1)
-    out = []
-    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        mark = "[*]" if fixable[code] else "[ ]"
-        name = rules[code].name if code in rules else ""  # a file diagnostic's code is its name
-        out.append(f"{n:>{width}}\t{code}\t{mark} {name}".rstrip())
-    return out
+    return [{"code": code, "name": rules[code].name if code in rules else code, "count": n,
+             "fixable": bool(fixable[code])}
+            for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def render_statistics_json(findings, errors, ctx) -> str:
+    import json
+
+    return json.dumps(statistics_rows(findings), indent=2) + "\n"
 
 
 def _render(findings, errors, ctx, snippets: bool) -> str:
