@@ -484,3 +484,51 @@ def test_explain(tmp_path, key):
     assert res.stdout.startswith("# data-parallel (GPU001)\n")
     for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety", "## References"):
         assert heading in res.stdout
+
+
+def test_ci_output_formats_json_lines_junit_gitlab(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    write(tmp_path, "a.py", DP)
+    write(tmp_path, "b.py", DP + ZG.replace("import torch\n", ""))
+    write(tmp_path, "broken.py", "def f(:\n")
+    as_json = json.loads(invoke(["check", TWO, "--output-format", "json"], tmp_path).stdout)
+    assert {f["code"] for f in as_json} == {"GPU001", "GPU302", "invalid-syntax"}
+    res = invoke(["check", TWO, "--output-format", "json-lines"], tmp_path)
+    assert res.exit_code == 1
+    assert [json.loads(line) for line in res.stdout.splitlines()] == as_json
+
+    res = invoke(["check", TWO, "--output-format", "junit"], tmp_path)
+    root = ET.fromstring(res.stdout)
+    assert root.tag == "testsuites" and root.get("failures") == str(len(as_json))
+    cases = [(s.get("name"), c.get("name"), c.get("line")) for s in root for c in s]
+    [zg] = [f for f in as_json if f["code"] == "GPU302"]
+    assert ("b.py", "gpulint.GPU302", str(zg["location"]["row"])) in cases
+    assert all(c.find("failure") is not None for s in root for c in s)
+    assert {s.get("name") for s in root} == {"a.py", "b.py", "broken.py"}
+
+    first = json.loads(invoke(["check", TWO, "--output-format", "gitlab"], tmp_path).stdout)
+    again = json.loads(invoke(["check", TWO, "--output-format", "gitlab"], tmp_path).stdout)
+    assert first == again  # fingerprints are stable across runs
+    assert len({r["fingerprint"] for r in first}) == len(first) == len(as_json)
+    assert {r["location"]["path"] for r in first} == {"a.py", "b.py", "broken.py"}
+    assert all(r["severity"] == "major" and r["location"]["lines"]["begin"] >= 1 for r in first)
+    # a clean run is a passing suite, and an empty code-quality report
+    clean = tmp_path / "clean"
+    write(clean, "ok.py", "x = 1\n")
+    root = ET.fromstring(invoke(["check", TWO, "--output-format", "junit"], clean).stdout)
+    assert root.get("failures") == "0" and len(list(root.iter("testcase"))) == 1
+    assert json.loads(invoke(["check", TWO, "--output-format", "gitlab"], clean).stdout) == []
+
+
+def test_full_output_shows_the_source_lines(tmp_path):
+    write(tmp_path, "a.py", DP)
+    res = invoke(["check", TWO, "--output-format", "full"], tmp_path)
+    assert res.exit_code == 1
+    [f] = json.loads(invoke(["check", TWO, "--output-format", "json"], tmp_path).stdout)
+    row, col, end = f["location"]["row"], f["location"]["column"], f["end_location"]["column"]
+    lines = res.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"{row} | "))
+    assert lines[at] == f"{row} | " + DP.splitlines()[row - 1]
+    assert lines[at + 1] == "  | " + " " * (col - 1) + "^" * (end - col)
+    assert lines[0].startswith(f"a.py:{row}:{col}: GPU001") and lines[-1] == "Found 1 problem."

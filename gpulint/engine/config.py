@@ -28,7 +28,7 @@ from gpulint.registry import all_rules
 from gpulint.rule import LATEST_TORCH
 
 CONFIG_FILES = ("gpulint.toml", ".gpulint.toml", "pyproject.toml")
-OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
+OUTPUT_FORMATS = ("text", "concise", "full", "json", "json-lines", "junit", "gitlab", "sarif", "github")
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",

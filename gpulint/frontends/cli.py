@@ -194,7 +194,8 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
                          errors_count=len(errors), rules_selected=bool(chosen.enabled_codes()))
     # a file that could not be checked is a diagnostic in every format (`invalid-syntax`, `io-error`)
     shown = sorted(findings + result.diagnostics, key=Finding.sort_key)
-    textual = fmt in ("text", "concise") or (statistics and fmt != "json")  # (statistics: a table)
+    # the formats read by people print the files that could not be checked themselves
+    textual = fmt in ("text", "concise", "full") or (statistics and fmt not in ("json", "json-lines"))
     report = get_reporter(fmt, statistics)(shown, [] if textual else errors, rctx)
     # and one line on stderr, unless the terminal shows the text report already
     if not textual or output_file:

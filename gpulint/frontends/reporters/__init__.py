@@ -28,11 +28,11 @@ def get_reporter(name: str, statistics: bool = False
     if statistics and name != "concise":
         from gpulint.frontends.reporters import text
 
-        return text.render_statistics_json if name == "json" else text.render_full
-    if name in ("text", "concise"):
+        return text.render_statistics_json if name in ("json", "json-lines") else text.render_text
+    if name in ("text", "concise", "full"):
         from gpulint.frontends.reporters import text
 
-        return text.render_full if name == "text" else text.render_concise
+        return {"text": text.render_text, "full": text.render_full, "concise": text.render_concise}[name]
     if name == "json":
         from gpulint.frontends.reporters import json_ as j
 
@@ -41,6 +41,10 @@ def get_reporter(name: str, statistics: bool = False
         from gpulint.frontends.reporters import sarif
 
         return sarif.render
+    if name in ("json-lines", "junit", "gitlab"):
+        from gpulint.frontends.reporters import ci
+
+        return {"json-lines": ci.render_json_lines, "junit": ci.render_junit, "gitlab": ci.render_gitlab}[name]
     if name == "github":
         from gpulint.frontends.reporters import github
 

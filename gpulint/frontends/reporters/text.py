@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import click
 
@@ -109,14 +109,56 @@ def _render(findings, errors, ctx, snippets: bool) -> str:
     if ctx.statistics:
         lines.extend(statistics(findings))
     else:
+        sources: Dict[str, Optional[List[str]]] = {}
         for f in findings:
             lines.append(finding_line(f, ctx.color, ctx.unsafe_fixes))
+            if snippets:
+                lines.extend(snippet(f, _source_lines(f.path, sources), ctx.color))
     if not ctx.quiet:
         lines.extend(summary(findings, errors, ctx))
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def _source_lines(path: str, cache: Dict[str, Optional[List[str]]]) -> Optional[List[str]]:
+    """The file's lines, read once (None: not readable, or not a file)."""
+    if path not in cache:
+        try:
+            from gpulint.engine.lint import read_source
+
+            cache[path] = read_source(path).splitlines()
+        except Exception:  # the report still lists the finding, without its lines
+            cache[path] = None
+    return cache[path]
+
+
+def snippet(f: Finding, lines: Optional[List[str]], color: bool, context: int = 1) -> List[str]:
+    """The finding's lines with one line around them, as Ruff's `full`
+    format shows them, its span underlined. None for a notebook's cell rows
+    (not lines of the file) or a file that cannot be read."""
+    if f.cell is not None or lines is None or f.is_diagnostic or not 1 <= f.row <= len(lines):
+        return []
+    last = min(max(f.end_row, f.row), f.row + 2, len(lines))
+    first, end = max(1, f.row - context), min(len(lines), last + context)
+    width = len(str(end))
+    bar = _style("|", color, fg="blue")
+    out = [f"{' ' * width} {bar}"]
+    for n in range(first, end + 1):
+        out.append(f"{_style(str(n).rjust(width), color, fg='blue')} {bar} {printable(lines[n - 1])}".rstrip())
+        if n == f.row:
+            text = lines[n - 1]
+            stop = f.end_col if f.end_row == f.row and f.end_col > f.col else len(text) + 1
+            marks = "^" * max(1, stop - f.col)
+            out.append(f"{' ' * width} {bar} {' ' * (f.col - 1)}{_style(marks, color, fg='red', bold=True)}")
+    out.append(f"{' ' * width} {bar}")
+    return out
+
+
+def render_text(findings, errors, ctx) -> str:
+    return _render(findings, errors, ctx, snippets=False)
+
+
 def render_full(findings, errors, ctx) -> str:
+    """`text` with each finding's source lines (`--output-format full`)."""
     return _render(findings, errors, ctx, snippets=True)
 
 
