@@ -127,6 +127,18 @@ def test_skip_file_anywhere():
     assert found("x = 1  # GPULINT: SKIP-FILE\nm = nn.DataParallel(net)\n") == []
 
 
+def test_file_level_noqa_per_rule_as_in_ruff():
+    body = "m = nn.DataParallel(net)\nopt.zero_grad(set_to_none=False)\n"
+    assert found("# gpulint: noqa: GPU001\n" + body) == [("GPU302", 6)]
+    assert found(body + "\n# gpulint: noqa: zero-grad-not-set-to-none, GPU001\n") == []
+    assert found("# GPULINT: NOQA: gpu302\n" + body) == [("GPU001", 5)]
+    assert found("# gpulint: noqa\n" + body) == []  # the whole file, as `# ruff: noqa`
+    # on a line of its own only: after code it is no file-level comment (nor a line noqa)
+    assert found("x = 1  # gpulint: noqa: GPU001\n" + body) == [("GPU001", 5), ("GPU302", 6)]
+    # in a string it is no comment at all
+    assert found('s = """\n# gpulint: noqa: GPU001\n"""\n' + body) == [("GPU001", 7), ("GPU302", 8)]
+
+
 def test_skip_file_inside_a_string_does_not_skip():
     assert found('s = "# gpulint: skip-file"\nm = nn.DataParallel(net)\n') == [("GPU001", 5)]
 

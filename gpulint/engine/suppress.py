@@ -1,5 +1,8 @@
 """Suppression comments: `# noqa`, `# noqa: GPU101,GPU201`,
-`# gpulint: ignore[GPU101, host-sync-in-loop]` and `# gpulint: skip-file`.
+`# gpulint: ignore[GPU101, host-sync-in-loop]`, `# gpulint: skip-file`, and
+at file level, on a line of its own, `# gpulint: noqa: GPU101` (one rule in
+the whole file, as Ruff's `# ruff: noqa: E501`) or `# gpulint: noqa` (the
+whole file, as `# ruff: noqa`).
 
 Only real comments count (found with `tokenize`), so a string that contains
 "# noqa" suppresses nothing.
@@ -25,6 +28,12 @@ NOQA_RE = re.compile(
 )
 IGNORE_RE = re.compile(r"#\s*gpulint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 SKIP_FILE_RE = re.compile(r"#\s*gpulint:\s*skip-file\b", re.I)
+# file level, on a line of its own, as Ruff's `# ruff: noqa: E501`: `# gpulint: noqa: GPU101`
+# (and `# gpulint: noqa` alone, as `# ruff: noqa`: the whole file)
+FILE_NOQA_RE = re.compile(
+    r"^\s*#\s*gpulint:\s*noqa(?![\w-])(?::\s*(?P<codes>" + _CODE + r"(?:\s*,\s*" + _CODE + r"|\s+" + _CODE
+    + r"(?![\w-]))*))?", re.I,
+)
 
 ALL: FrozenSet[str] = frozenset({"*"})
 
@@ -57,12 +66,24 @@ class Suppressions:
     ) -> None:
         self.skip_file = False
         self.by_line: Dict[int, FrozenSet[str]] = {}
+        self.file_codes: FrozenSet[str] = frozenset()  # `# gpulint: noqa: CODE` lines
         lowered = text.lower()
         if not ((noqa and "noqa" in lowered) or (directives and "gpulint:" in lowered)):
             return
+        lines = text.splitlines()
         for row, comment in _comments(text, tokens_text).items():
             if directives and SKIP_FILE_RE.search(comment):
                 self.skip_file = True
+            if directives and "gpulint:" in comment.lower():
+                own_line = 0 < row <= len(lines) and lines[row - 1].lstrip().startswith("#")
+                m = FILE_NOQA_RE.match(comment) if own_line else None
+                if m:
+                    codes = _parse_codes(m.group("codes"))
+                    if codes is ALL:
+                        self.skip_file = True
+                    else:
+                        self.file_codes = self.file_codes | codes
+                    continue
             codes = None
             m = NOQA_RE.search(comment) if noqa else None
             if m:
@@ -75,6 +96,8 @@ class Suppressions:
                 self.by_line[row] = codes
 
     def suppressed(self, code: str, name: str, rows) -> bool:
+        if code in self.file_codes or name in self.file_codes:
+            return True
         for row in rows:
             codes = self.by_line.get(row)
             if codes is None:
