@@ -1,98 +1,106 @@
-"""Where a notebook cell's lines are in the `.ipynb` file itself: the line of
-the JSON string that holds each line of each cell's source. Annotations that
-name a line of the file (GitHub's `::error line=`) point there.
+"""Where things are in a notebook's own JSON text: the span of each cell's
+`source` value (which the fix layer rewrites in place) and the line of the
+`.ipynb` that holds each line of each cell's source (which annotations that
+name a line of the file, GitHub's `::error line=`, point at).
 
-One linear scan over the JSON text that follows the path to
-`cells[i].source[j]`, without building the document again.
+The JSON decoder's own scanner reads each value; only the path to
+`cells[i].source` is walked, so look-alike keys in metadata or outputs are
+never taken.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
-_WS = re.compile(r"[ \t\r\n]*")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_SCALAR = re.compile(r"[^,\]\}\s]+")
+_WS_RE = re.compile(r"[ \t\n\r]*")
 
 
-class _Scan:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-        self.line = 1
-        # cell index -> the file line of each source string (in order)
-        self.lines: Dict[int, List[int]] = {}
-        self.texts: Dict[int, List[str]] = {}
+def _ws(s: str, i: int) -> int:
+    return _WS_RE.match(s, i).end()
 
-    def _skip(self) -> None:
-        m = _WS.match(self.text, self.pos)
-        self.line += self.text.count("\n", self.pos, m.end())
-        self.pos = m.end()
 
-    def _advance(self, end: int) -> None:
-        self.line += self.text.count("\n", self.pos, end)
-        self.pos = end
+def json_members(raw: str, i: int, scan) -> List[Tuple[str, int, int]]:
+    """(key, value start, value end) of each member of the object at raw[i]."""
+    out = []
+    assert raw[i] == "{"
+    i = _ws(raw, i + 1)
+    if raw[i] == "}":
+        return out
+    while True:
+        key, i = json.decoder.scanstring(raw, i + 1)
+        i = _ws(raw, i)
+        assert raw[i] == ":"
+        start = _ws(raw, i + 1)
+        _, end = scan(raw, start)
+        out.append((key, start, end))
+        i = _ws(raw, end)
+        if raw[i] == "}":
+            return out
+        assert raw[i] == ","
+        i = _ws(raw, i + 1)
 
-    def value(self, path: tuple) -> None:
-        """Read one JSON value at `pos`; `path` is where it is in the document."""
-        self._skip()
-        c = self.text[self.pos]
-        if c == "{":
-            self._advance(self.pos + 1)
-            while True:
-                self._skip()
-                if self.text[self.pos] == "}":
-                    self._advance(self.pos + 1)
-                    return
-                m = _STRING.match(self.text, self.pos)
-                key = m.group()[1:-1]
-                self._advance(m.end())
-                self._skip()
-                self._advance(self.pos + 1)  # the colon
-                self.value(path + (key,))
-                self._skip()
-                if self.text[self.pos] == ",":
-                    self._advance(self.pos + 1)
-        elif c == "[":
-            self._advance(self.pos + 1)
-            i = 0
-            while True:
-                self._skip()
-                if self.text[self.pos] == "]":
-                    self._advance(self.pos + 1)
-                    return
-                self.value(path + (i,))
-                i += 1
-                self._skip()
-                if self.text[self.pos] == ",":
-                    self._advance(self.pos + 1)
-        elif c == '"':
-            m = _STRING.match(self.text, self.pos)
-            if len(path) >= 3 and path[0] == "cells" and path[2] == "source":
-                self.lines.setdefault(path[1], []).append(self.line)
-                self.texts.setdefault(path[1], []).append(m.group())
-            self._advance(m.end())
-        else:
-            m = _SCALAR.match(self.text, self.pos)
-            self._advance(m.end())
+
+def json_elements(raw: str, i: int, scan) -> List[Tuple[int, int]]:
+    """(start, end) of each element of the array at raw[i]."""
+    out = []
+    assert raw[i] == "["
+    i = _ws(raw, i + 1)
+    if raw[i] == "]":
+        return out
+    while True:
+        _, end = scan(raw, i)
+        out.append((i, end))
+        i = _ws(raw, end)
+        if raw[i] == "]":
+            return out
+        assert raw[i] == ","
+        i = _ws(raw, i + 1)
+
+
+def source_spans(raw: str) -> Dict[int, Tuple[int, int]]:
+    """Where each cell's `source` value lies in the notebook's text, by cell index."""
+    scan = json.JSONDecoder().scan_once
+    spans: Dict[int, Tuple[int, int]] = {}
+    top = _ws(raw, 0)
+    cells = [m for m in json_members(raw, top, scan) if m[0] == "cells"]
+    if not cells:
+        return spans
+    for index, (start, _) in enumerate(json_elements(raw, cells[-1][1], scan)):
+        for key, vs, ve in json_members(raw, start, scan):
+            if key == "source":
+                spans[index] = (vs, ve)
+    return spans
 
 
 def source_lines(raw: str) -> Dict[int, List[int]]:
     """cell index (0-based, every cell counted) -> the file line of each line
     of its source (a source given as one string: its one line, for every
     row). Empty when the text is not the JSON it should be."""
-    scan = _Scan(raw.lstrip("\ufeff"))
+    raw = raw.lstrip("\ufeff")
     try:
-        scan.value(())
-    except (IndexError, AttributeError, RecursionError):
+        spans = source_spans(raw)
+    except (AssertionError, IndexError, ValueError, StopIteration, RecursionError):
         return {}
+    scan = json.JSONDecoder().scan_once
     out: Dict[int, List[int]] = {}
-    for cell, lines in scan.lines.items():
+    for cell, (start, end) in spans.items():
+        try:
+            pieces = json_elements(raw, start, scan) if raw[start] == "[" else [(start, end)]
+        except (AssertionError, IndexError, ValueError, StopIteration):
+            continue
         rows: List[int] = []
-        for line, token in zip(lines, scan.texts[cell]):
-            # a string holds one line of the cell, or several (a source given as one string)
-            breaks = token.count("\\n") - (1 if token.endswith('\\n"') else 0)
+        line = raw.count("\n", 0, start) + 1
+        at = start
+        for a, b in pieces:
+            line += raw.count("\n", at, a)
+            at = a
+            try:
+                text = json.loads(raw[a:b])
+            except ValueError:
+                text = ""
+            breaks = text.count("\n") - (1 if text.endswith("\n") else 0) if isinstance(text, str) else 0
             rows.extend([line] * (breaks + 1))
         out[cell] = rows
     return out

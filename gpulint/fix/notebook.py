@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Tuple
 
 from gpulint.engine.lint import LintOptions
 from gpulint.engine.notebook import CellLinter, Notebook, join_cells
+from gpulint.engine.notebook_lines import json_elements, source_spans
 from gpulint.fix.apply import FixError, fix_source, validate_code
 from gpulint.rule import Finding
 
@@ -106,65 +107,7 @@ def _split(book: Notebook, text: str) -> List[str]:
 
 
 # ------------------------------------------------------------------ writing
-_WS_RE = re.compile(r"[ \t\n\r]*")
 _ESCAPED_NON_ASCII_RE = re.compile(r"(?<!\\)(?:\\\\)*\\u(?:00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])")
-
-
-def _ws(s: str, i: int) -> int:
-    return _WS_RE.match(s, i).end()
-
-
-def _members(raw: str, i: int, scan) -> List[Tuple[str, int, int]]:
-    """(key, value start, value end) of each member of the object at raw[i]."""
-    out = []
-    assert raw[i] == "{"
-    i = _ws(raw, i + 1)
-    if raw[i] == "}":
-        return out
-    while True:
-        key, i = json.decoder.scanstring(raw, i + 1)
-        i = _ws(raw, i)
-        assert raw[i] == ":"
-        start = _ws(raw, i + 1)
-        _, end = scan(raw, start)
-        out.append((key, start, end))
-        i = _ws(raw, end)
-        if raw[i] == "}":
-            return out
-        assert raw[i] == ","
-        i = _ws(raw, i + 1)
-
-
-def _elements(raw: str, i: int, scan) -> List[Tuple[int, int]]:
-    """(start, end) of each element of the array at raw[i]."""
-    out = []
-    assert raw[i] == "["
-    i = _ws(raw, i + 1)
-    if raw[i] == "]":
-        return out
-    while True:
-        _, end = scan(raw, i)
-        out.append((i, end))
-        i = _ws(raw, end)
-        if raw[i] == "]":
-            return out
-        assert raw[i] == ","
-        i = _ws(raw, i + 1)
-
-
-def source_spans(raw: str) -> Dict[int, Tuple[int, int]]:
-    """Where each cell's `source` value lies in the notebook's text, by cell index."""
-    scan = json.JSONDecoder().scan_once
-    spans: Dict[int, Tuple[int, int]] = {}
-    top = _ws(raw, 0)
-    cells = [m for m in _members(raw, top, scan) if m[0] == "cells"]
-    if not cells:
-        return spans
-    for index, (start, _) in enumerate(_elements(raw, cells[-1][1], scan)):
-        for key, vs, ve in _members(raw, start, scan):
-            if key == "source":
-                spans[index] = (vs, ve)
-    return spans
 
 
 def _line_indent(raw: str, offset: int) -> str:
@@ -198,7 +141,7 @@ def _render_source(raw: str, span: Tuple[int, int], new: str, ensure_ascii: bool
     if old.startswith('"'):
         return json.dumps(new, ensure_ascii=ensure_ascii)
     scan = json.JSONDecoder().scan_once
-    elems = _elements(raw, start, scan)
+    elems = json_elements(raw, start, scan)
     if elems:
         first_ws = raw[start + 1: elems[0][0]]
         close_ws = raw[elems[-1][1]: end - 1]
