@@ -541,7 +541,7 @@ def test_a_fix_never_touches_an_ipython_line_nor_spans_cells():
 def test_edits_at_cell_boundaries_go_where_their_text_belongs():
     from gpulint.edits import apply_edits
     from gpulint.engine.notebook import CellLinter
-    from gpulint.fix.notebook import _split
+    from gpulint.fix.notebook import split_cells
 
     book = Notebook.from_text(nb_text(code("a = 1"), code("%time f()\nb = 2"), code("c = 3\n")))
     assert book.text == "a = 1\npass\nb = 2\nc = 3\n"
@@ -551,7 +551,7 @@ def test_edits_at_cell_boundaries_go_where_their_text_belongs():
         Edit(23, 23, "z = 9\n"),  # the end of the program: the last cell
     ]
     CellLinter(book, "nb.ipynb", options()).shift(edits)
-    assert _split(book, apply_edits(book.text, edits)) == ["a = 1\nx = 0", "%time f()\nb = 2", "y = c = 3\nz = 9\n"]
+    assert split_cells(book, apply_edits(book.text, edits)) == ["a = 1\nx = 0", "%time f()\nb = 2", "y = c = 3\nz = 9\n"]
 
 
 def test_gpulint_fix_leaves_magics_in_blocks_as_they_are(tmp_path):
@@ -756,7 +756,7 @@ def test_fuzz_training_notebooks_fix_as_their_program():
     from fuzz_strategies import compiles, training_code
     from gpulint.engine.lint import lint_source
     from gpulint.fix.apply import fix_source
-    from gpulint.fix.notebook import _as_python_reads, _validate_program, fix_notebook
+    from gpulint.fix.notebook import _validate_program, as_python_reads, fix_notebook
 
     opts = options()
 
@@ -775,7 +775,7 @@ def test_fuzz_training_notebooks_fix_as_their_program():
         nf = fix_notebook(Notebook.from_text(raw), "train.ipynb", opts, True)
         again = Notebook.from_text(nf.raw)
         fixed = fix_source(program, "train.ipynb", opts, unsafe=True, validate=_validate_program).text
-        assert _as_python_reads(again.text) == _as_python_reads(fixed)
+        assert as_python_reads(again.text) == as_python_reads(fixed)
         assert [m.original.rstrip("\r\n") for c in again.cells for m in c.magics] == magics
         assert fix_notebook(again, "train.ipynb", opts, True).raw == nf.raw
 
@@ -831,3 +831,29 @@ def test_source_lines_follow_the_json_path_not_look_alikes():
     assert file_line(table, 3, 1) == file_line(table, 3, 2)  # one string holds the whole cell
     assert lines[file_line(table, 3, 2) - 1].strip().startswith('"source": "a = 1')
     assert file_line(table, 9, 1) is None and source_lines('{"cells": [') == {}
+
+
+def test_add_noqa_comments_the_notebooks_cells_and_passes(tmp_path):
+    # a finding in a cell with an IPython line, one in a later cell, and one already with a noqa
+    put(tmp_path, "nb.ipynb", nb_text(
+        new_markdown_cell("# x"), code(IMPORTS + "\n%matplotlib inline"),
+        code("!pip list\n" + AMP + "  # noqa: GPU999 other tool"),
+        code("m = nn.DataParallel(net)"),
+    ))
+    before = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    first = invoke(["check", "--select", "GPU401,GPU001", "--output-format", "json"], tmp_path)
+    assert sorted((f["code"], f["cell"]) for f in json.loads(first.stdout)) == [("GPU001", 4), ("GPU401", 3)]
+    res = invoke(["check", "--select", "GPU401,GPU001", "--add-noqa"], tmp_path)
+    assert res.exit_code == 0, res.output + res.stderr
+    assert "Added noqa comments for 2 findings in 1 file." in res.stdout
+    after = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) for c in after["cells"]]
+    assert sources[2] == ("!pip list\nwith torch.cuda.amp.autocast():  # noqa: GPU401\n"
+                          "    y = model(x)  # noqa: GPU999 other tool")
+    assert sources[1] == IMPORTS + "\n%matplotlib inline"
+    assert sources[3] == "m = nn.DataParallel(net)  # noqa: GPU001"
+    # nothing else of the notebook changed
+    for b, a in zip(before["cells"], after["cells"]):
+        assert {k: v for k, v in b.items() if k != "source"} == {k: v for k, v in a.items() if k != "source"}
+    again = invoke(["check", "--select", "GPU401,GPU001"], tmp_path)
+    assert again.exit_code == 0 and "All checks passed!" in again.stdout

@@ -12,7 +12,10 @@ after it.
 A file is written only when the new text still parses and linting it again
 leaves none of the findings it meant to suppress, and then as `gpulint fix
 --apply` writes: atomically, in the file's own encoding, BOM and line endings,
-and not if it changed on disk meanwhile. Notebooks are left alone."""
+and not if it changed on disk meanwhile. In a notebook, the comment goes on
+the finding's line of its cell: the directives are added to the joined
+program the cells are linted as, and the changed cells are written back into
+the notebook's JSON as `gpulint fix` writes them."""
 
 from __future__ import annotations
 
@@ -123,13 +126,58 @@ def add_noqa(text: str, findings: Sequence[Finding]) -> NoqaResult:
     return NoqaResult("".join(lines), added, unplaceable)
 
 
+def add_noqa_notebook(book, path: str, options: LintOptions, reported: Sequence[Finding]) -> NoqaResult:
+    """`add_noqa` in a notebook's cells (rows of `reported` are rows of their
+    cell): the new notebook text, as `NoqaResult.text`. Each cell's comments
+    are placed on the cell as the linter reads it (its IPython lines stood in
+    for by `pass`, line for line), and only the lines that took one change in
+    the cell's own source."""
+    from gpulint.engine.notebook import Notebook, lint_notebook
+    from gpulint.fix.notebook import write_sources
+
+    cells = {c.number: c for c in book.cells}
+    unplaceable = [f for f in reported if f.cell not in cells]
+    new_sources: Dict[int, str] = {}
+    added = 0
+    for number, c in cells.items():
+        mine = [f for f in reported if f.cell == number]
+        if not mine:
+            continue
+        read = book.text[c.start:c.end]  # the cell as linted
+        res = add_noqa(read, mine)
+        unplaceable += res.unplaceable
+        added += res.added
+        old, new, source = _LINE_RE.findall(read), _LINE_RE.findall(res.text), _LINE_RE.findall(c.source)
+        if not (len(old) == len(new) and len(source) in (len(old), len(old) - 1)):
+            raise LintError(f"cell {number} does not read back line for line; not written")
+        lines = []
+        for i, (was, now) in enumerate(zip(old, new)):
+            if i >= len(source):
+                break
+            if was == now:
+                lines.append(source[i])
+                continue
+            if source[i].rstrip("\r\n") != was.rstrip("\r\n"):
+                raise LintError(f"a comment would go on an IPython line of cell {number}; not written")
+            body = now.rstrip("\r\n")
+            lines.append(body + source[i][len(source[i].rstrip("\r\n")):])
+        new_sources[c.index] = "".join(lines)
+    changed = {c.index: new_sources[c.index] for c in book.cells if new_sources.get(c.index, c.source) != c.source}
+    if not changed:
+        return NoqaResult(book.raw, 0, unplaceable)
+    raw = write_sources(book, changed)
+    left = {(f.code, f.cell, f.row) for f in lint_notebook(Notebook.from_text(raw, book.bom), path, options)}
+    if any((f.code, f.cell, f.row) in left for f in reported if f not in unplaceable):
+        raise LintError("the added comments would not suppress every finding (please report this); not written")
+    return NoqaResult(raw, added, unplaceable)
+
+
 @dataclass
 class NoqaRun:
     added: int = 0
     files: int = 0
     unplaceable: List[Finding] = field(default_factory=list)
     errors: List[Tuple[str, str]] = field(default_factory=list)
-    skipped_notebooks: int = 0
 
 
 def _remaining(text: str, path: str, options: LintOptions, meant: Sequence[Finding]) -> List[Finding]:
@@ -148,7 +196,7 @@ def run_add_noqa(
     out = NoqaRun()
     for path, options, reported in todo:
         if path.lower().endswith(".ipynb"):
-            out.skipped_notebooks += 1
+            _add_noqa_notebook_file(path, options, reported, write_roots, out)
             continue
         try:
             text, encoding, bom, stat = read_with_encoding(path)
@@ -184,3 +232,29 @@ def run_add_noqa(
         except Exception as exc:  # a bug here must not stop the run
             out.errors.append((path, f"internal error while adding noqa: {type(exc).__name__}: {exc} (please report this)"))
     return out
+
+
+def _add_noqa_notebook_file(path: str, options: LintOptions, reported: Sequence[Finding],
+                            write_roots: Optional[Sequence[str]], out: NoqaRun) -> None:
+    import os
+
+    from gpulint.engine.notebook import NotebookError, load
+
+    try:
+        st = os.stat(path)
+        book = load(path)
+        res = add_noqa_notebook(book, path, options, reported)
+        if res.text != book.raw:
+            ff = FileFix(path, book.raw, res.text, [], [], 0, "utf-8", book.bom, (st.st_mtime_ns, st.st_size))
+            why = write_fixed(ff, write_roots)
+            if why is not None:
+                raise LintError(why)
+            out.files += 1
+            out.added += res.added
+        out.unplaceable.extend(res.unplaceable)
+    except (LintError, NotebookError) as exc:
+        out.errors.append((path, str(exc)))
+    except OSError as exc:
+        out.errors.append((path, exc.strerror or str(exc)))
+    except Exception as exc:  # a bug here must not stop the run
+        out.errors.append((path, f"internal error while adding noqa: {type(exc).__name__}: {exc} (please report this)"))

@@ -69,10 +69,10 @@ def fix_notebook(book: Notebook, path: str, options: LintOptions, unsafe: bool) 
     fixed, remaining = linter.in_cells(result.fixed), linter.in_cells(result.remaining)
     if result.text == book.text:
         return NotebookFix(book.raw, [], fixed, remaining, result.held_back_unsafe, result.fixed_count)
-    sources = _split(book, result.text)
+    sources = split_cells(book, result.text)
     # the new cells, read as a notebook is read, must give the program that was checked
     # (as Python reads it: a cell that ends with a lone CR may keep it or get CR LF)
-    if _as_python_reads(join_cells(sources)[0]) != _as_python_reads(result.text):
+    if as_python_reads(join_cells(sources)[0]) != as_python_reads(result.text):
         raise FixError("the fixed cells do not read back as the fixed program; notebook left unchanged")
     new = {c.index: s for c, old, s in zip(book.cells, original, sources) if old != s}
     changed = [(c.number, old, s) for c, old, s in zip(book.cells, original, sources) if old != s]
@@ -80,11 +80,11 @@ def fix_notebook(book: Notebook, path: str, options: LintOptions, unsafe: bool) 
     return NotebookFix(raw, changed, fixed, remaining, result.held_back_unsafe, result.fixed_count)
 
 
-def _as_python_reads(text: str) -> str:
+def as_python_reads(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _split(book: Notebook, text: str) -> List[str]:
+def split_cells(book: Notebook, text: str) -> List[str]:
     """Each cell's new source out of the fixed program, its IPython lines put back."""
     out = []
     for c in book.cells:

@@ -428,10 +428,7 @@ def _add_noqa(result, roots: List[str], no_color: bool) -> None:
     if nr.unplaceable:
         click.echo(f"{len(nr.unplaceable)} finding{'s' if len(nr.unplaceable) != 1 else ''} could not take a comment"
                    " (the line ends inside a string or with a backslash).", err=True)
-    if nr.skipped_notebooks:
-        click.echo(f"{nr.skipped_notebooks} notebook{'s' if nr.skipped_notebooks != 1 else ''} left alone:"
-                   " --add-noqa does not edit notebooks.", err=True)
-    failed = result.all_errors or nr.errors or nr.unplaceable or nr.skipped_notebooks
+    failed = result.all_errors or nr.errors or nr.unplaceable
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
