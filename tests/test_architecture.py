@@ -248,3 +248,12 @@ def test_one_default_torch_version():
     literal = repr(rule.LATEST_TORCH)
     holders = [p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py") if literal in p.read_text(encoding="utf-8")]
     assert holders == ["gpulint/rule.py"]
+
+
+def test_the_fast_subset_names_files_that_exist():
+    # a renamed test file must not slip into (or out of) the fast subset unnoticed
+    from conftest import SLOW_FILES
+
+    here = Path(__file__).resolve().parent
+    assert SLOW_FILES and all((here / name).is_file() for name in SLOW_FILES), sorted(
+        n for n in SLOW_FILES if not (here / n).is_file())

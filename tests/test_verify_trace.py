@@ -191,7 +191,7 @@ def test_verify_trace_end_to_end_on_the_cpu(tmp_path):
     # the per-step `.item()` and the model's CPU-built tensor, in the other files, ran (no
     # sync or device copy to see on the CPU); the loop after training never ran in the traced steps
     marks = {(f["path"], f["line"], f["code"]): f["mark"] for f in data["findings"]}
-    assert marks == {("meters.py", 10, "GPU101"): "ran, no event", ("model.py", 13, "GPU203"): "ran, no event",
+    assert marks == {("meters.py", 12, "GPU101"): "ran, no event", ("model.py", 13, "GPU203"): "ran, no event",
                      ("train.py", 37, "GPU103"): "not reached"}
     assert "train.py:28" in res.output and "runtime only" in res.output
     assert "Run on the CPU" in res.output
