@@ -532,3 +532,58 @@ def test_full_output_shows_the_source_lines(tmp_path):
     assert lines[at] == f"{row} | " + DP.splitlines()[row - 1]
     assert lines[at + 1] == "  | " + " " * (col - 1) + "^" * (end - col)
     assert lines[0].startswith(f"a.py:{row}:{col}: GPU001") and lines[-1] == "Found 1 problem."
+
+
+# ------------------------------------------------------------------ check --fix
+AMP_STEP = """\
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4))
+
+
+def step(opt):
+    opt.zero_grad(set_to_none=False)
+    with torch.cuda.amp.autocast():
+        pass
+"""
+SEL = "--select=GPU001,GPU302,GPU401"
+
+
+def test_check_fix_writes_safe_fixes_and_reports_what_is_left(tmp_path):
+    write(tmp_path, "a.py", AMP_STEP)
+    res = invoke(["check", SEL, "--fix", "--show-fixes"], tmp_path)
+    assert res.exit_code == 1  # GPU001 and GPU302 (an unsafe fix) are left
+    text = (tmp_path / "a.py").read_text()
+    assert 'torch.amp.autocast("cuda")' in text and "set_to_none=False" in text
+    assert sorted(c for _, _, _, c in findings(res.stdout)) == ["GPU001", "GPU302"]
+    assert "Found 3 problems (1 fixed, 2 remaining)." in res.stdout
+    assert "Fixed 1 problem:\n- a.py:\n    1 × GPU401 (deprecated-cuda-amp)" in res.stdout
+    # the same as `gpulint fix --apply`, which shares the code: nothing left to fix
+    again = invoke(["fix", SEL, "--apply"], tmp_path)
+    assert "Fixed 0 problems" in again.stdout
+
+
+def test_check_fix_with_unsafe_fixes_and_json_output(tmp_path):
+    write(tmp_path, "a.py", AMP_STEP)
+    res = invoke(["check", SEL, "--fix", "--unsafe-fixes", "--output-format", "json"], tmp_path)
+    assert res.exit_code == 1
+    assert [f["code"] for f in json.loads(res.stdout)] == ["GPU001"]  # only what no fix covers
+    assert "set_to_none=False" not in (tmp_path / "a.py").read_text()
+
+
+def test_check_fix_only_reports_nothing_else_and_passes(tmp_path):
+    write(tmp_path, "a.py", AMP_STEP)
+    res = invoke(["check", SEL, "--fix-only"], tmp_path)
+    assert res.exit_code == 0 and res.stdout == "Fixed 1 problem.\n"
+    assert 'torch.amp.autocast("cuda")' in (tmp_path / "a.py").read_text()
+    clean = invoke(["check", "--select=GPU401", "--fix"], tmp_path)
+    assert clean.exit_code == 0 and "All checks passed!" in clean.stdout
+
+
+def test_check_fix_refuses_diff_and_add_noqa(tmp_path):
+    write(tmp_path, "a.py", AMP_STEP)
+    for other in ("--diff", "--add-noqa"):
+        bad = invoke(["check", SEL, "--fix", other, "."], tmp_path)
+        assert bad.exit_code == 2 and "cannot be used together" in bad.stderr
+    assert "set_to_none=False" in (tmp_path / "a.py").read_text()  # nothing was written

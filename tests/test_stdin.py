@@ -141,3 +141,12 @@ def test_real_pipe_in_a_subprocess(tmp_path):
     assert res.returncode == 1
     assert b"from torch.amp import GradScaler, autocast" in res.stdout
     assert b"Fixed 6 problems" in res.stderr
+
+
+def test_check_fix_on_stdin_prints_the_fixed_source(tmp_path):
+    # as `ruff check --fix -`: what `gpulint fix --apply -` prints
+    data = b"import torch\n\nwith torch.cuda.amp.autocast():\n    pass\n"
+    res = run(["check", "--select", "GPU401", "--fix", "-"], tmp_path, data)
+    assert res.exit_code == 0
+    assert res.stdout == run(["fix", "--select", "GPU401", "--apply", "-"], tmp_path, data).stdout
+    assert 'torch.amp.autocast("cuda")' in res.stdout

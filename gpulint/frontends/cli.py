@@ -124,7 +124,11 @@ def _read_stdin() -> bytes:
 @click.option("--force-exclude", is_flag=True,
               help="Apply the config's exclude / extend-exclude even to files named on the command line (for pre-commit).")
 @click.option("--diff", is_flag=True, help="Print the diff of the fixes instead of the findings (as `gpulint fix`).")
-@click.option("--unsafe-fixes", is_flag=True, help="With --diff: include unsafe fixes; otherwise count them as fixable.")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="With --fix or --diff: include unsafe fixes; otherwise count them as fixable.")
+@click.option("--fix", "fix_", is_flag=True, help="Write the fixes (as `gpulint fix --apply`), then report what is left.")
+@click.option("--fix-only", is_flag=True, help="Write the fixes and report nothing else; exit 0 unless a file failed.")
+@click.option("--show-fixes", is_flag=True, help="With --fix: also list the fixes written, per file and rule.")
 @click.option("--add-noqa", is_flag=True,
               help="Add a `# noqa: CODE` comment for every finding (adopt gpulint on existing code), then exit.")
 @click.option("--show-settings", is_flag=True,
@@ -134,13 +138,27 @@ def _read_stdin() -> bytes:
 @_stdin_option
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
           exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False,
-          add_noqa=False, show_settings=False, stdin_filename=None, preview=None) -> None:
+          add_noqa=False, show_settings=False, stdin_filename=None, preview=None, fix_=False, fix_only=False,
+          show_fixes=False) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
     if show_settings:
         _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename, preview)
         return
     if diff and add_noqa:
         raise click.UsageError("--diff and --add-noqa cannot be used together")
+    fixing_asked = fix_ or fix_only
+    if fixing_asked and (diff or add_noqa):
+        raise click.UsageError(f"--{'fix' if fix_ else 'fix-only'} and --{'diff' if diff else 'add-noqa'} "
+                               "cannot be used together")
+    if fixing_asked and _reads_stdin(paths, stdin_filename):
+        # as `ruff check --fix -`: the fixed source goes to stdout
+        click.get_current_context().invoke(
+            fix, paths=paths, apply_=True, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore,
+            extend_select=extend_select, config_path=config_path, no_color=no_color, no_cache=no_cache,
+            cache_dir=cache_dir, jobs=jobs, force_exclude=force_exclude, stdin_filename=stdin_filename,
+            preview=preview, fix_only=fix_only,
+        )
+        return
     if diff:
         click.get_current_context().invoke(
             fix, paths=paths, apply_=False, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore,
@@ -184,13 +202,30 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
 
     findings = result.findings
     errors = result.all_errors
+    fixed_count, fixed_lines = 0, []
+    if fixing_asked:
+        from gpulint.frontends.fixing import fix_run, fixes_shown
+
+        fixing = fix_run(result, paths, unsafe_fixes, apply=True)
+        findings, errors, fixed_count = fixing.remaining, fixing.errors, fixing.fixed_count
+        fixed_lines = fixes_shown(fixing) if show_fixes and not quiet else []
+        if fix_only:
+            from gpulint.frontends.reporters.text import error_line
+
+            for path, why in errors:
+                click.echo(error_line(path, why, use_color(no_color, sys.stderr)), err=True)
+            if not quiet:
+                click.echo(f"Fixed {fixed_count} problem{'s' if fixed_count != 1 else ''}.")
+            for line in fixed_lines:
+                click.echo(line)
+            sys.exit(EXIT_FINDINGS if errors and not exit_zero else EXIT_OK)
     if add_noqa:
         _add_noqa(result, list(paths) or ["."], no_color)
     if result.nothing_found and not stdin:
         _warn_nothing_found()
     color = output_file is None and use_color(no_color, sys.stdout)
     rctx = ReportContext(color=color, statistics=statistics, linted=result.linted_count, quiet=quiet,
-                         unsafe_fixes=unsafe_fixes,
+                         unsafe_fixes=unsafe_fixes, fixed=fixed_count,
                          errors_count=len(errors), rules_selected=bool(chosen.enabled_codes()))
     # a file that could not be checked is a diagnostic in every format (`invalid-syntax`, `io-error`)
     shown = sorted(findings + result.diagnostics, key=Finding.sort_key)
@@ -207,6 +242,8 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
         _write_output_or_exit(output_file, report.encode("utf-8"), "the report")
     else:
         click.echo(report, nl=False, color=color)
+    for line in fixed_lines:  # (--show-fixes: after the report, as Ruff prints them)
+        click.echo(line, err=not textual)
 
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
@@ -277,9 +314,9 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
 
     With `-` (or --stdin-filename), the source is read from stdin: the diff is
     printed, or with --apply the fixed source is written to stdout."""
-    from gpulint.fix.files import run_fix, unified_diff
+    from gpulint.fix.files import unified_diff
+    from gpulint.frontends.fixing import fix_run
     from gpulint.frontends.reporters.text import error_line, finding_line
-    from gpulint.rule import SAFE, UNSAFE
     from gpulint.engine.runner import run
 
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
@@ -300,17 +337,9 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
         sys.exit(EXIT_ERROR)
     if result.nothing_found:
         _warn_nothing_found()
-    allowed = (SAFE, UNSAFE) if unsafe_fixes else (SAFE,)
-    fixable_paths = sorted({f.path for f in result.findings if f.fix is not None and f.fix.applicability in allowed})
-    todo = [(p, result.options[p]) for p in fixable_paths if p in result.options]
-    fr = run_fix(todo, unsafe=unsafe_fixes, write_roots=list(paths) or ["."], apply=apply_)
+    fixing = fix_run(result, paths, unsafe_fixes, apply_)
+    fr, remaining, held, errors = fixing.run, fixing.remaining, fixing.held, fixing.errors
     color_err = use_color(no_color, sys.stderr)
-    errors = list(result.all_errors) + fr.errors
-    # findings in files that needed no fixing stay as they are
-    untouched = [f for f in result.findings if f.path not in set(fixable_paths)]
-    remaining = sorted(untouched + fr.remaining, key=lambda f: f.sort_key())
-    held = sum(1 for f in untouched if f.fix is not None and f.fix.applicability == UNSAFE and not unsafe_fixes)
-    held += fr.held_back_unsafe
     changed = fr.changed
     n_fixed = fr.fixed_count
     if not apply_:

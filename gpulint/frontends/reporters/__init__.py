@@ -18,6 +18,7 @@ class ReportContext:
     unsafe_fixes: bool = False  # count unsafe fixes as applicable ([*], summary)
     errors_count: int = 0  # files that could not be checked (reported on stderr)
     rules_selected: bool = True  # False: no rule ran, so a clean run is no pass
+    fixed: int = 0  # `check --fix`: findings fixed before this report (which lists what is left)
 
 
 def get_reporter(name: str, statistics: bool = False

@@ -60,15 +60,21 @@ def summary(findings: Sequence[Finding], errors, ctx) -> List[str]:
     unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == UNSAFE)
     if ctx.unsafe_fixes:
         safe, unsafe = safe + unsafe, 0
+    if ctx.fixed:  # `check --fix`, as Ruff says it: "Found 3 errors (2 fixed, 1 remaining)."
+        total = n + ctx.fixed
+        lines.append(f"Found {total} problem{'s' if total != 1 else ''} ({ctx.fixed} fixed, {n} remaining).")
     if n:
         word = "problem" if n == 1 else "problems"
         how = "gpulint fix --apply --unsafe-fixes" if ctx.unsafe_fixes else "gpulint fix --apply"
         tail = f" ({safe} fixable with `{how}`)." if safe else "."
-        lines.append(f"Found {n} {word}{tail}")
+        if not ctx.fixed:
+            lines.append(f"Found {n} {word}{tail}")
+        elif safe:
+            lines.append(f"({safe} more fixable with `{how}`.)")
         if unsafe and ctx.unsafe_hint:
             hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option"
             lines.append(f"No fixes available ({hidden})." if not safe else f"({hidden}.)")
-    elif not n_err:
+    elif not n_err and not ctx.fixed:
         lines.append("All checks passed!" if ctx.rules_selected else "Nothing checked: no rule is selected.")
     if n_err:
         lines.append(f"{n_err} file{'s' if n_err != 1 else ''} could not be checked.")
