@@ -587,3 +587,34 @@ def test_check_fix_refuses_diff_and_add_noqa(tmp_path):
         bad = invoke(["check", SEL, "--fix", other, "."], tmp_path)
         assert bad.exit_code == 2 and "cannot be used together" in bad.stderr
     assert "set_to_none=False" in (tmp_path / "a.py").read_text()  # nothing was written
+
+
+# ------------------------------------------------------------------ inspecting
+def test_show_files_lists_what_a_run_lints(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.gpulint]\nextend-exclude = ["legacy/"]\n')
+    for rel in ("a.py", "pkg/b.py", "legacy/c.py", "build/d.py", "notes.txt"):
+        write(tmp_path, rel, DP)
+    res = invoke(["check", "--show-files"], tmp_path)
+    assert res.exit_code == 0
+    assert res.stdout.splitlines() == [str(tmp_path / "a.py"), str(tmp_path / "pkg" / "b.py")]
+    linted = {f["filename"] for f in json.loads(invoke(["check", "--select", "GPU001", "--output-format", "json"],
+                                                       tmp_path).stdout)}
+    assert linted == set(res.stdout.splitlines())  # the same files a run lints
+    missing = invoke(["check", "--show-files", "nope", "a.py"], tmp_path)
+    assert missing.exit_code == 2 and "nope: no such file or directory" in missing.stderr
+    assert missing.stdout.splitlines() == [str(tmp_path / "a.py")]
+
+
+def test_show_settings_says_where_each_setting_came_from(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.gpulint]\nextend-exclude = ["legacy/"]\nignore = ["GPU103"]\n')
+    write(tmp_path, "a.py", DP)
+    lines = invoke(["check", "--show-settings", "--ignore", "GPU302", "a.py"], tmp_path).stdout.splitlines()
+
+    def source(key):
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"{key} = "))
+        return lines[at + 1].strip()
+
+    config = str(tmp_path / "pyproject.toml")
+    assert source("extend-exclude") == f"# from {config}"
+    assert source("ignore") == f"# from {config}, then the command line (--ignore GPU302)"
+    assert source("exclude") == "# the default" and source("unfixable") == "# the default"

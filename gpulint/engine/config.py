@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple, cast
+from typing import Dict, FrozenSet, Optional, Sequence, Tuple, cast
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -97,6 +97,8 @@ class Settings:
     # the command line's --preview / --no-preview wins over the config's
     preview: bool = False
     cli_preview: Optional[bool] = None
+    # the keys the config file set (the others are defaults), as the file spells them
+    explicit: FrozenSet[str] = frozenset()
 
     @property
     def preview_on(self) -> bool:
@@ -465,6 +467,7 @@ def settings_from_table(table: dict, path: str) -> Settings:
         if fmt not in OUTPUT_FORMATS:
             raise ConfigError(f"{where} 'output-format': unknown format '{fmt}' (one of {', '.join(OUTPUT_FORMATS)})")
         kw["output_format"] = fmt
+    kw["explicit"] = frozenset(table)  # (what --show-settings says came from the file)
     return Settings(**kw)
 
 

@@ -134,15 +134,20 @@ def _read_stdin() -> bytes:
 @click.option("--show-settings", is_flag=True,
               help="Print the settings the first file is linted with, and where each came from (torch-version: "
                    "the config, the project's torch pin, the installed torch or the newest), then exit.")
+@click.option("--show-files", is_flag=True,
+              help="Print the files a run would lint (excludes, include patterns and .gitignore applied), then exit.")
 @_preview_option
 @_stdin_option
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
           exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False,
           add_noqa=False, show_settings=False, stdin_filename=None, preview=None, fix_=False, fix_only=False,
-          show_fixes=False) -> None:
+          show_fixes=False, show_files=False) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
     if show_settings:
         _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename, preview)
+        return
+    if show_files:
+        _show_files(paths, config_path, force_exclude)
         return
     if diff and add_noqa:
         raise click.UsageError("--diff and --add-noqa cannot be used together")
@@ -268,6 +273,29 @@ def _show_settings(paths, select, ignore, extend_select, config_path, stdin_file
         click.echo("error: no Python files found to show the settings of", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(render(found[0], found[1], select_l or None, ignore_l, extend_l, preview), nl=False)
+
+
+def _show_files(paths, config_path, force_exclude: bool) -> None:
+    """`--show-files`: what a run over PATHS would lint, sorted, one per line
+    (as `ruff check --show-files`); a path that cannot be read is an error line."""
+    from gpulint.engine.discovery import discover
+    from gpulint.frontends.reporters.text import error_line, printable
+
+    errors = []
+    try:
+        found = sorted({os.path.abspath(p) for p, _ in discover(
+            list(paths) or ["."], ConfigResolver(config_path), lambda p, why: errors.append((p, why)),
+            force_exclude=force_exclude)})
+    except ConfigError as exc:
+        _config_error(exc)
+        sys.exit(EXIT_ERROR)
+    for path, why in errors:
+        click.echo(error_line(path, why, False), err=True)
+    for path in found:
+        click.echo(printable(path))
+    if not found and not errors:
+        _warn_nothing_found()
+    sys.exit(EXIT_ERROR if errors else EXIT_OK)
 
 
 def _warn_nothing_found() -> None:

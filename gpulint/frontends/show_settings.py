@@ -41,6 +41,7 @@ def render(path: str, settings: Settings, select: Optional[Sequence[str]], ignor
         f"  # from {config}" + (f", then the command line ({' '.join(cli)})" if cli else ""),
         f"root = {s.root!r}",
     ]
+    flags = {"select": select, "ignore": ignore, "extend_select": extend_select}
     for name in ("select", "extend_select", "ignore", "per_file_ignores", "exclude", "extend_exclude", "include",
                  "extend_include", "output_format", "fixable", "unfixable", "extend_safe_fixes",
                  "extend_unsafe_fixes"):
@@ -49,5 +50,10 @@ def render(path: str, settings: Settings, select: Optional[Sequence[str]], ignor
             value = {k: list(v) for k, v in value}
         elif isinstance(value, tuple):
             value = list(value)
-        lines.append(f"{name.replace('_', '-')} = {value!r}")
+        key = name.replace("_", "-")
+        lines.append(f"{key} = {value!r}")
+        source = f"from {s.config_path}" if key in s.explicit else "the default"
+        if flags.get(name):
+            source += f", then the command line (--{key} {','.join(flags[name])})"
+        lines.append(f"  # {source}")
     return "\n".join(lines) + "\n"
