@@ -289,3 +289,42 @@ def test_force_exclude_does_not_exclude_the_project_root_itself(tmp_path):
     write(proj, "dist/b.py", DP)
     res = invoke(["check", TWO, "--force-exclude", "a.py", "dist/b.py", "."], proj)
     assert [p for p, *_ in findings(res.stdout)] == ["a.py"]
+
+
+# ------------------------------------------------------------------ the command line's config
+def test_command_line_keys_are_a_layer_over_every_config(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.gpulint]\n[tool.gpulint.per-file-ignores]\n"tools/*" = ["GPU001"]\n')
+    body = DP + ZG.replace("import torch\n", "")
+    for rel in ("tools/a.py", "legacy/b.py", "main.py"):
+        write(tmp_path, rel, body)
+
+    def got(*args):
+        res = invoke(["check", TWO, *args], tmp_path)
+        assert res.exit_code in (0, 1), res.stderr
+        return sorted((p, c) for p, _, _, c in findings(res.stdout))
+
+    base = got()
+    assert (os.path.join("tools", "a.py"), "GPU001") not in base and ("main.py", "GPU001") in base
+    # --extend-exclude adds to the config's
+    assert not any(p.startswith("legacy") for p, _ in got("--extend-exclude", "legacy/"))
+    # --per-file-ignores replaces the config's table; --extend-per-file-ignores adds to it
+    replaced = got("--per-file-ignores", "main.py:GPU001,GPU302")
+    assert (os.path.join("tools", "a.py"), "GPU001") in replaced and not any(p == "main.py" for p, _ in replaced)
+    extended = got("--extend-per-file-ignores", "main.py:GPU302")
+    assert ("main.py", "GPU302") not in extended and (os.path.join("tools", "a.py"), "GPU001") not in extended
+    # --config KEY = VALUE, over the config
+    inline = got("--config", 'per-file-ignores = {"main.py" = ["GPU001"]}', "--config", 'extend-exclude = ["tools"]')
+    assert inline == [(os.path.join("legacy", "b.py"), "GPU001"), (os.path.join("legacy", "b.py"), "GPU302"),
+                      ("main.py", "GPU302")]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--config", "ignore = [GPU001"], "--config"),
+    (["--config", 'exclude = ["!x"]'], "the command line: 'exclude': negated patterns"),
+    (["--config", 'colour = true'], "the command line: unknown key 'colour'"),
+    (["--per-file-ignores", "main.py"], "expected PATTERN:CODES"),
+])
+def test_command_line_config_errors_are_one_line_and_exit_2(tmp_path, args, expected):
+    write(tmp_path, "a.py", DP)
+    res = invoke(["check", *args], tmp_path)
+    assert res.exit_code == 2 and expected in res.stderr, res.stderr

@@ -45,6 +45,7 @@ KNOWN_KEYS = {
     "ignore": list,
     "extend-select": list,
     "per-file-ignores": dict,
+    "extend-per-file-ignores": dict,
     "exclude": list,
     "extend-exclude": list,
     "include": list,
@@ -97,8 +98,10 @@ class Settings:
     # the command line's --preview / --no-preview wins over the config's
     preview: bool = False
     cli_preview: Optional[bool] = None
-    # the keys the config file set (the others are defaults), as the file spells them
+    # the keys the config file set (the others are defaults), as the file spells them,
+    # and those the command line set over it
     explicit: FrozenSet[str] = frozenset()
+    cli_keys: FrozenSet[str] = frozenset()
 
     @property
     def preview_on(self) -> bool:
@@ -428,19 +431,20 @@ def settings_from_table(table: dict, path: str) -> Settings:
     for key in ("fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"):
         if key in table:
             kw[key.replace("-", "_")] = codes(key)
-    if "per-file-ignores" in table:
-        pfi = []
-        valid: Dict[str, bool] = {}  # each selector checked once: there may be 100,000 patterns
-        for pattern, vals in table["per-file-ignores"].items():
+    pfi = []
+    valid: Dict[str, bool] = {}  # each selector checked once: there may be 100,000 patterns
+    for key in ("per-file-ignores", "extend-per-file-ignores"):  # (as Ruff: the second adds to the first)
+        for pattern, vals in table.get(key, {}).items():
             if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
-                raise ConfigError(f"{where} 'per-file-ignores.\"{pattern}\"' must be a list of codes")
+                raise ConfigError(f"{where} '{key}.\"{pattern}\"' must be a list of codes")
             for v in vals:
                 ok = valid.get(v)
                 if ok is None:
                     ok = valid[v] = is_valid_selector(v)
                 if not ok:
-                    raise ConfigError(f"{where} 'per-file-ignores.\"{pattern}\"': unknown rule code or prefix '{v}'")
+                    raise ConfigError(f"{where} '{key}.\"{pattern}\"': unknown rule code or prefix '{v}'")
             pfi.append((pattern, tuple(vals)))
+    if pfi:
         kw["per_file_ignores"] = tuple(pfi)
     for key, attr in (("exclude", "exclude"), ("extend-exclude", "extend_exclude"), ("include", "include"),
                       ("extend-include", "extend_include")):
@@ -482,20 +486,44 @@ def settings_from_file(path: str) -> Settings:
     return settings_from_table(table, path)
 
 
-class ConfigResolver:
-    """Finds and caches the closest config for each directory."""
+# where a setting given on the command line (`--config KEY=VALUE`, `--exclude`, ...) is said to come from
+CLI_SOURCE = "the command line"
 
-    def __init__(self, override: Optional[str] = None, cwd: Optional[str] = None) -> None:
+
+class ConfigResolver:
+    """Finds and caches the closest config for each directory. `cli`: settings
+    given on the command line (a table of config keys: `--config KEY=VALUE`,
+    `--exclude`, `--per-file-ignores`, ...), a layer over every config file
+    and over the defaults, as Ruff's `--config` overrides are."""
+
+    def __init__(self, override: Optional[str] = None, cwd: Optional[str] = None,
+                 cli: Optional[dict] = None) -> None:
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self._by_dir: Dict[str, Settings] = {}
         self._loaded: Dict[str, Settings] = {}
         self.override: Optional[Settings] = None
         self._pins = PinFinder()
         self._pinned: Dict[Tuple[int, Optional[Pin]], Settings] = {}
+        self.cli = dict(cli or {})
+        if self.cli:
+            settings_from_table(self.cli, CLI_SOURCE)  # a bad value is an error now, naming the command line
         if override is not None:
             if not os.path.isfile(override):
                 raise ConfigError(f"{override}: config file not found")
-            self.override = settings_from_file(override)
+            self.override = self._layered(load_table(override), override, os.path.dirname(os.path.abspath(override)))
+
+    def _layered(self, table: Optional[dict], path: Optional[str], root: str) -> Settings:
+        """The settings of a config file's table (None: no config, the defaults)
+        with the command line's over it."""
+        if not self.cli:
+            return settings_from_table(table, path) if table is not None and path else default_settings(root)
+        merged = dict(table or {})
+        merged.update(self.cli)
+        s = settings_from_table(merged, path or os.path.join(root, CLI_SOURCE))
+        if "torch-version" in self.cli:
+            s = replace(s, torch_version_source=f"{CLI_SOURCE}: torch-version = {self.cli['torch-version']!r}")
+        return replace(s, config_path=path if table is not None else None,
+                       explicit=frozenset(table or ()) - set(self.cli), cli_keys=frozenset(self.cli))
 
     def for_path(self, path: str) -> Settings:
         d = os.path.abspath(path)
@@ -532,7 +560,7 @@ class ConfigResolver:
     def _for_dir(self, d: str) -> Settings:
         # never None: a folder with no config gets the defaults
         return cast(Settings, nearest_above(d, self._by_dir, self._settings_in,  # type: ignore[arg-type]
-                                            lambda: default_settings(self.cwd)))
+                                            lambda: self._layered(None, None, self.cwd)))
 
     def _settings_in(self, d: str) -> Optional[Settings]:
         for name in CONFIG_FILES:
@@ -543,7 +571,7 @@ class ConfigResolver:
                 table = load_table(p)
                 if table is None:
                     continue  # a pyproject.toml without [tool.gpulint]
-                s = settings_from_table(table, p)
+                s = self._layered(table, p, d)
                 self._loaded[p] = s
                 return s
         return None

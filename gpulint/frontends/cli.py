@@ -10,7 +10,8 @@ from typing import Dict, List, Optional, Tuple
 import click
 
 from gpulint import __version__
-from gpulint.engine.config import OUTPUT_FORMATS, ConfigError, ConfigResolver, with_cli_overrides
+from gpulint.engine.config import OUTPUT_FORMATS, ConfigError, with_cli_overrides
+from gpulint.frontends.config_options import config_options, spec_of
 from gpulint.engine.console import split_codes, use_color, validate_codes
 from gpulint.rule import Finding
 
@@ -112,7 +113,7 @@ def _read_stdin() -> bytes:
 @_codes_option("--extend-select", "Rules to enable on top of the selection.")
 @click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None, help="Output format (default: text).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the report to this file.")
-@click.option("--config", "config_path", type=click.Path(), default=None, help="Use this config file for every file.")
+@config_options
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary.")
@@ -180,7 +181,7 @@ def check(paths, select, ignore, extend_select, output_format, output_file, conf
         raise click.UsageError("--add-noqa edits files: it cannot read from stdin")
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
     try:
-        resolver = ConfigResolver(config_path)
+        resolver = spec_of(config_path).resolver()
         s = resolver.override or resolver.for_path(stdin_filename or (paths[0] if paths and not stdin else "."))
         chosen = with_cli_overrides(s, select_l or None, ignore_l, extend_l, preview)
         _selection_warnings(chosen)
@@ -260,7 +261,7 @@ def _show_settings(paths, select, ignore, extend_select, config_path, stdin_file
 
     select_l, ignore_l, extend_l = _parse_selection(select, ignore, extend_select)
     try:
-        resolver = ConfigResolver(config_path)
+        resolver = spec_of(config_path).resolver()
         if _reads_stdin(paths, stdin_filename):
             name = stdin_filename or os.path.join(os.getcwd(), "stdin.py")
             found = (name, resolver.for_path(name))
@@ -284,7 +285,7 @@ def _show_files(paths, config_path, force_exclude: bool) -> None:
     errors = []
     try:
         found = sorted({os.path.abspath(p) for p, _ in discover(
-            list(paths) or ["."], ConfigResolver(config_path), lambda p, why: errors.append((p, why)),
+            list(paths) or ["."], spec_of(config_path).resolver(), lambda p, why: errors.append((p, why)),
             force_exclude=force_exclude)})
     except ConfigError as exc:
         _config_error(exc)
@@ -324,7 +325,7 @@ def _write_output_or_exit(path: str, data: bytes, what: str) -> None:
 @_codes_option("--select", "Rules to enable (codes, prefixes, names, or ALL).")
 @_codes_option("--ignore", "Rules to disable.")
 @_codes_option("--extend-select", "Rules to enable on top of the selection.")
-@click.option("--config", "config_path", type=click.Path(), default=None, help="Use this config file for every file.")
+@config_options
 @click.option("--no-color", is_flag=True, help="Never colour the output (also NO_COLOR=1).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="GPULINT_CACHE_DIR", default=None,
@@ -352,7 +353,7 @@ def fix(paths, apply_, unsafe_fixes, select, ignore, extend_select, config_path,
         _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_, unsafe_fixes, no_color,
                    force_exclude, preview)
     try:
-        resolver = ConfigResolver(config_path)
+        resolver = spec_of(config_path).resolver()
         _selection_warnings(with_cli_overrides(resolver.override or resolver.for_path(paths[0] if paths else "."),
                                                select_l or None, ignore_l, extend_l, preview))
         result = run(
@@ -423,7 +424,7 @@ def _fix_stdin(stdin_filename, config_path, select_l, ignore_l, extend_l, apply_
     data = _read_stdin()
     out = sys.stdout.buffer
     try:
-        resolver = ConfigResolver(config_path)
+        resolver = spec_of(config_path).resolver()
         result = run_stdin(data, stdin_filename, resolver, select=select_l or None, ignore=ignore_l,
                            extend_select=extend_l, force_exclude=force_exclude, preview=preview)
     except ConfigError as exc:
@@ -541,7 +542,7 @@ def clean(paths, cache_dir, config_path) -> None:
     from gpulint.engine.cache import CACHE_DIR
 
     try:
-        resolver = ConfigResolver(config_path)
+        resolver = spec_of(config_path).resolver()
         roots = {(resolver.override or resolver.for_path(p)).root for p in (list(paths) or ["."])}
     except ConfigError as exc:
         _config_error(exc)

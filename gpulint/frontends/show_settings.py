@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from gpulint.engine.config import ConfigResolver, Settings, with_cli_overrides
+from gpulint.engine.config import CLI_SOURCE, ConfigResolver, Settings, with_cli_overrides
 from gpulint.engine.discovery import discover
 
 
@@ -53,6 +53,8 @@ def render(path: str, settings: Settings, select: Optional[Sequence[str]], ignor
         key = name.replace("_", "-")
         lines.append(f"{key} = {value!r}")
         source = f"from {s.config_path}" if key in s.explicit else "the default"
+        if key in s.cli_keys:
+            source = f"from {CLI_SOURCE}"
         if flags.get(name):
             source += f", then the command line (--{key} {','.join(flags[name])})"
         lines.append(f"  # {source}")
