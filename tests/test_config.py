@@ -328,3 +328,33 @@ def test_command_line_config_errors_are_one_line_and_exit_2(tmp_path, args, expe
     write(tmp_path, "a.py", DP)
     res = invoke(["check", *args], tmp_path)
     assert res.exit_code == 2 and expected in res.stderr, res.stderr
+
+
+def test_extend_builds_on_another_config_as_ruff_does(tmp_path):
+    write(tmp_path, "pyproject.toml",
+          '[tool.gpulint]\nextend-exclude = ["old/"]\n[tool.gpulint.per-file-ignores]\n"scripts/*" = ["GPU001"]\n')
+    # a nested project: its own config replaces the root's, unless it extends it
+    write(tmp_path, "svc/pyproject.toml",
+          '[tool.gpulint]\nextend = "../pyproject.toml"\nextend-exclude = ["gen/"]\n')
+    body = DP + ZG.replace("import torch\n", "")
+    for rel in ("svc/old/a.py", "svc/gen/b.py", "svc/scripts/c.py", "svc/main.py"):
+        write(tmp_path, rel, body)
+    res = invoke(["check", TWO, "svc"], tmp_path)
+    got = sorted((p, c) for p, _, _, c in findings(res.stdout))
+    main, script = os.path.join("svc", "main.py"), os.path.join("svc", "scripts", "c.py")
+    # old/ excluded by the extended config, gen/ by its own, and scripts/* keeps the extended per-file-ignores
+    assert got == [(main, "GPU001"), (main, "GPU302"), (script, "GPU302")]
+    lines = invoke(["check", "--show-settings", "svc/main.py"], tmp_path).stdout
+    assert "extend-exclude = ['old/', 'gen/']" in lines
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('extend = "gpulint.toml"\n', "'extend' makes a cycle"),
+    ('extend = "missing.toml"\n', "'extend': no such config file"),
+    ('extend = 3\n', "'extend' must be a str"),
+])
+def test_extend_errors(tmp_path, text, expected):
+    write(tmp_path, "gpulint.toml", text)
+    write(tmp_path, "a.py", DP)
+    res = invoke(["check"], tmp_path)
+    assert res.exit_code == 2 and expected in res.stderr, res.stderr

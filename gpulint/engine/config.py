@@ -41,6 +41,7 @@ DEFAULT_EXCLUDE = (
 DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
 
 KNOWN_KEYS = {
+    "extend": str,  # another config file this one builds on (resolved by `load_table`)
     "select": list,
     "ignore": list,
     "extend-select": list,
@@ -376,8 +377,45 @@ def _suggest(key: str, options: Sequence[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def load_table(path: str) -> Optional[dict]:
-    """The gpulint table of a config file; None for a pyproject.toml without one."""
+# how deep `extend` may chain (a config that extends itself, directly or not, is an error)
+MAX_EXTEND_DEPTH = 16
+
+
+def load_table(path: str, _chain: Tuple[str, ...] = ()) -> Optional[dict]:
+    """The gpulint table of a config file, with what its `extend` names under
+    it (as Ruff resolves `extend`: the named file's settings, the path relative
+    to this file, then this file's keys over them; `extend-*` lists and tables
+    add to the named file's); None for a pyproject.toml without a table."""
+    table = _own_table(path)
+    if table is None or "extend" not in table:
+        return table
+    target = table["extend"]
+    if not isinstance(target, str):
+        raise ConfigError(f"{path}: 'extend' must be a string (a path to another config file)")
+    base_path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(target)))
+    chain = _chain + (os.path.abspath(path),)
+    if base_path in chain or len(chain) > MAX_EXTEND_DEPTH:
+        raise ConfigError(f"{path}: 'extend' makes a cycle: {' -> '.join(chain + (base_path,))}")
+    if not os.path.isfile(base_path):
+        raise ConfigError(f"{path}: 'extend': no such config file: {base_path}")
+    base = load_table(base_path, chain)
+    if base is None:
+        raise ConfigError(f"{path}: 'extend': {base_path} has no [tool.gpulint] table")
+    merged = {k: v for k, v in base.items() if k != "extend"}
+    for key, value in table.items():
+        if key == "extend":
+            continue
+        if key.startswith("extend-") and key in merged and isinstance(value, list) and isinstance(merged[key], list):
+            merged[key] = merged[key] + value
+        elif key.startswith("extend-") and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def _own_table(path: str) -> Optional[dict]:
+    """The gpulint table of one config file, as written."""
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
