@@ -618,3 +618,33 @@ def test_show_settings_says_where_each_setting_came_from(tmp_path):
     assert source("extend-exclude") == f"# from {config}"
     assert source("ignore") == f"# from {config}, then the command line (--ignore GPU302)"
     assert source("exclude") == "# the default" and source("unfixable") == "# the default"
+
+
+def test_watch_lints_again_on_each_change(tmp_path, monkeypatch):
+    import watchfiles
+
+    write(tmp_path, "a.py", DP)
+    seen = {}
+
+    def fake_watch(*paths, **kw):  # the operating system's notifications, two batches of them
+        seen["paths"], seen["filter"] = paths, kw["watch_filter"]
+        write(tmp_path, "a.py", DP + ZG.replace("import torch\n", ""))  # a new finding
+        yield {(watchfiles.Change.modified, str(tmp_path / "a.py"))}
+        (tmp_path / "a.py").write_text("x = 1\n")
+        yield {(watchfiles.Change.modified, str(tmp_path / "a.py"))}
+
+    monkeypatch.setattr(watchfiles, "watch", fake_watch)
+    res = invoke(["check", TWO, "--watch"], tmp_path)
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert out.startswith("Starting gpulint in watch mode...\n")
+    runs = out.split("File change detected (a.py): linting again.")
+    assert len(runs) == 3
+    assert [sorted(c for _, _, _, c in findings(r)) for r in runs] == [["GPU001"], ["GPU001", "GPU302"], []]
+    assert "All checks passed!" in runs[2]
+    # only sources and configs wake it, never the cache's own writes
+    assert seen["paths"] == (".",) and seen["filter"](None, str(tmp_path / "b.py"))
+    assert not seen["filter"](None, str(tmp_path / ".gpulint_cache" / "x.py"))
+    assert not seen["filter"](None, str(tmp_path / "image.png"))
+    bad = invoke(["check", TWO, "--watch", "--add-noqa"], tmp_path)
+    assert bad.exit_code == 2 and "--watch cannot be used with --add-noqa" in bad.stderr

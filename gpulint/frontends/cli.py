@@ -135,6 +135,7 @@ def _read_stdin() -> bytes:
 @click.option("--show-settings", is_flag=True,
               help="Print the settings the first file is linted with, and where each came from (torch-version: "
                    "the config, the project's torch pin, the installed torch or the newest), then exit.")
+@click.option("--watch", is_flag=True, help="Lint again whenever a file under PATHS changes, until Ctrl-C.")
 @click.option("--show-files", is_flag=True,
               help="Print the files a run would lint (excludes, include patterns and .gitignore applied), then exit.")
 @_preview_option
@@ -142,8 +143,11 @@ def _read_stdin() -> bytes:
 def check(paths, select, ignore, extend_select, output_format, output_file, config_path, statistics,
           exit_zero, quiet, no_color, no_cache, cache_dir, jobs, force_exclude, diff=False, unsafe_fixes=False,
           add_noqa=False, show_settings=False, stdin_filename=None, preview=None, fix_=False, fix_only=False,
-          show_fixes=False, show_files=False) -> None:
+          show_fixes=False, show_files=False, watch=False) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
+    if watch:
+        _watch(click.get_current_context(), paths, stdin_filename, add_noqa)
+        return
     if show_settings:
         _show_settings(paths, select, ignore, extend_select, config_path, stdin_filename, preview)
         return
@@ -297,6 +301,23 @@ def _show_files(paths, config_path, force_exclude: bool) -> None:
     if not found and not errors:
         _warn_nothing_found()
     sys.exit(EXIT_ERROR if errors else EXIT_OK)
+
+
+def _watch(ctx, paths, stdin_filename, add_noqa) -> None:
+    """`check --watch`: the same check, run again on every change."""
+    from gpulint.frontends.watch import watch_loop
+
+    if _reads_stdin(paths, stdin_filename) or add_noqa:
+        raise click.UsageError(f"--watch cannot be used with {'--add-noqa' if add_noqa else 'stdin'}")
+
+    def run_once() -> int:
+        try:
+            ctx.invoke(check, **dict(ctx.params, watch=False))
+        except SystemExit as exc:  # every run ends in sys.exit: keep watching
+            return int(exc.code or 0)
+        return EXIT_OK
+
+    watch_loop(run_once, paths)
 
 
 def _warn_nothing_found() -> None:
