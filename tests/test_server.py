@@ -4,6 +4,8 @@ in-process."""
 
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 import sys
@@ -263,12 +265,22 @@ def test_config_is_the_cli_config(workspace, client_factory):
 
 
 @needs_pygls
-def test_bad_documents_give_no_diagnostics_and_no_crash(workspace, client_factory):
+def test_bad_documents_give_no_crash_and_a_syntax_error_is_a_diagnostic(workspace, client_factory):
     ws, _ = workspace
-    c = client_factory(ws)
+    c = client_factory(ws, "--stdio")  # (what editors' clients pass)
     c.initialize(ws)
-    uri = c.open(ws / "broken.py", "import torch\ndef f(:\n    opt.zero_grad(set_to_none=False)\n")
-    assert c.diagnostics(uri, version=1) == []
+    broken = "import torch\ndef f(:\n    opt.zero_grad(set_to_none=False)\n"
+    uri = c.open(ws / "broken.py", broken)
+    # shown where it is, as an error, as `gpulint check` reports it (`invalid-syntax`)
+    [d] = c.diagnostics(uri, version=1)
+    assert (d["code"], d["severity"], d["range"]["start"]["line"]) == ("invalid-syntax", 1, 1)
+    assert d["message"].startswith("SyntaxError: ") and "codeDescription" not in d
+    (ws / "broken.py").write_text(broken)
+    [checked] = json.loads(invoke(["check", "--output-format", "json", "broken.py"], cwd=ws).stdout)
+    assert (checked["message"], checked["location"]["row"] - 1, checked["location"]["column"] - 1) == (
+        d["message"], d["range"]["start"]["line"], d["range"]["start"]["character"])
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}}
+    assert c.code_actions(uri, whole) == []  # no fix and no noqa for a file that does not parse
     log = c.wait_for("window/logMessage", lambda p: "broken.py" in p["message"])
     assert "syntax error" in log["message"]
     nul = c.open(ws / "nul.py", "x = 1\x00\n")

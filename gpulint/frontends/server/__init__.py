@@ -16,7 +16,9 @@ INSTALL_HINT = "gpulint server: needs pygls; install it with: pip install 'gpuli
 @click.command()
 @click.option("--config", "config_path", type=click.Path(), default=None,
               help="Use this config file for every document (default: the closest one, as `check`).")
-def server(config_path) -> None:
+@click.option("--stdio", is_flag=True, help="Talk over stdin and stdout (the default and only transport; "
+              "editors' clients pass it).")
+def server(config_path, stdio=False) -> None:
     """Run the Language Server over stdio (for editors: diagnostics and quick fixes)."""
     try:
         import lsprotocol.types  # noqa: F401

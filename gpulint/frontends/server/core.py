@@ -26,7 +26,7 @@ from gpulint.engine.lint import MAX_FILE_BYTES, LintError, LintOptions, collecto
 from gpulint.engine.project import ProjectLinter, project_roots
 from gpulint.fix.apply import FixError, fix_source, newline_of, with_newline
 from gpulint.edits import apply_edits
-from gpulint.rule import INVALID_SYNTAX, SAFE, Edit, Finding
+from gpulint.rule import INVALID_SYNTAX, SAFE, Edit, Finding, file_diagnostic
 from gpulint.engine.runner import options_for
 from gpulint.engine.suppress import NOQA_RE, Suppressions
 from gpulint.engine.unreached import Projects, keep_reached
@@ -252,6 +252,9 @@ class DocumentLinter:
             res = doc.lint(text)
         except LintError as exc:
             doc.skipped = str(exc)
+            if exc.location is not None:  # a syntax error: shown where it is, as `check` reports it
+                message = f"SyntaxError: {exc.detail}" if exc.detail else str(exc)
+                doc.findings = [file_diagnostic(path, message, INVALID_SYNTAX, exc.location)]
             return doc
         except Exception as exc:  # a bug in gpulint must not take the server down
             doc.skipped = f"internal error: {type(exc).__name__}: {exc} (please report this)"

@@ -145,12 +145,13 @@ class GpulintServer(LanguageServer):
         return T.Range(start=T.Position(line=l1, character=c1), end=T.Position(line=l2, character=c2))
 
     def diagnostic(self, doc: LintedDocument, f: Finding) -> T.Diagnostic:
+        # a file that does not parse is an error (as `check` reports it: `invalid-syntax`)
         return T.Diagnostic(
             range=self.to_range(doc, *doc.span(f)),
             message=f.message,
-            severity=T.DiagnosticSeverity.Warning,
+            severity=T.DiagnosticSeverity.Error if f.is_diagnostic else T.DiagnosticSeverity.Warning,
             code=f.code,
-            code_description=T.CodeDescription(href=f.url),
+            code_description=T.CodeDescription(href=f.url) if f.url else None,
             source=SOURCE,
         )
 
@@ -203,8 +204,8 @@ class GpulintServer(LanguageServer):
         disables: List[T.CodeAction] = []
         if wanted(T.CodeActionKind.QuickFix):
             for f in doc.findings:
-                if not ranges_overlap(doc.span(f), asked):
-                    continue
+                if f.is_diagnostic or not ranges_overlap(doc.span(f), asked):
+                    continue  # (no fix and no noqa for a file that does not parse)
                 diag = [self.diagnostic(doc, f)]
                 changes = fix_changes(doc, f)
                 if changes:
