@@ -507,3 +507,42 @@ def test_a_document_is_linted_as_a_file_of_the_workspace(client_factory, tmp_pat
     c.change(uri, meter.read_text() + "\n", 2)
     assert c.diagnostics(uri, version=2) == []
     assert c.shutdown_and_exit() == 0
+
+
+@needs_pygls
+def test_a_notebook_is_linted_whole_and_each_cell_gets_its_diagnostics(workspace, client_factory, tmp_path):
+    ws, _ = workspace
+    c = client_factory(ws)
+    result = c.initialize(ws, {"notebookDocument": {"synchronization": {}}})  # a client that syncs notebooks
+    sync = result["capabilities"]["notebookDocumentSync"]
+    assert sync["notebookSelector"][0]["notebook"] == "jupyter-notebook"
+    nb_uri = uri_of(ws / "train.ipynb")
+    cells = [
+        ("markdown", "# Training\n"),
+        ("python", "import torch\nfrom torch import nn\n%matplotlib inline\n"),
+        ("python", "with torch.cuda.amp.autocast():\n    y = 1\nm = nn.DataParallel(net)\n"),
+    ]
+    cell_uris = [f"vscode-notebook-cell:{ws / 'train.ipynb'}#C{i}" for i in range(len(cells))]
+    c.notify("notebookDocument/didOpen", {
+        "notebookDocument": {"uri": nb_uri, "notebookType": "jupyter-notebook", "version": 1, "cells": [
+            {"kind": 1 if lang == "markdown" else 2, "document": u} for (lang, _), u in zip(cells, cell_uris)]},
+        "cellTextDocuments": [{"uri": u, "languageId": lang, "version": 1, "text": text}
+                              for (lang, text), u in zip(cells, cell_uris)],
+    })
+    got = {u: c.diagnostics(u) for u in cell_uris}
+    assert got[cell_uris[0]] == [] and got[cell_uris[1]] == []
+    # rows within the cell, as `gpulint check` reports the .ipynb (the IPython line of cell 2 is no error)
+    assert sorted((d["code"], d["range"]["start"]["line"]) for d in got[cell_uris[2]]) == [("GPU001", 2),
+                                                                                        ("GPU401", 0)]
+    # a cell that stops parsing: one error diagnostic in that cell
+    c.notify("notebookDocument/didChange", {
+        "notebookDocument": {"uri": nb_uri, "version": 2},
+        "change": {"cells": {"textContent": [{"document": {"uri": cell_uris[2], "version": 2},
+                                              "changes": [{"text": "def f(:\n    pass\n"}]}]}},
+    })
+    [d] = c.diagnostics(cell_uris[2])
+    assert (d["code"], d["severity"], d["range"]["start"]["line"]) == ("invalid-syntax", 1, 0)
+    c.notify("notebookDocument/didClose", {"notebookDocument": {"uri": nb_uri},
+                                           "cellTextDocuments": [{"uri": u} for u in cell_uris]})
+    assert c.diagnostics(cell_uris[2]) == []
+    assert c.shutdown_and_exit() == 0

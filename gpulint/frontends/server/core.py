@@ -262,6 +262,38 @@ class DocumentLinter:
         doc.findings = res
         return doc
 
+    def lint_notebook(self, cells: Sequence[Tuple[bool, str]], path: str) -> Dict[int, LintedDocument]:
+        """A notebook's cells, `(is code, text)` in order, linted as `gpulint
+        check` lints the `.ipynb` (cells joined, IPython lines skipped): each
+        cell's index -> its document, with its findings' rows in the cell."""
+        from gpulint.engine.notebook import Notebook, NotebookError, lint_notebook
+
+        docs = {i: LintedDocument(text, path, LineIndex(text)) for i, (_, text) in enumerate(cells)}
+        try:
+            settings = self.settings_for(path)
+        except ConfigError as exc:
+            for doc in docs.values():
+                doc.skipped = doc.config_error = str(exc)
+            return docs
+        book = {"cells": [{"cell_type": "code" if code else "markdown", "metadata": {}, "source": text,
+                           **({"outputs": [], "execution_count": None} if code else {})} for code, text in cells],
+                "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+        try:
+            import json
+
+            found = lint_notebook(Notebook.from_text(json.dumps(book)), path, options_for(settings, path))
+        except (LintError, NotebookError) as exc:
+            if exc.location is not None and exc.cell is not None and exc.cell - 1 in docs:
+                message = f"SyntaxError: {exc.detail}" if exc.detail else str(exc)
+                docs[exc.cell - 1].findings = [file_diagnostic(path, message, INVALID_SYNTAX, exc.location, exc.cell)]
+            for doc in docs.values():
+                doc.skipped = str(exc)
+            return docs
+        for f in found:
+            if f.cell is not None and f.cell - 1 in docs:
+                docs[f.cell - 1].findings.append(f)
+        return docs
+
     def in_project(self, path: str, settings: Settings, overlays: Optional[Dict[str, str]] = None):
         """text -> its findings as the file `path` of the workspace's project
         (raises LintError where the text does not parse): what the document

@@ -44,13 +44,19 @@ _ENCODINGS = {T.PositionEncodingKind.Utf8: UTF8, T.PositionEncodingKind.Utf16: U
 _LINTED_SCHEMES = ("file", "untitled")
 
 
+# Jupyter notebooks whose code cells are Python: linted as `gpulint check` lints the .ipynb
+NOTEBOOK_SYNC = T.NotebookDocumentSyncOptions(notebook_selector=[T.NotebookDocumentFilterWithCells(
+    cells=[T.NotebookCellLanguage(language="python")], notebook="jupyter-notebook")])
+
+
 class GpulintServer(LanguageServer):
     # didChange is linted this long after the last change: a burst of keystrokes
     # (or changes queued behind the lint of a large file) costs one lint, not one each
     debounce_s = 0.1
 
     def __init__(self, config: Optional[str] = None) -> None:
-        super().__init__("gpulint", __version__, text_document_sync_kind=T.TextDocumentSyncKind.Full)
+        super().__init__("gpulint", __version__, text_document_sync_kind=T.TextDocumentSyncKind.Full,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.config = config
         self.linter = DocumentLinter(config=config)
         self.documents: Dict[str, LintedDocument] = {}  # uri -> the lint of its current text
@@ -274,6 +280,32 @@ class GpulintServer(LanguageServer):
         self._pending.pop(uri, None)
         self.publish(uri)
 
+    def publish_notebook(self, notebook_uri: str) -> None:
+        """Lint an open notebook as a whole and publish each cell's diagnostics
+        (rows within the cell) to that cell's document."""
+        try:
+            nb = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
+            if nb is None:
+                return
+            cells = []
+            for cell in nb.cells:
+                td = self.open_document(cell.document)
+                cells.append((cell.kind == T.NotebookCellKind.Code, td.source if td is not None else ""))
+            path = to_fs_path(notebook_uri) or os.path.join(self.linter.cwd, "notebook.ipynb")
+            docs = self.linter.lint_notebook(cells, path)
+            for i, cell in enumerate(nb.cells):
+                doc = docs[i]
+                self.documents[cell.document] = doc
+                self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(
+                    uri=cell.document, diagnostics=[self.diagnostic(doc, f) for f in doc.findings]))
+            skipped = next((d.skipped for d in docs.values() if d.skipped), None)
+            if skipped and self._logged.get(notebook_uri) != skipped:
+                self._logged[notebook_uri] = skipped
+                self.log(f"{path}: {skipped}")
+        except Exception as exc:  # a gpulint bug: logged, and the server goes on
+            self.log(f"internal error while linting {notebook_uri}: {type(exc).__name__}: {exc} (please report this)",
+                     T.MessageType.Error)
+
     def cancel_pending(self, uri: str) -> None:
         handle = self._pending.pop(uri, None)
         if handle is not None:
@@ -325,6 +357,29 @@ def create_server(config: Optional[str] = None) -> GpulintServer:
         uri = params.text_document.uri
         ls.forget(uri)
         ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @ls.feature(T.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(params: T.DidOpenNotebookDocumentParams) -> None:
+        ls.publish_notebook(params.notebook_document.uri)
+
+    @ls.feature(T.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(params: T.DidChangeNotebookDocumentParams) -> None:
+        ls.publish_notebook(params.notebook_document.uri)
+        for closed in (params.change.cells.structure.did_close or []) if params.change.cells and \
+                params.change.cells.structure else []:
+            ls.documents.pop(closed.uri, None)
+            ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=closed.uri, diagnostics=[]))
+
+    @ls.feature(T.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(params: T.DidSaveNotebookDocumentParams) -> None:
+        ls.linter.forget_files()
+        ls.publish_notebook(params.notebook_document.uri)
+
+    @ls.feature(T.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(params: T.DidCloseNotebookDocumentParams) -> None:
+        for cell in params.cell_text_documents:
+            ls.documents.pop(cell.uri, None)
+            ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
 
     @ls.feature(
         T.TEXT_DOCUMENT_CODE_ACTION,
