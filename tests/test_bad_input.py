@@ -542,6 +542,8 @@ def test_config_known_keys_load_nothing():
         "output-format", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes",
         "include", "extend-include",  # file globs for discovery, like exclude
         "preview",  # a boolean: which built-in rules run
+        "extend",  # another config file, read as TOML data (never run); a cycle is an error
+        "extend-per-file-ignores",  # codes, like per-file-ignores
     }
 
 
