@@ -220,18 +220,22 @@ def run_add_noqa(
                 if left:
                     raise LintError(f"the added comments would not suppress {left[0].code} at line {left[0].row}"
                                     " (please report this); not written")
-                ff = FileFix(path, text, res.text, [], [], 0, encoding, bom, stat)
-                why = write_fixed(ff, write_roots)
-                if why is not None:
-                    raise LintError(why)
-                out.files += 1
-                out.added += res.added
+                _write(FileFix(path, text, res.text, [], [], 0, encoding, bom, stat), res, write_roots, out)
             out.unplaceable.extend(res.unplaceable)
         except LintError as exc:
             out.errors.append((path, str(exc)))
         except Exception as exc:  # a bug here must not stop the run
             out.errors.append((path, f"internal error while adding noqa: {type(exc).__name__}: {exc} (please report this)"))
     return out
+
+
+def _write(ff: FileFix, res: NoqaResult, write_roots: Optional[Sequence[str]], out: NoqaRun) -> None:
+    """Write the commented file as `gpulint fix --apply` writes (LintError: why not), and count it."""
+    why = write_fixed(ff, write_roots)
+    if why is not None:
+        raise LintError(why)
+    out.files += 1
+    out.added += res.added
 
 
 def _add_noqa_notebook_file(path: str, options: LintOptions, reported: Sequence[Finding],
@@ -246,11 +250,7 @@ def _add_noqa_notebook_file(path: str, options: LintOptions, reported: Sequence[
         res = add_noqa_notebook(book, path, options, reported)
         if res.text != book.raw:
             ff = FileFix(path, book.raw, res.text, [], [], 0, "utf-8", book.bom, (st.st_mtime_ns, st.st_size))
-            why = write_fixed(ff, write_roots)
-            if why is not None:
-                raise LintError(why)
-            out.files += 1
-            out.added += res.added
+            _write(ff, res, write_roots, out)
         out.unplaceable.extend(res.unplaceable)
     except (LintError, NotebookError) as exc:
         out.errors.append((path, str(exc)))
