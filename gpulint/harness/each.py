@@ -85,7 +85,8 @@ def render_text(report: dict) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     s = report["summary"]
     lines.append("")
-    lines.append("Keep: " + (", ".join(s["keep"]) or "none") + " (faster alone).")
+    lines.append(f"Keep: {', '.join(s['keep'])} (faster alone)." if s["keep"] else
+                 "No fix is faster alone on this script.")
     if s["no_gain"]:
         lines.append("No measurable gain on this script: " + ", ".join(s["no_gain"]) + ".")
     if s["slower"]:
