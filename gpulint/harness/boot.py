@@ -142,9 +142,12 @@ class Tracer:
         self.torch = torch_module
         self.cuda = cuda
         self.root = os.path.realpath(spec["root"])
+        # a watched file under each name a frame may give it (the path as run, and its real path)
         self.watch = {}
         for rel, lines in spec.get("watch", {}).items():
-            self.watch[os.path.join(self.root, rel)] = set(lines)
+            path = os.path.join(self.root, rel)
+            for name in (path, os.path.realpath(path)):
+                self.watch[name] = set(lines)
         self.rows = {}  # (path, line, kind) -> [count, seconds, bytes, pageable]
         self.reached = set()
         self.syncs = 0  # implicit syncs seen so far (a call that made some is timed as one)
@@ -234,8 +237,6 @@ class Tracer:
         torch = self.torch
         self.on = True
         tracer = self
-        self.watch = {fn: lines for path, lines in self.watch.items()
-                      for fn in {path, os.path.realpath(path)}}
         if self.cuda:
             sync_counter.on_sync = self.on_sync
             sync_counter.start()

@@ -27,6 +27,7 @@ from gpulint.harness.sides import (
     copy_tree,
     fix_copy,
     run_side,
+    shown_path,
     side_metrics,
     step_ms,
     timed_runs,
@@ -117,7 +118,7 @@ def run_each(o: Dict[str, object], work: str) -> int:
     copy_tree(src, all_dir)
     fx_all = fix_copy(src, script_abs, all_dir, copied, unsafe, o["select_l"], o["ignore_l"], o["config_path"],
                       o["preview"])
-    script = os.path.relpath(script_abs) if not os.path.relpath(script_abs).startswith("..") else script_abs
+    script = shown_path(script_abs)
     report: Dict[str, object] = {
         "schema": SCHEMA, "script": script, "args": list(o["args"]), "device": o["device"],
         "device_line": o["device_line"], "environment": o["info"], "steps": steps, "warmup": warmup,

@@ -129,18 +129,14 @@ def fix_copy(
     the originals: the files are discovered and configured from the
     originals (their config, excludes, per-file-ignores, and their paths,
     which some rules look at), and the fixed text is written to the copy."""
-    from gpulint.engine.config import ConfigResolver
     from gpulint.fix.files import FileFix, read_with_encoding, write_fixed
     from gpulint.fix.apply import FixError, fix_source, newline_of
     from gpulint.engine.lint import LintError
     from gpulint.rule import SAFE, UNSAFE
-    from gpulint.engine.runner import run
 
     out = FixOutcome()
-    resolver = ConfigResolver(config_path)
-    result = run([script, src], resolver, select=select or None, ignore=list(ignore), jobs=1, use_cache=False,
-                 preview=preview)
-    out.errors.extend((os.path.relpath(p, src) if os.path.isabs(p) else p, why) for p, why in result.all_errors)
+    result, errors = _lint_originals(src, script, select, ignore, config_path, preview)
+    out.errors.extend(errors)
     allowed = (SAFE, UNSAFE) if unsafe else (SAFE,)
     copied_set = set(copied)
     src_real = os.path.realpath(src)
@@ -349,15 +345,30 @@ def list_findings(src: str, script: str, select: Optional[Sequence[str]] = None,
     """The findings of SCRIPT and the files beside it, as `gpulint check SRC
     SCRIPT` finds them (paths relative to SRC), and the files that could not
     be checked."""
+    result, errors = _lint_originals(src, script, select, ignore, config_path, preview)
+    found = [finding_dict(f, src) for res in result.results if not res.error for f in res.findings]
+    found.sort(key=lambda d: (d["path"], d["line"], d["col"], d["code"]))
+    return found, errors
+
+
+def _lint_originals(src: str, script: str, select: Optional[Sequence[str]], ignore: Sequence[str],
+                    config_path: Optional[str], preview: Optional[bool]):
+    """`gpulint check SRC SCRIPT` over the originals, under the user's config
+    (its excludes, per-file-ignores and the files' own paths): the run's
+    result, and the files it could not check (paths relative to SRC)."""
     from gpulint.engine.config import ConfigResolver
     from gpulint.engine.runner import run
 
     result = run([script, src], ConfigResolver(config_path), select=select or None, ignore=list(ignore), jobs=1,
                  use_cache=False, preview=preview)
     errors = [(os.path.relpath(p, src) if os.path.isabs(p) else p, why) for p, why in result.all_errors]
-    found = [finding_dict(f, src) for res in result.results if not res.error for f in res.findings]
-    found.sort(key=lambda d: (d["path"], d["line"], d["col"], d["code"]))
-    return found, errors
+    return result, errors
+
+
+def shown_path(path: str) -> str:
+    """`path` as a report names it: relative to the working folder when under it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def write_json(path: Optional[str], report: Dict[str, object]) -> None:

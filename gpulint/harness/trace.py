@@ -42,6 +42,7 @@ from gpulint.harness.sides import (
     copy_tree,
     list_findings,
     run_side,
+    shown_path,
     why_failed,
     write_json,
 )
@@ -254,7 +255,7 @@ def run_trace(o: Dict[str, object], work: str) -> int:
     trace = side.get("trace") or {}
     traced = max(int(side.get("steps_reached") or 0) - warmup, 0) if side.get("status") != "done" else steps
     report = build_report(trace, findings, spans, traced)
-    script = os.path.relpath(o["script_abs"]) if not os.path.relpath(o["script_abs"]).startswith("..") else o["script_abs"]
+    script = shown_path(o["script_abs"])
     report.update(script=script, args=list(o["args"]), device=o["device"], device_line=o["device_line"],
                   environment=o["info"], warmup=warmup, steps_requested=steps, run=side,
                   status="ok" if side.get("status") == "done" else "error")

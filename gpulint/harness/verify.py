@@ -40,6 +40,7 @@ from gpulint.harness.sides import (
     copy_tree,
     fix_copy,
     run_side,
+    shown_path,
     side_metrics,
     step_ms,
     timed_runs,
@@ -252,7 +253,7 @@ def _verify(o: Dict[str, object], work: str) -> int:
     }
     report: Dict[str, object] = {
         "schema": SCHEMA,
-        "script": os.path.relpath(script_abs) if not os.path.relpath(script_abs).startswith("..") else script_abs,
+        "script": shown_path(script_abs),
         "args": list(o["args"]),
         "device": device,
         "device_line": o["device_line"],

@@ -316,6 +316,11 @@ class GpulintServer(LanguageServer):
         self.documents.pop(uri, None)
         self._logged.pop(uri, None)
 
+    def clear(self, uri: str) -> None:
+        """A document (or a notebook's cell) closed: forget it and clear its diagnostics."""
+        self.forget(uri)
+        self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
 
 def create_server(config: Optional[str] = None) -> GpulintServer:
     ls = GpulintServer(config)
@@ -354,9 +359,7 @@ def create_server(config: Optional[str] = None) -> GpulintServer:
 
     @ls.feature(T.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: T.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.forget(uri)
-        ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.clear(params.text_document.uri)
 
     @ls.feature(T.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_did_open(params: T.DidOpenNotebookDocumentParams) -> None:
@@ -365,10 +368,9 @@ def create_server(config: Optional[str] = None) -> GpulintServer:
     @ls.feature(T.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def notebook_did_change(params: T.DidChangeNotebookDocumentParams) -> None:
         ls.publish_notebook(params.notebook_document.uri)
-        for closed in (params.change.cells.structure.did_close or []) if params.change.cells and \
-                params.change.cells.structure else []:
-            ls.documents.pop(closed.uri, None)
-            ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=closed.uri, diagnostics=[]))
+        structure = params.change.cells.structure if params.change.cells else None
+        for closed in (structure.did_close or []) if structure else []:  # cells deleted
+            ls.clear(closed.uri)
 
     @ls.feature(T.NOTEBOOK_DOCUMENT_DID_SAVE)
     def notebook_did_save(params: T.DidSaveNotebookDocumentParams) -> None:
@@ -378,8 +380,7 @@ def create_server(config: Optional[str] = None) -> GpulintServer:
     @ls.feature(T.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_did_close(params: T.DidCloseNotebookDocumentParams) -> None:
         for cell in params.cell_text_documents:
-            ls.documents.pop(cell.uri, None)
-            ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+            ls.clear(cell.uri)
 
     @ls.feature(
         T.TEXT_DOCUMENT_CODE_ACTION,
