@@ -394,8 +394,10 @@ def load_table(path: str, _chain: Tuple[str, ...] = ()) -> Optional[dict]:
         raise ConfigError(f"{path}: 'extend' must be a string (a path to another config file)")
     base_path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(target)))
     chain = _chain + (os.path.abspath(path),)
-    if base_path in chain or len(chain) > MAX_EXTEND_DEPTH:
+    if base_path in chain:
         raise ConfigError(f"{path}: 'extend' makes a cycle: {' -> '.join(chain + (base_path,))}")
+    if len(chain) > MAX_EXTEND_DEPTH:
+        raise ConfigError(f"{path}: 'extend' chains more than {MAX_EXTEND_DEPTH} config files")
     if not os.path.isfile(base_path):
         raise ConfigError(f"{path}: 'extend': no such config file: {base_path}")
     base = load_table(base_path, chain)
