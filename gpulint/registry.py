@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from typing import Dict, Optional
+from typing import Dict, FrozenSet, Optional
 
 from gpulint.rule import Rule
 
@@ -49,3 +49,11 @@ def rule_by_code_or_name(key: str) -> Optional[type]:
         if r.name == key:
             return r
     return None
+
+
+def suppression_judges() -> FrozenSet[str]:
+    """The codes of the rules that judge suppression comments (unused-noqa,
+    `Rule.judges_suppressions`): their findings are about comments, so the
+    run reads the whole project for them, code nothing reaches does not
+    hide them, and only the run's own findings of them are fixed."""
+    return frozenset(c for c, r in all_rules().items() if r.judges_suppressions)

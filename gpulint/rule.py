@@ -110,6 +110,25 @@ def file_diagnostic(path: str, message: str, code: str = IO_ERROR, location: Opt
 
 
 @dataclass(frozen=True)
+class UnusedCodes:
+    """The codes of one suppression comment that suppressed nothing in the
+    file: what the engine hands the rule that reports them
+    (`Rule.judges_suppressions`). `col` is the comment's 0-based column on
+    line `row`; `span` and `codes_span` are where the directive (`# noqa:
+    A, B`) and its list of codes lie in `comment`; `written` is every code
+    of the list as written, `unused` those that suppressed nothing."""
+
+    row: int
+    col: int
+    comment: str
+    span: Tuple[int, int]
+    codes_span: Tuple[int, int]
+    written: Tuple[str, ...]
+    unused: Tuple[str, ...]
+    file_level: bool  # `# gpulint: noqa: CODE` on a line of its own
+
+
+@dataclass(frozen=True)
 class Example:
     """A bad/good pair. `good` is exactly what `gpulint fix` makes of `bad`
     (with --unsafe-fixes for an unsafe fix); for a rule without a fix it is
@@ -209,6 +228,11 @@ class Rule:
     examples: ClassVar[Tuple[Example, ...]] = ()
     # the workload `gpulint bench` times (None: not benchmarked yet)
     bench: ClassVar[Optional[Bench]] = None
+    # a rule about gpulint's own suppression comments, not about GPU code
+    # (unused-noqa): the engine hands it, after the file's findings are
+    # suppressed, the codes that suppressed nothing (`judge_suppressions`).
+    # It has no bench workload and is not judged on first-sight corpora.
+    judges_suppressions: ClassVar[bool] = False
 
     # Subclasses implement visit_<AstNodeType>(self, node, ctx) and/or
     # begin_file(self, ctx) / end_file(self, ctx).

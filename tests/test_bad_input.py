@@ -446,7 +446,7 @@ def test_file_name_that_is_not_utf8(tmp_path, validator):
         ("pyproject.toml", '[tool.gpulint]\nselect = ["GPU001"\n', "invalid TOML"),
         ("gpulint.toml", "colour = true\n", "unknown key 'colour'"),
         ("gpulint.toml", 'select = ["GPU999"]\n', "'select': unknown rule code or prefix 'GPU999'"),
-        ("pyproject.toml", '[tool.gpulint.per-file-ignores]\n"a.py" = ["GPU9"]\n', "unknown rule code or prefix 'GPU9'"),
+        ("pyproject.toml", '[tool.gpulint.per-file-ignores]\n"a.py" = ["GPU7"]\n', "unknown rule code or prefix 'GPU7'"),
         # these were internal errors (AttributeError) before
         ("gpulint.toml", "[tool]\ngpulint = 3\n", "[tool.gpulint] must be a table"),
         ("gpulint.toml", "tool = 1\n", "unknown key 'tool'"),

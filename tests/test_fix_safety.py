@@ -170,8 +170,8 @@ def test_file_changed_on_disk_is_not_overwritten(tmp_path, monkeypatch):
     p.write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
     real_fix_file = fc.fix_file
 
-    def fix_then_edit(path, opts, unsafe):
-        ff = real_fix_file(path, opts, unsafe)
+    def fix_then_edit(path, opts, unsafe, *rest):
+        ff = real_fix_file(path, opts, unsafe, *rest)
         with open(path, "a") as fh:  # an editor saves while gpulint works
             fh.write("# edited meanwhile\n")
         return ff

@@ -546,3 +546,30 @@ def test_a_notebook_is_linted_whole_and_each_cell_gets_its_diagnostics(workspace
                                            "cellTextDocuments": [{"uri": u} for u in cell_uris]})
     assert c.diagnostics(cell_uris[2]) == []
     assert c.shutdown_and_exit() == 0
+
+
+@needs_pygls
+def test_unused_noqa_is_judged_against_the_workspace(client_factory, tmp_path):
+    """helper.py's first `# noqa: GPU101` suppresses a sync that only
+    train.py's loop makes per-step: once the workspace is read, only the
+    second comment, which suppresses nothing anywhere, is reported."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["GPU101", "GPU900"]\n')
+    (ws / "helper.py").write_text(
+        "import torch\n\n\ndef log_step(loss):\n    print(loss.item())  # noqa: GPU101\n\n\n"
+        "def other(x):\n    return x + 1  # noqa: GPU101\n"
+    )
+    (ws / "train.py").write_text(
+        "import torch\nfrom helper import log_step\n\n\ndef main(model, loader, opt):\n    for x, y in loader:\n"
+        "        x, y = x.cuda(), y.cuda()\n        loss = model(x).sub(y).pow(2).mean()\n        log_step(loss)\n"
+        "        loss.backward()\n        opt.step()\n\n\nif __name__ == '__main__':\n    main(None, [], None)\n"
+    )
+    c = client_factory(ws)
+    c.initialize(ws)
+    helper = ws / "helper.py"
+    uri = c.open(helper, helper.read_text())
+    params = c.wait_for("textDocument/publishDiagnostics",
+                        lambda p: p["uri"] == uri and any(d["code"] == "GPU900" for d in p["diagnostics"]))
+    assert [(d["code"], d["range"]["start"]["line"]) for d in params["diagnostics"]] == [("GPU900", 8)]
+    assert c.shutdown_and_exit() == 0

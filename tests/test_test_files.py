@@ -33,8 +33,19 @@ def test_a_test_file_is_skipped_for_the_rules_that_skip_them():
 
 def test_every_rule_skips_test_files():
     """Labelled at first sight, no finding in a test was right, for any rule
-    (a test runs each case once; a deprecation warns in the test's own run)."""
-    assert {code for code, rule in all_rules().items() if rule.skips_test_files} == set(all_rules())
+    (a test runs each case once; a deprecation warns in the test's own run).
+    But unused-noqa, which is about comments: one in a test that suppresses
+    nothing is as unused as anywhere."""
+    rules = all_rules()
+    assert {code for code, rule in rules.items() if rule.skips_test_files} == {
+        code for code, rule in rules.items() if not rule.judges_suppressions}
+    assert not any(r.skips_test_files for r in rules.values() if r.judges_suppressions)
+
+
+def test_an_unused_comment_in_a_test_file_is_reported():
+    text = "import torch\n\n\ndef test_x():\n    x = 1  # noqa: GPU101\n"
+    assert [(f.row, f.code) for f in lint(text, path="tests/test_x.py", codes=["GPU101", "GPU900"])] == [
+        (5, "GPU900")]
 
 
 def test_a_script_named_like_a_test_is_a_test_only_with_a_test_framework():

@@ -109,11 +109,21 @@ class FileContext:
         return self.analysis.imports.qualname(node)
 
     def report(self, rule: Rule, node: ast.AST, message: str, fix: Optional[Fix] = None) -> None:
+        start, end = self.source.node_span(node)
+        ancestors = self.ancestors if self._is_current(node) else self.analysis.index.ancestors(node)
+        noqa_row = None
+        for anc in reversed(list(ancestors) + [node]):
+            if isinstance(anc, ast.stmt):
+                noqa_row = anc.lineno
+                break
+        self.report_span(rule, start, end, message, fix, noqa_row)
+
+    def report_span(self, rule: Rule, start: int, end: int, message: str, fix: Optional[Fix] = None,
+                    noqa_row: Optional[int] = None) -> None:
+        """A finding over the text's [start, end) (absolute character offsets)."""
         src = self.source
-        start, end = src.node_span(node)
         row, col = src.position(start)
         end_row, end_col = src.position(end)
-        ancestors = self.ancestors if self._is_current(node) else self.analysis.index.ancestors(node)
         if fix is not None:
             fix = Fix(
                 fix.message,
@@ -123,14 +133,8 @@ class FileContext:
                 ),
                 fix.applicability,
             )
-        noqa_row = row
-        for anc in reversed(list(ancestors) + [node]):
-            if isinstance(anc, ast.stmt):
-                noqa_row = anc.lineno
-                break
-        self.findings.append(
-            Finding(rule.code, rule.name, message, self.path, row, col, end_row, end_col, noqa_row, fix)
-        )
+        self.findings.append(Finding(rule.code, rule.name, message, self.path, row, col, end_row, end_col,
+                                     row if noqa_row is None else noqa_row, fix))
 
     def _is_current(self, node: ast.AST) -> bool:
         # rules usually report the node being visited, whose ancestors are at hand
@@ -454,7 +458,8 @@ def _lint_tree(text: str, path: str, options: LintOptions, tree: ast.Module, sel
     if model is None:
         ctx.analysis.close()  # (the caller closes a model it made)
     findings = ctx.findings
-    if findings:
+    judge = next((r for r in rules if r.judges_suppressions), None)
+    if findings or judge is not None:
         if options.noqa or options.gpulint_comments:
             sup = Suppressions(
                 text, noqa=options.noqa, directives=options.gpulint_comments,
@@ -465,6 +470,8 @@ def _lint_tree(text: str, path: str, options: LintOptions, tree: ast.Module, sel
             findings = [
                 f for f in findings if not sup.suppressed(f.code, f.name, {f.row, f.noqa_row})
             ]
+            if judge is not None and sup.named:
+                findings += _unused_suppressions(ctx, judge, sup)
         # one finding per rule and location
         seen = set()
         unique = []
@@ -477,6 +484,20 @@ def _lint_tree(text: str, path: str, options: LintOptions, tree: ast.Module, sel
         if options.unfixable or options.safe_fixes or options.unsafe_fixes:
             findings = [_apply_fix_policy(f, options) for f in findings]
     return findings
+
+
+def _unused_suppressions(ctx: FileContext, judge: Rule, sup: Suppressions) -> List[Finding]:
+    """What `judge` (the unused-noqa rule) reports of the codes that
+    suppressed nothing, among the rules selected for the file (one that a
+    needle or the file's kind kept from running could not have found
+    anything; one the run did not select is not judged: its comment is
+    left alone), less what a comment naming the judge itself suppresses."""
+    registry = all_rules()
+    ran = {key for c in ctx.options.codes if c in registry and c != judge.code
+           for key in (c, registry[c].name)}
+    ctx.findings = []
+    judge.judge_suppressions(ctx, sup.unused(ran.__contains__))  # type: ignore[attr-defined]
+    return [f for f in ctx.findings if not sup.suppressed(f.code, f.name, {f.row})]
 
 
 def _apply_fix_policy(f: Finding, options: LintOptions) -> Finding:

@@ -25,6 +25,7 @@ from gpulint.engine.files import FileResult, lint_file, lint_text
 from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
 from gpulint.model.project.graph import ProjectGraph, module_file, trains
 from gpulint.model.project.modules import is_package, module_names
+from gpulint.registry import suppression_judges
 
 # a run reads files in worker processes from this many on
 PARALLEL_MIN_FILES = 24
@@ -194,6 +195,13 @@ def project_roots(paths: Sequence[str], settings: Sequence[Settings]) -> List[st
 
 # how a file read only for its summary is linted: no rule
 CONTEXT_OPTIONS = LintOptions(codes=())
+
+
+def without_suppression_judges(options: LintOptions) -> LintOptions:
+    """`options` less the rules that judge suppressions (unused-noqa)."""
+    judges = suppression_judges()
+    codes = tuple(c for c in options.codes if c not in judges)
+    return options if codes == tuple(options.codes) else dataclasses.replace(options, codes=codes)
 
 
 def context_summaries(done: Dict[str, FileResult], inputs: Dict[str, ProjectInput], roots: List[str],
@@ -389,6 +397,10 @@ class ProjectLinter:
         """The result of `text` as the file `path`: its findings (and its
         error, as `lint_text` reports one)."""
         roots = list(roots)
+        if not extra:
+            # no workspace: the files that call into this one are unknown, so whether a
+            # suppression comment is used cannot be told (unused-noqa is not judged)
+            options = without_suppression_judges(options)
         inputs = {path: ProjectInput(tuple(module_names(path, roots)), is_package(path))}
         first = lint_text(text, path, options, False, inputs[path], tree=tree)
         if first.error is not None:

@@ -15,11 +15,12 @@ from gpulint.engine.config import ConfigResolver, Settings, with_cli_overrides
 from gpulint.engine.discovery import discover
 from gpulint.engine.files import FileResult, lint_bytes
 from gpulint.engine.lint import LintError, LintOptions, ProjectInput, collector_paused, decode_source
-from gpulint.engine.unreached import drop_unreached
+from gpulint.engine.unreached import drop_unreached, scope_of
 from gpulint.engine.project import (
     CONTEXT_OPTIONS, ProjectLinter, context_summaries, join_project, lint_all, project_roots,
 )
 from gpulint.model.project.modules import is_package, module_names
+from gpulint.registry import suppression_judges
 from gpulint.rule import IO_ERROR, Finding, file_diagnostic
 
 @dataclass
@@ -149,6 +150,10 @@ def run(
         todo.append((path, options, s))
         out.options[path] = options
 
+    companions = _whole_project(paths, todo, resolver)
+    todo.extend((path, CONTEXT_OPTIONS, s) for path, s in companions)
+    left_out = {path for path, _ in companions}  # read for the project, not reported
+
     caches: Dict[str, Cache] = {}
     pending: List[Tuple[str, LintOptions, Settings]] = []
     done: Dict[str, FileResult] = {}
@@ -172,7 +177,7 @@ def run(
     one_cache = next(iter(caches.values())) if len(caches) == 1 else None  # the project's, when it has one root
     if not pending and one_cache is not None and one_cache.project_unchanged(linted_key):
         # every file a cache hit, and nothing the project read changed: its facts stand
-        out.results.extend(done[path] for path, _, _ in todo)
+        out.results.extend(done[path] for path, _, _ in todo if path not in left_out)
         out.results.sort(key=lambda r: r.path)
         drop_unreached(out.results, paths)
         return out
@@ -220,7 +225,8 @@ def run(
 
     for path, options, s in todo:
         res = done[path]
-        out.results.append(res)
+        if path not in left_out:
+            out.results.append(res)
         if use_cache and not keep_source and res.error is None and path in fresh:
             caches[s.root].put(path, options, res, inputs[path].names)
     if use_cache and not keep_source and one_cache is not None and joined:
@@ -230,6 +236,32 @@ def run(
         cache.save()
     out.results.sort(key=lambda r: r.path)
     drop_unreached(out.results, paths)
+    return out
+
+
+def _whole_project(paths: Sequence[str], todo: List[Tuple[str, LintOptions, Settings]],
+                   resolver: ConfigResolver) -> List[Tuple[str, Settings]]:
+    """The other files of the projects of the files linted with a rule that
+    judges suppressions (unused-noqa): a finding, and so the use of a
+    comment, can depend on any file of the project (a training loop in
+    another file calls the helper every step), so each of them is read as
+    a file of the project, with no rule, and not reported. A project is
+    the git work tree around the file, else the outermost folder named on
+    the command line that holds it, else the file's folder."""
+    judges = suppression_judges()
+    judged = [path for path, o, _ in todo if judges.intersection(o.codes)]
+    if not judged:
+        return []
+    named_dirs = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
+    memo: Dict[str, Optional[str]] = {}
+    scopes = sorted({scope_of(os.path.abspath(p), named_dirs, memo) or os.path.dirname(os.path.abspath(p))
+                     for p in judged})
+    linted = {os.path.realpath(p) for p, _, _ in todo}
+    out: List[Tuple[str, Settings]] = []
+    for path, s in discover(scopes, resolver, lambda _p, _w: None):
+        if path.lower().endswith(".py") and os.path.realpath(path) not in linted:
+            linted.add(os.path.realpath(path))
+            out.append((path, s))
     return out
 
 

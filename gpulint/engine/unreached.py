@@ -43,6 +43,7 @@ from gpulint.engine.files import FileResult
 from gpulint.fsutil import git_root
 from gpulint.model.project.modules import is_package
 from gpulint.model.project.reach import PythonFile, Reach
+from gpulint.registry import suppression_judges
 from gpulint.rule import Finding
 
 MAX_FILES = 10_000
@@ -302,7 +303,12 @@ def keep_reached(path: str, findings: List[Finding], named_dirs: Sequence[str], 
     project = projects.get(root, overlays)
     if project is None or path not in project.texts:
         return findings
-    return [f for f in findings if f.is_diagnostic or not project.dead(path, f.row, f.col)]
+    return [f for f in findings if f.is_diagnostic or _about_comments(f) or not project.dead(path, f.row, f.col)]
+
+
+def _about_comments(f: Finding) -> bool:
+    """A finding about a comment (unused-noqa), which is unused whether or not its code runs."""
+    return f.code in suppression_judges()
 
 
 def drop_unreached(results: List[FileResult], named: Sequence[str],

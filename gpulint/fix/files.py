@@ -10,11 +10,12 @@ import codecs
 import difflib
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
-from gpulint.engine.lint import LintError, LintOptions, decode_source
+from gpulint.engine.lint import LintError, LintOptions, decode_source, lint_source
 from gpulint.fix.apply import FixError, fix_source, newline_of
 from gpulint.fsutil import atomic_write_bytes
+from gpulint.registry import suppression_judges
 from gpulint.rule import Finding
 
 
@@ -107,11 +108,31 @@ def fix_notebook_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
     )
 
 
-def fix_file(path: str, options: LintOptions, unsafe: bool) -> FileFix:
+def _confirmed_only(text: str, path: str, options: LintOptions, confirmed: AbstractSet[tuple]):
+    """`lint_source` of a version of the file, less the findings of a rule
+    that judges suppressions (unused-noqa) that the run did not report for
+    this very text (`confirmed`: their (row, col, message)). The file read
+    alone knows nothing of the rest of its project, so it would call a
+    comment unused that suppresses what only the project finds; and once
+    another fix changed the text, the run's word no longer holds."""
+    judges = suppression_judges().intersection(options.codes)
+
+    def lint(t: str) -> List[Finding]:
+        found = lint_source(t, path, options)
+        if not judges:
+            return found
+        return [f for f in found if f.code not in judges or (t == text and (f.row, f.col, f.message) in confirmed)]
+
+    return lint
+
+
+def fix_file(path: str, options: LintOptions, unsafe: bool, confirmed: AbstractSet[tuple] = frozenset()) -> FileFix:
+    """Fix one file; `confirmed`: the run's unused-noqa findings in it (`_confirmed_only`)."""
     if path.lower().endswith(".ipynb"):
-        return fix_notebook_file(path, options, unsafe)
+        return fix_notebook_file(path, options, unsafe)  # (a notebook is linted alone by the run too)
     text, encoding, bom, stat = read_with_encoding(path)
-    result = fix_source(text, path, options, unsafe=unsafe, newline=newline_of(text))
+    result = fix_source(text, path, options, unsafe=unsafe, newline=newline_of(text),
+                        lint=_confirmed_only(text, path, options, confirmed))
     return FileFix(
         path, text, result.text, result.fixed, result.remaining, result.held_back_unsafe, encoding, bom, stat,
         fixed_count=result.fixed_count,
@@ -132,7 +153,9 @@ def fix_bytes(data: bytes, path: str, options: LintOptions, unsafe: bool) -> Tup
                      fixed_count=nf.fixed_count, cells=nf.cells)
     else:
         text, encoding, bom = decode_with_encoding(data, path)
-        result = fix_source(text, path, options, unsafe=unsafe, newline=newline_of(text))
+        # (stdin is one file: what the rest of its project suppresses is unknown)
+        result = fix_source(text, path, options, unsafe=unsafe, newline=newline_of(text),
+                            lint=_confirmed_only(text, path, options, frozenset()))
         ff = FileFix(path, text, result.text, result.fixed, result.remaining, result.held_back_unsafe, encoding, bom,
                      (0, 0), fixed_count=result.fixed_count)
     if not ff.changed:
@@ -208,13 +231,15 @@ def run_fix(
     unsafe: bool,
     write_roots: Optional[Sequence[str]] = None,
     apply: bool = False,
+    confirmed: Optional[Dict[str, AbstractSet[tuple]]] = None,
 ) -> FixRun:
     """Fix each file; with `apply`, write each one as soon as it is fixed (so a
-    run that is killed has written whole files only, never a batch half-way)."""
+    run that is killed has written whole files only, never a batch half-way).
+    `confirmed`: per file, the run's unused-noqa findings (`_confirmed_only`)."""
     run = FixRun()
     for path, options in todo:
         try:
-            ff = fix_file(path, options, unsafe)
+            ff = fix_file(path, options, unsafe, (confirmed or {}).get(path, frozenset()))
         except (LintError, FixError) as exc:
             run.errors.append((path, str(exc)))
             continue

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.engine.lint import LintError, LintOptions, lint_source, parse
+from gpulint.registry import suppression_judges
 from gpulint.fix.files import FileFix, read_with_encoding, write_fixed
 from gpulint.rule import Finding
 from gpulint.engine.suppress import NOQA_RE
@@ -194,7 +195,10 @@ def run_add_noqa(
     todo: Sequence[Tuple[str, LintOptions, List[Finding]]], write_roots: Optional[Sequence[str]] = None
 ) -> NoqaRun:
     out = NoqaRun()
+    judges = suppression_judges()
     for path, options, reported in todo:
+        # an unused suppression is fixed by removing it, not by another comment
+        reported = [f for f in reported if f.code not in judges]
         if path.lower().endswith(".ipynb"):
             _add_noqa_notebook_file(path, options, reported, write_roots, out)
             continue

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import List, Sequence, Tuple
 
 from gpulint.fix.files import FixRun, run_fix
-from gpulint.registry import all_rules
+from gpulint.registry import all_rules, suppression_judges
 from gpulint.rule import SAFE, UNSAFE, Finding
 
 
@@ -39,7 +39,12 @@ def fix_run(result, roots: Sequence[str], unsafe: bool, apply: bool) -> Fixing:
     allowed = (SAFE, UNSAFE) if unsafe else (SAFE,)
     fixable_paths = sorted({f.path for f in result.findings if f.fix is not None and f.fix.applicability in allowed})
     todo = [(p, result.options[p]) for p in fixable_paths if p in result.options]
-    fr = run_fix(todo, unsafe=unsafe, write_roots=list(roots) or ["."], apply=apply)
+    judges = suppression_judges()
+    confirmed: dict = {}
+    for f in result.findings:
+        if f.code in judges:
+            confirmed.setdefault(f.path, set()).add((f.row, f.col, f.message))
+    fr = run_fix(todo, unsafe=unsafe, write_roots=list(roots) or ["."], apply=apply, confirmed=confirmed)
     # findings in files that needed no fixing stay as they are
     touched = set(fixable_paths)
     untouched = [f for f in result.findings if f.path not in touched]
