@@ -91,6 +91,14 @@ def test_build_report_marks_each_row_and_each_finding():
     assert "train.py:10" in text and "confirmed GPU101" in text and "runtime only" in text
     assert "1.0 KiB from pageable memory" in text
     assert "(not reached):\n  train.py:30:5: GPU102" in text
+    # with the files the script imported known, a finding in one it never loaded is `not imported`
+    other = [_finding("other_script.py", 5, "GPU101"), _finding("other_script.py", 9, "GPU203")]
+    report = T.build_report(dict(trace, imported=["train.py", "utils/meter.py"]), findings + other, spans, steps=4)
+    marks = {(f["path"], f["line"]): f["mark"] for f in report["findings"]}
+    assert marks == {("train.py", 20): T.NO_EVENT, ("train.py", 30): T.NOT_REACHED,
+                     ("other_script.py", 5): T.NOT_IMPORTED, ("other_script.py", 9): T.NOT_IMPORTED}
+    text = T.render_text(dict(report, script="train.py"), "train.py", 2, "cpu line")
+    assert "never imported (2): other_script.py (2)" in text and "other_script.py:5" not in text
 
 
 # ------------------------------------------------------------ the tracer
@@ -123,8 +131,16 @@ def test_tracer_records_syncs_copies_and_data_waits_by_line(tmp_path):
             moved = x.to("meta")
             moved = torch.tensor([1.0, 2.0], device="meta")
             return batch, moved
+
+        def blocking_copy(call, op, x):
+            return call(op, (x,), {})  # a copy of pageable memory that syncs, as the tracer's mode runs it
         """)
     tracer = boot.Tracer(torch, {"root": str(tmp_path), "watch": {"steps.py": [8, 9, 12]}}, cuda=False)
+
+    def to(x):  # what a blocking copy of pageable host memory does: it syncs, and puts the data on the device
+        _syncing_op()
+        return torch.empty_like(x, device="meta")
+
     counter = boot.SyncCounter()
     loader = torch.utils.data.DataLoader(torch.arange(8.0), batch_size=2)
     with warnings.catch_warnings():
@@ -136,6 +152,7 @@ def test_tracer_records_syncs_copies_and_data_waits_by_line(tmp_path):
             for _ in range(2):
                 code["step"](torch.zeros(4, 4), it)
                 code["host_read"](tracer.call, _syncing_op)
+                code["blocking_copy"](tracer.call, to, torch.zeros(4, 4))
         finally:
             counter.stop()
             tracer.stop()
@@ -147,6 +164,10 @@ def test_tracer_records_syncs_copies_and_data_waits_by_line(tmp_path):
     made = rows[("steps.py", 10, "copy")]  # Python data put on a device: 2 floats a call
     assert (made["count"], made["bytes"]) == (2, 2 * 8)
     assert rows[("steps.py", 8, "data")]["count"] == 2
+    # a copy that synced is both, and its time is the copy's alone (counted once per step)
+    both_copy, both_sync = rows[("steps.py", 14, "copy")], rows[("steps.py", 14, "sync")]
+    assert (both_copy["count"], both_copy["bytes"], both_sync["count"]) == (2, 2 * 64, 2)
+    assert both_copy["seconds"] > 0 and both_sync["seconds"] == 0
     assert ["steps.py", 8] in out["reached"] and ["steps.py", 9] in out["reached"]
     assert ["steps.py", 12] not in out["reached"]  # not a line that runs
     # everything is undone: no mode left on, the loader's __next__ restored, no trace function
@@ -171,6 +192,8 @@ def test_verify_trace_end_to_end_on_the_cpu(tmp_path):
 
     folder = tmp_path / "proj"
     shutil.copytree(FOLDER, folder)
+    # another script beside it, which train.py never imports
+    (folder / "export.py").write_text("import torch\n\nfor i in range(10):\n    torch.cuda.empty_cache()\n")
     out, plot = tmp_path / "trace.json", tmp_path / "trace.png"
     try:
         runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
@@ -192,7 +215,8 @@ def test_verify_trace_end_to_end_on_the_cpu(tmp_path):
     # sync or device copy to see on the CPU); the loop after training never ran in the traced steps
     marks = {(f["path"], f["line"], f["code"]): f["mark"] for f in data["findings"]}
     assert marks == {("meters.py", 12, "GPU101"): "ran, no event", ("model.py", 13, "GPU203"): "ran, no event",
-                     ("train.py", 37, "GPU103"): "not reached"}
+                     ("train.py", 37, "GPU103"): "not reached", ("export.py", 4, "GPU103"): "not imported"}
+    assert sorted(data["run"]["trace"]["imported"]) == ["meters.py", "model.py", "train.py"]
     assert "train.py:28" in res.output and "runtime only" in res.output
     assert "Run on the CPU" in res.output
     assert plot.exists() and plot.stat().st_size > 0

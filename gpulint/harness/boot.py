@@ -200,24 +200,27 @@ class Tracer:
         t0 = time.perf_counter()
         out = func(*args, **kwargs)
         dt = time.perf_counter() - t0
-        if self.syncs != before:  # (the frames of boot.py are not the user's: `where` walks past them)
-            self.add("sync", sys._getframe(1), seconds=dt, count=0)
-        elif getattr(func, "__name__", "") in COPY_CALLS:
-            self._copy(func.__name__, args, out, dt, sys._getframe(1))
+        frame = sys._getframe(1)  # (the frames of boot.py are not the user's: `where` walks past them)
+        # a blocking copy of pageable host data syncs: it is both, and its time is counted once, as the copy's
+        copied = getattr(func, "__name__", "") in COPY_CALLS and self._copy(func.__name__, args, out, dt, frame)
+        if self.syncs != before:
+            self.add("sync", frame, seconds=0.0 if copied else dt, count=0)
         return out
 
-    def _copy(self, name: str, args, out, seconds: float, frame) -> None:
+    def _copy(self, name: str, args, out, seconds: float, frame) -> bool:
+        """Record a copy of host data to the device, if `out` is one; whether it was."""
         torch = self.torch
         if not isinstance(out, torch.Tensor) or out.device.type == "cpu" or not args:
-            return
+            return False
         src = args[1] if name == "copy_" and len(args) > 1 else args[0]
         if isinstance(src, torch.Tensor):
             if src.device.type != "cpu":
-                return
+                return False
             nbytes, pageable = src.numel() * src.element_size(), not src.is_pinned()
         else:  # Python or NumPy data, staged through pageable memory
             nbytes, pageable = out.numel() * out.element_size(), True
         self.add("copy", frame, seconds=seconds, nbytes=nbytes, pageable=pageable)
+        return True
 
     def _line(self, frame, event, arg):
         if event == "line":
@@ -301,7 +304,17 @@ class Tracer:
     def results(self, steps: int) -> dict:
         rows = [{"path": p, "line": ln, "kind": k, "count": c, "seconds": sec, "bytes": b, "pageable": pg}
                 for (p, ln, k), (c, sec, b, pg) in sorted(self.rows.items())]
-        return {"steps": steps, "rows": rows, "reached": sorted([p, ln] for p, ln in self.reached)}
+        # the files of the folder the script imported (itself included): a finding in any
+        # other file is in code this script never loads, not in code its steps skipped
+        imported = {p for p, _ in self.reached} | {r["path"] for r in rows}
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            # (an absolute path that exists: `torch._classes` says it is "_classes.py")
+            rel = self.relative(path) if isinstance(path, str) and os.path.isabs(path) and os.path.exists(path) else None
+            if rel is not None:
+                imported.add(rel)
+        return {"steps": steps, "rows": rows, "reached": sorted([p, ln] for p, ln in self.reached),
+                "imported": sorted(imported)}
 
 
 class Recorder:

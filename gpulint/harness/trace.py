@@ -18,7 +18,8 @@ the script's folder):
 
 This module joins those rows with the findings (`build_report`): a row on
 the statement of a finding is `confirmed`, a row elsewhere is `runtime
-only`, and a finding no traced step ran is `not reached`. It renders the
+only`, a finding no traced step ran is `not reached`, and one in a file of
+the folder that the script never imported is `not imported`. It renders the
 table, the JSON (schema `gpulint-trace/1`, docs/verify-trace.schema.json)
 and a plot. It never imports torch.
 
@@ -49,6 +50,7 @@ from gpulint.harness.sides import (
 
 SCHEMA = "gpulint-trace/1"
 CONFIRMED, RUNTIME_ONLY, NOT_REACHED, NO_EVENT = "confirmed", "runtime only", "not reached", "ran, no event"
+NOT_IMPORTED = "not imported"  # a finding in a file of the folder that this script never loads
 KINDS = ("sync", "copy", "data")
 
 LIMITS = (
@@ -148,13 +150,15 @@ def build_report(trace: dict, findings: Sequence[dict], spans: Dict[Tuple[str, i
         )
         rows.append(row)
     rows.sort(key=lambda r: (-r["ms_per_step"], -r["syncs_per_step"], r["path"], r["line"]))
+    imported = trace.get("imported")  # (a trace from before it was recorded has none)
     unmatched = []
     for i, f in enumerate(findings):
         if i in matched:
             continue
         lo, hi = spans.get((f["path"], int(f["line"])), (int(f["line"]), int(f["line"])))
         ran = any((f["path"], ln) in reached for ln in range(lo, hi + 1))
-        unmatched.append(dict(f, mark=NO_EVENT if ran else NOT_REACHED))
+        mark = NO_EVENT if ran else NOT_REACHED if imported is None or f["path"] in imported else NOT_IMPORTED
+        unmatched.append(dict(f, mark=mark))
     return {"schema": SCHEMA, "steps": steps, "rows": rows, "findings": unmatched, "limits": list(LIMITS)}
 
 
@@ -204,6 +208,14 @@ def render_text(report: dict, script: str, warmup: int, device_line: str) -> str
             lines.append(f"{title}:")
             for f in found:
                 lines.append(f"  {f['path']}:{f['line']}:{f['col']}: {f['code']} {f['message']}")
+    elsewhere: Dict[str, int] = {}
+    for f in report["findings"]:
+        if f["mark"] == NOT_IMPORTED:
+            elsewhere[f["path"]] = elsewhere.get(f["path"], 0) + 1
+    if elsewhere:
+        lines.append("")
+        lines.append(f"Findings in files of the folder that the script never imported ({sum(elsewhere.values())}): "
+                     + ", ".join(f"{p} ({n})" for p, n in sorted(elsewhere.items())))
     lines.append("")
     for note in report["limits"]:
         lines.append(f"note: {note}")
