@@ -101,6 +101,33 @@ def test_build_report_marks_each_row_and_each_finding():
     assert "never imported (2): other_script.py (2)" in text and "other_script.py:5" not in text
 
 
+def test_a_cost_where_a_finding_s_value_is_used_confirms_it():
+    # GPU204 flags the CPU-built mask; the copy that syncs is on the next line
+    text = textwrap.dedent("""\
+        def forward(self, x):
+            T = x.size(1)
+            mask = torch.ones(T, T).tril()
+            other = 1
+            att = x.masked_fill(~mask.to(x.device), 0.0)
+            mask = None
+            y = mask.to(x.device)
+            for i in range(2):
+                z = mask
+            return att
+        """)
+    assert T.uses_of_values(text, [3]) == {3: [(5, 5)]}  # not after its next assignment
+    findings = [_finding("model.py", 3, "GPU204")]
+    trace = {"rows": [{"path": "model.py", "line": 5, "kind": "sync", "count": 12, "seconds": 0.012, "bytes": 0,
+                       "pageable": 0}], "reached": [["model.py", 3]], "imported": ["model.py"]}
+    report = T.build_report(trace, findings, {("model.py", 3): (3, 3)}, 2, {("model.py", 3): [(5, 5)]})
+    row = report["rows"][0]
+    assert (row["mark"], row["codes"], row["via"]) == (T.CONFIRMED, ["GPU204"], [3]) and report["findings"] == []
+    assert "confirmed GPU204 (its value, made on line 3)" in T.render_text(dict(report), "m.py", 2, "cpu")
+    # without the uses, the row is the runtime's alone and the finding ran with no event
+    report = T.build_report(trace, findings, {("model.py", 3): (3, 3)}, 2)
+    assert report["rows"][0]["mark"] == T.RUNTIME_ONLY and report["findings"][0]["mark"] == T.NO_EVENT
+
+
 # ------------------------------------------------------------ the tracer
 def _user_module(root: Path, name: str, body: str):
     """Code compiled under `root`, as the user's file `name` would be."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 import json
 import os
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import click
 
@@ -92,14 +92,68 @@ def statement_lines(text: str, lines: Sequence[int]) -> Dict[int, Tuple[int, int
     return out
 
 
-def watch_spec(root: str, findings: Sequence[dict]) -> Tuple[Dict[str, List[int]], Dict[Tuple[str, int], Tuple[int, int]]]:
+def _assigned_names(stmt: ast.stmt) -> List[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+        stmt, (ast.AnnAssign, ast.AugAssign)) else []
+    out = []
+    for t in targets:
+        for n in ast.walk(t):
+            if isinstance(n, ast.Name):
+                out.append(n.id)
+    return out
+
+
+def uses_of_values(text: str, lines: Sequence[int]) -> Dict[int, List[Tuple[int, int]]]:
+    """line -> the (first, last) lines of the later simple statements of the
+    same block that read a name the statement at that line assigns, up to
+    the name's next assignment: where the value a finding's statement makes
+    is used (`mask = torch.ones(T, T)` is flagged, and the copy that costs
+    is `mask.to(x.device)` on the next line)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    wanted = set(lines)
+    out: Dict[int, List[Tuple[int, int]]] = {}
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for i, stmt in enumerate(body):
+            if not isinstance(stmt, ast.stmt) or not (
+                    set(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)) & wanted):
+                continue
+            names = set(_assigned_names(stmt))
+            uses: List[Tuple[int, int]] = []
+            for later in body[i + 1:]:
+                if not names:
+                    break
+                if not isinstance(later, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
+                    break  # (a compound statement: its body is another block)
+                reads = {n.id for n in ast.walk(later) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                if reads & names:
+                    uses.append((later.lineno, later.end_lineno or later.lineno))
+                names -= set(_assigned_names(later))
+            for ln in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1):
+                if ln in wanted and uses:
+                    out[ln] = uses
+    return out
+
+
+Spans = Dict[Tuple[str, int], Tuple[int, int]]
+Uses = Dict[Tuple[str, int], List[Tuple[int, int]]]
+
+
+def watch_spec(root: str, findings: Sequence[dict]) -> Tuple[Dict[str, List[int]], Spans, Uses]:
     """(relative path -> the lines to watch, (path, finding line) -> its
-    statement's lines), for the findings in files under `root`."""
+    statement's lines, (path, finding line) -> the statements that use the
+    value it makes, `uses_of_values`), for the findings in files under `root`."""
     by_path: Dict[str, set] = {}
     for f in findings:
         by_path.setdefault(f["path"], set()).add(int(f["line"]))
     watch: Dict[str, List[int]] = {}
-    spans: Dict[Tuple[str, int], Tuple[int, int]] = {}
+    spans: Spans = {}
+    uses: Uses = {}
     for path, lines in by_path.items():
         try:
             with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
@@ -108,13 +162,16 @@ def watch_spec(root: str, findings: Sequence[dict]) -> Tuple[Dict[str, List[int]
             continue
         for ln, span in statement_lines(text, sorted(lines)).items():
             spans[(path, ln)] = span
+        for ln, later in uses_of_values(text, sorted(lines)).items():
+            uses[(path, ln)] = later
         watch[path] = sorted({n for (p, _), (lo, hi) in spans.items() if p == path for n in range(lo, hi + 1)})
-    return watch, spans
+    return watch, spans, uses
 
 
-def build_report(trace: dict, findings: Sequence[dict], spans: Dict[Tuple[str, int], Tuple[int, int]],
-                 steps: int) -> dict:
-    """The rows of the trace, one per line, joined with the findings."""
+def build_report(trace: dict, findings: Sequence[dict], spans: Spans, steps: int, uses: Optional[Uses] = None) -> dict:
+    """The rows of the trace, one per line, joined with the findings: on a
+    finding's statement, or else on a statement that uses the value the
+    finding's statement makes (`uses`; the row then says `via` which line)."""
     per_line: Dict[Tuple[str, int], dict] = {}
     for r in trace.get("rows", ()):
         key = (r["path"], int(r["line"]))
@@ -143,11 +200,21 @@ def build_report(trace: dict, findings: Sequence[dict], spans: Dict[Tuple[str, i
             if f["path"] == key[0] and lo <= key[1] <= hi:
                 codes.append(f["code"])
                 matched.add(i)
+        via = []
+        if not codes:
+            for i, f in enumerate(findings):
+                if f["path"] == key[0] and any(lo <= key[1] <= hi for lo, hi in (uses or {}).get(
+                        (f["path"], int(f["line"])), ())):
+                    codes.append(f["code"])
+                    via.append(int(f["line"]))
+                    matched.add(i)
         seconds = row["sync_s"] + row["copy_s"] + row["data_s"]
         row.update(
             ms_per_step=seconds * 1e3 / n, syncs_per_step=row["syncs"] / n, copy_bytes_per_step=row["copy_bytes"] / n,
             mark=CONFIRMED if codes else RUNTIME_ONLY, codes=sorted(set(codes)),
         )
+        if via:
+            row["via"] = sorted(set(via))
         rows.append(row)
     rows.sort(key=lambda r: (-r["ms_per_step"], -r["syncs_per_step"], r["path"], r["line"]))
     imported = trace.get("imported")  # (a trace from before it was recorded has none)
@@ -193,7 +260,8 @@ def render_text(report: dict, script: str, warmup: int, device_line: str) -> str
     if rows:
         table = [("ms/step", "where", "what", "mark")]
         for r in rows:
-            mark = r["mark"] + (" " + ", ".join(r["codes"]) if r["codes"] else "")
+            mark = r["mark"] + (" " + ", ".join(r["codes"]) if r["codes"] else "") + (
+                f" (its value, made on line {', '.join(map(str, r['via']))})" if r.get("via") else "")
             table.append((f"{r['ms_per_step']:.3g}", f"{r['path']}:{r['line']}", describe(r, steps), mark))
         widths = [max(len(t[i]) for t in table) for i in range(3)]
         for t in table:
@@ -256,7 +324,7 @@ def run_trace(o: Dict[str, object], work: str) -> int:
     for path, why in errors:
         click.echo(f"error: {path}: {why}", err=True)
     findings = [f for f in findings if not str(f["path"]).startswith("..")]
-    watch, spans = watch_spec(src, findings)
+    watch, spans, uses = watch_spec(src, findings)
     spec_path = os.path.join(work, "trace-spec.json")
     with open(spec_path, "w", encoding="utf-8") as fh:
         json.dump({"root": root, "watch": watch}, fh)
@@ -266,7 +334,7 @@ def run_trace(o: Dict[str, object], work: str) -> int:
     side = run_side(o["python"], root, script_rel, o["args"], steps, warmup, env, o["timeout"], "traced")
     trace = side.get("trace") or {}
     traced = max(int(side.get("steps_reached") or 0) - warmup, 0) if side.get("status") != "done" else steps
-    report = build_report(trace, findings, spans, traced)
+    report = build_report(trace, findings, spans, traced, uses)
     script = shown_path(o["script_abs"])
     report.update(script=script, args=list(o["args"]), device=o["device"], device_line=o["device_line"],
                   environment=o["info"], warmup=warmup, steps_requested=steps, run=side,
