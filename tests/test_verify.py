@@ -430,29 +430,37 @@ def test_boot_stops_the_script_after_the_window(tmp_path):
 def test_each_measures_every_rules_fixes_alone_and_together(tmp_path):
     _require_torch()
     script = copy_fixture(tmp_path, "train_lm.py")
+    # another script beside it, which train_lm.py never imports, with a fix of its own
+    (script.parent / "export.py").write_text("import torch\n\nscaler = torch.cuda.amp.GradScaler()\n")
     out = tmp_path / "each.json"
-    res = run_verify(["--each", "--device", "cpu", "--steps", "3", "--warmup", "2", "--repeat", "2",
+    res = run_verify(["--each", "--device", "cpu", "--steps", "3", "--warmup", "2", "--repeat", "3",
                       "--json", out, script.name, "--", "--small"], script.parent)
     assert res.exit_code == 0, res.output + res.stderr
     data = json.loads(out.read_text())
     assert data["schema"] == "gpulint-verify-each/1" and data["status"] == "ok"
     tags = [v["fix"] for v in data["variants"]]
-    assert tags == ["GPU203", "GPU204", "GPU301", "all"]
+    assert tags == ["GPU203", "GPU204", "GPU301", "GPU401", "all"]
     for v in data["variants"]:
         codes = {f["code"] for f in v["fixed"]}
-        assert codes == ({"GPU203", "GPU204", "GPU301"} if v["fix"] == "all" else {v["fix"]})
-        assert len(data["runs"][v["fix"]]) == 2 and v["losses"]["verdict"] == "agree"
+        assert codes == ({"GPU203", "GPU204", "GPU301", "GPU401"} if v["fix"] == "all" else {v["fix"]})
+        assert len(data["runs"][v["fix"]]) == 3 and v["losses"]["verdict"] == "agree"
         iv = v["speedup_interval"]
-        assert iv["low"] <= v["speedup"] <= iv["high"] and v["time_verdict"] in ("faster", "slower", "no measurable gain")
-    # every rule lands in exactly one list of the summary
+        assert iv["low"] <= v["speedup"] <= iv["high"]
+        assert v["time_verdict"] == "not run" if v["fix"] == "GPU401" else v["time_verdict"] in (
+            "faster", "slower", "no measurable gain")
+    # every rule lands in exactly one list of the summary; the fix the script never runs is said so
     s = data["summary"]
-    assert sorted(s["keep"] + s["no_gain"] + s["slower"] + s["not_judged"]) == ["GPU203", "GPU204", "GPU301"]
+    assert s["not_run"] == ["GPU401"] and "Not run by this script" in res.output
+    assert sorted(s["keep"] + s["no_gain"] + s["slower"] + s["not_run"] + s["not_judged"]) == [
+        "GPU203", "GPU204", "GPU301", "GPU401"]
+    assert data["runs"]["before"][0]["imported"] == ["train_lm.py"]
     # the copies run in turn, round after round
     progress = [line for line in res.stderr.splitlines() if line.startswith("gpulint verify: run ")]
-    assert progress[:5] == ["gpulint verify: run 1/2, with no fix ...", "gpulint verify: run 1/2, with GPU203's fixes ...",
-                            "gpulint verify: run 1/2, with GPU204's fixes ...",
-                            "gpulint verify: run 1/2, with GPU301's fixes ...",
-                            "gpulint verify: run 1/2, with all the fixes ..."] and len(progress) == 10
+    assert progress[:6] == ["gpulint verify: run 1/3, with no fix ...", "gpulint verify: run 1/3, with GPU203's fixes ...",
+                            "gpulint verify: run 1/3, with GPU204's fixes ...",
+                            "gpulint verify: run 1/3, with GPU301's fixes ...",
+                            "gpulint verify: run 1/3, with GPU401's fixes ...",
+                            "gpulint verify: run 1/3, with all the fixes ..."] and len(progress) == 18
     assert "all together" in res.output
     keep = s["keep"]
     assert (f"Keep: {', '.join(keep)} (faster alone)." if keep else "No fix is faster alone on this script.") in res.output
@@ -465,7 +473,12 @@ def test_each_summary_says_which_fixes_slow_the_script():
                 {"fix": "GPU203", "time_verdict": "no measurable gain"}, {"fix": "GPU204", "time_verdict": None},
                 {"fix": "all", "time_verdict": "faster"}]
     assert each.summary(variants) == {"keep": ["GPU201"], "no_gain": ["GPU203"], "slower": ["GPU405"],
-                                      "not_judged": ["GPU204"]}
+                                      "not_run": [], "not_judged": ["GPU204"]}
+    # a rule whose fixes are all in a file no run of before imported is not run, whatever its timing
+    variants[0]["fixed"] = [{"path": "export.py"}]
+    variants[1]["fixed"] = [{"path": "train.py"}, {"path": "export.py"}]
+    each.mark_not_run(variants, [{"imported": ["train.py"]}, {"imported": ["train.py", "model.py"]}])
+    assert each.summary(variants)["not_run"] == ["GPU201"] and each.summary(variants)["slower"] == ["GPU405"]
 
 
 def test_trace_and_each_are_exclusive_and_plot_needs_trace(tmp_path):

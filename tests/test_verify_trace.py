@@ -161,6 +161,10 @@ def test_tracer_records_syncs_copies_and_data_waits_by_line(tmp_path):
 
         def blocking_copy(call, op, x):
             return call(op, (x,), {})  # a copy of pageable memory that syncs, as the tracer's mode runs it
+
+        def wait(stream_sync, event_sync):
+            stream_sync(None)
+            event_sync(None)
         """)
     tracer = boot.Tracer(torch, {"root": str(tmp_path), "watch": {"steps.py": [8, 9, 12]}}, cuda=False)
 
@@ -180,6 +184,8 @@ def test_tracer_records_syncs_copies_and_data_waits_by_line(tmp_path):
                 code["step"](torch.zeros(4, 4), it)
                 code["host_read"](tracer.call, _syncing_op)
                 code["blocking_copy"](tracer.call, to, torch.zeros(4, 4))
+                # Stream.synchronize warns under sync debug mode, Event.synchronize does not: one sync each
+                code["wait"](tracer.explicit_sync(lambda obj: _syncing_op()), tracer.explicit_sync(lambda obj: None))
         finally:
             counter.stop()
             tracer.stop()
@@ -195,6 +201,7 @@ def test_tracer_records_syncs_copies_and_data_waits_by_line(tmp_path):
     both_copy, both_sync = rows[("steps.py", 14, "copy")], rows[("steps.py", 14, "sync")]
     assert (both_copy["count"], both_copy["bytes"], both_sync["count"]) == (2, 2 * 64, 2)
     assert both_copy["seconds"] > 0 and both_sync["seconds"] == 0
+    assert rows[("steps.py", 17, "sync")]["count"] == 2 and rows[("steps.py", 18, "sync")]["count"] == 2
     assert ["steps.py", 8] in out["reached"] and ["steps.py", 9] in out["reached"]
     assert ["steps.py", 12] not in out["reached"]  # not a line that runs
     # everything is undone: no mode left on, the loader's __next__ restored, no trace function

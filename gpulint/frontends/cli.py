@@ -589,7 +589,7 @@ def clean(paths, cache_dir, config_path) -> None:
 @click.option("--device", default="cuda", show_default=True,
               help="Where to measure: cuda (or cuda:N), or cpu (every figure is then labelled CPU).")
 @click.option("--reps", type=click.IntRange(min=2), default=10, show_default=True,
-              help="Timed repetitions of each side, interleaved bad, good, bad, good, ...")
+              help="Timed repetitions of each side, interleaved bad, good, bad, good, ... (a verdict needs 3 or more).")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Whole steps per repetition (default: each workload's own).")
 @click.option("--small", is_flag=True, help="Tiny sizes: a smoke test of the workloads; the figures mean nothing.")

@@ -235,6 +235,23 @@ class Tracer:
             return self._line
         return None
 
+    def explicit_sync(self, original):
+        """`Event.synchronize` or `Stream.synchronize`, timed as one sync of
+        the line that called it. Sync debug mode also warns on some of them
+        (`Stream.synchronize`, on torch 2.11 with CUDA 13; not
+        `Event.synchronize`): such a call is still counted once."""
+        tracer = self
+
+        def synchronize(obj, *a, **k):
+            before = tracer.syncs
+            t0 = time.perf_counter()
+            out = original(obj, *a, **k)
+            tracer.add("sync", sys._getframe(1), seconds=time.perf_counter() - t0,
+                       count=0 if tracer.syncs != before else 1)
+            return out
+
+        return synchronize
+
     # --------------------------------------------------------- on and off
     def start(self, sync_counter) -> None:
         torch = self.torch
@@ -246,14 +263,7 @@ class Tracer:
             self._undo.append(lambda: (sync_counter.stop(), setattr(sync_counter, "on_sync", None)))
             for cls in (torch.cuda.Event, torch.cuda.Stream):
                 original = cls.synchronize
-
-                def synchronize(obj, *a, _original=original, **k):
-                    t0 = time.perf_counter()
-                    out = _original(obj, *a, **k)
-                    tracer.add("sync", sys._getframe(1), seconds=time.perf_counter() - t0)
-                    return out
-
-                cls.synchronize = synchronize
+                cls.synchronize = self.explicit_sync(original)
                 self._undo.append(lambda cls=cls, original=original: setattr(cls, "synchronize", original))
         from torch.utils.data import dataloader
 
@@ -306,15 +316,25 @@ class Tracer:
                 for (p, ln, k), (c, sec, b, pg) in sorted(self.rows.items())]
         # the files of the folder the script imported (itself included): a finding in any
         # other file is in code this script never loads, not in code its steps skipped
-        imported = {p for p, _ in self.reached} | {r["path"] for r in rows}
-        for module in list(sys.modules.values()):
-            path = getattr(module, "__file__", None)
-            # (an absolute path that exists: `torch._classes` says it is "_classes.py")
-            rel = self.relative(path) if isinstance(path, str) and os.path.isabs(path) and os.path.exists(path) else None
-            if rel is not None:
-                imported.add(rel)
+        imported = set(imported_files(self.root)) | {p for p, _ in self.reached} | {r["path"] for r in rows}
         return {"steps": steps, "rows": rows, "reached": sorted([p, ln] for p, ln in self.reached),
                 "imported": sorted(imported)}
+
+
+def imported_files(root: str) -> list:
+    """The Python files under `root` whose modules are loaded now (the script
+    itself, run as `__main__`, among them), relative to `root`."""
+    root = os.path.realpath(root)
+    out = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        # (an absolute path that exists: `torch._classes` says it is "_classes.py")
+        if not (isinstance(path, str) and path.endswith(".py") and os.path.isabs(path) and os.path.exists(path)):
+            continue
+        real = os.path.realpath(path)
+        if real.startswith(root + os.sep):
+            out.add(os.path.relpath(real, root).replace(os.sep, "/"))
+    return sorted(out)
 
 
 class Recorder:
@@ -430,6 +450,8 @@ class Recorder:
             "ended": self.ended,
             "error": self.error,
             "trace": self.tracer.results(timed) if self.tracer is not None else None,
+            # (the run's folder is its working directory: `sides.run_side`)
+            "imported": imported_files(os.getcwd()),
         }
 
     def finish(self, status: str) -> None:

@@ -9,7 +9,9 @@ times under `boot.py`, in turn (before, each rule, all; before, ...), so a
 drift of the machine touches every copy alike. Each copy's speedup over
 `before` comes with its bootstrap interval and verdict (`stats`), and its
 first losses are compared with `before`'s. The summary says which fixes to
-keep (faster), which buy nothing measurable, and which slow the script.
+keep (faster), which buy nothing measurable, and which slow the script. A
+rule whose fixes are all in files the script never imports (another
+script beside it) is said to be not run, whatever its timing.
 """
 
 from __future__ import annotations
@@ -55,17 +57,35 @@ def _variant_report(tag: str, runs: List[dict], before: List[dict], fixed: List[
     return out
 
 
+NOT_RUN = "not run"  # a copy whose fixes are all in files the script never imported
+
+
 def summary(variants: List[dict]) -> Dict[str, List[str]]:
     """The rules whose fixes to keep (faster alone), those that buy nothing
-    measurable, those that slow the script, and those not judged (one run,
-    or a run that failed)."""
-    out: Dict[str, List[str]] = {"keep": [], "no_gain": [], "slower": [], "not_judged": []}
+    measurable, those that slow the script, those whose fixes the script
+    never runs (in files it does not import), and those not judged (fewer
+    than three runs, or a run that failed)."""
+    out: Dict[str, List[str]] = {"keep": [], "no_gain": [], "slower": [], "not_run": [], "not_judged": []}
     for v in variants:
         if v["fix"] == ALL:
             continue
-        key = {FASTER: "keep", NO_GAIN: "no_gain", SLOWER: "slower"}.get(v.get("time_verdict"), "not_judged")
+        key = {FASTER: "keep", NO_GAIN: "no_gain", SLOWER: "slower", NOT_RUN: "not_run"}.get(
+            v.get("time_verdict"), "not_judged")
         out[key].append(v["fix"])
     return out
+
+
+def mark_not_run(variants: List[dict], before: List[dict]) -> None:
+    """A copy whose fixes are all in files of the folder that no run of
+    `before` imported runs the same code as `before`: whatever its timing
+    says is noise, so its verdict is `NOT_RUN`."""
+    if not before or any("imported" not in r for r in before):
+        return  # (results of a boot.py that did not say)
+    imported = {p for r in before for p in r["imported"]}
+    for v in variants:
+        fixed = v.get("fixed") or []
+        if v["fix"] != ALL and fixed and not {str(f["path"]).replace(os.sep, "/") for f in fixed} & imported:
+            v["time_verdict"] = NOT_RUN
 
 
 def render_text(report: dict) -> str:
@@ -92,8 +112,11 @@ def render_text(report: dict) -> str:
         lines.append("No measurable gain on this script: " + ", ".join(s["no_gain"]) + ".")
     if s["slower"]:
         lines.append("Slower on this script: " + ", ".join(s["slower"]) + ": leave these unfixed here.")
+    if s["not_run"]:
+        lines.append("Not run by this script (their fixes are in files it never imports): "
+                     + ", ".join(s["not_run"]) + ".")
     if s["not_judged"]:
-        lines.append("Not judged (one run, or a run failed): " + ", ".join(s["not_judged"]) + ".")
+        lines.append("Not judged (fewer than three runs, or a run failed): " + ", ".join(s["not_judged"]) + ".")
     lines.append("")
     lines.append(f"note: faster or slower is said only when the {CONFIDENCE:.0%} interval of the speedup clears 1 "
                  f"by more than {TOLERANCE:.0%}; a fix measured alone may buy more or less next to the others.")
@@ -157,6 +180,7 @@ def run_each(o: Dict[str, object], work: str) -> int:
     report["before"] = side_metrics(runs[BEFORE]) if runs[BEFORE] else {}
     report["variants"] = [_variant_report(tag, runs[tag], runs[BEFORE], fixed, unsafe)
                           for tag, _, fixed in copies[1:] if runs[tag]]
+    mark_not_run(report["variants"], runs[BEFORE])
     report["summary"] = summary(report["variants"])
     report["runs"] = runs
     report["status"] = "error" if failed else "ok"

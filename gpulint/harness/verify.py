@@ -159,7 +159,7 @@ def _fail(msg: str) -> None:
 @click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
               help="Wall-clock limit in seconds for each run of the script.")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Runs per side, alternating before/after. The verdict needs 2 or more: it comes from a "
+              help="Runs per side, alternating before/after. The verdict needs 3 or more: it comes from a "
                    f"{CONFIDENCE:.0%} bootstrap interval of the speedup over runs and steps.")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter that runs the script (default: the one running gpulint).")
