@@ -451,10 +451,23 @@ CORPUS_SETS = {
         ("NVIDIA/radtts", "07759cd474458f46db45cab975a85ba21b7fee0a"),
         ("graphdeeplearning/benchmarking-gnns", "b6c407712fa576e9699555e1e035d1e327ccae6c"),
     ],
+    # twenty-ninth: labelled at first sight on cc7ce8c
+    "twenty-ninth": [
+        ("jadore801120/attention-is-all-you-need-pytorch", "132907dd272e2cc92e3c10e6c4e783a87ff8893d"),
+        ("cszn/KAIR", "fc1732f4a4514e42ce15e5b3a1e18c828af47a1e"),
+        ("mit-han-lab/once-for-all", "f03b2673db313b9167e2a1c2b7a5cad540cc1313"),
+        ("bytedance/SALMONN", "e06c1bf0a849c70da38a94d01f8c368c958b6db8"),
+        ("yenchenlin/nerf-pytorch", "63a5a630c9abd62b0f21c08703d0ac2ea7d4b9dd"),
+        ("ashawkey/torch-ngp", "b6e080468925f0bb44827b4f8f0ed08291dcf8a9"),
+        ("facebookresearch/lingua", "437d680e521873bb5971067148a69587790da853"),
+        ("yxli2123/LoftQ", "ae33fd4fd05fd4ba146555cd77c13d307eb4e9b3"),
+        ("zhanghang1989/ResNeSt", "1dfb3e8867e2ece1c28a65c9db1cded2818a2031"),
+        ("yangxy/GPEN", "2c736702983368847fb544d234a22ac7cff25802"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
