@@ -4,6 +4,7 @@ import ast
 import re
 from textwrap import dedent
 
+from gpulint.model.index.order import walk_scope
 from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import IN_MEMORY_TRAIN_LOOP
@@ -32,7 +33,10 @@ class DataParallel(Rule):
     user's choice. The same goes for `DataParallel` under an `if` on such an
     option (`if use_multi_gpu and ...:`, `if args.data_parallel:`), and under
     `if isinstance(model, DataParallel):`, which wraps parts the same way as
-    a model the user already wrapped. A silent fallback is still flagged, such as the Trainer or
+    a model the user already wrapped. Nor is a model wrapped only to be
+    evaluated: `net = nn.DataParallel(net)` in a scope that calls it only with
+    gradients off, runs no backward and hands it nowhere else (an `eval.py`, a
+    `validate()` helper over a pretrained model). A silent fallback is still flagged, such as the Trainer or
     training script that wraps the model in `DataParallel` whenever it sees
     several GPUs in one process: users who forget `torchrun` get the slow
     path without being told.
@@ -162,7 +166,53 @@ class DataParallel(Rule):
         for anc in ctx.ancestors:
             if isinstance(anc, (ast.If, ast.IfExp)) and _opt_in_or_rewrap(ctx.analysis, anc.test):
                 return
+        if not functional and _only_evaluated(ctx, node):
+            return  # an evaluation pass: nothing trains the wrapped model, and no gradient is reduced
         self.report(ctx, node, _FUNCTIONAL_MESSAGE if functional else None)
+
+
+# what may be done to a wrapped model that is only evaluated
+_EVAL_ONLY_METHODS = frozenset({"eval", "to", "cuda", "module", "load_state_dict", "state_dict"})
+
+
+def _only_evaluated(ctx, node: ast.Call) -> bool:
+    """`model = nn.DataParallel(model)` (or `nn.DataParallel(model).to(d)`)
+    in a scope that calls the wrapped model only with gradients off, runs no
+    backward, and lets it go nowhere else (not returned, stored, passed on,
+    trained or read in a nested function): an evaluation pass over a
+    pretrained model (a `verify.py`, an `eval_*.py`, a `validate()` helper).
+    DataParallel's cost is its per-step replication and gradient reduction
+    in training; a one-pass evaluation is not what the rule is about."""
+    fa = ctx.analysis
+    index = fa.index
+    parents = index.parents
+    top: ast.AST = node
+    while isinstance(parents.get(top), ast.Attribute) and isinstance(parents.get(parents[top]), ast.Call) \
+            and parents[top].attr in ("to", "cuda"):
+        top = parents[parents[top]]  # `nn.DataParallel(net).to(device)`
+    stmt = parents.get(top)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is top and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    scope = index.enclosing_scope(ctx.ancestors) or ctx.tree
+    own = set()
+    calls = []
+    for n in walk_scope(scope.body):
+        own.add(id(n))
+        if isinstance(n, ast.Call) and fa.steps.is_backward_call(n):
+            return False
+        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or n.lineno <= stmt.lineno:
+            continue  # (a read before the wrapping reads the model as it was)
+        parent = parents.get(n)
+        if isinstance(parent, ast.Call) and parent.func is n:
+            calls.append(parent)
+        elif not (isinstance(parent, ast.Attribute) and parent.attr in _EVAL_ONLY_METHODS):
+            return False  # passed on, returned, stored, or trained (`.train()`, `.parameters()`)
+    if any(isinstance(n, ast.Name) and n.id == name and id(n) not in own and n.lineno > stmt.lineno
+           for n in walk(scope)):
+        return False  # read in a nested function, which may do anything with it
+    return bool(calls) and all(fa.contexts.grad_disabled(index.ancestors(c)) for c in calls)
 
 
 # `torch.nn.parallel.data_parallel(module, inputs, device_ids)`: DataParallel's

@@ -20,6 +20,7 @@ Definitions (the ones the rule docs promise):
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Dict, List, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
@@ -654,6 +655,13 @@ def iterates_names(loop: ast.AST) -> bool:
 
 
 def is_periodic_test(test: ast.AST) -> bool:
+    """A test true on some passes only: a modulus (`step % 100 == 0`), or a
+    step counter looked up in a schedule (`if global_step in
+    opt.upsample_steps:`, `if epoch in milestones:`)."""
+    return _has_modulus(test) or is_schedule_test(test)
+
+
+def _has_modulus(test: ast.AST) -> bool:
     for n in walk(test):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
             # `"%d" % x` is formatting, not a modulus
@@ -663,12 +671,32 @@ def is_periodic_test(test: ast.AST) -> bool:
     return False
 
 
+# a step, iteration or epoch counter, by its name: the model has no count of
+# passes for an attribute (`self.global_step`) that another method advances
+_COUNTER_WORD_RE = re.compile(r"(^|_)(global_)?(step|steps|iter|iters|iteration|it|epoch|epochs|ep)(_|$)|^(step|iter|epoch)",
+                              re.I)
+
+
+def is_schedule_test(test: ast.AST) -> bool:
+    """`counter in schedule`: a step, iteration or epoch counter looked up in
+    a collection of steps (`if self.global_step in self.opt.upsample_model_steps:`,
+    `if epoch in milestones:`), true on the listed passes only. Not `not in`,
+    which is true on most passes."""
+    for n in walk(test):
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
+            word = last_name(n.left) if isinstance(n.left, (ast.Name, ast.Attribute)) else None
+            if word and _COUNTER_WORD_RE.search(word) and not isinstance(n.comparators[0], ast.Constant):
+                return True
+    return False
+
+
 def is_periodic_continue(stmt: ast.AST) -> bool:
-    """`if step % k == 0: continue`."""
+    """`if step % k == 0: continue` (not `if step in skipped: continue`,
+    after which the rest runs on most passes)."""
     return (
         isinstance(stmt, ast.If)
         and len(stmt.body) == 1
         and isinstance(stmt.body[0], ast.Continue)
         and not stmt.orelse
-        and is_periodic_test(stmt.test)
+        and _has_modulus(stmt.test)
     )

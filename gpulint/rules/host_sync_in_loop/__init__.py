@@ -275,7 +275,8 @@ class HostSyncInLoop(TruthTests, Rule):
     GPU:
 
     - code under a periodic guard (`if step % log_every == 0:`, or after
-      `if step % n: continue`), code that runs at most once per loop (a block
+      `if step % n: continue`, or a step counter looked up in a schedule:
+      `if global_step in upsample_steps:`), code that runs at most once per loop (a block
       ending in `break`, `return` or `raise`, an `except` handler, an `assert`
       message, the loop's `else`), and an outer loop around the hot loop (an
       epoch loop; a batch loop around an inner critic or micro-batch loop
