@@ -137,7 +137,9 @@ def test_lm_safe_fixes_applied_and_measured(lm_run):
     assert (iv["runs_before"], iv["runs_after"], iv["confidence"]) == (3, 3, 0.95)
     assert data["comparison"]["time_verdict"] in ("faster", "slower", "no measurable gain")
     progress = [line for line in res.stderr.splitlines() if line.startswith("gpulint verify: run ")]
-    assert progress == [f"gpulint verify: run {i}/3, {tag} the fixes ..." for i in (1, 2, 3) for tag in ("before", "after")]
+    # alternating, and neither side always first: before, after; after, before; before, after
+    assert progress == [f"gpulint verify: run {i}/3, {tag} the fixes ..." for i, tags in
+                        ((1, ("before", "after")), (2, ("after", "before")), (3, ("before", "after"))) for tag in tags]
 
 
 def test_lm_text_report(lm_run):
@@ -461,6 +463,10 @@ def test_each_measures_every_rules_fixes_alone_and_together(tmp_path):
                             "gpulint verify: run 1/3, with GPU301's fixes ...",
                             "gpulint verify: run 1/3, with GPU401's fixes ...",
                             "gpulint verify: run 1/3, with all the fixes ..."] and len(progress) == 18
+    # each round starts one copy further on: no copy always runs first
+    assert progress[6] == "gpulint verify: run 2/3, with GPU203's fixes ..." and progress[11] == (
+        "gpulint verify: run 2/3, with no fix ...")
+    assert progress[12] == "gpulint verify: run 3/3, with GPU204's fixes ..."
     assert "all together" in res.output
     keep = s["keep"]
     assert (f"Keep: {', '.join(keep)} (faster alone)." if keep else "No fix is faster alone on this script.") in res.output

@@ -5,8 +5,9 @@ A fix here is the fixes of one rule (every finding of that code that
 `gpulint fix` would fix). The script's folder is copied once untouched
 (`before`), once per rule with only that rule's fixes applied, and once with
 all of them (when there are two or more rules). Each copy runs `--repeat`
-times under `boot.py`, in turn (before, each rule, all; before, ...), so a
-drift of the machine touches every copy alike. Each copy's speedup over
+times under `boot.py`, in turn (before, each rule, all), each round starting
+one copy further on, so a drift of the machine touches every copy alike and
+no copy always runs first. Each copy's speedup over
 `before` comes with its bootstrap interval and verdict (`stats`), and its
 first losses are compared with `before`'s. The summary says which fixes to
 keep (faster), which buy nothing measurable, and which slow the script. A
@@ -167,7 +168,10 @@ def run_each(o: Dict[str, object], work: str) -> int:
     runs: Dict[str, List[dict]] = {tag: [] for tag, _, _ in copies}
     failed = None
     for i in range(repeat):
-        for tag, root, _ in copies:
+        # each round starts one copy further on, so that no copy always runs first (after
+        # the linting, or after the round before) or always last
+        k = i % len(copies)
+        for tag, root, _ in copies[k:] + copies[:k]:
             label = "with no fix" if tag == BEFORE else "with all the fixes" if tag == ALL else f"with {tag}'s fixes"
             click.echo(f"gpulint verify: run {i + 1}/{repeat}, {label} ...", err=True)
             run = run_side(o["python"], root, script_rel, o["args"], steps, warmup, env, o["timeout"], f"{tag}{i}")

@@ -159,7 +159,7 @@ def _fail(msg: str) -> None:
 @click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
               help="Wall-clock limit in seconds for each run of the script.")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Runs per side, alternating before/after. The verdict needs 3 or more: it comes from a "
+              help="Runs per side, alternating (before, after; after, before; ...). The verdict needs 3 or more: it comes from a "
                    f"{CONFIDENCE:.0%} bootstrap interval of the speedup over runs and steps.")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter that runs the script (default: the one running gpulint).")
@@ -280,8 +280,10 @@ def _verify(o: Dict[str, object], work: str) -> int:
 
     env = child_env(device)
     runs: Dict[str, List[Dict[str, object]]] = {"before": [], "after": []}
-    for _ in range(repeat):
-        for tag, root in (("before", before_dir), ("after", after_dir)):
+    for r in range(repeat):
+        # before, after; after, before; ...: neither side always runs first
+        sides = (("before", before_dir), ("after", after_dir))
+        for tag, root in (sides if r % 2 == 0 else sides[::-1]):
             i = len(runs[tag])
             click.echo(f"gpulint verify: run {i + 1}/{repeat}, {tag} the fixes ...", err=True)
             runs[tag].append(run_side(o["python"], root, script_rel, o["args"], steps, warmup, env,
