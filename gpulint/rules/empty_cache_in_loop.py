@@ -111,6 +111,43 @@ def runs_at_most_once(loop: ast.AST) -> bool:
     return True
 
 
+def _moves_to_host(stmt: ast.AST) -> bool:
+    """The statement moves a tensor or module to the CPU and keeps it there:
+    `x = x.cpu()`, `feats[-1] = feats[-1].cpu()`, `layers[i] = layer.to("cpu")`,
+    `layer.cpu()`. Not a copy made for a logger or a printout inside
+    another call (`wandb.Image(img.cpu())`): that is a read, not an offload."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return False
+    if value.func.attr == "cpu" and not value.args:
+        return True
+    if value.func.attr == "to":
+        for a in list(value.args[:1]) + [k.value for k in value.keywords if k.arg == "device"]:
+            if isinstance(a, ast.Constant) and a.value == "cpu":
+                return True
+    return False
+
+
+def _after_offload(node: ast.AST, ancestors, loop: ast.AST) -> bool:
+    """Earlier in its own block of the loop's body, a statement moves data
+    or a layer off the GPU (`feats[-1] = feats[-1].cpu()`, `hr = hr.cpu()`,
+    `layer.cpu()`): an offload that keeps a long run (a long video, a layer
+    by layer pass) within the GPU's memory, and the cache is emptied so
+    what was moved off makes room for what comes next. The call is the
+    point of the offload, not a habit."""
+    chain = list(ancestors) + [node]
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(anc, field, None)
+            if isinstance(block, list) and any(child is s for s in block):
+                k = next(j for j, s in enumerate(block) if s is child)
+                return any(_moves_to_host(s) for s in block[:k])
+        if anc is loop:
+            return False
+    return False
+
+
 def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
     """The innermost for/while whose body runs `node`, not crossing a
     def, lambda or class; None when the call sits in an except handler or a
@@ -193,8 +230,12 @@ class EmptyCacheInLoop(Rule):
     model.transformer.h:`, `for m in model.modules():`) or a short list of
     constants set by hand: a quantization, conversion or layer-by-layer
     offload script, where each pass moves a different block on and off the
-    GPU and returning the last one's memory is the point. Nor is one in an
-    epoch loop: a loop whose body runs a loop of training or evaluation
+    GPU and returning the last one's memory is the point. Nor is one that
+    follows, in its own block of a loop that takes no optimizer step, a
+    statement moving data or a layer off the GPU (`feats[-1] =
+    feats[-1].cpu()`, `layers[i] = layer.to("cpu")`): an offload that keeps a
+    long run (a long video, a layer-by-layer pass) within the GPU's memory.
+    Nor is one in an epoch loop: a loop whose body runs a loop of training or evaluation
     steps (in the same function, or through a call that does) but takes no
     step itself, so it empties the cache once per many steps. Nor is one
     under a command-line flag of the same file that is off by default and
@@ -360,6 +401,8 @@ class EmptyCacheInLoop(Rule):
             return  # an epoch (or iteration) loop around the steps: once per many steps
         if under_opt_in_flag(ctx.analysis.index, node, ctx.ancestors, loop):
             return  # `if args.aggressive_memory:`: a memory mode the user turns on, off by default
+        if not loops.is_step_loop(loop) and _after_offload(node, ctx.ancestors, loop):
+            return  # `feats[-1] = feats[-1].cpu(); empty_cache()`: room made for what comes next
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None
         if isinstance(parent, ast.Expr) and parent.value is node:
