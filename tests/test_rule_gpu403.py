@@ -536,3 +536,53 @@ def test_a_helper_that_builds_a_convolution_counts_as_one():
     attn = wn.replace("return self.adv_layer(self.model(img).flatten(1))",
                       "h = self.model(img).flatten(1)\n        return self.adv_layer(torch.softmax(h @ h.T, -1) @ h)")
     assert rows(attn + TRAIN_SCRIPT, evidence=False) == []
+
+
+DISTRIBUTED = """
+import torch
+from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard
+
+
+def parallelize_model(model, dtype="bf16"):
+    param_dtype = dict(fp32=torch.float32, bf16=torch.bfloat16)[dtype]
+    fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32))
+    return model
+
+
+def unrelated(model):
+    return model
+"""
+
+FSDP_TRAIN = """
+import torch
+from distributed import {helper}
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(1024, 16)
+        self.mlp = torch.nn.Linear(1024, 4096)
+
+
+def train(loader):
+    model = {helper}(Block().cuda())
+    opt = torch.optim.AdamW(model.parameters())
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    train([])
+"""
+
+
+@pytest.mark.parametrize("helper,flagged", [("parallelize_model", []), ("unrelated", ["train.py"])])
+def test_a_precision_policy_built_in_a_function_of_another_file_counts(tmp_path, helper, flagged):
+    # lingua's layout: `parallelize_model` wraps the model with FSDP's MixedPrecisionPolicy
+    (tmp_path / "distributed.py").write_text(DISTRIBUTED)
+    (tmp_path / "train.py").write_text(FSDP_TRAIN.format(helper=helper))
+    assert found_in(tmp_path) == flagged

@@ -93,9 +93,13 @@ class Fp32WithoutTf32OrAmp(Rule):
     builds none of (a continual-learning strategy that calls a helper of a
     models package): which one it trains cannot be told, so it is not flagged.
 
-    The rule sees one file at a time: when the precision is set in another
-    module (a `main.py` that enables TF32 before calling the loop in
-    `engine.py`), suppress it for that file with `per-file-ignores`.
+    A file that calls a function of the project that builds an FSDP
+    mixed-precision policy (`MixedPrecisionPolicy(param_dtype=...)`,
+    `MixedPrecision(...)`: lingua's `parallelize_model`) runs its model in
+    the precision chosen there, and is not flagged. Other settings made in
+    another module (a `main.py` that enables TF32 before calling the loop in
+    `engine.py`) are not seen: suppress the rule for that file with
+    `per-file-ignores`.
 
     ## Why is this bad?
     Since PyTorch 1.12 float32 matmuls on CUDA run in full IEEE FP32 by default.
@@ -390,10 +394,13 @@ def _mentions_device(fa, scope: ast.AST) -> bool:
 
 
 def _precision_managed(ctx) -> bool:
-    """Does anything in the file choose a precision (autocast, TF32, half/bf16, a framework)?"""
+    """Does anything in the file choose a precision (autocast, TF32, half/bf16, a framework),
+    or call a function of the project that does (an FSDP mixed-precision policy)?"""
     fa = ctx.analysis
     if any(fa.imports.imports_module(p) for p in PRECISION_FRAMEWORKS):
         return True
+    if fa.facts.calls_precision_choice():
+        return True  # `parallelize_model(...)` of another file wraps the model with `MixedPrecisionPolicy`
     if any(TRANSFORMERS_TRAINERS.match(q) for q in fa.imports.names.values()):  # `from transformers import Trainer`
         return True
     if autocast_uses(fa):

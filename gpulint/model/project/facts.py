@@ -123,6 +123,11 @@ class ProjectFacts(CallFacts):
     def cuda_nearby(self) -> bool:
         return bool(self.table.get("cuda_nearby"))
 
+    def calls_precision_choice(self) -> bool:
+        """The file calls a function of the project that chooses the model's
+        precision (builds an FSDP mixed-precision policy)."""
+        return bool(self.table.get("precision_calls"))
+
     def _lists(self, key: str, func: ast.AST) -> bool:
         """The table's `key` lists the function (by its qualified name)."""
         listed = self.table.get(key)

@@ -381,6 +381,7 @@ class ProjectGraph:
         iterates: Dict[str, int] = {}
         host_built: Set[str] = set()
         synced: Set[str] = set()  # calls whose callee returns right after a host read
+        precision: Set[str] = set()  # calls whose callee chooses a precision (`summary._choosing_precision`)
         builders: Dict[str, str] = {}
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
@@ -406,16 +407,15 @@ class ProjectGraph:
                 for cid in (self.resolve_in(call[0], path),) if cid is not None
             ]
             for cid, _, call in resolved:
-                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, synced)
+                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, synced, precision)
                 built = self.functions[cid].get("builds")
                 if built is not None and self._class(built) is not None:
                     builders[call[0]] = built
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
-        if host_built:
-            table["host_built"] = sorted(host_built)
-        if synced:
-            table["returns_synced"] = sorted(synced)
+        for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision)):
+            if found:
+                table[key] = sorted(found)
         if builders:
             table["builders"] = builders
         for key, quals in listed.items():
@@ -656,7 +656,8 @@ def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[s
 
 
 def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
-                    returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str], synced: Set[str]) -> None:
+                    returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str], synced: Set[str],
+                    precision: Set[str]) -> None:
     """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""
     if cid in graph.steps:
         steps.add(ref)
@@ -671,13 +672,15 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
         host_built.add(ref)
     if callee.get("returns_synced"):
         synced.add(ref)
+    if callee.get("precision"):
+        precision.add(ref)  # (it chooses the model's precision: an FSDP mixed-precision policy)
 
 
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "returns_synced")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off")
 # ... and all that a table can say about a file (what rules ask besides)
-TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin")
+TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls")
 
 
 def is_empty(table: dict) -> bool:

@@ -65,6 +65,30 @@ _STEP_WORDS = ("backward", ".step(")
 _BACKWARD_CALL = re.compile(r"backward\s*\(")
 
 
+# what sets a model's precision where it is wrapped or run: FSDP's mixed-precision
+# policies (`fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))`)
+_PRECISION_POLICIES = frozenset({"MixedPrecision", "MixedPrecisionPolicy"})
+
+
+def _choosing_precision(fa: "FileModel", refs: FileRefs) -> Set[str]:
+    """The functions of the file that build an FSDP mixed-precision policy
+    (`MixedPrecisionPolicy(param_dtype=...)`, `MixedPrecision(...)`): a
+    training file that calls one of them (lingua's `parallelize_model`)
+    runs its model in the precision chosen there (`precision` in the
+    summary; GPU403 reads it through `CallFacts.calls_precision_choice`)."""
+    if not any(fa.index.mentions(w) for w in _PRECISION_POLICIES):
+        return set()
+    out: Set[str] = set()
+    for call in fa.index.nodes_of(ast.Call):
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name in _PRECISION_POLICIES and (fa.imports.qualname(func) or "").startswith("torch.distributed."):
+            scope = fa.index.owner(call)
+            if isinstance(scope, FUNCS):
+                out.add(refs.qualname(scope))
+    return out
+
+
 def may_start_steps(text: str) -> bool:
     """The text has a word without which none of its loops steps over data
     and none of its functions steps, yields or returns a loader: it calls
@@ -87,7 +111,8 @@ EXTERNAL_ROOTS = frozenset(
 # `refs` aside): which functions run every step, with autograd off or for an
 # environment, which are device code, and the models' layers are asked by
 # rules only (through `Loops.every_step`, `runs_repeatedly`, `CallFacts`)
-_NOT_READ_BY_SUMMARIES = frozenset({"every_step", "grad_off", "feeds_env", "device_side", "layers", "cuda_nearby"})
+_NOT_READ_BY_SUMMARIES = frozenset({"every_step", "grad_off", "feeds_env", "device_side", "layers", "cuda_nearby",
+                                    "precision_calls"})
 # calls that start a step by their name alone (`_Hotness.own_step`)
 _STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
 
@@ -195,6 +220,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
             built = {refs.built_class(n.value, scope) for n in sc.return_nodes}
             if len(built) == 1 and None not in built and next(iter(built)).split(".", 1)[0] not in EXTERNAL_ROOTS:
                 functions[qual]["builds"] = built.pop()
+    for qual in _choosing_precision(fa, refs):
+        if qual in functions:
+            functions[qual]["precision"] = True
     classes = {
         refs.qualname(c): [b for b in (refs.resolve_name(base) for base in c.bases) if b is not None]
         for c in fa.index.nodes(ast.ClassDef)
