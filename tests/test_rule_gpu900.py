@@ -177,3 +177,15 @@ def test_add_noqa_adds_no_comment_for_an_unused_comment(tmp_path):
 def test_off_by_default_and_not_benchmarked(tmp_path):
     _project(tmp_path, with_caller=False)
     assert invoke(["check", "--preview", "helper.py"], tmp_path).exit_code == 0
+
+
+def test_with_the_cache_an_edit_of_the_caller_is_seen(tmp_path):
+    # the caller is read for the project only, and cached as such: its edit still counts
+    _project(tmp_path)
+    for _ in range(2):
+        res = invoke(["check", SEL, "helper.py"], tmp_path, cache=True)
+        assert [(f[1], f[3]) for f in findings(res.stdout)] == [(9, "GPU900")], res.stdout
+    train = tmp_path / "train.py"
+    train.write_text(train.read_text().replace("        log_step(loss)\n", "        pass\n"))
+    res = invoke(["check", SEL, "helper.py"], tmp_path, cache=True)
+    assert [(f[1], f[3]) for f in findings(res.stdout)] == [(5, "GPU900"), (9, "GPU900")], res.stdout
