@@ -56,4 +56,10 @@ def suppression_judges() -> FrozenSet[str]:
     `Rule.judges_suppressions`): their findings are about comments, so the
     run reads the whole project for them, code nothing reaches does not
     hide them, and only the run's own findings of them are fixed."""
-    return frozenset(c for c, r in all_rules().items() if r.judges_suppressions)
+    global _JUDGES
+    if _JUDGES is None:  # (asked per finding where findings are dropped: found once)
+        _JUDGES = frozenset(c for c, r in all_rules().items() if r.judges_suppressions)
+    return _JUDGES
+
+
+_JUDGES: Optional[FrozenSet[str]] = None

@@ -14,6 +14,7 @@ from helpers import fix, lint
 from gpulint.frontends.cli import cli
 from gpulint.rule import UnusedCodes
 from gpulint.rules.unused_noqa import removal
+from gpulint.source import Source
 
 HELPER = """\
 import torch
@@ -154,7 +155,7 @@ def test_fix(line, fixed):
 def test_removal_of_a_comment_line_of_its_own():
     text = "a = 1\n    # noqa: GPU101\nb = 2\n"
     u = UnusedCodes(2, 4, "# noqa: GPU101", (0, 14), (8, 14), ("GPU101",), ("GPU101",), False)
-    e = removal(text, 10, u)
+    e = removal(Source(text), 10, u)
     assert text[:e.start] + e.content + text[e.end:] == "a = 1\nb = 2\n"
 
 

@@ -9,32 +9,20 @@ from __future__ import annotations
 from typing import List, Sequence
 
 from gpulint.rule import SAFE, Edit, Example, Rule, UnusedCodes
+from gpulint.source import Source
 
 
-def _line_bounds(text: str, start: int) -> "tuple[int, int]":
-    """[start of the line holding `start`, start of the next line)."""
-    begin = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
-    nl = text.find("\n", start)
-    cr = text.find("\r", start)
-    ends = [k for k in (nl, cr) if k != -1]
-    if not ends:
-        return begin, len(text)
-    end = min(ends)
-    if text[end] == "\r" and text[end + 1:end + 2] == "\n":
-        end += 1
-    return begin, end + 1
-
-
-def removal(text: str, comment_start: int, u: UnusedCodes) -> Edit:
+def removal(source: Source, comment_start: int, u: UnusedCodes) -> Edit:
     """The edit that takes the directive out of its comment: the whole line
     when the comment is alone on it and holds nothing else, the comment and
     the blanks before it when the code before it stays, else the directive
     alone (the rest of the comment is kept: `# noqa: GPU101  # why` becomes
     `# why`)."""
+    text = source.text
     d0, d1 = comment_start + u.span[0], comment_start + u.span[1]
     comment_end = comment_start + len(u.comment)
     before, after = text[comment_start:d0], text[d1:comment_end]
-    begin, next_line = _line_bounds(text, comment_start)
+    begin, next_line = source.offset(u.row, 0), source.offset(u.row + 1, 0)  # (the end of the text after the last line)
     if not before.strip() and not after.strip():
         if not text[begin:comment_start].strip():
             return Edit(begin, next_line, "")  # a comment line of its own: the line goes
@@ -153,7 +141,6 @@ class UnusedNoqa(Rule):
     )
 
     def judge_suppressions(self, ctx, unused: List[UnusedCodes]) -> None:
-        text = ctx.source.text
         for u in unused:
             start = ctx.source.offset(u.row, 0) + u.col  # the comment's '#' (a character column)
             kept = [w for w in u.written if w not in u.unused]
@@ -161,7 +148,7 @@ class UnusedNoqa(Rule):
                 c0, c1 = start + u.codes_span[0], start + u.codes_span[1]
                 edit = Edit(c0, c1, ", ".join(kept))
             else:
-                edit = removal(text, start, u)
+                edit = removal(ctx.source, start, u)
             fix = self.make_fix(f"Remove the unused {_plural(u.unused)}", [edit])
             ctx.report_span(self, start + u.span[0], start + u.span[1],
                             self.message.format(codes=_plural(u.unused)), fix)
