@@ -464,10 +464,24 @@ CORPUS_SETS = {
         ("zhanghang1989/ResNeSt", "1dfb3e8867e2ece1c28a65c9db1cded2818a2031"),
         ("yangxy/GPEN", "2c736702983368847fb544d234a22ac7cff25802"),
     ],
+    # thirtieth: labelled at first sight on de2b590
+    "thirtieth": [
+        ("TianhongDai/reinforcement-learning-algorithms", "aad8862540578682cb3d6780c5e2b2909016ec39"),
+        ("sihyun-yu/REPA", "67f714503e3892f993844aab088ffc5791c92613"),
+        ("sgrvinod/a-PyTorch-Tutorial-to-Object-Detection", "5d5b75968c3cf1ffd2718bf828a7560b7ee8e8b5"),
+        ("mlfoundations/open_lm", "9bb92ef1689333534b7057942a20d18a46d1fa52"),
+        ("lifeiteng/vall-e", "9c69096d603ce13174fb5cb025f185e2e9b36ac7"),
+        ("dholzmueller/pytabkit", "33cbf23e3a8ad8b773cbea296d3858e832c1c110"),
+        ("facebookresearch/ijepa", "52c1ae95d05f743e000e8f10a1f3a79b10cff048"),
+        ("taesungp/contrastive-unpaired-translation", "b3ac297708dfb6f7589d04662277e53c0d579c27"),
+        ("MCG-NJU/VideoMAE", "14ef8d856287c94ef1f985fe30f958eb4ec2c55d"),
+        ("huggingface/open-r1", "1416fa0cf21595d2083b399a2a0bbddd7f6e9563"),
+        ("jasonppy/VoiceCraft", "a702dfd2ced6d4fd6b04bdc160c832c6efc8f6c5"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
