@@ -178,6 +178,37 @@ def test_host_batches_need_an_unmoved_name():
     assert [fa.host.is_host_tensor(a, anc) for a in call.args] == [False, True]
 
 
+def test_lists_of_host_tensors_joined_are_host_tensors():
+    """`codes = []`, `codes.append(enc(x)[0].cpu())`, `codes = torch.cat(codes)`:
+    the join of a list whose every element is a host tensor is one; a list
+    that takes a device tensor too, one changed by index, or one never
+    filled is not known to be."""
+    fa, tree = analyse(
+        """
+        import torch
+
+        def f(model, batch, dev):
+            if len(batch) > 1:
+                codes = []
+                codes.append(model(batch[:2])[0].cpu())
+                codes.append(model(batch[2:])[0].cpu())
+                codes = torch.cat(codes, dim=0)
+            else:
+                codes = model(batch)[0].cpu()
+            mixed = [torch.zeros(2)]
+            mixed.append(model(batch).to(dev))
+            by_index = [torch.zeros(2), torch.ones(2)]
+            by_index[0] = model(batch)
+            empty = []
+            both = torch.stack([torch.zeros(2), torch.ones(2)])
+            probe(codes[0], torch.cat(mixed), torch.cat(by_index), torch.cat(empty), both)
+        """
+    )
+    call = call_named(tree, "probe(codes[0], torch.cat(mixed), torch.cat(by_index), torch.cat(empty), both)")
+    anc = fa.index.ancestors(call)
+    assert [fa.host.is_host_tensor(a, anc) for a in call.args] == [True, False, False, False, True]
+
+
 def test_timing_reads():
     fa, tree = analyse(
         """

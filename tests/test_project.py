@@ -1913,6 +1913,53 @@ def test_what_a_per_step_helper_returns_for_the_environments_step_is_the_action_
     assert rows_by_path(tmp_path, "GPU101") == [("agent/sacd.py", 17)]
 
 
+def test_an_action_computed_from_the_read_is_still_the_action(tmp_path):
+    # `select_actions` copies the Q-values to the host and returns the argmax of
+    # them: the returned action is computed from the read, which the host needs
+    # for `env.step`; the copy in `log_values`, whose result is only printed, is a sync
+    write(tmp_path, {
+        "dqn/utils.py": """
+            import random
+
+            import numpy as np
+
+
+            def select_actions(action_value, explore_eps):
+                action_value = action_value.cpu().numpy().squeeze()
+                action = np.argmax(action_value) if random.random() > explore_eps else np.random.randint(4)
+                return action
+
+
+            def log_values(action_value):
+                values = action_value.cpu().numpy()
+                shown = values.round(2)
+                return shown
+        """,
+        "dqn/agent.py": """
+            import numpy as np
+            import torch
+
+            from .utils import log_values, select_actions
+
+
+            class Agent:
+                def learn(self, env, net, optimizer, steps):
+                    obs = np.array(env.reset())
+                    for t in range(steps):
+                        with torch.no_grad():
+                            action_value = net(torch.tensor(obs).cuda())
+                        action = select_actions(action_value, 0.1)
+                        obs, reward, done, _ = env.step(action)
+                        print(log_values(action_value))
+                        loss = net(torch.tensor(obs).cuda()).sum()
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU101") == [("dqn/utils.py", 14)]
+
+
 def test_a_call_whose_every_return_reads_on_the_host_leaves_nothing_to_wait_for(tmp_path):
     # `score` (another file) returns `out.item()`: right after it the host is in step
     # with the device, so reading the loss there waits for nothing new, and a clock read

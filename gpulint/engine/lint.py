@@ -27,7 +27,7 @@ from gpulint.model.control.constants import dead_statements
 from gpulint.model.file import FileModel
 from gpulint.model.index.nodes import LOOPS, is_main_guard
 from gpulint.model.index.tree import is_test_path, may_use_accelerator, mentions
-from gpulint.model.names import other_framework
+from gpulint.model.names import other_framework, torch_ceiling
 from gpulint.model.project.facts import model_with_facts, partial_summary
 from gpulint.model.project.modules import is_package, module_names
 from gpulint.model.project.layers import may_build_layers
@@ -377,9 +377,15 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     if selected and other_framework(tree, text) is not None:
         selected = []  # Paddle or TensorFlow code: no rule is about it
     own_pin = pinned(options)
+    ceiling = torch_ceiling(tree, text)
+    if ceiling is not None and ceiling < options.torch_version:
+        # it imports a module torch has removed (`torch._six`): it runs on the older torch only,
+        # a pin its program shares (`ProjectGraph.program_facts`)
+        options = dataclasses.replace(options, torch_version=ceiling, torch_newest=ceiling)
+        own_pin = ceiling
     program_pin = project.table.get("torch_pin") if project is not None and project.table else None
     if program_pin is not None and tuple(program_pin[0]) < options.torch_version:
-        # a file its program runs with pins an older torch (`ProjectGraph.program_pin`)
+        # a file its program runs with pins an older torch (`ProjectGraph.program_facts`)
         options = dataclasses.replace(options, torch_version=tuple(program_pin[0]))
     model = summary = table = None
     deferred = False

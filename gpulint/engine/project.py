@@ -351,7 +351,7 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
             if res.summary.get("partial"):
                 # no loop or call of the file is read with facts: only which torch its program
                 # pins, where one does (read again with the layers it was asked for)
-                pin = graph.program_pin(path)
+                pin = graph.program_facts(path).get("torch_pin")
                 had = (res.table or {}).get("torch_pin")
                 if pin != had:
                     redo.append((path, ProjectInput(inputs[path].names, inputs[path].package,

@@ -40,12 +40,17 @@ Files that cannot be read or parsed declare nothing: they are not gpulint's
 config, so they never stop a run.
 
 A file also runs on the torch of its program: the project's call graph
-(`ProjectGraph.program_pin`) hands each linted file the lowest pin of the
+(`ProjectGraph.program_facts`) hands each linted file the lowest pin of the
 files it imports, through imports, and of what the files importing it
 import, where that is lower than its own (LLaMA-Adapter's `imagebind_LLM`
 declares only `torch`, but imports its vendored `ImageBind`, whose
 requirements pin `torch==1.13.0`). Only imports that Python could resolve
 from the importer's folder count, so a sibling project does not take it.
+The code pins too: a file that imports, at its top level and outside a
+`try`, a module torch has removed (`from torch._six import inf`, gone in
+2.0: MAE's and ConvNeXt's `util/misc.py`) runs on the torch before the
+removal (1.13) only, and that pin reaches its program the same way
+(`names.torch_ceiling`).
 """
 
 from __future__ import annotations

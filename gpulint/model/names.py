@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 LOCAL = "<local>"
 
@@ -78,6 +78,33 @@ def _imports(body, out: list) -> list:
                         _imports(clause.body, out)
                 else:
                     _imports(getattr(node, f), out)
+    return out
+
+
+# modules that torch removed, and the last torch that had each: a file that
+# imports one at its top level runs on that torch or older only
+REMOVED_TORCH_MODULES: Dict[str, Tuple[int, ...]] = {"torch._six": (1, 13)}  # (gone in 2.0)
+
+
+def torch_ceiling(tree: ast.Module, text: str) -> Optional[Tuple[int, ...]]:
+    """The newest torch the file can import on, where it imports a module
+    torch removed at its top level (`from torch._six import inf`: torch 1.13
+    at most). An import under a `try` (a fallback for newer torch) or in a
+    function does not count."""
+    if "_six" not in text:
+        return None
+    out: Optional[Tuple[int, ...]] = None
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for m in mods:
+            last = REMOVED_TORCH_MODULES.get(m)
+            if last is not None and (out is None or last < out):
+                out = last
     return out
 
 

@@ -238,8 +238,8 @@ class EmptyCacheInLoop(Rule):
     Nor is one in an epoch loop: a loop whose body runs a loop of training or evaluation
     steps (in the same function, or through a call that does) but takes no
     step itself, so it empties the cache once per many steps. Nor is one
-    under a command-line flag of the same file that is off by default and
-    names a memory, debugging or logging mode (`if args.aggressive_memory:`
+    under a command-line flag of the file or of another file of its program
+    that is off by default and names a memory, debugging or logging mode (`if args.aggressive_memory:`
     with `action="store_true"`): the user opts into it. Nor is one in the
     block of a periodic `if` that also runs a phase of its own: saves a
     checkpoint, evaluates, validates or samples (`if step %
@@ -399,7 +399,7 @@ class EmptyCacheInLoop(Rule):
         loops = ctx.analysis.loops
         if loops.contains_hot_loop(loop) and not loops.is_step_loop(loop):
             return  # an epoch (or iteration) loop around the steps: once per many steps
-        if under_opt_in_flag(ctx.analysis.index, node, ctx.ancestors, loop):
+        if under_opt_in_flag(ctx.analysis.index, node, ctx.ancestors, loop, ctx.analysis.facts.opt_in_flags()):
             return  # `if args.aggressive_memory:`: a memory mode the user turns on, off by default
         if not loops.is_step_loop(loop) and _after_offload(node, ctx.ancestors, loop):
             return  # `feats[-1] = feats[-1].cpu(); empty_cache()`: room made for what comes next

@@ -273,7 +273,7 @@ class FactoryWithoutDeviceInForward(Rule):
             return None
         if _in_host_only_branch(ancestors, node):
             return None
-        if under_opt_in_flag(fa.index, node, ancestors, forward):
+        if under_opt_in_flag(fa.index, node, ancestors, forward, fa.facts.opt_in_flags()):
             return None  # `if self.output_attention:`: an extra output the user asks for, off by default
         if under_once_guard(node, ancestors, ctx.analysis.index) or after_cache_hit(fa, node, ancestors):
             return None  # `if self.step == 0:` / `if self.table is None:`: built on the first call only

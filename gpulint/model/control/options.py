@@ -5,15 +5,16 @@ a model's constructor options for extra outputs, off by default.
 `args.print_loss` False unless the user asks for it, so the block of an
 `if args.print_loss:` is a debugging or logging path the user chose, not
 the step's own work (issue: "code behind a user's opt-in option is not
-per-step waste"). Read from the file's own `add_argument` calls: a flag
-defined in another file is not known here.
+per-step waste"). Read from the file's own `add_argument` calls, and from those of the
+other files of its program (`params.py` beside `train.py`), which the
+project hands on.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, Sequence
+from typing import FrozenSet, Iterable, Sequence
 
 from gpulint.model.index.nodes import SCOPES, parameter_defaults
 from gpulint.model.index.tree import TreeIndex
@@ -35,39 +36,60 @@ _FLAG_WORD_RE = re.compile(OPTION_WORD_RE.pattern + r"|visdom|memory", re.I)
 
 
 def opt_in_flags(index: TreeIndex) -> FrozenSet[str]:
-    """The destinations of the file's `add_argument` calls whose default is
+    """`opt_in_destinations` of the file's calls, once per file."""
+    return index.memoized("options.opt_in", "flags", lambda: opt_in_destinations(index.nodes(ast.Call)))
+
+
+def opt_in_destinations(calls: Iterable[ast.AST]) -> FrozenSet[str]:
+    """The destinations of the `add_argument` calls among `calls` whose default is
     off (`action="store_true"` without `default=True`, or `default=False`
     or None with no `action`) and whose name says logging, printing,
     debugging, saving, plotting or memory (`_FLAG_WORD_RE`): not a mode
-    that changes the step itself (`--amp`, `--distributed`)."""
+    that changes the step itself (`--amp`, `--distributed`). A project hands
+    those of its files on to the files of the same program
+    (`ProjectGraph.program_facts`): the flags of `params.py` guard the
+    training loop of `train.py`."""
+    out = set()
+    for call in calls:
+        f = call.func  # type: ignore[attr-defined]
+        if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
+            continue
+        kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+        action = kw.get("action")
+        default = kw.get("default")
+        default_off = default is None or (isinstance(default, ast.Constant) and default.value in (False, None))
+        store_true = isinstance(action, ast.Constant) and action.value == "store_true"
+        if not (default_off and (store_true or (action is None and default is not None))):
+            continue
+        dest = kw.get("dest")
+        if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+            name = dest.value
+        else:
+            longs = [a.value for a in call.args  # type: ignore[attr-defined]
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
+            if not longs:
+                continue
+            name = longs[0][2:].replace("-", "_")
+        if _FLAG_WORD_RE.search(name):
+            out.add(name)
+    return frozenset(out)
 
+
+def tested_flags(index: TreeIndex) -> FrozenSet[str]:
+    """The names that the file's `if` tests could be opt-in flags by
+    (`if args.log_logit_mean:`, `if verbose and ...:`): those a flag of
+    another file of its program must have to guard anything here."""
     def compute() -> FrozenSet[str]:
         out = set()
-        for call in index.nodes(ast.Call):
-            f = call.func  # type: ignore[attr-defined]
-            if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
-                continue
-            kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
-            action = kw.get("action")
-            default = kw.get("default")
-            default_off = default is None or (isinstance(default, ast.Constant) and default.value in (False, None))
-            store_true = isinstance(action, ast.Constant) and action.value == "store_true"
-            if not (default_off and (store_true or (action is None and default is not None))):
-                continue
-            dest = kw.get("dest")
-            if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
-                name = dest.value
-            else:
-                longs = [a.value for a in call.args  # type: ignore[attr-defined]
-                         if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
-                if not longs:
-                    continue
-                name = longs[0][2:].replace("-", "_")
-            if _FLAG_WORD_RE.search(name):
-                out.add(name)
+        for node in index.nodes(ast.If):
+            test = node.test  # type: ignore[attr-defined]
+            for t in (test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]):
+                name = t.attr if isinstance(t, ast.Attribute) else t.id if isinstance(t, ast.Name) else None
+                if name is not None and _FLAG_WORD_RE.search(name):
+                    out.add(name)
         return frozenset(out)
 
-    return index.memoized("options.opt_in", "flags", compute)
+    return index.memoized("options.tested", "flags", compute)
 
 
 def _names_a_flag(test: ast.AST, flags: FrozenSet[str], self_only: bool = False) -> bool:
@@ -80,13 +102,15 @@ def _names_a_flag(test: ast.AST, flags: FrozenSet[str], self_only: bool = False)
     return name is not None and name in flags
 
 
-def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: ast.AST) -> bool:
+def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: ast.AST,
+                      elsewhere: FrozenSet[str] = frozenset()) -> bool:
     """`node` runs in the body of an `if args.<flag>:` (or `if ... and
     args.<flag>:`) between it and `stop` (a loop or a def), where `<flag>`
     is one of the file's opt-in flags; or of an `if self.<option>:` where
     `<option>` is an output option of the class, off by default
-    (`output_options`)."""
-    flags = opt_in_flags(index)
+    (`output_options`). `elsewhere`: the opt-in flags that other files of
+    the program define (`CallFacts.opt_in_flags`)."""
+    flags = opt_in_flags(index) | elsewhere
     cls = next((a for a in reversed(ancestors) if isinstance(a, ast.ClassDef)), None)
     options = output_options(index, cls) if cls is not None else frozenset()
     if not flags and not options:

@@ -12,10 +12,11 @@ the files whose table changed.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from gpulint.model.file import FileModel
 from gpulint.model.names import ImportTable
+from gpulint.model.control.options import opt_in_destinations
 from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
 from gpulint.model.project.refs import (
     FileRefs, bound_dotted, import_bindings, imported_modules, star_imported, used_names,
@@ -117,6 +118,9 @@ class ProjectFacts(CallFacts):
             return None
         return self._param_kinds.get(self.refs.qualname(func), {}).get(name)
 
+    def opt_in_flags(self) -> FrozenSet[str]:
+        return frozenset(self.table.get("opt_in", ()))
+
     def model_layers(self) -> Optional[Dict[str, int]]:
         return self.table.get("layers") or None
 
@@ -196,10 +200,14 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
     module = names[0] if names else "__main__"
     out = exports_summary(tree, module) if package else {"functions": {}, "classes": {}, "imports": [], "partial": True}
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if "add_argument" in text:  # its opt-in command-line flags, for the files of its program
+        flags = opt_in_destinations(n for n in ast.walk(tree) if isinstance(n, ast.Call))
+        if flags:
+            out["flags"] = sorted(flags)
     if not may_build_layers(text):
         if out.get("exports") or out.get("star_exports"):
             return out
-        if not package and top:  # what it imports: which program it belongs to (`ProjectGraph.program_pin`)
+        if not package and top:  # what it imports: which program it belongs to (`ProjectGraph.program_facts`)
             out["imports"] = sorted(imported_modules(top, module, package))
             out["imports_only"] = True
             return out

@@ -62,7 +62,7 @@ class ProjectGraph:
     def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]],
                  previous: Optional["ProjectGraph"] = None) -> None:
         """`files`: path -> (the module names of the file, main one first; its summary);
-        those summarized for their imports only join only the programs (`program_pin`).
+        those summarized for their imports only join only the programs (`program_facts`).
         `previous`: the last round's graph of a join, whose resolved references
         are kept where they can name nothing new (`_resolved_from`)."""
         self.program_files = files
@@ -421,8 +421,7 @@ class ProjectGraph:
         for key, quals in listed.items():
             if quals:
                 table[key] = sorted(quals)
-        if (pin := self.program_pin(path)) is not None:
-            table["torch_pin"] = pin
+        table.update(self.program_facts(path))
         if summary.get("self_test") and self.importers_of(path):
             table["self_test"] = True  # its `__main__` block checks a module the project uses
         if trains(summary):  # the models its training loop trains (only such a file asks)
@@ -433,10 +432,11 @@ class ProjectGraph:
                 table["cuda_nearby"] = True
         return table
 
-    def program_pin(self, path: str) -> Optional[List]:
-        """`Programs.pin`: the lowest torch pinned in `path`'s program, below its own."""
+    def program_facts(self, path: str) -> dict:
+        """`Programs.facts`: the lowest torch pinned in `path`'s program, below its own
+        (`torch_pin`), and the opt-in flags the program's other files define (`opt_in`)."""
         self._programs = self._programs or Programs(self.program_files)
-        return self._programs.pin(path)
+        return self._programs.facts(path)
 
     def _module_file(self, module: str, importer: str) -> Optional[str]:
         """The file `import module` in `importer` reads (`module_file`)."""
@@ -680,7 +680,7 @@ ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_bu
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off")
 # ... and all that a table can say about a file (what rules ask besides)
-TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls")
+TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in")
 
 
 def is_empty(table: dict) -> bool:

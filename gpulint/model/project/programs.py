@@ -1,6 +1,6 @@
 """Which torch each file's program runs on: a file runs with the packages it
 imports and within the scripts that import it, so the lowest torch any of
-those pins is one its code must run on (`ProjectGraph.program_pin`)."""
+those pins is one its code must run on (`ProjectGraph.program_facts`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,36 @@ class Programs:
     def __init__(self, files: Dict[str, Tuple[Sequence[str], dict]]) -> None:
         self.files = files
         self._pins: Optional[Dict[str, List]] = None
+        self._flags: Optional[Dict[str, frozenset]] = None
+
+    def facts(self, path: str) -> dict:
+        """What `path`'s program tells its files: `torch_pin` (`pin`) and
+        `opt_in` (`flags`), where there is something to tell."""
+        out: dict = {}
+        pin = self.pin(path)
+        if pin is not None:
+            out["torch_pin"] = pin
+        flags = self.flags(path)
+        if flags:
+            out["opt_in"] = flags
+        return out
+
+    def flags(self, path: str) -> List[str]:
+        """The opt-in command-line flags (a summary's `flags`) that the other
+        files of `path`'s program define and that an `if` of `path` tests (a
+        summary's `tests_flags`), as `pin` finds the program: the flags of
+        `params.py` guard the loop of the `train.py` that imports it."""
+        if self._flags is None:
+            if not any(summary.get("flags") for _, summary in self.files.values()):
+                self._flags = {}
+            else:
+                self._flags = self._over_programs(lambda p: frozenset(self.files[p][1].get("flags", ())),
+                                                  lambda a, b: a | b if a and b else a or b)
+        summary = self.files[path][1]
+        tested = summary.get("tests_flags", ())
+        if not tested:
+            return []  # (no `if` of the file tests a name a flag could have)
+        return sorted(((self._flags.get(path) or frozenset()) & set(tested)) - set(summary.get("flags", ())))
 
     def pin(self, path: str) -> Optional[List]:
         """[version, file] of the lowest torch that a file of `path`'s program
@@ -41,8 +71,6 @@ class Programs:
         the lowest of both, as its code must run on either."""
         if not any(summary.get("pin") is not None for _, summary in self.files.values()):
             return {}  # no file pins torch: nothing to hand on
-        down: Dict[str, Optional[List]] = {}
-        up: Dict[str, Optional[List]] = {}
 
         def lower(a: Optional[List], b: Optional[List]) -> Optional[List]:
             return b if a is None or (b is not None and tuple(b[0]) < tuple(a[0])) else a
@@ -50,6 +78,14 @@ class Programs:
         def own(p: str) -> Optional[List]:
             pin = self.files[p][1].get("pin")
             return [list(pin), p] if pin is not None else None
+
+        return self._over_programs(own, lower)
+
+    def _over_programs(self, own, lower) -> dict:
+        """path -> `lower` of `own` over the files of its programs (`_program_pins`);
+        only the paths with something (`own` and `lower` give a false value for nothing)."""
+        down: dict = {}
+        up: dict = {}
 
         def walk(start: str, memo: Dict[str, Optional[List]], nexts, base) -> Optional[List]:
             # depth-first with an explicit stack (import chains can be long); a file met
@@ -87,7 +123,7 @@ class Programs:
             walk(p, down, lambda q: imports[q], own)
         for p in self.files:
             walk(p, up, lambda q: importers.get(q, ()), lambda q: down[q])
-        return {p: pin for p, pin in up.items() if pin is not None}
+        return {p: found for p, found in up.items() if found}
 
     def _importable_files(self, path: str, named: Dict[str, List[str]]) -> List[str]:
         """The project files `path` imports that Python could find from where

@@ -30,7 +30,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.control.options import OPTION_WORD_RE
+from gpulint.model.control.options import OPTION_WORD_RE, opt_in_flags, tested_flags
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import follows_host_read
@@ -112,7 +112,7 @@ EXTERNAL_ROOTS = frozenset(
 # environment, which are device code, and the models' layers are asked by
 # rules only (through `Loops.every_step`, `runs_repeatedly`, `CallFacts`)
 _NOT_READ_BY_SUMMARIES = frozenset({"every_step", "grad_off", "feeds_env", "device_side", "layers", "cuda_nearby",
-                                    "precision_calls"})
+                                    "precision_calls", "opt_in"})
 # calls that start a step by their name alone (`_Hotness.own_step`)
 _STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
 
@@ -247,6 +247,12 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         out["star_exports"] = list(stars)
     if self_test_block(fa.tree, fa.index.text):
         out["self_test"] = True  # a program of fixed steps: a module's self-test, where others import it
+    flags = opt_in_flags(fa.index) if fa.index.mentions("add_argument") else ()
+    if flags:
+        out["flags"] = sorted(flags)  # its opt-in command-line flags, for the files of its program
+    tested = tested_flags(fa.index)
+    if tested:
+        out["tests_flags"] = sorted(tested)  # what such a flag of another file could guard here
     if not fa.index.may_use_accelerator:
         out["host_only"] = True  # nothing in the file can put a tensor on an accelerator
     elif fa.index.uses_cuda:

@@ -14,7 +14,7 @@ False means "not known", never "known not to".
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional
+from typing import Dict, FrozenSet, Optional
 
 TRAIN = "train"  # a function that runs every step of a training loop
 EVAL = "eval"  # ... of a loop that iterates data without a training step
@@ -131,6 +131,13 @@ class CallFacts:
         (`loss_value = loss.item()` then `all_reduce_mean(loss_value)`): at
         the top of its body the host has just waited for the GPU."""
         return False
+
+    def opt_in_flags(self) -> FrozenSet[str]:
+        """The command-line flags, off by default, that other files of the
+        file's program define for logging, debugging or saving
+        (`control.options.opt_in_destinations`: `--log-logit-mean` in
+        `params.py`, read as `args.log_logit_mean` in `train.py`)."""
+        return frozenset()
 
 
 NO_FACTS = CallFacts()

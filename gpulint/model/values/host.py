@@ -63,8 +63,9 @@ class HostValues:
             if reaching is not None:
                 inner = {root.id}
                 return all(
-                    b is LOADER_BATCH or b is HOST_ARGUMENT or (b is not None and self._is_host(b, scope, inner))
-                    for b in reaching
+                    b is LOADER_BATCH or b is HOST_ARGUMENT
+                    or (b is not None and self._is_host(self._filled(b, root.id, scope), scope, inner))
+                    for b in reaching if not _joins_itself(b, root.id)
                 ) and self._is_host(expr, scope, set(), root.id)
         return self._is_host(expr, scope, set())
 
@@ -128,11 +129,15 @@ class HostValues:
                 return False
             inner = seen | {expr.id}
             return all(
-                b is LOADER_BATCH or b is HOST_ARGUMENT or (b is not None and self._is_host(b, scope, inner))
-                for b in bindings
+                b is LOADER_BATCH or b is HOST_ARGUMENT or (b is not None and self._is_host(self._filled(b, expr.id, scope), scope, inner))
+                for b in bindings if not _joins_itself(b, expr.id)
             )
         if isinstance(expr, ast.UnaryOp):
             return self._is_host(expr.operand, scope, seen)
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            # a list of host tensors (a binding's display with what is appended to it later,
+            # `_filled`), joined by `torch.cat(codes)`: none empty, every element a host tensor
+            return bool(expr.elts) and all(self._is_host(e, scope, seen) for e in expr.elts)
         if isinstance(expr, (ast.BinOp, ast.Compare)):
             operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left] + list(expr.comparators)
             return self._host_operands(operands, scope, seen)
@@ -163,6 +168,18 @@ class HostValues:
                 return False
             return self._is_host(func.value, scope, seen)
         return False
+
+    def _filled(self, binding: ast.AST, name: str, scope: ast.AST) -> ast.AST:
+        """A binding of `name` to a list display (`codes = []`) as the list of
+        what the scope puts in it (`_list_fills`), so that the list is a
+        list of host tensors when each of those is one; any other binding as it is."""
+        if not isinstance(binding, ast.List):
+            return binding
+        fills = self.index.memoized("host.list_fills", scope, lambda: _list_fills(scope))
+        added = fills.get(name, ())
+        if added is None:
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), binding)  # changed otherwise: unknown
+        return ast.copy_location(ast.List(elts=list(binding.elts) + list(added), ctx=ast.Load()), binding)
 
     def _self_attr_host(self, expr: ast.Attribute, seen: Set[str]) -> bool:
         """`self.count = torch.ones(n)`: every assignment of the attribute in
@@ -335,6 +352,53 @@ class HostValues:
                 return base
             child = anc
         return None
+
+
+# torch functions that join a list of tensors into one
+_JOINS = frozenset(("cat", "concat", "concatenate", "stack", "vstack", "hstack"))
+# list methods that add elements: the argument that is the element
+_ADDS = {"append": 0, "insert": 1}
+
+
+def _list_fills(scope: ast.AST) -> Dict[str, Optional[List[ast.AST]]]:
+    """name -> what the scope puts in the list the name holds:
+    `codes.append(x)`, `codes.insert(i, x)`, the elements of
+    `codes.extend([x, y])`; None for a name whose list is changed any other
+    way (`codes[i] = x`, `codes.extend(other)`, `codes += ...`), which is
+    then not known to hold host tensors."""
+    out: Dict[str, Optional[List[ast.AST]]] = {}
+    body = scope.body if isinstance(scope.body, list) else [scope.body]  # type: ignore[attr-defined]
+    for node in walk_scope(body):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            name, method = node.func.value.id, node.func.attr
+            at = _ADDS.get(method)
+            if at is not None and len(node.args) > at:
+                added = [node.args[at]]
+            elif method == "extend" and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                added = list(node.args[0].elts)
+            elif method in ("pop", "clear", "index", "count", "copy"):
+                continue
+            else:
+                out[name] = None
+                continue
+            if name not in out:
+                out[name] = []
+            if out[name] is not None:
+                out[name].extend(added)  # type: ignore[union-attr]
+        elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
+            out[node.value.id] = None
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            out[node.target.id] = None
+    return out
+
+
+def _joins_itself(binding: Optional[ast.AST], name: str) -> bool:
+    """`codes = torch.cat(codes, dim=0)`: the binding joins the list the name
+    held before into one tensor, on the host when that list's tensors are."""
+    return (
+        isinstance(binding, ast.Call) and isinstance(binding.func, ast.Attribute) and binding.func.attr in _JOINS
+        and len(binding.args) >= 1 and isinstance(binding.args[0], ast.Name) and binding.args[0].id == name
+    )
 
 
 def _zipped(base: ast.AST, target: ast.AST) -> bool:

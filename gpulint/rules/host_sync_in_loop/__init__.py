@@ -280,10 +280,12 @@ class HostSyncInLoop(TruthTests, Rule):
       ending in `break`, `return` or `raise`, an `except` handler, an `assert`
       message, the loop's `else`), and an outer loop around the hot loop (an
       epoch loop; a batch loop around an inner critic or micro-batch loop
-      still counts), and code under a command-line flag of the same file that
-      is off by default and names a logging, printing, debugging, saving or
-      plotting mode (`if args.print_loss:` with `action="store_true"`): the
-      user opts into it (`--amp` and other modes of the step still count);
+      still counts), and code under a command-line flag that is off by
+      default and names a logging, printing, debugging, saving or plotting
+      mode (`if args.print_loss:` with `action="store_true"`), defined in the
+      same file or in another file of its program (`--log-logit-mean` in a
+      `params.py` that the same script imports): the user opts into it
+      (`--amp` and other modes of the step still count);
     - values known to be numpy arrays, Python numbers or models
       (`probs.tolist()` after `.numpy()`, `np.finfo(np.float32).eps.item()`,
       `model.cpu()`), and tensors known to be in host memory: batches straight
@@ -463,7 +465,7 @@ class HostSyncInLoop(TruthTests, Rule):
                 return None
         elif not self.covers_loop(analysis, loop):
             return None
-        if under_opt_in_flag(analysis.index, node, ancestors, loop):
+        if under_opt_in_flag(analysis.index, node, ancestors, loop, analysis.facts.opt_in_flags()):
             return None  # `if args.print_loss:`: a debugging path the user turns on, off by default
         if follows_host_read(node, ancestors, analysis, at) or sync_follows(node, ancestors, analysis):
             return None
@@ -668,13 +670,28 @@ def _returned(node: ast.AST, ancestors) -> bool:
             return True
         if isinstance(anc, ast.Assign) and len(anc.targets) == 1 and isinstance(anc.targets[0], ast.Name):
             func = next((a for a in reversed(ancestors[:i]) if isinstance(a, FUNCS)), None)
-            name = anc.targets[0].id
-            return func is not None and any(
+            if func is None:
+                return False
+            nodes = list(scope_nodes(func))
+            names = _derived_names(nodes, anc.targets[0].id, anc.lineno)
+            return any(
                 isinstance(r, ast.Return) and r.value is not None and r.lineno > anc.lineno
-                and _returns_name(r.value, name) for r in scope_nodes(func))
+                and any(_returns_name(r.value, n) for n in names) for r in nodes)
         if not isinstance(anc, (ast.Tuple, ast.Call, ast.Attribute, ast.Subscript)):
             return False
     return False
+
+
+def _derived_names(nodes, name: str, after: int) -> set:
+    """`name` and the names that later plain assignments of the function
+    compute from it, in line order (`action_value = q.cpu().numpy()` then
+    `action = np.argmax(action_value)`: the action is the read's value)."""
+    names = {name}
+    for stmt in sorted((n for n in nodes if isinstance(n, ast.Assign) and n.lineno > after
+                        and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)), key=lambda n: n.lineno):
+        if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(stmt.value)):
+            names.add(stmt.targets[0].id)
+    return names
 
 
 def _returns_name(value: ast.AST, name: str) -> bool:
