@@ -16,6 +16,7 @@ class Programs:
         self.files = files
         self._pins: Optional[Dict[str, List]] = None
         self._flags: Optional[Dict[str, frozenset]] = None
+        self._defined: Optional[frozenset] = None  # every flag a file of the project defines
 
     def facts(self, path: str) -> dict:
         """What `path`'s program tells its files: `torch_pin` (`pin`) and
@@ -34,17 +35,16 @@ class Programs:
         files of `path`'s program define and that an `if` of `path` tests (a
         summary's `tests_flags`), as `pin` finds the program: the flags of
         `params.py` guard the loop of the `train.py` that imports it."""
-        if self._flags is None:
-            if not any(summary.get("flags") for _, summary in self.files.values()):
-                self._flags = {}
-            else:
-                self._flags = self._over_programs(lambda p: frozenset(self.files[p][1].get("flags", ())),
-                                                  lambda a, b: a | b if a and b else a or b)
         summary = self.files[path][1]
-        tested = summary.get("tests_flags", ())
+        if self._defined is None:
+            self._defined = frozenset(f for _, s in self.files.values() for f in s.get("flags", ()))
+        tested = self._defined.intersection(summary.get("tests_flags", ())) - set(summary.get("flags", ()))
         if not tested:
-            return []  # (no `if` of the file tests a name a flag could have)
-        return sorted(((self._flags.get(path) or frozenset()) & set(tested)) - set(summary.get("flags", ())))
+            return []  # no `if` of the file tests a flag that a file of the project defines
+        if self._flags is None:  # (walked only when some file tests a flag another defines)
+            self._flags = self._over_programs(lambda p: frozenset(self.files[p][1].get("flags", ())),
+                                              lambda a, b: a | b if a and b else a or b)
+        return sorted((self._flags.get(path) or frozenset()) & tested)
 
     def pin(self, path: str) -> Optional[List]:
         """[version, file] of the lowest torch that a file of `path`'s program
