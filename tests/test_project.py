@@ -1913,6 +1913,47 @@ def test_what_a_per_step_helper_returns_for_the_environments_step_is_the_action_
     assert rows_by_path(tmp_path, "GPU101") == [("agent/sacd.py", 17)]
 
 
+def test_a_method_called_through_an_alias_runs_every_step(tmp_path):
+    # `self.embed = self.positional` in the model: its forward's `self.embed(t)`
+    # runs `positional`, whose host read then waits every training step
+    write(tmp_path, {
+        "net/model.py": """
+            import torch
+            import torch.nn as nn
+
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.embed = self.positional
+
+                def positional(self, t):
+                    scale = t.max().item()
+                    return t / scale
+
+                def forward(self, x):
+                    return self.fc(self.embed(x))
+        """,
+        "net/train.py": """
+            import torch
+
+            from .model import Net
+
+
+            def train(loader):
+                model = Net().cuda()
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x in loader:
+                    loss = model(x.cuda()).sum()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU101") == [("net/model.py", 13)]
+
+
 def test_an_action_computed_from_the_read_is_still_the_action(tmp_path):
     # `select_actions` copies the Q-values to the host and returns the argmax of
     # them: the returned action is computed from the read, which the host needs

@@ -87,7 +87,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 
 from gpulint.model.control.loops import counts_passes, is_periodic_test, iterates_names
 from gpulint.model.control.sweeps import is_literal_sweep
-from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, method_aliases
 from gpulint.model.index.order import nested_loops, scope_nodes
 from gpulint.model.values.consumers import environment_loops
 from gpulint.model.values.kinds import MODEL
@@ -582,12 +582,33 @@ def _calls_by_callee(fa: "FileModel") -> Dict[str, List[ast.Call]]:
     cache = fa.index.memo("repetition")
     if "calls_by_callee" not in cache:
         out: Dict[str, List[ast.Call]] = {}
+        aliases = _file_method_aliases(fa)
         for call in fa.index.nodes(ast.Call):
             name = _callee_name(call)
             if name is not None:
+                # `self.timestep_embedding(t)` with `self.timestep_embedding = self.positional_embedding`
+                # in the class: the call runs `positional_embedding`
+                if aliases and isinstance(call.func, ast.Attribute) and name in aliases:  # type: ignore[attr-defined]
+                    name = aliases[name]
                 out.setdefault(name, []).append(call)
         cache["calls_by_callee"] = out
     return cache["calls_by_callee"]  # type: ignore[return-value]
+
+
+def _file_method_aliases(fa: "FileModel") -> Dict[str, str]:
+    """attr -> method for the `self.<attr> = self.<method>` aliases of the
+    file's classes (`index.nodes.method_aliases`), where no two classes
+    alias one attribute to different methods."""
+    if not fa.index.mentions("= self."):
+        return {}
+    out: Dict[str, str] = {}
+    clash = set()
+    for cls in fa.index.nodes(ast.ClassDef):
+        for attr, method in method_aliases(cls).items():  # type: ignore[arg-type]
+            if out.get(attr, method) != method:
+                clash.add(attr)
+            out[attr] = method
+    return {k: v for k, v in out.items() if k not in clash}
 
 
 def _passes_over_data(fa: "FileModel", func: ast.AST) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from gpulint.model.index.walk import walk
 
@@ -56,3 +56,24 @@ def parameter_defaults(func: ast.AST) -> List[Tuple[ast.arg, ast.expr]]:
     positional = args.posonlyargs + args.args
     pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
     return pairs + [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+
+
+def method_aliases(cls: ast.ClassDef) -> Dict[str, str]:
+    """attr -> method for each `self.<attr> = self.<method>` in the class's
+    own methods, where `<method>` is a method of the class and the attribute
+    is assigned nothing else."""
+    methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    found: Dict[str, Optional[str]] = {}
+    for func in cls.body:
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Assign):
+                continue
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    v = node.value
+                    named = (v.attr if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name)
+                             and v.value.id == "self" and v.attr in methods else None)
+                    found[t.attr] = named if t.attr not in found or found[t.attr] == named else None
+    return {k: v for k, v in found.items() if v is not None}

@@ -17,7 +17,7 @@ import ast
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.nodes import FUNCS, method_aliases
 from gpulint.model.index.walk import index_tree, walk
 from gpulint.model.project.modules import resolve_from
 
@@ -357,7 +357,7 @@ class FileRefs:
                         # `self.reg(x)` with `self.reg = Regulator()`: the object is called
                         # (a submodule: its `forward`), not a method of this class
                         return f"{held}.__call__"
-                    return f"{self.qualname(cls_node)}.{func.attr}"
+                    return f"{self.qualname(cls_node)}.{self.method_alias(cls_node, func.attr) or func.attr}"
                 return None
             cls = self._instance_class(owner.id, scope)
             if cls is not None:
@@ -436,6 +436,16 @@ class FileRefs:
         if not isinstance(cls, ast.ClassDef) or _defines(cls, attr):
             return None
         return self._attributes_of(cls).get(attr)
+
+    def method_alias(self, cls: Optional[ast.AST], attr: str) -> Optional[str]:
+        """The method of class `cls` that `self.<attr>` names where the class
+        assigns it (`self.timestep_embedding = self.positional_embedding`,
+        then `self.timestep_embedding(t)` runs `positional_embedding`), and
+        `attr` is no method of its own; None otherwise."""
+        if not isinstance(cls, ast.ClassDef) or attr in self.methods and any(
+                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == attr for n in cls.body):
+            return None
+        return self.fa.index.memoized("refs.method_aliases", cls, lambda: method_aliases(cls)).get(attr)
 
     def _attributes_of(self, cls: ast.ClassDef) -> Dict[str, str]:
         """`self.<attr> = Class(...)` in the class's methods: attr -> class."""
@@ -554,3 +564,4 @@ def _defines(cls: ast.ClassDef, name: str) -> bool:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
             return True
     return False
+

@@ -374,6 +374,7 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
         if (
             isinstance(func, ast.Attribute) and func.value is root
             and func.attr not in refs.methods and not refs.has_project_bases(scope)
+            and refs.method_alias(fa.index.parents.get(scope), func.attr) is None
         ):
             held = refs.held_by_self(scope, func.attr)
             if held is None or held.split(".", 1)[0] in EXTERNAL_ROOTS:

@@ -60,7 +60,9 @@ class CpuTensorThenMoved(Rule):
     `backward`, `step`, `batch`, `collate`, `mask`, `generate`, `sample`,
     `loss` or `decode`; not `steps`: `get_timesteps` makes a schedule), or in a
     function called from such a place in the
-    same file (one level, not into `main`/`run`). A function that the file
+    same file (one level, not into `main`/`run`; a method called through an
+    attribute its class binds it to, `self.timestep_embedding =
+    self.positional_embedding`, counts as called). A function that the file
     calls only from its own top-level code outside any loop (`if __name__
     == "__main__": check_forward()`) runs once whatever its name, and a loop
     over a short hand-written list of constants (`for channels in [30, 32,
