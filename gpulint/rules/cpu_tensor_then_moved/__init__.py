@@ -59,10 +59,8 @@ class CpuTensorThenMoved(Rule):
     function whose name says it runs per step (it contains `forward`,
     `backward`, `step`, `batch`, `collate`, `mask`, `generate`, `sample`,
     `loss` or `decode`; not `steps`: `get_timesteps` makes a schedule), or in a
-    function called from such a place in the
-    same file (one level, not into `main`/`run`; a method called through an
-    attribute its class binds it to, `self.timestep_embedding =
-    self.positional_embedding`, counts as called). A function that the file
+    function called from such a place in the same file (one level, not into
+    `main`/`run`; `self.te = self.embedding`, then `self.te(t)`, calls it). A function that the file
     calls only from its own top-level code outside any loop (`if __name__
     == "__main__": check_forward()`) runs once whatever its name, and a loop
     over a short hand-written list of constants (`for channels in [30, 32,
