@@ -79,27 +79,27 @@ def tested_flags(index: TreeIndex) -> FrozenSet[str]:
     """The names that the file's `if` tests could be opt-in flags by
     (`if args.log_logit_mean:`, `if verbose and ...:`): those a flag of
     another file of its program must have to guard anything here."""
-    def compute() -> FrozenSet[str]:
-        out = set()
-        for node in index.nodes(ast.If):
-            test = node.test  # type: ignore[attr-defined]
-            for t in (test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]):
-                name = t.attr if isinstance(t, ast.Attribute) else t.id if isinstance(t, ast.Name) else None
-                if name is not None and _FLAG_WORD_RE.search(name):
-                    out.add(name)
-        return frozenset(out)
+    return index.memoized("options.tested", "flags", lambda: frozenset(
+        name for node in index.nodes(ast.If) for name in _test_names(node.test)  # type: ignore[attr-defined]
+        if _FLAG_WORD_RE.search(name)))
 
-    return index.memoized("options.tested", "flags", compute)
+
+def _test_names(test: ast.AST, self_only: bool = False):
+    """The names an `if` test may test a flag by: the test's, or each part's
+    of an `and` (`args.print_loss`, `verbose`); with `self_only`, only
+    `self.<option>`."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        for v in test.values:
+            yield from _test_names(v, self_only)
+    elif self_only:
+        if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self":
+            yield test.attr
+    elif isinstance(test, (ast.Attribute, ast.Name)):
+        yield test.attr if isinstance(test, ast.Attribute) else test.id
 
 
 def _names_a_flag(test: ast.AST, flags: FrozenSet[str], self_only: bool = False) -> bool:
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_names_a_flag(v, flags, self_only) for v in test.values)
-    if self_only:
-        return (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"
-                and test.attr in flags)
-    name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else None
-    return name is not None and name in flags
+    return any(name in flags for name in _test_names(test, self_only))
 
 
 def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: ast.AST,

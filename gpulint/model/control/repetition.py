@@ -604,7 +604,7 @@ def _file_method_aliases(fa: "FileModel") -> Dict[str, str]:
     out: Dict[str, str] = {}
     clash = set()
     for cls in fa.index.nodes(ast.ClassDef):
-        for attr, method in method_aliases(cls).items():  # type: ignore[arg-type]
+        for attr, method in fa.index.memoized("nodes.method_aliases", cls, lambda: method_aliases(cls)).items():  # type: ignore[arg-type]
             if out.get(attr, method) != method:
                 clash.add(attr)
             out[attr] = method

@@ -60,8 +60,10 @@ def parameter_defaults(func: ast.AST) -> List[Tuple[ast.arg, ast.expr]]:
 
 def method_aliases(cls: ast.ClassDef) -> Dict[str, str]:
     """attr -> method for each `self.<attr> = self.<method>` in the class's
-    own methods, where `<method>` is a method of the class and the attribute
-    is assigned nothing else."""
+    own methods, where `<method>` is a method of the class, the attribute
+    is assigned nothing else, and it is no method of the class itself
+    (`self.forward = self.forward_fused` may or may not run: `forward` stays
+    `forward`)."""
     methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     found: Dict[str, Optional[str]] = {}
     for func in cls.body:
@@ -71,7 +73,8 @@ def method_aliases(cls: ast.ClassDef) -> Dict[str, str]:
             if not isinstance(node, ast.Assign):
                 continue
             for t in node.targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" \
+                        and t.attr not in methods:
                     v = node.value
                     named = (v.attr if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name)
                              and v.value.id == "self" and v.attr in methods else None)

@@ -440,12 +440,11 @@ class FileRefs:
     def method_alias(self, cls: Optional[ast.AST], attr: str) -> Optional[str]:
         """The method of class `cls` that `self.<attr>` names where the class
         assigns it (`self.timestep_embedding = self.positional_embedding`,
-        then `self.timestep_embedding(t)` runs `positional_embedding`), and
-        `attr` is no method of its own; None otherwise."""
-        if not isinstance(cls, ast.ClassDef) or attr in self.methods and any(
-                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == attr for n in cls.body):
+        then `self.timestep_embedding(t)` runs `positional_embedding`;
+        `index.nodes.method_aliases`); None otherwise."""
+        if not isinstance(cls, ast.ClassDef):
             return None
-        return self.fa.index.memoized("refs.method_aliases", cls, lambda: method_aliases(cls)).get(attr)
+        return self.fa.index.memoized("nodes.method_aliases", cls, lambda: method_aliases(cls)).get(attr)
 
     def _attributes_of(self, cls: ast.ClassDef) -> Dict[str, str]:
         """`self.<attr> = Class(...)` in the class's methods: attr -> class."""
@@ -564,4 +563,3 @@ def _defines(cls: ast.ClassDef, name: str) -> bool:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
             return True
     return False
-

@@ -14,6 +14,7 @@ from typing import Dict, FrozenSet, Optional, Sequence
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.tree import TreeIndex
+from gpulint.model.values.kinds import TENSOR_JOINS
 
 
 def feeds_environment_step(index: TreeIndex, read: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
@@ -253,9 +254,6 @@ def _keeps(value: ast.AST, parent: Optional[ast.AST], joined: frozenset, unread:
     return isinstance(parent, (ast.Return, ast.Yield)) and parent.value is value
 
 
-_JOINS = frozenset(("cat", "concat", "concatenate", "stack", "vstack", "hstack"))
-
-
 def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
     """For each function (and the module): (name -> the last line that keeps
     it, the lists joined back into a tensor by `torch.cat` / `torch.stack`).
@@ -265,7 +263,7 @@ def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
         joined: Dict[Optional[ast.AST], set] = {}
         for call in index.nodes(ast.Call):
             f = call.func  # type: ignore[attr-defined]
-            if (isinstance(f, ast.Attribute) and f.attr in _JOINS and isinstance(f.value, ast.Name)
+            if (isinstance(f, ast.Attribute) and f.attr in TENSOR_JOINS and isinstance(f.value, ast.Name)
                     and f.value.id == "torch" and call.args and isinstance(call.args[0], ast.Name)):  # type: ignore[attr-defined]
                 joined.setdefault(index.owner(call), set()).add(call.args[0].id)  # type: ignore[attr-defined]
         frozen = {o: frozenset(names) for o, names in joined.items()}

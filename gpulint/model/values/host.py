@@ -10,7 +10,7 @@ from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.attributes import is_self_attr
 from gpulint.model.values.kinds import (
-    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, TENSOR, is_cpu_device, is_tensor_returning_torch,
+    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, TENSOR, TENSOR_JOINS, is_cpu_device, is_tensor_returning_torch,
 )
 from gpulint.model.values.values import Values
 from gpulint.model.index.walk import walk
@@ -63,9 +63,7 @@ class HostValues:
             if reaching is not None:
                 inner = {root.id}
                 return all(
-                    b is LOADER_BATCH or b is HOST_ARGUMENT
-                    or (b is not None and self._is_host(self._filled(b, root.id, scope), scope, inner))
-                    for b in reaching if not _joins_itself(b, root.id)
+                    self._host_binding(b, root.id, scope, inner) for b in reaching if not _joins_itself(b, root.id)
                 ) and self._is_host(expr, scope, set(), root.id)
         return self._is_host(expr, scope, set())
 
@@ -128,15 +126,12 @@ class HostValues:
             if not bindings:
                 return False
             inner = seen | {expr.id}
-            return all(
-                b is LOADER_BATCH or b is HOST_ARGUMENT or (b is not None and self._is_host(self._filled(b, expr.id, scope), scope, inner))
-                for b in bindings if not _joins_itself(b, expr.id)
-            )
+            return all(self._host_binding(b, expr.id, scope, inner) for b in bindings if not _joins_itself(b, expr.id))
         if isinstance(expr, ast.UnaryOp):
             return self._is_host(expr.operand, scope, seen)
         if isinstance(expr, (ast.List, ast.Tuple)):
             # a list of host tensors (a binding's display with what is appended to it later,
-            # `_filled`), joined by `torch.cat(codes)`: none empty, every element a host tensor
+            # `_host_binding`), joined by `torch.cat(codes)`: none empty, every element a host tensor
             return bool(expr.elts) and all(self._is_host(e, scope, seen) for e in expr.elts)
         if isinstance(expr, (ast.BinOp, ast.Compare)):
             operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left] + list(expr.comparators)
@@ -169,17 +164,21 @@ class HostValues:
             return self._is_host(func.value, scope, seen)
         return False
 
-    def _filled(self, binding: ast.AST, name: str, scope: ast.AST) -> ast.AST:
-        """A binding of `name` to a list display (`codes = []`) as the list of
-        what the scope puts in it (`_list_fills`), so that the list is a
-        list of host tensors when each of those is one; any other binding as it is."""
-        if not isinstance(binding, ast.List):
-            return binding
-        fills = self.index.memoized("host.list_fills", scope, lambda: _list_fills(scope))
-        added = fills.get(name, ())
-        if added is None:
-            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), binding)  # changed otherwise: unknown
-        return ast.copy_location(ast.List(elts=list(binding.elts) + list(added), ctx=ast.Load()), binding)
+    def _host_binding(self, binding, name: str, scope: ast.AST, seen: Set[str]) -> bool:
+        """One binding of `name` (`host_bindings`) holds a host value: a
+        loader's batch, a parameter the project says is one, or a value that
+        is one; a list display (`codes = []`) counts with what the scope puts
+        in it (`_list_fills`), unknown where the list is changed otherwise."""
+        if binding is LOADER_BATCH or binding is HOST_ARGUMENT:
+            return True
+        if binding is None:
+            return False
+        if isinstance(binding, ast.List):
+            added = self.index.memoized("host.list_fills", scope, lambda: _list_fills(scope)).get(name, ())
+            if added is None:
+                return False
+            binding = ast.copy_location(ast.List(elts=list(binding.elts) + list(added), ctx=ast.Load()), binding)
+        return self._is_host(binding, scope, seen)
 
     def _self_attr_host(self, expr: ast.Attribute, seen: Set[str]) -> bool:
         """`self.count = torch.ones(n)`: every assignment of the attribute in
@@ -354,8 +353,6 @@ class HostValues:
         return None
 
 
-# torch functions that join a list of tensors into one
-_JOINS = frozenset(("cat", "concat", "concatenate", "stack", "vstack", "hstack"))
 # list methods that add elements: the argument that is the element
 _ADDS = {"append": 0, "insert": 1}
 
@@ -381,10 +378,9 @@ def _list_fills(scope: ast.AST) -> Dict[str, Optional[List[ast.AST]]]:
             else:
                 out[name] = None
                 continue
-            if name not in out:
-                out[name] = []
-            if out[name] is not None:
-                out[name].extend(added)  # type: ignore[union-attr]
+            bucket = out.setdefault(name, [])
+            if bucket is not None:
+                bucket.extend(added)
         elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
             out[node.value.id] = None
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
@@ -396,7 +392,7 @@ def _joins_itself(binding: Optional[ast.AST], name: str) -> bool:
     """`codes = torch.cat(codes, dim=0)`: the binding joins the list the name
     held before into one tensor, on the host when that list's tensors are."""
     return (
-        isinstance(binding, ast.Call) and isinstance(binding.func, ast.Attribute) and binding.func.attr in _JOINS
+        isinstance(binding, ast.Call) and isinstance(binding.func, ast.Attribute) and binding.func.attr in TENSOR_JOINS
         and len(binding.args) >= 1 and isinstance(binding.args[0], ast.Name) and binding.args[0].id == name
     )
 

@@ -23,6 +23,8 @@ TENSOR_ONLY_METHODS = frozenset({"item", "cpu", "numpy"})
 HOST_METHODS = TENSOR_ONLY_METHODS | {"tolist"}
 # builtins that read a tensor's value on the host
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# torch functions that join a list of tensors into one (`torch.cat(xs)`, `torch.stack(xs)`)
+TENSOR_JOINS = frozenset(("cat", "concat", "concatenate", "stack", "vstack", "hstack"))
 
 TENSOR = "tensor"
 MODEL = "model"
