@@ -478,10 +478,23 @@ CORPUS_SETS = {
         ("huggingface/open-r1", "1416fa0cf21595d2083b399a2a0bbddd7f6e9563"),
         ("jasonppy/VoiceCraft", "a702dfd2ced6d4fd6b04bdc160c832c6efc8f6c5"),
     ],
+    # thirty-first: labelled at first sight on 27815c0
+    "thirty-first": [
+        ("nicklashansen/tdmpc2", "e9f59321933cbc8e11a002b842adc7d4ffae8ff1"),
+        ("leggedrobotics/rsl_rl", "c281c32e5746e75570c1a29bfa78bca0200cc5ff"),
+        ("louaaron/Score-Entropy-Discrete-Diffusion", "0605786da5ccb5747545e26d66fdf477187598b6"),
+        ("yjh0410/RT-ODLab", "a17c55d3fddb630ee8055e1dc6d8726e2dae5d88"),
+        ("jingyaogong/minimind", "d65ef2c00ebc6082f9df11541e1b191655eddb00"),
+        ("mlfoundations/open_clip", "89fb801f1e6087880e951fc8354b8a2077b79c6d"),
+        ("SWivid/F5-TTS", "2ae2c9bd9b64dab2cb069c4b97e5e7673c521e01"),
+        ("yangdongchao/AcademiCodec", "b6ac134735f6079543db959a60eb77a7bab4277b"),
+        ("WhatAShot/TabCaps", "a15fed34ea3620541d6f72255314e1132b7f12db"),
+        ("facebookresearch/sam2", "2b90b9f5ceec907a1c18123530e92e794ad901a4"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
