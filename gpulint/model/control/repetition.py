@@ -87,7 +87,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 
 from gpulint.model.control.loops import counts_passes, is_periodic_test, iterates_names
 from gpulint.model.control.sweeps import is_literal_sweep
-from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, method_aliases
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, class_method_aliases
 from gpulint.model.index.order import nested_loops, scope_nodes
 from gpulint.model.values.consumers import environment_loops
 from gpulint.model.values.kinds import MODEL
@@ -599,12 +599,10 @@ def _file_method_aliases(fa: "FileModel") -> Dict[str, str]:
     """attr -> method for the `self.<attr> = self.<method>` aliases of the
     file's classes (`index.nodes.method_aliases`), where no two classes
     alias one attribute to different methods."""
-    if not fa.index.mentions("= self."):
-        return {}
     out: Dict[str, str] = {}
     clash = set()
     for cls in fa.index.nodes(ast.ClassDef):
-        for attr, method in fa.index.memoized("nodes.method_aliases", cls, lambda: method_aliases(cls)).items():  # type: ignore[arg-type]
+        for attr, method in class_method_aliases(fa.index, cls).items():  # type: ignore[arg-type]
             if out.get(attr, method) != method:
                 clash.add(attr)
             out[attr] = method

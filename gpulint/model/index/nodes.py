@@ -69,7 +69,7 @@ def method_aliases(cls: ast.ClassDef) -> Dict[str, str]:
     for func in cls.body:
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for node in ast.walk(func):
+        for node in walk(func):
             if not isinstance(node, ast.Assign):
                 continue
             for t in node.targets:
@@ -80,3 +80,23 @@ def method_aliases(cls: ast.ClassDef) -> Dict[str, str]:
                              and v.value.id == "self" and v.attr in methods else None)
                     found[t.attr] = named if t.attr not in found or found[t.attr] == named else None
     return {k: v for k, v in found.items() if v is not None}
+
+
+def _reads_self_attribute(assigns: List[ast.AST]) -> bool:
+    """Some `self.<attr> = self.<name>` among `assigns`."""
+    for node in assigns:
+        v = node.value  # type: ignore[attr-defined]
+        if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id == "self" and any(
+                isinstance(t, ast.Attribute) for t in node.targets):  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def class_method_aliases(index, cls: ast.ClassDef) -> Dict[str, str]:
+    """`method_aliases(cls)` once per class of the file that `index` (its
+    `TreeIndex`) indexes; none at once where no assignment of the file is
+    `self.<attr> = self.<name>` (most files: the walk of every class's
+    methods is not paid for them)."""
+    if not index.memoized("nodes.self_aliasing", None, lambda: _reads_self_attribute(index.nodes(ast.Assign))):
+        return {}
+    return index.memoized("nodes.method_aliases", cls, lambda: method_aliases(cls))

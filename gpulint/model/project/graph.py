@@ -115,10 +115,10 @@ class ProjectGraph:
         self._callers: Optional[Dict[str, List[str]]] = None  # (`_plain_callers`)
         # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
         self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
+        self._programs: Optional[Programs] = None
         if previous is not None:
             _resolved_from(self, previous)
         self._model_files: Optional[ModelFiles] = None
-        self._programs: Optional[Programs] = None
         self.params = self._param_classes()
         self.steps = self._closure("steps")
         self.drives = self._closure("drives", self.steps)
@@ -480,6 +480,9 @@ def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:
             same.add(path)
         elif same_skeleton and _skeleton(old_summary) != _skeleton(summary):
             same_skeleton = False
+    if previous._programs is not None and all(
+            previous._programs.same_part(before[p][1], now[p][1]) for p in now):
+        graph._programs = previous._programs  # (what it reads of each summary is as it was)
     if previous._model_files is not None:
         graph._imports_kept = previous._model_files.known_imports({
             p for p in graph.files

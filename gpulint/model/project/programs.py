@@ -17,6 +17,15 @@ class Programs:
         self._pins: Optional[Dict[str, List]] = None
         self._flags: Optional[Dict[str, frozenset]] = None
         self._defined: Optional[frozenset] = None  # every flag a file of the project defines
+        self._imports: Optional[Tuple[Dict[str, List[str]], Dict[str, List[str]]]] = None
+
+    READS = ("imports", "pin", "flags", "tests_flags")  # what it reads of a summary
+
+    @classmethod
+    def same_part(cls, before: dict, now: dict) -> bool:
+        """`before` and `now` (a file's summaries) tell a `Programs` the same:
+        one made with `before` answers for `now` too (a join's next round)."""
+        return before is now or all(before.get(k) == now.get(k) for k in cls.READS)
 
     def facts(self, path: str) -> dict:
         """What `path`'s program tells its files: `torch_pin` (`pin`) and
@@ -110,20 +119,27 @@ class Programs:
                 stack.append((q, iter(nexts(q))))
             return memo[start]
 
-        named: Dict[str, List[str]] = {}
-        for p, (names, _) in self.files.items():
-            for n in names:
-                named.setdefault(n, []).append(p)
-        imports = {p: self._importable_files(p, named) for p in self.files}
-        importers: Dict[str, List[str]] = {}
-        for p, found in imports.items():
-            for q in found:
-                importers.setdefault(q, []).append(p)
+        imports, importers = self._import_graph()
         for p in self.files:
             walk(p, down, lambda q: imports[q], own)
         for p in self.files:
             walk(p, up, lambda q: importers.get(q, ()), lambda q: down[q])
         return {p: found for p, found in up.items() if found}
+
+    def _import_graph(self) -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
+        """(path -> the project files it imports, path -> those that import it), made once."""
+        if self._imports is None:
+            named: Dict[str, List[str]] = {}
+            for p, (names, _) in self.files.items():
+                for n in names:
+                    named.setdefault(n, []).append(p)
+            imports = {p: self._importable_files(p, named) for p in self.files}
+            importers: Dict[str, List[str]] = {}
+            for p, found in imports.items():
+                for q in found:
+                    importers.setdefault(q, []).append(p)
+            self._imports = (imports, importers)
+        return self._imports
 
     def _importable_files(self, path: str, named: Dict[str, List[str]]) -> List[str]:
         """The project files `path` imports that Python could find from where

@@ -17,7 +17,7 @@ import ast
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.index.nodes import FUNCS, method_aliases
+from gpulint.model.index.nodes import FUNCS, class_method_aliases
 from gpulint.model.index.walk import index_tree, walk
 from gpulint.model.project.modules import resolve_from
 
@@ -444,7 +444,7 @@ class FileRefs:
         `index.nodes.method_aliases`); None otherwise."""
         if not isinstance(cls, ast.ClassDef):
             return None
-        return self.fa.index.memoized("nodes.method_aliases", cls, lambda: method_aliases(cls)).get(attr)
+        return class_method_aliases(self.fa.index, cls).get(attr)
 
     def _attributes_of(self, cls: ast.ClassDef) -> Dict[str, str]:
         """`self.<attr> = Class(...)` in the class's methods: attr -> class."""
