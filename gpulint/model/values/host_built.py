@@ -43,7 +43,7 @@ TORCH_SAMPLING = frozenset(("multinomial", "bernoulli", "poisson"))
 TORCH_ELEMENTWISE = frozenset(
     """exp exp2 expm1 log log2 log10 log1p sin cos tan sinh cosh tanh sigmoid sqrt rsqrt pow abs neg floor ceil
     round clamp clip minimum maximum outer ger cat stack flip repeat_interleave cumsum cumprod
-    unsqueeze reshape""".split()
+    unsqueeze reshape meshgrid chunk split unbind tensor_split""".split()
 )
 # tensor methods that do the same on their receiver (casts, reshapes, elementwise math)
 TENSOR_ELEMENTWISE = frozenset(
@@ -69,7 +69,8 @@ def host_factory(fa, expr: ast.AST, func: Optional[ast.AST], tensor_kind) -> Opt
 
 _DATA = object()  # the expression holds tensor data that is not a CPU factory's
 # tensor methods that lay their receiver out anew, taking only sizes and dims
-_LAYOUT_METHODS = frozenset("view reshape expand repeat permute transpose t squeeze unsqueeze contiguous".split())
+_LAYOUT_METHODS = frozenset(
+    "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous chunk split unbind tensor_split".split())
 # attributes of a tensor that are host facts about it (a torch.Size, a dtype, a device)
 _TENSOR_FACTS = frozenset(("shape", "dtype", "device", "ndim", "is_cuda"))
 # functions of other libraries that lay a tensor out anew where it is (same device)
@@ -137,6 +138,13 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
                     # `pe[0::2] = torch.sin(pos * div)`: what is written in must be computed from a CPU
                     # factory too; Python numbers written in (`lengths[i] = n + 1`) are host data
                     if not isinstance(_walk(fa, write.value, func, tensor_kind, depth + 1, write.value, nest), ast.Call):
+                        return _DATA
+                for update in plain_bindings(fa, func).get(expr.id, ()):
+                    # `xy += 0.5`, `xy *= self.stride[level]`: updated in place on the CPU, where a
+                    # CUDA tensor of data cannot be the operand (a number, or host data)
+                    if isinstance(update, ast.AugAssign) and (tensor_kind(update.value) is True or (
+                            _walk(fa, update.value, func, tensor_kind, depth + 1, update.value, nest) is _DATA
+                            and tensor_kind(update.value) is not None)):
                         return _DATA
             finally:
                 del writing[(func, expr.id)]
@@ -218,6 +226,8 @@ def _assigned_value(fa, name: ast.Name, func, use: ast.AST) -> Optional[ast.AST]
     for stmt in found:
         if stmt is None:
             return None  # bound some other way too: not followed
+        if isinstance(stmt, ast.AugAssign):
+            continue  # updated in place, not bound anew (`_walk` checks what goes in)
         if (stmt.end_lineno, stmt.end_col_offset) <= pos:  # (not the statement the use is in)
             best = stmt
     if best is None:
@@ -262,6 +272,12 @@ def _bindings(func) -> dict:
     for stmt in walk(func):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             out.setdefault(stmt.targets[0].id, []).append(stmt)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _splits(stmt.value) and isinstance(
+                stmt.targets[0], (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in stmt.targets[0].elts):
+            for e in stmt.targets[0].elts:  # `gy, gx = torch.meshgrid(...)`: each part is the call's data
+                out.setdefault(e.id, []).append(stmt)  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            out.setdefault(stmt.target.id, []).append(stmt)  # an update in place (`x += 0.5`)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript) \
                 and isinstance(stmt.targets[0].value, ast.Name):
             continue  # an item written in place: `_item_writes`
@@ -273,6 +289,19 @@ def _bindings(func) -> dict:
     for v in out.values():
         v.sort(key=lambda st: (0, 0) if st is None else (st.lineno, st.col_offset))
     return out
+
+
+# what lays one tensor's data (or a few tensors' data, `meshgrid`) out into parts that a
+# tuple unpacks: each part holds the call's data and no other
+_SPLITTING = frozenset(("meshgrid", "chunk", "split", "unbind", "tensor_split"))
+
+
+def _splits(value: ast.AST) -> bool:
+    """`torch.meshgrid(...)`, `x.chunk(2)`, ...: a call of `_SPLITTING`."""
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    return (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None) in _SPLITTING
 
 
 def _targets(stmt: ast.AST):

@@ -70,18 +70,17 @@ class CpuTensorThenMoved(Rule):
     Code that runs once is not flagged: module level outside a loop,
     `__init__`, `_init_weights`, `reset_parameters`, `init*`, `setup*`,
     `export*`, `fuse*`, `load_model*`-style loaders, `*dummy*` functions (even
-    with a loop inside), functions that trace or export a model each time
-    they run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export`
-    outside any `if` or loop of theirs: a dummy input for a graph trace), the
-    `forward` of an autograd Function that defines `symbolic` and returns
-    random numbers (the `ORT_NMS` stand-in an ONNX export traces), and
-    values cached under `if not hasattr(...)`, `if len(state) == 0` or
-    `if self.x is None`, and code under `if token == 0:` on the first pass
-    of the loop `token` counts. A comprehension builds one collection and repeats
-    only as often as the code around it: a list of dummy inputs built once
-    in a plain function is not flagged, one inside a loop or `forward` is.
-    There a one-off CPU build and copy costs microseconds, once; the advice
-    would be noise.
+    with a loop inside), functions that trace or export a model each time they
+    run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export` outside
+    any `if` or loop of theirs: a dummy input for a graph trace), the `forward`
+    of an autograd Function that defines `symbolic` and returns random numbers
+    (the `ORT_NMS` stand-in an ONNX export traces), and values cached under `if
+    not hasattr(...)`, `if len(state) == 0` or `if self.x is None`, and code
+    under `if token == 0:` on the first pass of the loop `token` counts. A
+    comprehension builds one collection and repeats only as often as the code
+    around it: a list of dummy inputs built once in a plain function is not
+    flagged, one inside a loop or `forward` is. There a one-off CPU build and
+    copy costs microseconds, once; the advice would be noise.
 
     A factory given a `generator=` is not flagged: working code that builds
     on the CPU with one uses a CPU generator (`torch.Generator()`), which a
@@ -102,76 +101,77 @@ class CpuTensorThenMoved(Rule):
     the factory, without a fix: casts, arithmetic, elementwise functions and
     reshapes between them (`torch.exp(-k * torch.arange(half) / half)
     .to(t.device)`, `torch.ones(n).long().cuda()`), samples drawn from it
-    (`torch.multinomial(torch.ones(n), k).to(x.device)`, which samples on
-    the CPU), and the draws of a `torch.distributions` object built from
-    Python numbers (`z = Normal(0, 1).sample(mean.shape)` then `z.to(device)`,
-    SAC's reparameterized noise), also through names the
-    function assigns once in a block that holds the move (`emb =
-    torch.exp(torch.arange(h) * -k)` then `emb = emb.to(device)`, four
-    assignments deep at most), and through items written into it in place
-    from such values (`pe = torch.zeros(d, w)`, `pe[0::2] = torch.sin(pos *
-    div)`; not Python numbers written in one by one, which are host data).
-    A call of a project function that returns such a tensor, and nothing
-    else, is flagged at the call, without a fix (demucs'
+    (`torch.multinomial(torch.ones(n), k).to(x.device)`, which samples on the
+    CPU), and the draws of a `torch.distributions` object built from Python
+    numbers (`z = Normal(0, 1).sample(mean.shape)` then `z.to(device)`, SAC's
+    reparameterized noise), also through names the function assigns once in a
+    block that holds the move (`emb = torch.exp(torch.arange(h) * -k)` then
+    `emb = emb.to(device)`, four assignments deep at most), and through items
+    written into it in place from such values (`pe = torch.zeros(d, w)`,
+    `pe[0::2] = torch.sin(pos * div)`; not Python numbers written in one by
+    one, which are host data), through parts a tuple unpacks from
+    `torch.meshgrid` or a split (a detector's anchor grid) and updates in place
+    by numbers (`xy += 0.5`). A call of a project function that returns such a
+    tensor, and nothing else, is flagged at the call, without a fix (demucs'
     `create_2d_sin_embedding(...)` moved in every forward: the helper should
-    build on the device); the project reads the helper's file for it, even
-    one that names no device. A table rebuilt only on a cache miss, after an
-    early return of the cached value (`if pe is not None: if pe.size(1) >=
-    n: return pe`), is not repeated code. An operation that mixes a CPU
-    tensor with a CUDA one raises, so such an expression runs on the CPU. It is not
-    flagged where other tensor data joins the factory's (`(t *
-    torch.arange(n)).cuda()` with `t` a tensor: the data crosses either
-    way), in a function that reads device data on the host itself (`.item()`,
-    `.tolist()`, `.cpu()`, `.numpy()`, `nonzero`, `unique`, `torch.any`: the
-    host waits there anyway, so one more small copy stalls next to
-    nothing), nor in the `forward` of an `nn.Module` class, where GPU204
-    flags the factory (one finding per site). A factory moved to the device
-    of another tensor in a `forward` (`torch.zeros(1, 1, n, k).to(mask)` in
-    a layer's forward, every call) is flagged without a fix: `device=mask.device,
-    dtype=mask.dtype` keeps the dtype that `.to(mask)` also takes; so is one
-    in a method that the class's `forward` calls on `self` (Chronos-2's
-    padding helper), and a factory's tensor, laid out with `repeat`/`view`,
-    cast with `.type_as(x)` to such a tensor in such a helper (a YOLO loss's
-    grids, per level of every step): the cast takes `x`'s device too. A loop around a loop of steps (an epoch loop, an RL loop
-    over episodes around its loop over environment steps) does not make what
-    its own body builds repeated: the hidden state `torch.zeros(1, 1,
+    build on the device); the project reads the helper's file for it, even one
+    that names no device. A table rebuilt only on a cache miss, after an early
+    return of the cached value (`if pe is not None: if pe.size(1) >= n: return
+    pe`), is not repeated code. An operation that mixes a CPU tensor with a
+    CUDA one raises, so such an expression runs on the CPU. It is not flagged
+    where other tensor data joins the factory's (`(t * torch.arange(n)).cuda()`
+    with `t` a tensor: the data crosses either way), in a function that reads
+    device data on the host itself (`.item()`, `.tolist()`, `.cpu()`,
+    `.numpy()`, `nonzero`, `unique`, `torch.any`: the host waits there anyway,
+    so one more small copy stalls next to nothing), nor in the `forward` of an
+    `nn.Module` class, where GPU204 flags the factory (one finding per site). A
+    factory moved to the device of another tensor in a `forward`
+    (`torch.zeros(1, 1, n, k).to(mask)` in a layer's forward, every call) is
+    flagged without a fix: `device=mask.device, dtype=mask.dtype` keeps the
+    dtype that `.to(mask)` also takes; so is one in a method that the class's
+    `forward` calls on `self` (Chronos-2's padding helper), and a factory's
+    tensor, laid out with `repeat`/`view`, cast with `.type_as(x)` to such a
+    tensor in such a helper (a YOLO loss's grids, per level of every step): the
+    cast takes `x`'s device too. A loop around a loop of steps (an epoch loop,
+    an RL loop over episodes around its loop over environment steps) does not
+    make what its own body builds repeated: the hidden state `torch.zeros(1, 1,
     h).cuda()` reset before each episode is built once per episode. What a
     function named to generate, sample or decode builds before the loop in
-    which it runs its model (`tokens = torch.full(...).cuda()` before the
-    token loop of `generate`) is set-up, once per call, and not flagged,
-    also where the model runs in what the loop calls (`img =
-    self.p_sample(model, img, t)`, a solver's `x = self.update(x, s, t)`);
-    nor is what such a function builds when it is no method of a model and
-    hands its work to a model it is given (a demo's `do_sample(model,
-    sampler, ...)` that calls `model.decode_first_stage(...)`: once per
-    request). A loop over a few named entries (`for k in inputs: if k ==
-    "image_only_indicator":`) does not make its body repeated.
+    which it runs its model (`tokens = torch.full(...).cuda()` before the token
+    loop of `generate`) is set-up, once per call, and not flagged, also where
+    the model runs in what the loop calls (`img = self.p_sample(model, img,
+    t)`, a solver's `x = self.update(x, s, t)`); nor is what such a function
+    builds when it is no method of a model and hands its work to a model it is
+    given (a demo's `do_sample(model, sampler, ...)` that calls
+    `model.decode_first_stage(...)`: once per request). A loop over a few named
+    entries (`for k in inputs: if k == "image_only_indicator":`) does not make
+    its body repeated.
 
     Legacy typed constructors (`torch.Tensor`, `torch.FloatTensor`,
     `torch.LongTensor`, and the `Double`, `Half`, `BFloat16`, `Byte`, `Char`,
     `Short`, `Int`, `Bool` ones) called with sizes and moved at once are
     flagged too, as in `torch.FloatTensor(b, n).cuda()`: an uninitialised
     tensor is allocated on the CPU and its garbage copied to the GPU, where
-    `torch.empty(b, n, dtype=torch.float32, device=...)` only allocates on
-    the GPU. The arguments must surely be sizes: several of them, or one
-    that is an int by its form (`3`, `len(xs)`, `x.size(0)`, `x.size()`, a
-    tensor's `x.shape`, `*shape`) or a name the function binds only to such
-    values. Called with data (`torch.FloatTensor([0.5, 0.5])`,
-    `torch.Tensor(np_array)`, a list), a legacy constructor is not flagged,
-    for the same reason as `torch.tensor(data)`: the data lives on the host
-    and must be copied anyway: on an H200 with torch 2.11,
-    `torch.tensor(list, device=...)` measured 2x slower than
-    `torch.LongTensor(list).cuda()` at 262,144 elements (41.6 vs 20.8 ms) and
-    the same at 64, so the rewrite would not pay. Nor are an empty tensor (`torch.LongTensor()`),
-    an argument that could be data or a size (a parameter `n`), and
-    `torch.cuda.FloatTensor(...)`, which builds on the GPU already. Filled
-    on the way (`torch.FloatTensor(b, n).fill_(0).to(device)`, `.zero_()`),
-    the tensor is built, filled and copied: `torch.zeros(b, n, ...,
-    device=...)` or `torch.full((b, n), v, ..., device=...)` does it on the
-    GPU (reported without a fix). So is one filled at random
-    (`torch.FloatTensor(b, n).uniform_(-1, 1).to(device)`, CQL's random
-    actions): `torch.empty(b, n, device=...).uniform_(-1, 1)` draws on the
-    GPU, from its own generator, so the numbers differ (no fix either).
+    `torch.empty(b, n, dtype=torch.float32, device=...)` only allocates on the
+    GPU. The arguments must surely be sizes: several of them, or one that is an
+    int by its form (`3`, `len(xs)`, `x.size(0)`, `x.size()`, a tensor's
+    `x.shape`, `*shape`) or a name the function binds only to such values.
+    Called with data (`torch.FloatTensor([0.5, 0.5])`,
+    `torch.Tensor(np_array)`, a list), a legacy constructor is not flagged, for
+    the same reason as `torch.tensor(data)`: the data lives on the host and
+    must be copied anyway: on an H200 with torch 2.11, `torch.tensor(list,
+    device=...)` measured 2x slower than `torch.LongTensor(list).cuda()` at
+    262,144 elements (41.6 vs 20.8 ms) and the same at 64, so the rewrite would
+    not pay. Nor are an empty tensor (`torch.LongTensor()`), an argument that
+    could be data or a size (a parameter `n`), and
+    `torch.cuda.FloatTensor(...)`, which builds on the GPU already. Filled on
+    the way (`torch.FloatTensor(b, n).fill_(0).to(device)`, `.zero_()`), the
+    tensor is built, filled and copied: `torch.zeros(b, n, ..., device=...)` or
+    `torch.full((b, n), v, ..., device=...)` does it on the GPU (reported
+    without a fix). So is one filled at random (`torch.FloatTensor(b,
+    n).uniform_(-1, 1).to(device)`, CQL's random actions): `torch.empty(b, n,
+    device=...).uniform_(-1, 1)` draws on the GPU, from its own generator, so
+    the numbers differ (no fix either).
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied to the GPU
