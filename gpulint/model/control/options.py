@@ -32,7 +32,8 @@ OPTION_WORD_RE = re.compile(
 # ... and, for a command-line flag that is off by default, a plotting
 # server or a memory-saving mode the user turns on (`--visdom`,
 # `--aggressive-memory`); not for any test (`if self.memory:` is a replay buffer)
-_FLAG_WORD_RE = re.compile(OPTION_WORD_RE.pattern + r"|visdom|memory", re.I)
+# `--vis`, `--vis_tgt` (visualize the targets): a viewing mode
+_FLAG_WORD_RE = re.compile(OPTION_WORD_RE.pattern + r"|visdom|memory|(?:^|_)vis(?:_|$)", re.I)
 
 
 def opt_in_flags(index: TreeIndex) -> FrozenSet[str]:

@@ -3,7 +3,9 @@
 A reinforcement-learning loop hands its actions to an environment that runs
 on the host: `next_obs, reward, terminated, truncated, info =
 envs.step(actions)` (the Gym API, whose `step` returns four or five values).
-Copying the actions to the host every step is the point, not waste.
+Copying the actions to the host every step is the point, not waste. So is
+a value that picks the optimizer's learning rate (PPO's adaptive KL
+schedule): an optimizer's `lr` is a Python number.
 """
 
 from __future__ import annotations
@@ -292,3 +294,52 @@ def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
                 for o in set(kept) | set(frozen) | set(unread)}
 
     return index.memoized("consumers.kept", "all", compute)
+
+
+def sets_learning_rate(index: TreeIndex, read: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """The read is in the test of an `if` whose branches set a value that the
+    function then gives the optimizer as its learning rate: `if kl_mean >
+    self.desired_kl * 2.0: self.learning_rate = ...` and later
+    `param_group["lr"] = self.learning_rate` (rsl_rl's adaptive schedule),
+    or it is that value (`self.learning_rate = lr_tensor.item()`). The host
+    needs the comparison to pick the rate."""
+    test_of = next((a for a in reversed(ancestors) if isinstance(a, ast.stmt)), None)
+    func = next((a for a in reversed(ancestors) if isinstance(a, SCOPES)), None)
+    if isinstance(test_of, ast.Assign) and len(test_of.targets) == 1:
+        # `self.learning_rate = lr_tensor.item()` (the rate broadcast from rank 0)
+        return ast.unparse(test_of.targets[0]) in _learning_rate_sources(index, func)
+    if not (isinstance(test_of, ast.If) and _within(read, test_of.test)):
+        return False
+    rates = _learning_rate_sources(index, func)
+    if not rates:
+        return False
+    branch = [test_of]
+    while branch:
+        stmt = branch.pop()
+        for b in stmt.body + stmt.orelse:  # type: ignore[attr-defined]
+            if isinstance(b, ast.If):
+                branch.append(b)  # an `elif`, or an `if` inside
+            elif isinstance(b, (ast.Assign, ast.AugAssign)):
+                targets = b.targets if isinstance(b, ast.Assign) else [b.target]
+                if any(ast.unparse(t) in rates for t in targets):
+                    return True
+    return False
+
+
+def _within(node: ast.AST, tree: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))
+
+
+def _learning_rate_sources(index: TreeIndex, func: Optional[ast.AST]) -> FrozenSet[str]:
+    """The names and attributes (as written) that `func` (the module where
+    None) assigns to an `["lr"]` item: `param_group["lr"] = self.learning_rate`."""
+    def compute() -> FrozenSet[str]:
+        out = set()
+        for node in index.nodes(ast.Assign):
+            t = node.targets[0]  # type: ignore[attr-defined]
+            if len(node.targets) == 1 and isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) \
+                    and t.slice.value == "lr" and isinstance(node.value, (ast.Name, ast.Attribute)):  # type: ignore[attr-defined]
+                owner = next((a for a in reversed(index.ancestors(node)) if isinstance(a, SCOPES)), None)
+                out.add((owner, ast.unparse(node.value)))  # type: ignore[attr-defined]
+        return frozenset(out)
+    return frozenset(name for owner, name in index.memoized("consumers.lr", None, compute) if owner is func)

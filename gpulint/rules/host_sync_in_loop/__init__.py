@@ -7,7 +7,7 @@ from typing import List
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.callfacts import TRAIN
-from gpulint.model.values.consumers import exports_outputs, feeds_environment_step, keys_a_mapping
+from gpulint.model.values.consumers import exports_outputs, feeds_environment_step, keys_a_mapping, sets_learning_rate
 from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, TENSOR, TENSOR_ONLY_METHODS
 from gpulint.model.control.syncs import (
@@ -281,8 +281,9 @@ class HostSyncInLoop(TruthTests, Rule):
       message, the loop's `else`), and an outer loop around the hot loop (an
       epoch loop; a batch loop around an inner critic or micro-batch loop
       still counts), and code under a command-line flag that is off by
-      default and names a logging, printing, debugging, saving or plotting
-      mode (`if args.print_loss:` with `action="store_true"`), defined in the
+      default and names a logging, printing, debugging, saving, plotting or
+      viewing mode (`if args.print_loss:` with `action="store_true"`,
+      `--vis_tgt`), defined in the
       same file or in another file of its program (`--log-logit-mean` in a
       `params.py` that the same script imports): the user opts into it
       (`--amp` and other modes of the step still count);
@@ -341,6 +342,10 @@ class HostSyncInLoop(TruthTests, Rule):
     - what a per-step function returns to a caller that hands it to an
       environment's step (`action = agent.explore(state)` then
       `env.step(action)`, with `explore` ending `return action.item()`);
+    - a read that picks the optimizer's learning rate, a Python number: the
+      test of an `if` whose branches set what the function then assigns to
+      `param_group["lr"]` (PPO's adaptive KL schedule: `if kl_mean >
+      2 * desired_kl: self.learning_rate /= 1.5`), or that value itself;
     - a read on a path that ends the program (`if not math.isfinite(loss):
       print(loss_dict); sys.exit(1)`, DETR's divergence check): it runs once;
     - files in another tensor framework (they import Paddle, TensorFlow,
@@ -470,8 +475,9 @@ class HostSyncInLoop(TruthTests, Rule):
         if follows_host_read(node, ancestors, analysis, at) or sync_follows(node, ancestors, analysis):
             return None
         if feeds_environment_step(analysis.index, node, ancestors) or exports_outputs(analysis.index, node) or (
-                keys_a_mapping(analysis.index, node) or _returns_the_action(analysis, loop, node, ancestors)):
-            return None  # actions for the environment; predictions kept on the host; keys of a dict
+                keys_a_mapping(analysis.index, node) or _returns_the_action(analysis, loop, node, ancestors)
+                or sets_learning_rate(analysis.index, node, ancestors)):
+            return None  # actions for the environment; predictions kept on the host; keys of a dict; an lr
         return loop
 
     @staticmethod
