@@ -2139,3 +2139,54 @@ def test_a_loop_handed_a_trainer_reads_the_losses_its_step_returns(tmp_path):
     assert other["train.py"] != script
     write(tmp_path / "b", other)
     assert check(tmp_path / "b", "--no-cache", "--select", "GPU101", ".") == set()
+
+
+def test_a_model_a_helper_of_another_file_returns_moved_is_on_the_accelerator(tmp_path):
+    # the summary says which positions of the returned tuple were moved
+    _, summary, _ = _summary("""
+        import torch
+        def init_model(cfg, device="cuda"):
+            model = torch.nn.Linear(4, 4)
+            return model.to(device), "tokenizer"
+        def init_moved_in_place(device):
+            model = torch.nn.Linear(4, 4)
+            model.to(device)
+            return model
+        def init_on_cpu():
+            return torch.nn.Linear(4, 4), "tokenizer"
+    """)
+    functions = summary["functions"]
+    assert functions["m.init_model"]["moves"] == [0]
+    assert functions["m.init_moved_in_place"]["moves"] == [-1]
+    assert "moves" not in functions["m.init_on_cpu"]
+    write(tmp_path, {
+        "utils.py": """
+            import torch
+            def init_model(cfg, device="cuda"):
+                model = torch.nn.Linear(4, 4)
+                return model.to(device), "tokenizer"
+            def init_on_cpu():
+                return torch.nn.Linear(4, 4), "tokenizer"
+            def make_loader(data):
+                return torch.utils.data.DataLoader(data, batch_size=8)
+        """,
+        "train.py": """
+            import torch
+            from utils import init_model, init_on_cpu
+            def main(loader):
+                model, tokenizer = init_model(None, device="cuda:0")
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+                other, _ = init_on_cpu()
+                cpu_optimizer = torch.optim.AdamW(other.parameters(), lr=1e-3)
+                for x, y in loader:
+                    loss = (model(x.cuda()) - y.cuda()).pow(2).mean() + other(x).sum()
+                    loss.backward()
+                    optimizer.step()
+                    cpu_optimizer.step()
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU405") == [("train.py", 6)]
+    # linted alone, the script still reads the summary of the file it imports (summarized
+    # on its own: it builds a loader)
+    alone = check(tmp_path, "--no-cache", "--select", "GPU405", "train.py")
+    assert alone == {("train.py", 6, "GPU405")}

@@ -98,6 +98,13 @@ class ProjectFacts(CallFacts):
     def any_host_built(self) -> bool:
         return bool(self._host_built)
 
+    def moved_returns(self, call: ast.Call) -> Tuple[int, ...]:
+        moved = self.table.get("returns_moved")  # (asked by rules only: read from the table as it is now)
+        if not moved:
+            return ()
+        ref = self._ref(call)
+        return tuple(moved.get(ref, ())) if ref is not None else ()
+
     def returns_synced(self, call: ast.Call) -> bool:
         return bool(self._returns_synced) and self._ref(call) in self._returns_synced
 

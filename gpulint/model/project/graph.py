@@ -383,6 +383,7 @@ class ProjectGraph:
         synced: Set[str] = set()  # calls whose callee returns right after a host read
         precision: Set[str] = set()  # calls whose callee chooses a precision (`summary._choosing_precision`)
         builders: Dict[str, str] = {}
+        moved: Dict[str, List[int]] = {}  # calls whose callee returns what it put on an accelerator
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
         param_kinds: Dict[str, Dict[str, str]] = {}
@@ -407,7 +408,7 @@ class ProjectGraph:
                 for cid in (self.resolve_in(call[0], path),) if cid is not None
             ]
             for cid, _, call in resolved:
-                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, synced, precision)
+                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, synced, precision, moved)
                 built = self.functions[cid].get("builds")
                 if built is not None and self._class(built) is not None:
                     builders[call[0]] = built
@@ -416,6 +417,7 @@ class ProjectGraph:
         for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision)):
             if found:
                 table[key] = sorted(found)
+        table.update({"returns_moved": moved} if moved else {})
         if builders:
             table["builders"] = builders
         for key, quals in listed.items():
@@ -660,7 +662,7 @@ def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[s
 
 def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
                     returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str], synced: Set[str],
-                    precision: Set[str]) -> None:
+                    precision: Set[str], moved: Dict[str, List[int]]) -> None:
     """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""
     if cid in graph.steps:
         steps.add(ref)
@@ -677,13 +679,16 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
         synced.add(ref)
     if callee.get("precision"):
         precision.add(ref)  # (it chooses the model's precision: an FSDP mixed-precision policy)
+    if "moves" in callee:
+        moved[ref] = callee["moves"]  # (what it returns that it put on an accelerator)
 
 
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "returns_synced")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off")
 # ... and all that a table can say about a file (what rules ask besides)
-TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in")
+TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in",
+                          "returns_moved")
 
 
 def is_empty(table: dict) -> bool:

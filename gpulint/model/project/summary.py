@@ -16,7 +16,9 @@ For each function (and for the module's top-level code, `<module>`):
 * `returns`: the kind of value every `return` gives, where they agree;
 * `iterates`: for a generator that yields the elements of one of its
   positional arguments (`for obj in iterable: yield obj`), that argument's
-  position at the call.
+  position at the call;
+* `moves`: the positions of what it returns that it put on an accelerator
+  (`return model.to(device), tokenizer`: [0]; `values.devices`).
 
 And for each class, the references of its bases, and the modules the file
 imports (where the project looks for the files it depends on). A summary is plain data
@@ -39,6 +41,7 @@ from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.modules import resolve_from
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
 from gpulint.model.values.consumers import feeds_environment_step
+from gpulint.model.values.devices import moved_return_positions
 from gpulint.model.values.host import first_read_lines, reads_on_return
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
 from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
@@ -112,7 +115,7 @@ EXTERNAL_ROOTS = frozenset(
 # environment, which are device code, and the models' layers are asked by
 # rules only (through `Loops.every_step`, `runs_repeatedly`, `CallFacts`)
 _NOT_READ_BY_SUMMARIES = frozenset({"every_step", "grad_off", "feeds_env", "device_side", "layers", "cuda_nearby",
-                                    "precision_calls", "opt_in"})
+                                    "precision_calls", "opt_in", "returns_moved"})
 # calls that start a step by their name alone (`_Hotness.own_step`)
 _STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
 
@@ -197,6 +200,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         # has waited for everything queued before (`returns_synced`)
         if sc.return_nodes and not sc.generator and isinstance(scope, FUNCS):
             sc.returns_synced = all(n.value is not None and reads_on_return(fa, n.value) for n in sc.return_nodes)
+            sc.moved = moved_return_positions(fa, scope, sc.return_nodes)  # `return model.to(device), tok`
     building = defs_building_on_cpu(fa)
     for scope, sc in scopes.items():
         # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move
@@ -298,7 +302,7 @@ def exports_summary(tree: ast.Module, module: str) -> dict:
 
 class _Scope:
     __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "marks",
-                 "returns_synced")
+                 "returns_synced", "moved")
 
     def __init__(self) -> None:
         self.steps = False
@@ -314,6 +318,7 @@ class _Scope:
         self.generator = False
         self.host_built = False
         self.returns_synced = False
+        self.moved: List[int] = []
         self.loops: List[ast.AST] = []
 
     def summary(self, fa: "FileModel", hot: "_Hotness", scope: ast.AST) -> dict:
@@ -333,6 +338,8 @@ class _Scope:
             out["host_built"] = True
         if self.returns_synced:
             out["returns_synced"] = True
+        if self.moved:
+            out["moves"] = self.moved
         either = []
         for stmt, branches in self.alternatives.items():
             n = _branch_count(stmt)

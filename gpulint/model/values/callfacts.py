@@ -14,7 +14,7 @@ False means "not known", never "known not to".
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Optional, Tuple
 
 TRAIN = "train"  # a function that runs every step of a training loop
 EVAL = "eval"  # ... of a loop that iterates data without a training step
@@ -62,6 +62,13 @@ class CallFacts:
         when the call returns, the host has waited for all the work queued
         before it."""
         return False
+
+    def moved_returns(self, call: ast.Call) -> Tuple[int, ...]:
+        """The positions of what the callee returns that it put on an
+        accelerator: -1 for the whole value, i for element i of a tuple
+        (`model, tokenizer = init_model(cfg, device)`, whose `return
+        model.to(device), tokenizer` gives (0,))."""
+        return ()
 
     def any_host_built(self) -> bool:
         """Some call of the file is `host_built`."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.names import last_name
 from gpulint.model.values.kinds import MODEL, NUMBER, TENSOR, is_cpu_device, is_tensor_returning_torch
@@ -292,6 +292,53 @@ def move_target(fa: "FileModel", call: ast.AST) -> Optional[Tuple[ast.AST, Optio
         if dev is not None and not isinstance(dev, ast.Starred) and device_arg_kind(fa, dev) == DEVICE:
             return call.func.value, dev
     return None
+
+
+def moved_return_positions(fa: "FileModel", func: ast.AST, returns: Sequence[ast.Return]) -> List[int]:
+    """The positions of what every `return` of `func` gives that are put on
+    an accelerator there: -1 for the whole value, i for element i of a
+    returned tuple (`return model.to(device), tokenizer` gives [0]). A
+    position counts where each return has there a move (`x.to(device)`,
+    `x.cuda()`) or a name `func` moves (`model.to(device)` as a statement,
+    `model = Net().to(device)`)."""
+    if not returns or any(r.value is None for r in returns):
+        return []
+    shapes = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else -1 for r in returns}  # type: ignore[union-attr]
+    if len(shapes) != 1:
+        return []
+    width = shapes.pop()
+    moved = _moved_names(fa).get(func, frozenset())
+    def is_moved(e: ast.AST) -> bool:
+        return (isinstance(e, ast.Name) and e.id in moved) or move_target(fa, e) is not None
+    if width == -1:
+        return [-1] if all(is_moved(r.value) for r in returns) else []  # type: ignore[arg-type]
+    return [i for i in range(width) if all(is_moved(r.value.elts[i]) for r in returns)]  # type: ignore[union-attr]
+
+
+def _moved_names(fa: "FileModel") -> Dict[ast.AST, FrozenSet[str]]:
+    """def -> the plain names it moves to an accelerator (`model.to(device)`
+    as a statement, `model = Net().to(device)`), once per file from the
+    calls of `.to` and `.cuda`."""
+    def compute() -> Dict[ast.AST, FrozenSet[str]]:
+        out: Dict[ast.AST, set] = {}
+        for call in fa.index.nodes(ast.Call):
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda")):  # type: ignore[attr-defined]
+                continue
+            moved = move_target(fa, call)
+            if moved is None:
+                continue
+            parent = fa.index.parents.get(call)
+            if isinstance(parent, ast.Expr) and isinstance(moved[0], ast.Name):
+                names = [moved[0].id]  # `model.to(device)`: a module moves in place
+            elif isinstance(parent, ast.Assign):
+                names = [t.id for t in parent.targets if isinstance(t, ast.Name)]
+            else:
+                continue
+            owner = fa.index.owner(call)
+            if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.setdefault(owner, set()).update(names)
+        return {k: frozenset(v) for k, v in out.items()}
+    return fa.index.memoized("devices.moved_names", None, compute)  # type: ignore[return-value]
 
 
 def type_move_target(fa: "FileModel", call: ast.AST) -> Optional[ast.AST]:

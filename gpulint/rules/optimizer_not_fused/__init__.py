@@ -34,8 +34,10 @@ class OptimizerNotFused(Rule):
     Flags `torch.optim.Adam(...)` and `torch.optim.AdamW(...)` built on the
     parameters of a model that the file puts on an accelerator
     (`model.to(device)`, `model.cuda()`, `model = Net().to(device)`, a model
-    handed to `accelerator.prepare(...)` or `fabric.setup(...)`) without
-    `fused=` or `foreach=`.
+    handed to `accelerator.prepare(...)` or `fabric.setup(...)`, or one that
+    a project function returns moved: `model, tokenizer = init_model(cfg)`
+    with `return model.to(device), tokenizer`, in this file or another)
+    without `fused=` or `foreach=`.
 
     Only where the targeted torch release (the `torch-version` setting)
     supports `fused=True` on CUDA for that optimizer: Adam from 1.13, AdamW

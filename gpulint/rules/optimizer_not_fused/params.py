@@ -213,6 +213,16 @@ def accelerator_models(fa: FileModel) -> Dict[str, List[Tuple[str, ast.AST]]]:
                         add(dotted(a.value if isinstance(a, ast.Starred) else a), PLACED, call)
         for node in fa.index.nodes(ast.Assign):
             value = node.value
+            if isinstance(value, ast.Call) and len(node.targets) == 1:
+                # `model, tokenizer = init_model(cfg, device=args.device)`, whose `return
+                # model.to(device), tokenizer` the project knows (`CallFacts.moved_returns`)
+                for i in fa.facts.moved_returns(value):
+                    t = node.targets[0]
+                    if i == -1:
+                        add(dotted(t), MOVED, value)
+                    elif isinstance(t, (ast.Tuple, ast.List)) and i < len(t.elts) and not any(
+                            isinstance(e, ast.Starred) for e in t.elts):
+                        add(dotted(t.elts[i]), MOVED, value)
             move = _moved_expr(fa, value)
             how = MOVED
             if move is None and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
