@@ -344,7 +344,8 @@ class FileRefs:
             cls = self._instance_class(func.id, scope)
             if cls is not None:
                 return f"{cls}.__call__"
-            return self.resolve_name(func)
+            local = self.local_def(func.id, ancestors)
+            return self.qualname(local) if local is not None else self.resolve_name(func)
         if not isinstance(func, ast.Attribute):
             return None
         owner = func.value
@@ -375,6 +376,39 @@ class FileRefs:
                     return f"{held}.{func.attr}"
             return None
         return self.resolve_name(func)
+
+    def local_def(self, name: str, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+        """The def named `name` in the body of a function around the call, the
+        innermost first: `_backward(loss)` in timm's loop, whose body defines
+        `def _backward(_loss): ... optimizer.step()` (a nested function)."""
+        if name not in self.nested_def_names:
+            return None
+        local = self._nested_defs()
+        for f in reversed(ancestors):
+            found = local.get(f, {}).get(name) if isinstance(f, FUNCS) else None
+            if found is not None:
+                return found
+        return None
+
+    @property
+    def nested_def_names(self) -> frozenset:
+        """The names of the defs made inside another function of the file."""
+        return self.fa.index.memoized("refs.nested_def_names", None, lambda: frozenset(
+            name for defs in self._nested_defs().values() for name in defs))
+
+    def _nested_defs(self) -> Dict[ast.AST, Dict[str, ast.AST]]:
+        """function -> {name: def} of the defs in its own body, once per file."""
+        index = self.fa.index
+
+        def compute() -> Dict[ast.AST, Dict[str, ast.AST]]:
+            out: Dict[ast.AST, Dict[str, ast.AST]] = {}
+            for node in index.nodes_of(*FUNCS):
+                owner = index.owner(node)
+                if isinstance(owner, FUNCS):
+                    out.setdefault(owner, {})[node.name] = node  # type: ignore[attr-defined]
+            return out
+
+        return index.memoized("refs.nested_defs", None, compute)
 
     def call_refs(self, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[str]:
         """The references `call` may call: `call_ref`'s, or where the

@@ -391,10 +391,10 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
         if target is not None:
             if target.split(".", 1)[0] in EXTERNAL_ROOTS:
                 return
-        elif root.id not in refs.instances and (
+        elif root.id not in refs.instances and root.id not in refs.nested_def_names and (
             isinstance(scope, ast.Module) or refs.instance_of(root.id, scope) is None
         ) and not refs.classes_of(root.id, None if isinstance(scope, ast.Module) else scope):
-            return  # a builtin, or a local value that holds no known object
+            return  # a builtin, or a local value that holds no known object (not a nested def)
     if ancestors is None:
         ancestors = fa.index.ancestors(node)
     found = refs.call_refs(node, ancestors)

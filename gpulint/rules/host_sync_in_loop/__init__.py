@@ -238,24 +238,24 @@ class HostSyncInLoop(TruthTests, Rule):
       `<` and takes the result's truth value).
 
     The loop and the read may be in different functions and files: the
-    project's call graph (docs/architecture.md) tells when a loop's step is
-    in a helper (`loss_scaler(loss, optimizer)`, `self._run_step(batch)`),
-    when a loop iterates a DataLoader through a wrapper
-    (`metric_logger.log_every(loader, 10)`), and which helpers run every
-    step. A read in such a helper is flagged there ("in `update`, which runs
-    every training step"). A helper counts when a call of it runs on every
-    pass of a training loop or every run of such a helper, not under a
-    periodic guard, an `if` on a logging, saving or debugging option, or an
-    `if` on the loop's index; a function with a training loop of its own
+    project's call graph (docs/architecture.md) tells when a loop's step is in
+    a helper (`loss_scaler(loss, optimizer)`, `self._run_step(batch)`, timm's
+    `_backward(loss)` defined in the loop's body), when a loop iterates a
+    DataLoader through a wrapper (`metric_logger.log_every(loader, 10)`), and
+    which helpers run every step. A read in such a helper is flagged there ("in
+    `update`, which runs every training step"). A helper counts when a call of
+    it runs on every pass of a training loop or every run of such a helper, not
+    under a periodic guard, an `if` on a logging, saving or debugging option,
+    or an `if` on the loop's index; a function with a training loop of its own
     (`train_one_epoch`) is an epoch, not a step. In the helper, a read under an
     `if` other than a type check (`torch.is_tensor(v)`, which may also return
-    early) is not flagged (most often an option or a rare path), but one under a step
-    counter past a warm-up (`if self.steps > start_steps:`) is, and so is
-    one on the path of a distributed run (`if world_size > 1:`,
-    `if dist.is_initialized():`), which a training repository takes on
-    every step (not `if rank == 0:`, which picks one process). A file with
-    no device word is device code when one that uses a device calls it. A
-    file linted alone, or by flake8, sees the files it imports.
+    early) is not flagged (most often an option or a rare path), but one under
+    a step counter past a warm-up (`if self.steps > start_steps:`) is, and so
+    is one on the path of a distributed run (`if world_size > 1:`, `if
+    dist.is_initialized():`), which a training repository takes on every step
+    (not `if rank == 0:`, which picks one process). A file with no device word
+    is device code when one that uses a device calls it. A file linted alone,
+    or by flake8, sees the files it imports.
 
     It also flags, in any loop and not only a training loop, a `for` loop over
     a tensor that reads each element it takes on the host:
