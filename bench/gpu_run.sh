@@ -7,13 +7,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/gpulint-out}"
 mkdir -p "$OUT"
-if ! python3 -c "import libcst, click, pathspec" 2>/dev/null; then
-  # gpulint's own dependencies, as wheels in .whl/ (`pip download` them for the device's Python)
-  python3 -m pip install -q --no-index --find-links .whl --no-compile --no-cache-dir --target /tmp/site \
-    libcst click pathspec || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# gpulint's own dependencies, as wheels in .whl/
+source bench/gpu_deps.sh
 what="${1:-bench}"; shift || true
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,temperature.gpu --format=csv | tee "$OUT/nvidia-smi.txt"
 case "$what" in
