@@ -176,11 +176,22 @@ def _traces_model(fa: "FileModel", func: ast.AST) -> bool:
 
 def _once_only_function(fa: "FileModel", ancestors: Sequence[ast.AST]) -> bool:
     """Some function around the node runs once: by its name, because it
-    traces a model, or because it stands in for an exported operator."""
+    traces a model, because it stands in for an exported operator, or once
+    per arguments, as a `functools.lru_cache` / `cache` keeps its results."""
     return any(
-        isinstance(a, FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a) or _export_stand_in(fa, a))
+        isinstance(a, FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a) or _export_stand_in(fa, a)
+                                  or _memoized(fa, a))
         for a in ancestors
     )
+
+
+_MEMOIZERS = frozenset(("functools.lru_cache", "functools.cache", "functools.cached_property"))
+
+
+def _memoized(fa: "FileModel", func: ast.AST) -> bool:
+    """`@lru_cache(maxsize=8)`, `@functools.cache`: what `func` builds is kept per arguments."""
+    return any(fa.imports.qualname(d.func if isinstance(d, ast.Call) else d) in _MEMOIZERS
+               for d in func.decorator_list)  # type: ignore[attr-defined]
 
 
 _RANDOM_PREFIXES = ("torch.rand", "random.", "numpy.random.")
@@ -288,6 +299,25 @@ def _fills_its_cache(test: ast.AST, stmt: ast.AST) -> bool:
         isinstance(t, ast.Subscript) and ast.dump(t.value) == cache and ast.dump(t.slice) == key
         for t in stmt.targets
     )
+
+
+def _refreshes_its_cache(test: ast.AST, stmt: ast.AST) -> bool:
+    """`if self.grid[i].shape[2:4] != x.shape[2:4]: self.grid[i] = ...`: the
+    object's state is rebuilt only when what it was built for changes (a
+    YOLO head's grid, per feature-map size): the test compares with `!=` a
+    part of the object's state (`self.<...>`) that the statement stores."""
+    if not (isinstance(test, ast.Compare) and any(isinstance(op, ast.NotEq) for op in test.ops)):
+        return False
+    if not isinstance(stmt, ast.Assign):
+        return False
+    read = {ast.unparse(n) for n in walk(test) if isinstance(n, (ast.Attribute, ast.Subscript))}
+    for t in stmt.targets:
+        root = t
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if t is not root and isinstance(root, ast.Name) and root.id == "self" and ast.unparse(t) in read:
+            return True
+    return False
 
 
 def _callee_name(call: ast.Call) -> Optional[str]:
@@ -507,6 +537,7 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
         anc = ancestors[i]
         if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and (
             _is_once_guard(anc.test) or _fills_its_cache(anc.test, child) or _first_pass(anc.test, ancestors[:i])
+            or _refreshes_its_cache(anc.test, child)
         ):
             return _ONCE, False
         if (isinstance(anc, ast.If) and child in anc.body and not in_loop and fa is not None

@@ -52,20 +52,19 @@ class CpuTensorThenMoved(Rule):
     ## What it does
     Flags a tensor factory (`torch.zeros`, `ones`, `empty`, `full`, `arange`,
     `linspace`, `eye`, `rand`, `randn`, `randint`, `randperm`, ...) built on
-    the CPU (no `device=`, or `device="cpu"`) and
-    moved at once with `.cuda()` or `.to(<device>)`, as in
-    `torch.zeros(n).cuda()`, in code that runs repeatedly: in the body of a
-    `for`/`while` loop, in a `forward`/`backward`, in a
-    function whose name says it runs per step (it contains `forward`,
+    the CPU (no `device=`, or `device="cpu"`) and moved at once with `.cuda()`
+    or `.to(<device>)`, as in `torch.zeros(n).cuda()`, in code that runs
+    repeatedly: in the body of a `for`/`while` loop, in a `forward`/`backward`,
+    in a function whose name says it runs per step (it contains `forward`,
     `backward`, `step`, `batch`, `collate`, `mask`, `generate`, `sample`,
     `loss` or `decode`; not `steps`: `get_timesteps` makes a schedule), or in a
     function called from such a place in the same file (one level, not into
-    `main`/`run`; `self.te = self.embedding`, then `self.te(t)`, calls it). A function that the file
-    calls only from its own top-level code outside any loop (`if __name__
-    == "__main__": check_forward()`) runs once whatever its name, and a loop
-    over a short hand-written list of constants (`for channels in [30, 32,
-    64]:`, a sweep of sizes in a check script) does not make its body
-    repeated.
+    `main`/`run`; `self.te = self.embedding`, then `self.te(t)`, calls it). A
+    function that the file calls only from its own top-level code outside any
+    loop (`if __name__ == "__main__": check_forward()`) runs once whatever its
+    name, and a loop over a short hand-written list of constants (`for channels
+    in [30, 32, 64]:`, a sweep of sizes in a check script) does not make its
+    body repeated.
 
     Code that runs once is not flagged: module level outside a loop,
     `__init__`, `_init_weights`, `reset_parameters`, `init*`, `setup*`,
@@ -74,9 +73,10 @@ class CpuTensorThenMoved(Rule):
     run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export` outside
     any `if` or loop of theirs: a dummy input for a graph trace), the `forward`
     of an autograd Function that defines `symbolic` and returns random numbers
-    (the `ORT_NMS` stand-in an ONNX export traces), and values cached under `if
-    not hasattr(...)`, `if len(state) == 0` or `if self.x is None`, and code
-    under `if token == 0:` on the first pass of the loop `token` counts. A
+    (the `ORT_NMS` stand-in an ONNX export traces), values cached (`if not
+    hasattr(...)`, `if len(state) == 0`, `if self.x is None`, `if
+    self.grid.shape != x.shape: self.grid = ...`, an `lru_cache` function), and
+    code under `if token == 0:` on the first pass of the loop `token` counts. A
     comprehension builds one collection and repeats only as often as the code
     around it: a list of dummy inputs built once in a plain function is not
     flagged, one inside a loop or `forward` is. There a one-off CPU build and
