@@ -82,21 +82,24 @@ def method_aliases(cls: ast.ClassDef) -> Dict[str, str]:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def _reads_self_attribute(assigns: List[ast.AST]) -> bool:
-    """Some `self.<attr> = self.<name>` among `assigns`."""
+def _self_values(assigns: List[ast.AST]) -> frozenset:
+    """The names `<name>` of the `self.<attr> = self.<name>` among `assigns`."""
+    out = set()
     for node in assigns:
         v = node.value  # type: ignore[attr-defined]
         if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id == "self" and any(
                 isinstance(t, ast.Attribute) for t in node.targets):  # type: ignore[attr-defined]
-            return True
-    return False
+            out.add(v.attr)
+    return frozenset(out)
 
 
 def class_method_aliases(index, cls: ast.ClassDef) -> Dict[str, str]:
     """`method_aliases(cls)` once per class of the file that `index` (its
-    `TreeIndex`) indexes; none at once where no assignment of the file is
-    `self.<attr> = self.<name>` (most files: the walk of every class's
-    methods is not paid for them)."""
-    if not index.memoized("nodes.self_aliasing", None, lambda: _reads_self_attribute(index.nodes(ast.Assign))):
+    `TreeIndex`) indexes; none at once where no `self.<attr> = self.<name>`
+    of the file names a method of the class (most classes: the walk of
+    their methods is not paid for them)."""
+    values = index.memoized("nodes.self_values", None, lambda: _self_values(index.nodes(ast.Assign)))
+    if not values or not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in values
+                             for n in cls.body):
         return {}
     return index.memoized("nodes.method_aliases", cls, lambda: method_aliases(cls))

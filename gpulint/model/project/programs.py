@@ -4,7 +4,6 @@ those pins is one its code must run on (`ProjectGraph.program_facts`)."""
 
 from __future__ import annotations
 
-import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 
@@ -133,7 +132,8 @@ class Programs:
             for p, (names, _) in self.files.items():
                 for n in names:
                     named.setdefault(n, []).append(p)
-            imports = {p: self._importable_files(p, named) for p in self.files}
+            parts_of = {p: p.replace("\\", "/").split("/") for p in self.files}
+            imports = {p: self._importable_files(p, named, parts_of) for p in self.files}
             importers: Dict[str, List[str]] = {}
             for p, found in imports.items():
                 for q in found:
@@ -141,7 +141,7 @@ class Programs:
             self._imports = (imports, importers)
         return self._imports
 
-    def _importable_files(self, path: str, named: Dict[str, List[str]]) -> List[str]:
+    def _importable_files(self, path: str, named: Dict[str, List[str]], parts_of: Dict[str, List[str]]) -> List[str]:
         """The project files `path` imports that Python could find from where
         it runs: the imported module's top package sits in `path`'s folder or
         one above it (`from ImageBind.models import m` in
@@ -150,15 +150,16 @@ class Programs:
         data.data import X` in one sub-project, `data.py` in another's
         vendored package) is not one."""
         out: List[str] = []
-        folder = os.path.dirname(path).replace("\\", "/")
+        folder = "/".join(parts_of[path][:-1])
         for module in self.files[path][1].get("imports", ()):
             for name in (module, module.rpartition(".")[0]):
-                if not name:
+                candidates = named.get(name) if name else None
+                if not candidates:
                     continue
                 # of the files of that name, those Python finds from here; the nearest one
                 best, best_top = None, -1
-                for found in named.get(name, ()):
-                    parts = found.replace("\\", "/").split("/")
+                for found in candidates:
+                    parts = parts_of[found]
                     depth = name.count(".") + 1 + (parts[-1] == "__init__.py")
                     top = "/".join(parts[:-depth]) if depth < len(parts) else ""
                     if (top == "" or folder == top or folder.startswith(top + "/")) and len(top) > best_top:
