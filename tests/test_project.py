@@ -2190,3 +2190,33 @@ def test_a_model_a_helper_of_another_file_returns_moved_is_on_the_accelerator(tm
     # on its own: it builds a loader)
     alone = check(tmp_path, "--no-cache", "--select", "GPU405", "train.py")
     assert alone == {("train.py", 6, "GPU405")}
+
+
+def test_a_loop_over_a_module_list_of_one_class_calls_its_forward_on_every_run():
+    _, summary, _ = _summary("""
+        import torch.nn as nn
+        class Block(nn.Module):
+            def forward(self, x):
+                return x
+        class Other(nn.Module):
+            def forward(self, x):
+                return x
+        class Net(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block() for _ in range(n)])
+                self.mixed = nn.ModuleList([Block(), Other()])
+                self.seq = nn.Sequential(*[Block() for _ in range(n)])
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                for i, b in enumerate(self.seq):
+                    x = b(x)
+                for m in self.mixed:
+                    x = m(x)
+                return x
+    """)
+    calls = summary["functions"]["m.Net.forward"]["calls"]
+    assert ["m.Block.__call__", "body"] in calls  # both loops: every run of forward runs them
+    assert not any(c[0].startswith("m.Other") for c in calls)  # elements of two classes: not one
+

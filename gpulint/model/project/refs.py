@@ -191,6 +191,8 @@ class FileRefs:
         # names bound more than once, each time to `Something(...)`, not all the same
         self._unions: Dict[ast.AST, Dict[str, Tuple[str, ...]]] = {}
         self._attr_instances: Dict[ast.AST, Dict[str, str]] = {}
+        # function -> {loop variable: the class of the elements of the `self.<attr>` it iterates}
+        self._element_instances: Dict[ast.AST, Dict[str, str]] = {}
         self._param_names: Dict[ast.AST, frozenset] = {}
         # (function, parameter) for each parameter whose class was asked (`summary_stands`)
         self.asked_params: Set[Tuple[str, str]] = set()
@@ -221,6 +223,8 @@ class FileRefs:
         every: Dict[ast.AST, Dict[str, List[str]]] = {}  # scope -> name -> the classes of its bindings
         counts: Dict[ast.AST, Dict[str, int]] = {}
         attr_found: Dict[ast.AST, Dict[str, ast.AST]] = {}  # (what each is built by, resolved at the end)
+        elements_found: Dict[ast.AST, Dict[str, ast.AST]] = {}  # `self.blocks = nn.ModuleList([Block() ...])`
+        iterated: List[Tuple[ast.AST, ast.AST, str, str]] = []  # (method, class, loop variable, attr)
         built: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}
         aliases: Dict[str, ast.AST] = {}
         local_aliases: Dict[ast.AST, Dict[str, ast.AST]] = {}
@@ -251,7 +255,14 @@ class FileRefs:
                         built_by = _constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
                         if isinstance(built_by, ast.Call) and len(targets) == 1:
                             attr_found.setdefault(cls, {})[t.attr] = built_by.func
+                            element = _element_class(built_by)
+                            if element is not None:
+                                elements_found.setdefault(cls, {})[t.attr] = element
                     continue
+                if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(scope, FUNCS):
+                    held = _iterated_attribute(stmt)  # `for block in self.blocks:`
+                    if held is not None and isinstance(parents.get(scope), ast.ClassDef):
+                        iterated.append((scope, parents.get(scope), held[0], held[1]))
                 if isinstance(t, ast.Name) and _keeps_object(value, t.id):
                     continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
                 c = counts.setdefault(scope, {})
@@ -301,6 +312,13 @@ class FileRefs:
             self._attr_instances[cls] = {
                 k: t for k, v in attrs.items() if c.get(k) == 1 for t in (self._built_by(v),) if t is not None
             }
+        for method, cls, name, attr in iterated:
+            # the loop's variable, bound by that loop only, holds the elements' class
+            element = elements_found.get(cls, {}).get(attr)
+            if element is not None and attr_counts.get(cls, {}).get(attr) == 1 and counts.get(method, {}).get(name) == 2:
+                target = self._built_by(element)
+                if target is not None:
+                    self._element_instances.setdefault(method, {})[name] = target
 
     def _built_by(self, func: ast.AST) -> Optional[str]:
         """What a call of `func` builds: the class it names, or the class a
@@ -444,6 +462,20 @@ class FileRefs:
                 return True
         return False
 
+    @property
+    def has_submodule_loops(self) -> bool:
+        """Some method of the file iterates a `ModuleList` of one class (`iterates_submodules`)."""
+        return bool(self._element_instances)
+
+    def iterates_submodules(self, loop: ast.AST) -> bool:
+        """`loop` is `for block in self.blocks:` over a `ModuleList` of one
+        class (`_element_class`): every run of the method runs its body."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or not self._element_instances:
+            return False
+        held = _iterated_attribute(loop)
+        scope = self.fa.index.owner(loop)
+        return held is not None and held[0] in self._element_instances.get(scope, {})
+
     def instance_of(self, name: str, scope: Optional[ast.AST]) -> Optional[str]:
         """The class (dotted) of the object `name` holds in `scope`, where known."""
         return self._instance_class(name, scope)
@@ -453,6 +485,9 @@ class FileRefs:
             local = self._local_instances.get(scope, {})
             if name in local:
                 return local[name]
+            element = self._element_instances.get(scope, {}).get(name)
+            if element is not None:
+                return element  # `for block in self.blocks: x = block(x)`
             params = self._param_names.get(scope)
             if params is None:
                 params = self._param_names[scope] = _parameter_names(scope)
@@ -535,7 +570,48 @@ _SELF_RETURNING = frozenset(("to", "cuda", "cpu", "train", "eval", "float", "hal
                              "requires_grad_", "share_memory", "to_empty"))
 # wrappers whose call runs the wrapped module's `forward`
 _MODULE_WRAPPERS = frozenset(("DDP", "DistributedDataParallel", "DataParallel", "FSDP",
-                              "FullyShardedDataParallel", "compile"))
+                              "FullyShardedDataParallel", "compile", "convert_sync_batchnorm"))
+
+
+def _element_class(call: ast.Call) -> Optional[ast.AST]:
+    """What builds every element of `nn.ModuleList([Block(d) for _ in
+    range(n)])`, `nn.ModuleList([Block(1), Block(2)])` or
+    `nn.Sequential(*[Block(d) for ...])`: `Block`; else None."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name not in ("ModuleList", "Sequential") or len(call.args) != 1 or call.keywords:
+        return None
+    arg = call.args[0]
+    if name == "Sequential":
+        if not isinstance(arg, ast.Starred):
+            return None
+        arg = arg.value
+    if isinstance(arg, (ast.ListComp, ast.GeneratorExp)):
+        elts = [arg.elt]
+    elif isinstance(arg, (ast.List, ast.Tuple)) and arg.elts:
+        elts = list(arg.elts)
+    else:
+        return None
+    built = [_constructed(e) for e in elts]
+    if not all(isinstance(b, ast.Call) for b in built):
+        return None
+    funcs = {ast.dump(b.func) for b in built}  # type: ignore[union-attr]
+    return built[0].func if len(funcs) == 1 else None  # type: ignore[union-attr]
+
+
+def _iterated_attribute(loop: ast.AST) -> Optional[Tuple[str, str]]:
+    """(the loop variable, attr) of `for block in self.<attr>:` (or a slice
+    of it) or `for i, block in enumerate(self.<attr>):`; else None."""
+    it, target = loop.iter, loop.target  # type: ignore[attr-defined]
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and len(it.args) == 1 \
+            and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        it, target = it.args[0], target.elts[1]
+    if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice):
+        it = it.value  # `for layer in self.layers[:n_q]:`: some of the same elements
+    if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \
+            and isinstance(target, ast.Name):
+        return target.id, it.attr
+    return None
 
 
 def _constructed(value: Optional[ast.AST]) -> Optional[ast.AST]:

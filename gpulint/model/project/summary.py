@@ -404,7 +404,7 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     if alt is not None:
         sc.alternatives.setdefault(alt[0], {}).setdefault(alt[1], set()).update(found)
     args = refs.argument_classes(node, ancestors)
-    where = _plain_where(ancestors, scope, hot.light)
+    where = _plain_where(ancestors, scope, hot.light, refs.iterates_submodules if refs.has_submodule_loops else None)
     if where != BODY and not (hot.light or hot.in_model_class(scope)):
         where = _where(fa, hot, node, ancestors, scope)
     if where == BODY and after_periodic_return(fa, node, ancestors):
@@ -531,17 +531,21 @@ def _branch_count(stmt: ast.If) -> int:
         return n + 1
 
 
-def _plain_where(ancestors, scope: ast.AST, light: bool = False) -> str:
+def _plain_where(ancestors, scope: ast.AST, light: bool = False, through=None) -> str:
     """BODY when nothing but plain statements lie between the call and its
     function, else SOME: for the methods of `nn.Module` subclasses, whose
     loops (over layers, heads, ...) never step over data. With `light` (a
     file whose loops were not read: no word of a step in it, no facts yet),
     a call from a loop is LOOP: what runs it is not known yet, and a loop
     around a function that steps is a loop of steps (it drives them), so
-    the call must not make its caller one that steps."""
+    the call must not make its caller one that steps. `through(loop)`: a
+    loop every run of the function runs whole (`for block in self.blocks:`,
+    `FileRefs.iterates_submodules`), passed as plain code."""
     for anc in reversed(ancestors):
         if anc is scope:
             return BODY
+        if through is not None and isinstance(anc, (ast.For, ast.AsyncFor)) and through(anc):
+            continue
         if light and isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
             return LOOP
         if isinstance(anc, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.ExceptHandler,

@@ -7,7 +7,8 @@ x`); a name is read for what the method bound it to, not for its name
 (`self.avg_loss = now_loss`, with `now_loss` summed from `.item()` values);
 and an augmented assignment of a tensor makes a tensor of whatever the
 attribute started as (`self.tokens = 0`, then `self.tokens += (y >=
-0).sum()`).
+0).sum()`). A buffer or parameter the class registers by name
+(`self.register_buffer("inited", torch.Tensor([False]))`) is a tensor.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ def class_attribute_kinds(values: "Values", cls: ast.ClassDef, kinds: Dict[str, 
     """Fill `kinds` with attr -> kind for the `self.<attr>` the class's methods assign."""
     grown: List[ast.AugAssign] = []
     for node in walk(cls):
-        if isinstance(node, ast.Assign):
+        if isinstance(node, ast.Call) and _registers_tensor(node):
+            # `self.register_buffer("inited", torch.Tensor([False]))`: `self.inited` is a tensor
+            # (it moves with the module)
+            kinds[node.args[0].value] = TENSOR  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Assign):
             for t in node.targets:
                 if is_self_attr(t):
                     _assigned(values, node, t.attr, node.value, kinds)  # type: ignore[attr-defined]
@@ -54,6 +59,15 @@ def class_attribute_kinds(values: "Values", cls: ast.ClassDef, kinds: Dict[str, 
         info = values.function_info(scope)
         if values.classify(node.value, info.kinds, info.batch_names) == TENSOR:
             kinds[node.target.attr] = TENSOR  # type: ignore[attr-defined]
+
+
+def _registers_tensor(call: ast.Call) -> bool:
+    """`self.register_buffer("name", <not None>)` / `register_parameter`."""
+    f = call.func
+    return (isinstance(f, ast.Attribute) and f.attr in ("register_buffer", "register_parameter")
+            and isinstance(f.value, ast.Name) and f.value.id == "self" and len(call.args) >= 2
+            and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
+            and not (isinstance(call.args[1], ast.Constant) and call.args[1].value is None))
 
 
 def _assigned(values: "Values", node: ast.AST, attr: str, value: ast.AST, kinds: Dict[str, str]) -> None:
