@@ -2220,3 +2220,35 @@ def test_a_loop_over_a_module_list_of_one_class_calls_its_forward_on_every_run()
     assert ["m.Block.__call__", "body"] in calls  # both loops: every run of forward runs them
     assert not any(c[0].startswith("m.Other") for c in calls)  # elements of two classes: not one
 
+
+
+def test_a_gans_two_update_sweep_inside_the_loader_loop_makes_it_a_training_loop(tmp_path):
+    write(tmp_path, {
+        "train.py": """
+            import torch
+            from helpers import record
+            def train(loader, gen, disc, opt_g, opt_d, meter):
+                for x in loader:
+                    x = x.cuda()
+                    for optimizer_idx in [0, 1]:
+                        fake = gen(x)
+                        record(meter, fake)
+                        if optimizer_idx == 0:
+                            loss = disc(fake).mean()
+                            opt_g.zero_grad()
+                            loss.backward()
+                            opt_g.step()
+                        else:
+                            loss = disc(fake.detach()).mean() - disc(x).mean()
+                            opt_d.zero_grad()
+                            loss.backward()
+                            opt_d.step()
+        """,
+        "helpers.py": """
+            def record(meter, fake):
+                meter.update(fake.mean().item())
+        """,
+    })
+    # the helper runs on every pass of the training loop: GPU101's, not GPU104's
+    assert rows_by_path(tmp_path, "GPU101") == [("helpers.py", 3)]
+    assert rows_by_path(tmp_path, "GPU104") == []

@@ -699,8 +699,12 @@ class _Hotness:
             for call in self.fa.index.nodes_of(ast.Call):
                 if test(call):
                     loop = self._own_loop(call)
-                    if loop is not None:
+                    while loop is not None:
                         found.add(loop)
+                        # a hand-written sweep (`for optimizer_idx in [0, 1]:`, a GAN's two
+                        # updates) is no loop of steps itself: the loop around it steps
+                        loop = self._own_loop(loop) if is_literal_sweep(
+                            loop, self.fa.index, self.fa.index.ancestors(loop)) else None
             setattr(self, slot, found)
         return found
 
