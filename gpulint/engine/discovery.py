@@ -198,14 +198,16 @@ def discover(
 
 def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
     visited_dirs = set()
-    # (the directory as the user named it, the same directory as an absolute path)
-    stack = [(root, os.path.abspath(root))]
+    # (the directory as the user named it, the same directory as an absolute path, its real
+    # path where known: a subdirectory that is no link is its parent's real path and its name)
+    stack = [(root, os.path.abspath(root), None)]
     while stack:
-        d, abs_d = stack.pop()
-        try:
-            real = os.path.realpath(d)
-        except OSError:
-            real = d
+        d, abs_d, real = stack.pop()
+        if real is None:
+            try:
+                real = os.path.realpath(d)
+            except OSError:
+                real = d
         if real in visited_dirs:
             continue  # symlink loop
         visited_dirs.add(real)
@@ -228,7 +230,7 @@ def _walk_dir(root, resolver, gitignore, on_error, seen, respect_gitignore):
                     continue
                 if respect_gitignore and gitignore.ignored(path, True, abs_path):
                     continue
-                subdirs.append((path, abs_path))
+                subdirs.append((path, abs_path, None if entry.is_symlink() else os.path.join(real, entry.name)))
                 continue
             if not _included(entry.name, abs_d, settings):
                 continue
