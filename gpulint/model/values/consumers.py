@@ -16,6 +16,7 @@ from typing import Dict, FrozenSet, Optional, Sequence
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.tree import TreeIndex
+from gpulint.model.index.walk import walk
 from gpulint.model.values.kinds import TENSOR_JOINS
 
 
@@ -304,7 +305,7 @@ def sets_learning_rate(index: TreeIndex, read: ast.AST, ancestors: Sequence[ast.
     or it is that value (`self.learning_rate = lr_tensor.item()`). The host
     needs the comparison to pick the rate."""
     test_of = next((a for a in reversed(ancestors) if isinstance(a, ast.stmt)), None)
-    func = next((a for a in reversed(ancestors) if isinstance(a, SCOPES)), None)
+    func = index.owner(read)
     if isinstance(test_of, ast.Assign) and len(test_of.targets) == 1:
         # `self.learning_rate = lr_tensor.item()` (the rate broadcast from rank 0)
         return ast.unparse(test_of.targets[0]) in _learning_rate_sources(index, func)
@@ -327,19 +328,19 @@ def sets_learning_rate(index: TreeIndex, read: ast.AST, ancestors: Sequence[ast.
 
 
 def _within(node: ast.AST, tree: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(tree))
+    return any(n is node for n in walk(tree))
 
 
 def _learning_rate_sources(index: TreeIndex, func: Optional[ast.AST]) -> FrozenSet[str]:
-    """The names and attributes (as written) that `func` (the module where
-    None) assigns to an `["lr"]` item: `param_group["lr"] = self.learning_rate`."""
+    """The names and attributes (as written) that the code of `func` (its
+    `TreeIndex.owner`) assigns to an `["lr"]` item: `param_group["lr"] =
+    self.learning_rate`."""
     def compute() -> FrozenSet[str]:
         out = set()
         for node in index.nodes(ast.Assign):
             t = node.targets[0]  # type: ignore[attr-defined]
             if len(node.targets) == 1 and isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) \
                     and t.slice.value == "lr" and isinstance(node.value, (ast.Name, ast.Attribute)):  # type: ignore[attr-defined]
-                owner = next((a for a in reversed(index.ancestors(node)) if isinstance(a, SCOPES)), None)
-                out.add((owner, ast.unparse(node.value)))  # type: ignore[attr-defined]
+                out.add((index.owner(node), ast.unparse(node.value)))  # type: ignore[attr-defined]
         return frozenset(out)
     return frozenset(name for owner, name in index.memoized("consumers.lr", None, compute) if owner is func)
