@@ -40,11 +40,14 @@ from gpulint.model.index.walk import walk
 # and options): `torch.multinomial(torch.ones(n), k)` samples on the CPU
 TORCH_SAMPLING = frozenset(("multinomial", "bernoulli", "poisson"))
 # torch functions that compute elementwise (or reshape) on their tensor arguments, where they are
+# what lays one tensor's data (or a few tensors' data, `meshgrid`) out into parts that a
+# tuple unpacks: each part holds the call's data and no other (`_splits`)
+_SPLITTING = frozenset(("meshgrid", "chunk", "split", "unbind", "tensor_split"))
 TORCH_ELEMENTWISE = frozenset(
     """exp exp2 expm1 log log2 log10 log1p sin cos tan sinh cosh tanh sigmoid sqrt rsqrt pow abs neg floor ceil
     round clamp clip minimum maximum outer ger cat stack flip repeat_interleave cumsum cumprod
-    unsqueeze reshape meshgrid chunk split unbind tensor_split""".split()
-)
+    unsqueeze reshape""".split()
+) | _SPLITTING
 # tensor methods that do the same on their receiver (casts, reshapes, elementwise math)
 TENSOR_ELEMENTWISE = frozenset(
     """float double half bfloat16 long int short bool byte type_as exp exp2 log log2 log1p sin cos tan sigmoid sqrt
@@ -70,7 +73,7 @@ def host_factory(fa, expr: ast.AST, func: Optional[ast.AST], tensor_kind) -> Opt
 _DATA = object()  # the expression holds tensor data that is not a CPU factory's
 # tensor methods that lay their receiver out anew, taking only sizes and dims
 _LAYOUT_METHODS = frozenset(
-    "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous chunk split unbind tensor_split".split())
+    "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous".split()) | (_SPLITTING - {"meshgrid"})
 # attributes of a tensor that are host facts about it (a torch.Size, a dtype, a device)
 _TENSOR_FACTS = frozenset(("shape", "dtype", "device", "ndim", "is_cuda"))
 # functions of other libraries that lay a tensor out anew where it is (same device)
@@ -142,9 +145,11 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
                 for update in plain_bindings(fa, func).get(expr.id, ()):
                     # `xy += 0.5`, `xy *= self.stride[level]`: updated in place on the CPU, where a
                     # CUDA tensor of data cannot be the operand (a number, or host data)
-                    if isinstance(update, ast.AugAssign) and (tensor_kind(update.value) is True or (
-                            _walk(fa, update.value, func, tensor_kind, depth + 1, update.value, nest) is _DATA
-                            and tensor_kind(update.value) is not None)):
+                    if not isinstance(update, ast.AugAssign):
+                        continue
+                    kind = tensor_kind(update.value)
+                    if kind is True or (kind is False and _walk(
+                            fa, update.value, func, tensor_kind, depth + 1, update.value, nest) is _DATA):
                         return _DATA
             finally:
                 del writing[(func, expr.id)]
@@ -289,11 +294,6 @@ def _bindings(func) -> dict:
     for v in out.values():
         v.sort(key=lambda st: (0, 0) if st is None else (st.lineno, st.col_offset))
     return out
-
-
-# what lays one tensor's data (or a few tensors' data, `meshgrid`) out into parts that a
-# tuple unpacks: each part holds the call's data and no other
-_SPLITTING = frozenset(("meshgrid", "chunk", "split", "unbind", "tensor_split"))
 
 
 def _splits(value: ast.AST) -> bool:
