@@ -491,10 +491,24 @@ CORPUS_SETS = {
         ("WhatAShot/TabCaps", "a15fed34ea3620541d6f72255314e1132b7f12db"),
         ("facebookresearch/sam2", "2b90b9f5ceec907a1c18123530e92e794ad901a4"),
     ],
+    # thirty-second: labelled at first sight on 34fb82a
+    "thirty-second": [
+        ("sfujim/TD3_BC", "8791ad7d7656cb8396f1b3ac8c37f170b2a2dd5f"),
+        ("VSehwag/minimal-diffusion", "ea0321eba164bfabe5562487cb5d1267b4881dad"),
+        ("chuanyangjin/fast-DiT", "0ddbd642f47057d5ec6145529237e1043a335942"),
+        ("ShoufaChen/DiffusionDet", "1efb36d4b0b721f2d509bc72656235a94d73ab02"),
+        ("xuebinqin/U-2-Net", "ac7e1c817ecab7c7dff5ce6b1abba61cd213ff29"),
+        ("LianjiaTech/BELLE", "645084d36454cdeb4e7f1ce9b2f3426bac39f1f9"),
+        ("fishaudio/fish-speech", "3dd1f85c402ee6f0a17c2971d3b0dd8d881ca139"),
+        ("yandex-research/tabular-dl-revisiting-models", "e3ed46cac38568785289d8fa16b8cfa585bde27e"),
+        ("gnobitab/RectifiedFlow", "5a1fd4dd3ea7db764ce370a84ce35f9c8b15fde6"),
+        ("hiyouga/ChatGLM-Efficient-Tuning", "3c12daaa36779c4b45f890699c9aa36311a9ad14"),
+        ("yuanzhoulvpi2017/zero_nlp", "0404bc27e8d17f5e97856e7f1085dc75abb771e4"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
