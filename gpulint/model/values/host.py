@@ -53,8 +53,13 @@ class HostValues:
         scope = self.index.enclosing_scope(ancestors)
         scope = scope if scope is not None else self.index.tree
         root = expr
-        while isinstance(root, (ast.Subscript, ast.Attribute)) and not is_self_attr(root):
-            root = root.value
+        while True:  # `batch["x"]`, `images.max()`: the name they are read from
+            if isinstance(root, (ast.Subscript, ast.Attribute)) and not is_self_attr(root):
+                root = root.value
+            elif isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and not is_self_attr(root.func):
+                root = root.func.value
+            else:
+                break
         if isinstance(root, ast.Name):
             reaching = self._reaching_in_loop(root, ancestors, scope)
             if reaching is None:
@@ -62,10 +67,11 @@ class HostValues:
                 reaching = [last] if last is not None else None
             if reaching is not None:
                 inner = {root.id}
-                return all(
+                if all(
                     self._host_binding(b, root.id, scope, inner) for b in reaching if not _joins_itself(b, root.id)
-                ) and self._is_host(expr, scope, set(), root.id)
-        return self._is_host(expr, scope, set())
+                ) and self._is_host(expr, scope, set(), root.id):
+                    return True
+        return self._is_host(expr, scope, set())  # (every binding of the name, where that says more)
 
     def _reaching_in_loop(self, name: ast.Name, ancestors: Sequence[ast.AST], scope: ast.AST) -> Optional[list]:
         """The bindings of `name` that reach a read of it in the body of the
@@ -120,12 +126,16 @@ class HostValues:
         if isinstance(expr, ast.Name) and expr.id == checked:
             return True
         if isinstance(expr, ast.Name):
+            if _ALL_OF + expr.id in seen:
+                # a binding of the name from itself (`x = x.float()`), while every binding of
+                # the name is being checked: host when the others are
+                return True
             if expr.id in seen:
                 return False
             bindings = self.host_bindings(scope).get(expr.id)
             if not bindings:
                 return False
-            inner = seen | {expr.id}
+            inner = seen | {expr.id, _ALL_OF + expr.id}
             return all(self._host_binding(b, expr.id, scope, inner) for b in bindings if not _joins_itself(b, expr.id))
         if isinstance(expr, ast.UnaryOp):
             return self._is_host(expr.operand, scope, seen)
@@ -161,7 +171,7 @@ class HostValues:
                 return any(is_cpu_device(a) for a in expr.args)
             if func.attr in ("cuda", "pin_memory") or func.attr.startswith("_"):
                 return False
-            return self._is_host(func.value, scope, seen)
+            return self._is_host(func.value, scope, seen, checked)
         return False
 
     def _host_binding(self, binding, name: str, scope: ast.AST, seen: Set[str]) -> bool:
@@ -197,7 +207,7 @@ class HostValues:
             memo[(cls, key)] = False  # (while being computed: a cycle is not host)
             values = self._self_assignments(cls).get(expr.attr, [])  # type: ignore[attr-defined]
             memo[(cls, key)] = bool(values) and all(
-                isinstance(v, ast.Call) and self._is_host(v, scope, seen | {key}) for v, scope in values)
+                isinstance(v, ast.Call) and self._is_host(v, scope, _other_scope(seen) | {key}) for v, scope in values)
         return bool(memo[(cls, key)])
 
     def _self_assignments(self, cls: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
@@ -260,11 +270,13 @@ class HostValues:
                 bind(target.value, value)
 
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            forward = getattr(scope, "name", "") == "forward" and isinstance(self.index.parents.get(scope), ast.ClassDef)
             a = scope.args
             for arg in list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs) + [a.vararg, a.kwarg]:
                 if arg is not None:
-                    # a parameter every per-step caller in the project passes a host tensor for
-                    host = self.values.facts.parameter_kind(scope, arg.arg) == HOST_TENSOR
+                    # a parameter every per-step caller in the project passes a host tensor for (not
+                    # a module's `forward`: what wraps the model, FSDP, DDP, DataParallel, moves its inputs)
+                    host = self.values.facts.parameter_kind(scope, arg.arg) == HOST_TENSOR and not forward
                     out.setdefault(arg.arg, []).append(HOST_ARGUMENT if host else None)
         body = scope.body if isinstance(scope.body, list) else [scope.body]
         nodes = list(walk_scope(body))
@@ -386,6 +398,15 @@ def _list_fills(scope: ast.AST) -> Dict[str, Optional[List[ast.AST]]]:
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             out[node.target.id] = None
     return out
+
+
+# `seen` marks a name whose every binding is being checked with this prefix
+_ALL_OF = "*"
+
+
+def _other_scope(seen: Set[str]) -> Set[str]:
+    """`seen` for a look into another scope: its names are not the same names."""
+    return {s for s in seen if not s.startswith(_ALL_OF)}
 
 
 def _joins_itself(binding: Optional[ast.AST], name: str) -> bool:
