@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, FrozenSet, Optional, Sequence
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.tree import TreeIndex
@@ -231,7 +231,7 @@ def _kept(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
     returned or yielded; or is bound to a name that a later statement of the
     function keeps so."""
     owner = index.owner(value)
-    tables = _tables(index).get(owner, ({}, frozenset(), frozenset()))
+    tables = _tables(index).get(owner, ({}, frozenset(), frozenset(), {}, {}))
     if _keeps(value, parent, tables[1], tables[2]):
         return True
     if isinstance(parent, ast.AugAssign) and parent.value is value and isinstance(parent.op, ast.Add):
@@ -239,7 +239,22 @@ def _kept(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
     if not (isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1
             and isinstance(parent.targets[0], ast.Name)):
         return False
-    return tables[0].get(parent.targets[0].id, 0) > parent.lineno
+    name = parent.targets[0].id
+    if tables[0].get(name, 0) > parent.lineno:
+        return True
+    # or written out through what the host makes of it: `predict_np = pred.cpu().numpy()`, then
+    # `im = Image.fromarray(predict_np * 255)`, `imo = im.resize(size)`, `imo.save(path)`
+    written, flows = tables[3], tables[4]
+    todo, seen = [name], {name}
+    while todo:
+        n = todo.pop()
+        if written.get(n, 0) > parent.lineno:
+            return True
+        for m in flows.get(n, ()):
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return False
 
 
 def _keeps(value: ast.AST, parent: Optional[ast.AST], joined: frozenset, unread: frozenset) -> bool:
@@ -291,10 +306,44 @@ def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
             if _keeps(n, parent, frozen.get(owner, frozenset()), unread.get(owner, frozenset())):
                 names = kept.setdefault(owner, {})
                 names[n.id] = max(names.get(n.id, 0), n.lineno)  # type: ignore[attr-defined]
-        return {o: (kept.get(o, {}), frozen.get(o, frozenset()), unread.get(o, frozenset()))
-                for o in set(kept) | set(frozen) | set(unread)}
+        written, flows = _written_and_flows(index)
+        return {o: (kept.get(o, {}), frozen.get(o, frozenset()), unread.get(o, frozenset()), written.get(o, {}),
+                    flows.get(o, {}))
+                for o in set(kept) | set(frozen) | set(unread) | set(written)}
 
     return index.memoized("consumers.kept", "all", compute)
+
+
+def _written_and_flows(index: TreeIndex) -> Tuple[Dict[Optional[ast.AST], Dict[str, int]],
+                                                   Dict[Optional[ast.AST], Dict[str, Set[str]]]]:
+    """Per function: (name -> the last line that writes it out, in a writer's
+    arguments (`cv2.imwrite(path, img * 255)`) or as the object whose writer
+    method runs (`imo.save(path)`); name -> the names assigned from an
+    expression that reads it (`im = Image.fromarray(predict_np * 255)`))."""
+    written: Dict[Optional[ast.AST], Dict[str, int]] = {}
+    flows: Dict[Optional[ast.AST], Dict[str, Set[str]]] = {}
+    for call in index.nodes(ast.Call):
+        f = call.func  # type: ignore[attr-defined]
+        sources: List[ast.AST] = []
+        if writes_out(call):  # type: ignore[arg-type]
+            sources.extend(call.args)  # type: ignore[attr-defined]
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and _writer_name(f.attr):
+            sources.append(f.value)
+        if sources:
+            names = written.setdefault(index.owner(call), {})
+            for src in sources:
+                for n in walk(src):
+                    if isinstance(n, ast.Name):
+                        names[n.id] = max(names.get(n.id, 0), call.lineno)  # type: ignore[attr-defined]
+    for assign in index.nodes(ast.Assign):
+        targets = [t.id for t in assign.targets if isinstance(t, ast.Name)]  # type: ignore[attr-defined]
+        if not targets:
+            continue
+        edges = flows.setdefault(index.owner(assign), {})
+        for n in walk(assign.value):  # type: ignore[attr-defined]
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                edges.setdefault(n.id, set()).update(targets)
+    return written, flows
 
 
 def sets_learning_rate(index: TreeIndex, read: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
