@@ -69,9 +69,9 @@ LOSS_ACCUMULATOR_RE = re.compile(
     r"^(total|running|epoch|avg|mean|sum|cum|accum|acc|train|val|valid|test|eval|best|prev|last|min|max|"
     r"batch_avg|smoothed|ema|log)_"
 )
-# `compute_loss`, `use_loss`, `return_loss`: a function or a flag, not a loss value
+# `compute_loss`, `use_loss`, `return_loss`, `can_return_loss`: a function or a flag, not a loss value
 LOSS_NOT_VALUE_RE = re.compile(
-    r"^(compute|calc|calculate|get|use|with|has|return|do|enable|skip|apply|no|is|should|need|build|make|"
+    r"^(compute|calc|calculate|get|use|with|has|return|do|enable|skip|apply|no|is|should|need|build|make|can|will|must|"
     r"init|create|add|set|update|log|print|report)_"
 )
 NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)

@@ -9,6 +9,7 @@ from bisect import bisect_right
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.index.order import target_names, walk_scope
+from gpulint.model.index.walk import walk
 from gpulint.model.names import ImportTable
 from gpulint.model.values.kinds import (
     HOST_MAPPING,
@@ -200,6 +201,10 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
             if values.is_batch_expr(value, kinds, batch):
                 batch.add(target.id)
                 kinds[target.id] = TENSOR
+            elif not any(isinstance(n, ast.Name) and n.id in batch for n in walk(value)):
+                # `return_loss = self.can_return_loss` after `inputs.get(...)`: no part of a batch
+                # (`batch = to_device(batch, device)` still holds one)
+                batch.discard(target.id)
             return
         kinds[target.id] = kind
         if values.is_batch_expr(value, kinds, batch):
