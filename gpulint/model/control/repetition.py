@@ -301,23 +301,36 @@ def _fills_its_cache(test: ast.AST, stmt: ast.AST) -> bool:
     )
 
 
-def _refreshes_its_cache(test: ast.AST, stmt: ast.AST) -> bool:
-    """`if self.grid[i].shape[2:4] != x.shape[2:4]: self.grid[i] = ...`: the
-    object's state is rebuilt only when what it was built for changes (a
-    YOLO head's grid, per feature-map size): the test compares with `!=` a
-    part of the object's state (`self.<...>`) that the statement stores."""
-    if not (isinstance(test, ast.Compare) and any(isinstance(op, ast.NotEq) for op in test.ops)):
+def _refreshes_its_cache(test: ast.AST, stmt: ast.AST, fa: Optional["FileModel"] = None) -> bool:
+    """`if self.grid[i].shape[2:4] != x.shape[2:4]: self.grid[i] = ...`: the object's state is rebuilt only
+    when what it was built for changes (a YOLO head's grid, per feature-map size): the test compares (`!=`, or
+    `>`/`<` for a cache that grows: `if seq_len > self.max_seq_len_cached:`) a part of the object's state
+    (`self.<...>`) that the statement stores, itself or through a method of the file it calls on `self` (a
+    rotary embedding's `self._set_cos_sin_cache(seq_len)`)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.NotEq, ast.Gt, ast.GtE, ast.Lt, ast.LtE))):
         return False
-    if not isinstance(stmt, ast.Assign):
+    read = {ast.unparse(n) for n in walk(test) if isinstance(n, (ast.Attribute, ast.Subscript)) and _on_self(n)}
+    if not read:
         return False
-    read = {ast.unparse(n) for n in walk(test) if isinstance(n, (ast.Attribute, ast.Subscript))}
-    for t in stmt.targets:
-        root = t
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
-        if t is not root and isinstance(root, ast.Name) and root.id == "self" and ast.unparse(t) in read:
-            return True
+    if isinstance(stmt, ast.Assign):
+        return any(_on_self(t) and ast.unparse(t) in read for t in stmt.targets)
+    if not isinstance(test.ops[0], ast.NotEq) and fa is not None and isinstance(stmt, ast.Expr) \
+            and isinstance(stmt.value, ast.Call):
+        f = stmt.value.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+            return any(isinstance(d, FUNCS) and d.name == f.attr and any(
+                isinstance(n, ast.Assign) and any(_on_self(t) and ast.unparse(t) in read for t in n.targets)
+                for n in walk(d)) for d in fa.index.nodes(*FUNCS))
     return False
+
+
+def _on_self(node: ast.AST) -> bool:
+    """`self.<...>`: an attribute (or a part of one) of the object."""
+    root = node
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    return node is not root and isinstance(root, ast.Name) and root.id == "self"
 
 
 def _callee_name(call: ast.Call) -> Optional[str]:
@@ -352,11 +365,10 @@ _DRIVER_WORDS = ("generate", "sample", "decode")
 
 
 def _drives_model_loop(fa: "FileModel", func: ast.AST) -> bool:
-    """`func`, named to generate, sample or decode, runs a model in a loop of
-    its own (`generate`: one forward per token; a sampler: one per timestep), so what it does outside that loop is
-    set-up for the loop, once per call: its per-step name speaks of the loop
-    it drives. Never for `forward` and other framework hooks (a forward's
-    loop over its layers is part of one step)."""
+    """`func`, named to generate, sample or decode, runs a model in a loop of its own (`generate`: one forward
+    per token; a sampler: one per timestep), so what it does outside that loop is set-up for the loop, once
+    per call: its per-step name speaks of the loop it drives. Never for `forward` and other framework hooks (a
+    forward's loop over its layers is part of one step)."""
     low = func.name.lower()  # type: ignore[attr-defined]
     if func.name in _CALLED_BY_FRAMEWORK or not any(w in low for w in _DRIVER_WORDS):  # type: ignore[attr-defined]
         return False
@@ -404,11 +416,10 @@ def _own_functions(fa: "FileModel", func: ast.AST) -> Set[str]:
 
 
 def _refines_by_own_call(fa: "FileModel", func: ast.AST, loop: ast.AST) -> bool:
-    """The loop carries a state that a function of this file refines on each
-    pass (`x = self.singlestep_dpm_solver_update(x, s, t, ...)`, `img =
-    p_sample(img, t)`): the iterations of a sampler or solver, whose model
-    runs in the function called. Not a loop over layers (`h = layer(h)`, the
-    callee being no def of the file)."""
+    """The loop carries a state that a function of this file refines on each pass (`x =
+    self.singlestep_dpm_solver_update(x, s, t, ...)`, `img = p_sample(img, t)`): the iterations of a sampler
+    or solver, whose model runs in the function called. Not a loop over layers (`h = layer(h)`, the callee
+    being no def of the file)."""
     own = _own_functions(fa, func)
     for stmt in walk(loop):
         if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
@@ -433,12 +444,10 @@ _MODEL_SETUP = frozenset(
 
 
 def _generates_with_a_model(fa: "FileModel", func: ast.AST) -> bool:
-    """`func`, named to generate, sample or decode, hands its work to a
-    model: it calls one, or a method of one (`model.decode_first_stage(z)`,
-    `model.denoiser(...)`), in its own code. It is a generation driver (a
-    demo's `do_sample`, run once per request), not a per-step utility
-    such as a distribution's `sample()`, which draws from its own tensors.
-    Not a method of an `nn.Module` (a VAE's `generate()`, which a replay
+    """`func`, named to generate, sample or decode, hands its work to a model: it calls one, or a method of
+    one (`model.decode_first_stage(z)`, `model.denoiser(...)`), in its own code. It is a generation driver (a
+    demo's `do_sample`, run once per request), not a per-step utility such as a distribution's `sample()`,
+    which draws from its own tensors. Not a method of an `nn.Module` (a VAE's `generate()`, which a replay
     plugin may call on every training step): its own layers are no sign."""
     cls = fa.index.parents.get(func)
     if isinstance(cls, ast.ClassDef) and fa.values.is_module_class(cls):
@@ -466,11 +475,10 @@ _CALLED_BY_FRAMEWORK = ("forward", "backward", "training_step", "validation_step
 
 
 def _called_once_here(fa: "FileModel", func: ast.AST) -> bool:
-    """A function named like per-step code (`prepare_mask_latents`,
-    `decode_latents`) that this file calls only from functions that drive a
-    loop of their own, and outside that loop (a pipeline's `__call__`, before
-    or after its denoising loop): its call sites say more than its name. False when the file never calls it (a framework
-    does) and for `forward`-style hooks."""
+    """A function named like per-step code (`prepare_mask_latents`, `decode_latents`) that this file calls
+    only from functions that drive a loop of their own, and outside that loop (a pipeline's `__call__`, before
+    or after its denoising loop): its call sites say more than its name. False when the file never calls it (a
+    framework does) and for `forward`-style hooks."""
     name = func.name  # type: ignore[attr-defined]
     if name in _CALLED_BY_FRAMEWORK:
         return False
@@ -478,7 +486,8 @@ def _called_once_here(fa: "FileModel", func: ast.AST) -> bool:
     if func in cache:
         return cache[func]  # type: ignore[return-value]
     cache[func] = False  # while the callers are looked at (recursion): per-step, as the name says
-    sites = _calls_by_callee(fa).get(name, [])
+    # (and `dataset.generate_data()` on an object of the file's class: called before a loop, once)
+    sites = _calls_by_callee(fa).get(name, []) + _object_calls(fa).get(name, [])
     once = bool(sites)
     for call in sites:
         ancestors = fa.index.ancestors(call)
@@ -537,7 +546,7 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
         anc = ancestors[i]
         if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and (
             _is_once_guard(anc.test) or _fills_its_cache(anc.test, child) or _first_pass(anc.test, ancestors[:i])
-            or _refreshes_its_cache(anc.test, child)
+            or _refreshes_its_cache(anc.test, child, fa)
         ):
             return _ONCE, False
         if (isinstance(anc, ast.If) and child in anc.body and not in_loop and fa is not None
@@ -624,6 +633,19 @@ def _calls_by_callee(fa: "FileModel") -> Dict[str, List[ast.Call]]:
                 out.setdefault(name, []).append(call)
         cache["calls_by_callee"] = out
     return cache["calls_by_callee"]  # type: ignore[return-value]
+
+
+def _object_calls(fa: "FileModel") -> Dict[str, List[ast.Call]]:
+    """The file's `obj.name(...)` calls on a plain name other than `self`/`cls`, by name."""
+    def compute() -> Dict[str, List[ast.Call]]:
+        out: Dict[str, List[ast.Call]] = {}
+        for call in fa.index.nodes(ast.Call):
+            f = call.func  # type: ignore[attr-defined]
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id not in ("self", "cls"):
+                out.setdefault(f.attr, []).append(call)  # type: ignore[arg-type]
+        return out
+
+    return fa.index.memoized("repetition.object_calls", "file", compute)
 
 
 def _file_method_aliases(fa: "FileModel") -> Dict[str, str]:
@@ -722,11 +744,9 @@ def _zero(e: ast.AST) -> bool:
 
 
 def after_cache_hit(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
-    """`node` follows, in its def's body, an `if` that returns a value the
-    caller cached (`if pe is not None: if pe.size(1) >= n: return pe`,
-    `if self.cache is not None: return self.cache`): what comes after runs
-    on a miss only (a relative position table rebuilt when a longer input
-    comes), not on every call."""
+    """`node` follows, in its def's body, an `if` that returns a value the caller cached (`if pe is not None:
+    if pe.size(1) >= n: return pe`, `if self.cache is not None: return self.cache`): what comes after runs on
+    a miss only (a relative position table rebuilt when a longer input comes), not on every call."""
     return _after_statement(fa, node, ancestors, "repetition.cache_hit",
                             lambda stmt: isinstance(stmt, ast.If) and _returns_what_it_tests(stmt))
 
