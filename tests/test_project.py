@@ -2252,3 +2252,35 @@ def test_a_gans_two_update_sweep_inside_the_loader_loop_makes_it_a_training_loop
     # the helper runs on every pass of the training loop: GPU101's, not GPU104's
     assert rows_by_path(tmp_path, "GPU101") == [("helpers.py", 3)]
     assert rows_by_path(tmp_path, "GPU104") == []
+
+
+PIPELINE = """
+    import torch
+    from .loaders import StableDiffusionLoraLoaderMixin
+
+
+    class Pipeline(DiffusionPipeline, StableDiffusionLoraLoaderMixin):
+        def __call__(self, latents):
+            for t in self.scheduler.timesteps:
+                noise = self.unet(latents, t)
+                latents = self.scheduler.step(noise, t, latents).prev_sample
+            return latents.cpu()
+"""
+
+
+def test_a_file_whose_step_words_start_nothing_is_summarized_on_demand_only():
+    # diffusers' pipelines name `.step(` (a scheduler's) and `Loader` (a mixin): nothing in
+    # them starts a step, so their summary waits, as a file with no such word does
+    from gpulint.engine.lint import ProjectInput
+
+    options = LintOptions(codes=("GPU101",), preview=True)
+    text = textwrap.dedent(PIPELINE)
+    res = lint_module(text, "pipe.py", options, project=ProjectInput(("pipe",)))
+    assert res.deferred and res.summary.get("partial")
+    stepping = text.replace("latents.cpu()", "latents.cpu()\n\n    def tune(self, optimizer):\n"
+                                             "        optimizer.step()\n")
+    res = lint_module(stepping, "pipe.py", options, project=ProjectInput(("pipe",)))
+    assert not res.deferred and not res.summary.get("partial")
+    for word in ("train_loader = make()", "yield latents", "loss.backward()"):
+        other = text.replace("return latents.cpu()", word)
+        assert not lint_module(other, "pipe.py", options, project=ProjectInput(("pipe",))).deferred, word

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.model.control.constants import dead_statements
+from gpulint.model.control.steps import may_start
 from gpulint.model.file import FileModel
 from gpulint.model.index.nodes import LOOPS, is_main_guard
 from gpulint.model.index.tree import is_test_path, may_use_accelerator, mentions
@@ -387,7 +388,7 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     if program_pin is not None and tuple(program_pin[0]) < options.torch_version:
         # a file its program runs with pins an older torch (`ProjectGraph.program_facts`)
         options = dataclasses.replace(options, torch_version=tuple(program_pin[0]))
-    model = summary = table = None
+    model = summary = table = probe = None
     deferred = False
     accelerator = may_use_accelerator(text)
     if project is None:
@@ -395,12 +396,15 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     # a table that says only which torch the file's program pins tells the model nothing
     facts = project.table if project.table is not None and set(project.table) - {"torch_pin"} else None
     if takes_part(text, accelerator, tree) or project.summarize:  # (per-step code calls into a file it asks for)
-        if facts is None and not project.summarize and not may_start_steps(text):
+        if facts is None and not project.summarize and (
+                not may_start_steps(text) or not may_start(probe := FileModel(tree, text, path))):
             # nothing here can start a step: its summary matters only if per-step code calls
-            # into it, which the project finds out and asks for (`ProjectInput.summarize`)
+            # into it, which the project finds out and asks for (`ProjectInput.summarize`);
+            # the model read to tell is the one the rules read
             deferred = True
         else:
-            model, summary, table = model_with_facts(tree, text, path, project.names, project.package, facts)
+            model, summary, table = model_with_facts(tree, text, path, project.names, project.package, facts,
+                                                     like=probe)  # (which it closes)
             if program_pin is not None:
                 table = dict(table or {}, torch_pin=program_pin)
     if summary is None:
@@ -414,11 +418,12 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         table = {"torch_pin": program_pin}  # (what the file was read with: `facts_key`)
     if own_pin is not None and summary is not None:
         summary["pin"] = list(own_pin)  # (the project joins it to the files of the same program)
-    findings = [] if not selected or project.summary_only else _lint_tree(text, path, options, tree, selected, model)
+    read = model if model is not None else probe  # (the model read to tell it was deferred)
+    findings = [] if not selected or project.summary_only else _lint_tree(text, path, options, tree, selected, read)
     if findings and facts is not None and facts.get("self_test"):
         findings = _outside_self_test(findings, tree, {r.code for r, _ in selected if r.skips_test_files})
-    if model is not None:
-        model.close()
+    if read is not None:
+        read.close()
     return ModuleResult(findings, summary, table, deferred, accelerator)
 
 

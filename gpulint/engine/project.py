@@ -119,6 +119,12 @@ def _importing_steps(graph: ProjectGraph, done: Dict[str, FileResult], inputs: D
                 for m in (inputs[graph.owner[fid]].names if graph.owner[fid] in inputs else ())}
     if not stepping:
         return []
+    # and the packages that re-export one of their classes or functions (`import algo`, whose
+    # `__init__` has `from .ppo import PPO`, then `algo.PPO(model).update(...)`)
+    for path, (_, summary) in graph.files.items():
+        if path in inputs and any(t.rpartition(".")[0] in stepping or t.rpartition(".")[0].rpartition(".")[0]
+                                  in stepping for t in summary.get("exports", {}).values()):
+            stepping.update(inputs[path].names)
     return sorted(
         p for p, r in done.items()
         if r.deferred and r.error is None and r.summary is not None

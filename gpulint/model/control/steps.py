@@ -8,8 +8,9 @@ from typing import Sequence
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.names import last_name
-from gpulint.model.values.kinds import MODEL, OPTIMIZER, OPTIMIZER_NAME_RE, SCALER, SCALER_NAME_RE
+from gpulint.model.values.kinds import LOADER_NAME_RE, MODEL, OPTIMIZER, OPTIMIZER_NAME_RE, SCALER, SCALER_NAME_RE
 from gpulint.model.values.callfacts import NO_FACTS, CallFacts
+from gpulint.model.values.devices import moved_return_positions
 from gpulint.model.values.values import Values
 from gpulint.model.index.walk import walk
 
@@ -105,3 +106,31 @@ def _forward_helpers(cls: ast.ClassDef) -> frozenset:
                 found.add(n.func.attr)
     methods = {item.name for item in cls.body if isinstance(item, FUNCS)}
     return frozenset((in_forward - elsewhere) & methods)
+
+
+def may_start(fa) -> bool:
+    """Something in the file can start a step or a loop of them, as a
+    file's own summary reads it before the project says anything: a
+    `.backward()` (or Lightning's `manual_backward`), a `.step()` of a
+    receiver named like an optimizer or a scaler, a generator, or a name
+    that may hold a loader (`train_loader`, `self.val_dl`, `IndexLoader`), or a
+    def that returns what it put on an accelerator (its callers' models).
+    Without one, its summary says nothing that starts a step, and the
+    project asks for it only when per-step code calls into it (the word
+    test `may_start_steps` passes diffusers' `self.scheduler.step(...)` and
+    `LoraLoaderMixin`)."""
+    index = fa.index
+    for call in index.nodes(ast.Call):
+        f = call.func  # type: ignore[attr-defined]
+        if isinstance(f, ast.Attribute) and (f.attr in ("backward", "manual_backward") or (
+                f.attr == "step" and Steps.named_optimizer_step(call))):  # type: ignore[arg-type]
+            return True
+    if index.nodes(ast.Yield) or index.nodes(ast.YieldFrom):
+        return True
+    for ret in index.nodes(ast.Return):  # a def that returns what it moved (`return net.to(device)`)
+        owner = index.owner(ret)
+        if ret.value is not None and isinstance(owner, FUNCS) and moved_return_positions(fa, owner, [ret]):  # type: ignore[attr-defined]
+            return True
+    names = {n.id for n in index.nodes(ast.Name)}  # type: ignore[attr-defined]
+    names.update(n.attr for n in index.nodes(ast.Attribute))  # type: ignore[attr-defined]
+    return any(LOADER_NAME_RE.match(w.lstrip("_")) or w.endswith("Loader") for w in names)

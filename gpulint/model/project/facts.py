@@ -163,15 +163,16 @@ class ProjectFacts(CallFacts):
 
 def model_with_facts(
     tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool = False,
-    table: Optional[dict] = None,
+    table: Optional[dict] = None, like: Optional[FileModel] = None,
 ) -> Tuple[FileModel, dict, dict]:
     """(the file's model, its summary, the facts table the model was read
     with). With `table` (the project's), the model is read with it once;
-    without, the file's own call graph is joined to a fixpoint."""
+    without, the file's own call graph is joined to a fixpoint. `like`: a
+    model of the same tree, whose index is reused."""
     module = names[0] if names else "__main__"
     own = table is None
     table = table if table is not None else {}
-    fa: Optional[FileModel] = None
+    fa: Optional[FileModel] = like
     facts: Optional[ProjectFacts] = None
     for _ in range(MAX_ROUNDS):
         if facts is None or facts.table is not table:
