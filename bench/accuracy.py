@@ -505,10 +505,25 @@ CORPUS_SETS = {
         ("hiyouga/ChatGLM-Efficient-Tuning", "3c12daaa36779c4b45f890699c9aa36311a9ad14"),
         ("yuanzhoulvpi2017/zero_nlp", "0404bc27e8d17f5e97856e7f1085dc75abb771e4"),
     ],
+    # thirty-third: labelled at first sight on 535021f
+    "thirty-third": [
+        ("shariqiqbal2810/MAAC", "6174a01251251e6778c4ada26bc8d9cd930e3856"),
+        ("jurgisp/pydreamer", "8a4ea85a925b57ddf24a221b41dfb3257f89d63a"),
+        ("explainingai-code/StableDiffusion-PyTorch", "f562b158a424d0d88474829a4e3200d4cebb58aa"),
+        ("ajbrock/BigGAN-PyTorch", "98459431a5d618d644d54cd1e9fceb1e5045648d"),
+        ("meetps/pytorch-semseg", "801fb200547caa5b0d91b8dde56b837da029f746"),
+        ("Tramac/awesome-semantic-segmentation-pytorch", "d37d2a17221d2681ad454958cf06a1065e9b1f7f"),
+        ("Guitaricet/relora", "176f37633fe02019835387258ddabcf6d91e328d"),
+        ("lsdefine/simple_GRPO", "4ab94c64765a33f73a2c285d1285f935fd299ef2"),
+        ("YuanGongND/ast", "31088be8a3f6ef96416145c4b8d43c81f99eba7a"),
+        ("kaituoxu/Conv-TasNet", "0d9d9dcd8037b396fd029000af58cda6b7663b11"),
+        ("RyanWangZf/transtab", "fdb34cf38abda73ee6a741b802fe226cc89ba7b5"),
+        ("gusye1234/LightGCN-PyTorch", "947ca2b3b1d2d3545b114145710cb06c4e57b3d2"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
