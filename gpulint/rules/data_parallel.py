@@ -33,10 +33,17 @@ class DataParallel(Rule):
     user's choice. The same goes for `DataParallel` under an `if` on such an
     option (`if use_multi_gpu and ...:`, `if args.data_parallel:`), and under
     `if isinstance(model, DataParallel):`, which wraps parts the same way as
-    a model the user already wrapped. Nor is a model wrapped only to be
-    evaluated: `net = nn.DataParallel(net)` in a scope that calls it only with
-    gradients off, runs no backward and hands it nowhere else (an `eval.py`, a
-    `validate()` helper over a pretrained model). A silent fallback is still flagged, such as the Trainer or
+    a model the user already wrapped (`if not isinstance(model,
+    DataParallel):` in a function that runs a backward is a wrap of the
+    model it trains, and flagged). Nor is a model
+    wrapped only to be evaluated or for its keys: `net =
+    nn.DataParallel(net)` in a scope that runs no backward, hands the
+    wrapper nowhere else, and calls it (or its `forward`) only with
+    gradients off, only once from a script's own code outside any loop,
+    or never (wrapped only so that `load_state_dict` accepts, or
+    `state_dict()` gives, `module.` keys): an `eval.py`, a `validate()`
+    helper over a pretrained model, a converter that saves a checkpoint.
+    A silent fallback is still flagged, such as the Trainer or
     training script that wraps the model in `DataParallel` whenever it sees
     several GPUs in one process: users who forget `torchrun` get the slow
     path without being told.
@@ -164,13 +171,31 @@ class DataParallel(Rule):
         if functional and _under_a_branch(ctx.ancestors):
             return  # `if self.ngpu > 1: data_parallel(...) else: self.main(x)`: the path a setting picks
         for anc in ctx.ancestors:
-            if isinstance(anc, (ast.If, ast.IfExp)) and _opt_in_or_rewrap(ctx.analysis, anc.test):
+            if isinstance(anc, (ast.If, ast.IfExp)) and _opt_in_or_rewrap(
+                    ctx.analysis, anc.test, lambda: _trains_here(ctx)):
                 return
         if not functional and _only_evaluated(ctx, node):
             return  # an evaluation pass: nothing trains the wrapped model, and no gradient is reduced
         self.report(ctx, node, _FUNCTIONAL_MESSAGE if functional else None)
 
 
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
+# ... of which these give the wrapper itself back
+_SAME_MODULE_METHODS = frozenset({"eval", "to", "cuda"})
+# ... and these read or write its keys (or take the module out)
+_KEY_METHODS = frozenset({"module", "load_state_dict", "state_dict"})
+
+
+def _kept_in(parents, method: ast.Attribute, name: str) -> bool:
+    """`model.to(d)` as a statement, or bound to the same name (`model =
+    model.to(d)`): what the method gives back goes nowhere else."""
+    call = parents.get(method)
+    if not (isinstance(call, ast.Call) and call.func is method):
+        return False
+    stmt = parents.get(call)
+    return isinstance(stmt, ast.Expr) or (
+        isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name)
 # what may be done to a wrapped model that is only evaluated
 _EVAL_ONLY_METHODS = frozenset({"eval", "to", "cuda", "module", "load_state_dict", "state_dict"})
 
@@ -198,21 +223,33 @@ def _only_evaluated(ctx, node: ast.Call) -> bool:
     scope = index.enclosing_scope(ctx.ancestors) or ctx.tree
     own = set()
     calls = []
+    keyed = False  # its `module.` keys read or written
+    inside = {id(n) for n in walk(stmt)}
     for n in walk_scope(scope.body):
         own.add(id(n))
         if isinstance(n, ast.Call) and fa.steps.is_backward_call(n):
             return False
-        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or n.lineno <= stmt.lineno:
-            continue  # (a read before the wrapping reads the model as it was)
+        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or id(n) in inside or (
+                n.lineno, n.col_offset) < (stmt.lineno, stmt.col_offset):
+            continue  # (a read before the wrapping, or in it, reads the model as it was)
         parent = parents.get(n)
         if isinstance(parent, ast.Call) and parent.func is n:
             calls.append(parent)
+        elif isinstance(parent, ast.Attribute) and parent.attr == "forward" and isinstance(
+                parents.get(parent), ast.Call) and parents[parent].func is parent:
+            calls.append(parents[parent])  # `model.forward(x)`
         elif not (isinstance(parent, ast.Attribute) and parent.attr in _EVAL_ONLY_METHODS):
             return False  # passed on, returned, stored, or trained (`.train()`, `.parameters()`)
-    if any(isinstance(n, ast.Name) and n.id == name and id(n) not in own and n.lineno > stmt.lineno
-           for n in walk(scope)):
-        return False  # read in a nested function, which may do anything with it
-    return bool(calls) and all(fa.contexts.grad_disabled(index.ancestors(c)) for c in calls)
+        elif parent.attr in _SAME_MODULE_METHODS and not _kept_in(parents, parent, name):
+            return False  # `return model.cuda()`: the wrapper itself, handed on
+        elif parent.attr in _KEY_METHODS:
+            keyed = True
+    if any(isinstance(n, ast.Name) and n.id == name and id(n) not in own for n in walk(scope)):
+        return False  # read in a nested function (defined before or after), which may do anything with it
+    # never called: wrapped for its `module.` keys only (`load_state_dict`, `state_dict()`);
+    # called with gradients off; or called once by a script's own code, outside any loop
+    return (bool(calls) or keyed) and all(fa.contexts.grad_disabled(ancs) or (isinstance(scope, ast.Module) and not any(
+        isinstance(a, _LOOPS) for a in ancs)) for c in calls for ancs in (index.ancestors(c),))
 
 
 # `torch.nn.parallel.data_parallel(module, inputs, device_ids)`: DataParallel's
@@ -239,19 +276,30 @@ def _under_a_branch(ancestors) -> bool:
 _OPT_IN_WORD = re.compile(r"multi_?gpu|data_?parallel|(?:^|_)dp(?:$|_)", re.I)
 
 
-def _opt_in_or_rewrap(fa, test: ast.AST) -> bool:
+def _trains_here(ctx) -> bool:
+    """The scope around the node being visited runs a backward."""
+    scope = ctx.analysis.index.enclosing_scope(ctx.ancestors) or ctx.tree
+    return any(isinstance(n, ast.Call) and ctx.analysis.steps.is_backward_call(n) for n in walk_scope(scope.body))
+
+
+def _opt_in_or_rewrap(fa, test: ast.AST, trains) -> bool:
     """`if use_multi_gpu and ...:` (an option the user turned on, as opposed to
     a silent `if torch.cuda.device_count() > 1:`), or `if isinstance(model,
     DataParallel):` (wrapping parts the same way as a model the user already
     wrapped)."""
+    # (the class an `isinstance` names is no option: `DataParallel` there is a type)
+    types = {id(t) for n in walk(test) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == "isinstance" and len(n.args) == 2 for t in walk(n.args[1])}
     for n in walk(test):
-        word = node_word(n)
+        word = node_word(n) if id(n) not in types else None
         if word and _OPT_IN_WORD.search(word):
             return True
         if (
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Name)
             and n.func.id == "isinstance"
+            and not (_negated(fa, n) and trains())  # (`if not isinstance(model, DataParallel):` in
+            # a training function wraps the model it trains; in an evaluation, one it evaluates)
             and len(n.args) == 2
             and any(fa.imports.qualname(t) == "torch.nn.DataParallel" for t in walk(n.args[1]))
         ):
@@ -259,3 +307,9 @@ def _opt_in_or_rewrap(fa, test: ast.AST) -> bool:
     return False
 # `DataParallelStrategy`, `ParallelTrainer`, `to_parallel`, `wrap_dp`
 _IMPLEMENTS_DP = re.compile(r"parallel|(?:^|_)dp(?:$|_)", re.I)
+
+
+def _negated(fa, node: ast.AST) -> bool:
+    """`not <node>`: the node is the operand of a `not`."""
+    parent = fa.index.parents.get(node)
+    return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)

@@ -527,7 +527,14 @@ def _after_guard_before_raise(index, func: ast.AST, stmt: ast.AST) -> bool:
 
 
 def counts_passes(loop: ast.AST, name: str) -> bool:
-    """`name` is the counter of `for name in range(...)` or the index of `for name, x in enumerate(...)`."""
+    """`name` is the counter of `for name in range(...)` or the index of `for
+    name, x in enumerate(...)`, or a name the loop's body adds a positive
+    number to on every pass (`global_step += 1` among its statements, no
+    `continue` before it): a value it holds on one pass only."""
+    if _advanced_every_pass(loop, name):
+        return True
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
     it, target = loop.iter, loop.target  # type: ignore[attr-defined]
     if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
         return False
@@ -536,6 +543,19 @@ def counts_passes(loop: ast.AST, name: str) -> bool:
     if it.func.id == "enumerate" and len(it.args) == 1 and not it.keywords:
         return (isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name)
                 and target.elts[0].id == name)
+    return False
+
+
+def _advanced_every_pass(loop: ast.AST, name: str) -> bool:
+    """`name += k` (k a positive int) is a statement of the loop's own body,
+    and no statement before it can skip it (`continue`)."""
+    for stmt in getattr(loop, "body", ()):
+        if (isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and isinstance(stmt.target, ast.Name)
+                and stmt.target.id == name and isinstance(stmt.value, ast.Constant)
+                and type(stmt.value.value) is int and stmt.value.value > 0):
+            return True
+        if any(isinstance(n, ast.Continue) for n in walk(stmt)):
+            return False
     return False
 
 
@@ -568,7 +588,7 @@ def first_passes_only(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
     for anc in reversed(outer):
         if isinstance(anc, SCOPES):
             return False
-        if isinstance(anc, (ast.For, ast.AsyncFor)) and counts_passes(anc, left.id):
+        if isinstance(anc, LOOPS) and counts_passes(anc, left.id):
             return True  # the batch loop's counter bounds the image loop inside it too
         if most is None and isinstance(anc, LOOPS):
             return False  # `epoch == 0` in the batch loop: every batch of the first epoch

@@ -612,7 +612,7 @@ def _first_pass(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
     for anc in reversed(outer):
         if isinstance(anc, SCOPES):
             return False
-        if isinstance(anc, (ast.For, ast.AsyncFor)) and counts_passes(anc, left.id):
+        if isinstance(anc, LOOPS) and counts_passes(anc, left.id):
             return True
     return False
 

@@ -10,7 +10,8 @@ from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.attributes import is_self_attr
 from gpulint.model.values.kinds import (
-    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, TENSOR, TENSOR_JOINS, is_cpu_device, is_tensor_returning_torch,
+    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, LOADER, LOADER_ITER, TENSOR, TENSOR_JOINS, is_cpu_device,
+    is_tensor_returning_torch,
 )
 from gpulint.model.values.values import Values
 from gpulint.model.index.walk import walk
@@ -151,6 +152,11 @@ class HostValues:
         if self.values.facts.returns(expr) == HOST_TENSOR:
             return True  # `loss = self.fit_batch(batch)`, which returns `loss.detach().cpu()`
         func = expr.func
+        if isinstance(func, ast.Name) and func.id == "next" and len(expr.args) == 1:
+            # `batch = next(data_iter)` with `data_iter = iter(loader)`: a loader's batch, as a
+            # loop over the loader takes it (unless the file's loaders move their batches)
+            return not self._moves_batches() and self.values.kind(
+                expr.args[0], self.index.ancestors(expr)) in (LOADER, LOADER_ITER)
         if any(kw.arg == "device" for kw in expr.keywords):
             return is_cpu_device(next(kw.value for kw in expr.keywords if kw.arg == "device"))
         q = self.imports.qualname(func) or ""
@@ -241,6 +247,10 @@ class HostValues:
                 return False
         return found
 
+    def _moves_batches(self) -> bool:
+        """The file hands its loaders to accelerate or Fabric, whose loaders move batches."""
+        return self.index.mentions("prepare(") or self.index.mentions("setup_dataloaders(")
+
     def host_bindings(self, scope: ast.AST) -> Dict[str, List[Optional[ast.AST]]]:
         """name -> what each binding in the scope assigns: an expression (the
         value, or the iterable/value it is unpacked from), `LOADER_BATCH` for a
@@ -252,7 +262,7 @@ class HostValues:
             return cached
         out: Dict[str, List[Optional[ast.AST]]] = {}
         info = self.values.function_info(scope if scope is not self.index.tree else None)
-        moves_batches = self.index.mentions("prepare(") or self.index.mentions("setup_dataloaders(")
+        moves_batches = self._moves_batches()
         claimed: Set[int] = set()
 
         def bind(target: ast.AST, value: Optional[ast.AST]) -> None:

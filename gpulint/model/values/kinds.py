@@ -74,6 +74,9 @@ LOSS_NOT_VALUE_RE = re.compile(
     r"^(compute|calc|calculate|get|use|with|has|return|do|enable|skip|apply|no|is|should|need|build|make|can|will|must|"
     r"init|create|add|set|update|log|print|report)_"
 )
+# ... nor a name for what records losses: `loss_meter = AverageMeter()`, `loss_tracker` (not `loss_dict`,
+# `loss_list`: their elements may be loss tensors)
+LOSS_HOLDER_SUFFIX_RE = re.compile(r"_(meters?|trackers?|recorders?|loggers?|monitors?|fns?|funcs?)$")
 NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)
 # `loss_params`, `model_cfg`, `loss_type`: the settings of a thing, not the thing
 SETTINGS_SUFFIX_RE = re.compile(
@@ -233,7 +236,7 @@ def kind_from_name(name: str) -> Optional[str]:
         LOSS_NAME_RE.match(name)
         and not LOSS_ACCUMULATOR_RE.match(name)
         and not LOSS_NOT_VALUE_RE.match(name)
-        and not name.endswith("_fn")
+        and not LOSS_HOLDER_SUFFIX_RE.search(name)
     ):
         return TENSOR
     return None
