@@ -28,6 +28,7 @@ from gpulint.model.control.steps import may_start
 from gpulint.model.file import FileModel
 from gpulint.model.index.nodes import LOOPS, is_main_guard
 from gpulint.model.index.tree import is_test_path, may_use_accelerator, mentions
+from gpulint.model.index.walk import walk
 from gpulint.model.names import other_framework, torch_ceiling
 from gpulint.model.project.facts import model_with_facts, partial_summary
 from gpulint.model.project.modules import is_package, module_names
@@ -535,14 +536,12 @@ def _walk(node: ast.AST, ctx: FileContext, dispatch: Dict[type, list]) -> None:
                 for h in get(cur.__class__):
                     h(cur, ctx)
             return
-        skip = -1
-        for cur, depth in index.order:
-            if skip >= 0:
-                if depth > skip:
-                    continue
-                skip = -1
+        skipped: set = set()  # the nodes of the dead statements' subtrees
+        for cur in index.order:
+            if id(cur) in skipped:
+                continue
             if id(cur) in dead:
-                skip = depth
+                skipped.update(id(n) for n in walk(cur))
                 continue
             handlers = get(cur.__class__)
             if handlers:

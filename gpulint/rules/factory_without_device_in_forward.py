@@ -216,6 +216,8 @@ class FactoryWithoutDeviceInForward(Rule):
     bench = BENCH
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
+        if factory_name(ctx.analysis, node) is None:
+            return  # (before the ancestors are read: most calls are no factory)
         verdict = self._assess(ctx, node, ctx.ancestors)
         if verdict is None:
             return

@@ -135,7 +135,7 @@ class TreeIndex:
         by_type = self._by_type
         if by_type is None:
             by_type = self._by_type = {}
-            for n, _ in self.order:
+            for n in self.order:
                 bucket = by_type.get(n.__class__)
                 if bucket is None:
                     by_type[n.__class__] = [n]
@@ -144,7 +144,7 @@ class TreeIndex:
         if not types:
             every = self._memo.get("nodes.all")
             if every is None:
-                every = self._memo["nodes.all"] = [n for n, _ in self.order]  # type: ignore[assignment]
+                every = self._memo["nodes.all"] = self.order  # type: ignore[assignment]
             return every  # type: ignore[return-value]
         if len(types) == 1:
             return by_type.get(types[0], [])
@@ -152,7 +152,7 @@ class TreeIndex:
         out = self._memo.get(key)  # type: ignore[call-overload]
         if out is None:
             wanted = set(types)
-            out = [n for n, _ in self.order if n.__class__ in wanted]
+            out = [n for n in self.order if n.__class__ in wanted]
             self._memo[key] = out  # type: ignore[index]
         return out  # type: ignore[return-value]
 

@@ -44,24 +44,24 @@ def _fields(cls: type) -> Tuple[str, ...]:
     return _fields_of(cls, _SKIP_FIELDS, _CHILD_FIELDS, True)
 
 
-def index_tree(tree: ast.AST) -> Tuple[List[Tuple[ast.AST, int]], Dict[ast.AST, ast.AST]]:
-    """(pre-order list of (node, depth), {child: parent})."""
+def index_tree(tree: ast.AST) -> Tuple[List[ast.AST], Dict[ast.AST, ast.AST]]:
+    """(every node in pre-order, {child: parent}). No depth is kept: a tuple
+    per node cost a sixth of the walk, and a node's subtree is `walk(node)`."""
     AST = ast.AST
-    order: List[Tuple[ast.AST, int]] = []
+    order: List[ast.AST] = []
     parents: Dict[ast.AST, ast.AST] = {}
-    stack: List[Tuple[ast.AST, int]] = [(tree, 0)]
+    stack: List[ast.AST] = [tree]
     pop, push, emit = stack.pop, stack.append, order.append
     known = _CHILD_FIELDS
     while stack:
-        node, depth = pop()
-        emit((node, depth))
+        node = pop()
+        emit(node)
         cls = node.__class__
         fields = known.get(cls)
         if fields is None:
             fields = _fields(cls)
         if not fields:
             continue
-        d = depth + 1
         for name in fields:
             v = getattr(node, name, None)
             if v is None:
@@ -70,10 +70,10 @@ def index_tree(tree: ast.AST) -> Tuple[List[Tuple[ast.AST, int]], Dict[ast.AST, 
                 for item in reversed(v):
                     if isinstance(item, AST):  # a list may hold None (`Dict.keys`) or strings
                         parents[item] = node
-                        push((item, d))
+                        push(item)
             elif isinstance(v, AST):
                 parents[v] = node
-                push((v, d))
+                push(v)
     return order, parents
 
 

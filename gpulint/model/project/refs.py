@@ -158,8 +158,9 @@ def used_names(tree: ast.Module, module: str, bindings: Dict[str, str],
                 use(owner(node), node.value)  # type: ignore[attr-defined]
     else:
         key = MODULE_CODE
-        for node, depth in index_tree(tree)[0]:  # pre-order: a top-level statement, then what it holds
-            if depth == 1:
+        order, parents = index_tree(tree)
+        for node in order:  # pre-order: a top-level statement, then what it holds
+            if parents.get(node) is tree:
                 key = tops.get(node, MODULE_CODE)
             if isinstance(node, ast.Call):
                 call_use(key, node)

@@ -371,6 +371,8 @@ def is_cuda_tensor_type(fa: "FileModel", expr: ast.AST, follow: bool = True) -> 
     name the module binds once to one of these."""
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
         return expr.value.startswith("torch.cuda.") and expr.value[len("torch.cuda."):] in LEGACY_CONSTRUCTORS
+    if isinstance(expr, ast.Attribute) and expr.attr not in LEGACY_CONSTRUCTORS:
+        return False  # (its qualified name ends in its attribute: no look-up needed)
     q = fa.imports.qualname(expr) or ""
     if q.startswith("torch.cuda.") and q[len("torch.cuda."):] in LEGACY_CONSTRUCTORS:
         return True
