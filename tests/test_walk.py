@@ -18,8 +18,8 @@ SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop
 def reference(tree):
     order, parents = [], {}
 
-    def rec(node, depth):
-        order.append((node, depth))
+    def rec(node):
+        order.append(node)
         for name in node._fields:
             if name in ("annotation", "returns"):
                 continue  # annotations are not indexed: no rule looks into them
@@ -27,9 +27,9 @@ def reference(tree):
             for child in value if isinstance(value, list) else [value]:
                 if isinstance(child, ast.AST) and not isinstance(child, SINGLETONS):
                     parents[child] = node
-                    rec(child, depth + 1)
+                    rec(child)
 
-    rec(tree, 0)
+    rec(tree)
     return order, parents
 
 
@@ -117,7 +117,7 @@ def test_nodes_by_type_are_every_node_of_that_type_in_source_order(code):
     text = textwrap.dedent(code)
     tree = ast.parse(text)
     fa = FileModel(tree, text)
-    order = [n for n, _ in reference(tree)[0]]
+    order = reference(tree)[0]
     assert fa.index.nodes() == order
     for types in ((ast.Call,), (ast.Name, ast.Attribute), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         assert fa.index.nodes(*types) == [n for n in order if isinstance(n, types)]
