@@ -280,6 +280,10 @@ class FileRefs:
                 value = _constructed(value)
                 if isinstance(t, ast.Name) and isinstance(value, ast.Call):
                     built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
+                elif isinstance(t, ast.Name) and isinstance(stmt, ast.AnnAssign) and isinstance(
+                        stmt.annotation, (ast.Name, ast.Attribute)):
+                    # `bpr: utils.BPRLoss = loss_class`: the object of the class the annotation names
+                    built.setdefault(scope, {}).setdefault(t.id, []).append(stmt.annotation)
         # a module-level name bound once, to a class or function the file knows: the same one
         module_counts = counts.get(self.fa.tree, {})
         for name, value in aliases.items():

@@ -74,9 +74,10 @@ LOSS_NOT_VALUE_RE = re.compile(
     r"^(compute|calc|calculate|get|use|with|has|return|do|enable|skip|apply|no|is|should|need|build|make|can|will|must|"
     r"init|create|add|set|update|log|print|report)_"
 )
-# ... nor a name for what records losses: `loss_meter = AverageMeter()`, `loss_tracker` (not `loss_dict`,
+# ... nor a name for what records or computes losses: `loss_meter = AverageMeter()`, `loss_tracker`,
+# `loss_class` (an object of a loss class; not `loss_dict`,
 # `loss_list`: their elements may be loss tensors)
-LOSS_HOLDER_SUFFIX_RE = re.compile(r"_(meters?|trackers?|recorders?|loggers?|monitors?|fns?|funcs?)$")
+LOSS_HOLDER_SUFFIX_RE = re.compile(r"_(meters?|trackers?|recorders?|loggers?|monitors?|fns?|funcs?|class|cls|obj|object|instance)$")
 NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)
 # `loss_params`, `model_cfg`, `loss_type`: the settings of a thing, not the thing
 SETTINGS_SUFFIX_RE = re.compile(
