@@ -4,6 +4,7 @@ import ast
 import re
 from textwrap import dedent
 
+from gpulint.model.index.nodes import LOOPS
 from gpulint.model.index.order import walk_scope
 from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
@@ -179,7 +180,8 @@ class DataParallel(Rule):
         self.report(ctx, node, _FUNCTIONAL_MESSAGE if functional else None)
 
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
+# a call under one of these may run many times
+_LOOPS = LOOPS + (ast.comprehension,)
 # ... of which these give the wrapper itself back
 _SAME_MODULE_METHODS = frozenset({"eval", "to", "cuda"})
 # ... and these read or write its keys (or take the module out)
@@ -196,8 +198,10 @@ def _kept_in(parents, method: ast.Attribute, name: str) -> bool:
     return isinstance(stmt, ast.Expr) or (
         isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
         and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name)
+
+
 # what may be done to a wrapped model that is only evaluated
-_EVAL_ONLY_METHODS = frozenset({"eval", "to", "cuda", "module", "load_state_dict", "state_dict"})
+_EVAL_ONLY_METHODS = _SAME_MODULE_METHODS | _KEY_METHODS
 
 
 def _only_evaluated(ctx, node: ast.Call) -> bool:
@@ -225,10 +229,10 @@ def _only_evaluated(ctx, node: ast.Call) -> bool:
     calls = []
     keyed = False  # its `module.` keys read or written
     inside = {id(n) for n in walk(stmt)}
+    if _runs_backward(fa, scope):
+        return False
     for n in walk_scope(scope.body):
         own.add(id(n))
-        if isinstance(n, ast.Call) and fa.steps.is_backward_call(n):
-            return False
         if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or id(n) in inside or (
                 n.lineno, n.col_offset) < (stmt.lineno, stmt.col_offset):
             continue  # (a read before the wrapping, or in it, reads the model as it was)
@@ -278,8 +282,12 @@ _OPT_IN_WORD = re.compile(r"multi_?gpu|data_?parallel|(?:^|_)dp(?:$|_)", re.I)
 
 def _trains_here(ctx) -> bool:
     """The scope around the node being visited runs a backward."""
-    scope = ctx.analysis.index.enclosing_scope(ctx.ancestors) or ctx.tree
-    return any(isinstance(n, ast.Call) and ctx.analysis.steps.is_backward_call(n) for n in walk_scope(scope.body))
+    return _runs_backward(ctx.analysis, ctx.analysis.index.enclosing_scope(ctx.ancestors) or ctx.tree)
+
+
+def _runs_backward(fa, scope: ast.AST) -> bool:
+    """The code of `scope` (not its nested defs) calls a backward."""
+    return any(isinstance(n, ast.Call) and fa.steps.is_backward_call(n) for n in walk_scope(scope.body))
 
 
 def _opt_in_or_rewrap(fa, test: ast.AST, trains) -> bool:
