@@ -4,7 +4,7 @@ import ast
 import re
 from textwrap import dedent
 
-from gpulint.model.index.nodes import LOOPS
+from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS
 from gpulint.model.index.order import walk_scope
 from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
@@ -180,8 +180,8 @@ class DataParallel(Rule):
         self.report(ctx, node, _FUNCTIONAL_MESSAGE if functional else None)
 
 
-# a call under one of these may run many times
-_LOOPS = LOOPS + (ast.comprehension,)
+# a call under one of these may run many times (`[model(b) for b in batches]` too)
+_LOOPS = LOOPS + COMPREHENSIONS
 # ... of which these give the wrapper itself back
 _SAME_MODULE_METHODS = frozenset({"eval", "to", "cuda"})
 # ... and these read or write its keys (or take the module out)
