@@ -476,6 +476,62 @@ def test_a_script_with_no_step_word_whose_loops_call_a_step_of_another_file_driv
     assert "examples.ppo_gym.update_params" not in graph.steps and "examples.ppo_gym.main_loop" not in graph.steps
 
 
+def test_a_factory_that_builds_one_of_several_classes_gives_each(tmp_path):
+    """IQ-Learn's `make_agent(env, args)`, in a package `__init__` with no
+    word of a step or a device, returns a `SoftQ` or a `SAC` (classes with
+    no base): the project reads it in full (it imports modules that step),
+    and `agent.update(batch)` in the script's loop reaches both classes'
+    `update`, whose reads run every training step."""
+    agent = """
+        import torch
+        import torch.nn.functional as F
+
+
+        class NAME(object):
+            def __init__(self, args):
+                self.critic = torch.nn.Linear(4, 1).cuda()
+                self.opt = torch.optim.Adam(self.critic.parameters())
+
+            def update(self, batch):
+                return self.update_critic(batch)
+
+            def update_critic(self, batch):
+                loss = F.mse_loss(self.critic(batch), batch)
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                return {"loss": loss.item()}
+    """
+    files = {
+        "agent/__init__.py": """
+            from agent.sac import SAC
+            from agent.softq import SoftQ
+
+
+            def make_agent(env, args):
+                if env.discrete:
+                    agent = SoftQ(args)
+                else:
+                    agent = SAC(args)
+                return agent
+        """,
+        "agent/sac.py": agent.replace("NAME", "SAC"),
+        "agent/softq.py": agent.replace("NAME", "SoftQ"),
+        "train.py": """
+            from agent import make_agent
+
+
+            def main(env, args, memory):
+                agent = make_agent(env, args)
+                for step in range(1000):
+                    batch = memory.sample(64).cuda()
+                    losses = agent.update(batch)
+        """,
+    }
+    write(tmp_path, files)
+    assert rows_by_path(tmp_path, "GPU101") == [("agent/sac.py", 19), ("agent/softq.py", 19)]
+
+
 def test_a_script_without_a_def_whose_loop_runs_whole_trainings_through_a_class_alias(tmp_path):
     """Informer's main_informer.py: no `def`, no step word; `Exp = Exp_Informer`
     at the top, then `for ii in range(args.itr): exp = Exp(args);
@@ -1028,7 +1084,7 @@ def test_package_re_exports_and_objects_of_several_classes_resolve(tmp_path):
 
 
 def test_graph_reads_package_exports_and_union_calls():
-    from gpulint.model.project.summary import exports_summary
+    from gpulint.model.project.exports import exports_summary
 
     init = exports_summary(ast.parse(textwrap.dedent(A2C_PPO["algo/__init__.py"])), "algo")
     assert init["exports"] == {"A2C": "algo.a2c.A2C", "PPO": "algo.ppo.PPO"}

@@ -114,7 +114,10 @@ def _importing_steps(graph: ProjectGraph, done: Dict[str, FileResult], inputs: D
     """The deferred files (no word of a step in them) that import a project
     module one of whose functions steps or drives a loop of steps: a script
     whose loop calls `ppo_step` from `core.ppo` runs steps, though no word of
-    one is in its own text, and only its full summary says where it calls."""
+    one is in its own text, and only its full summary says where it calls.
+    Also the files that took no part but define functions and import one: a
+    factory (`make_agent(env)` returning a `SoftQ` or a `SAC`) whose summary
+    says which objects it builds."""
     stepping = {m for fid in graph.steps | graph.drives
                 for m in (inputs[graph.owner[fid]].names if graph.owner[fid] in inputs else ())}
     if not stepping:
@@ -127,7 +130,7 @@ def _importing_steps(graph: ProjectGraph, done: Dict[str, FileResult], inputs: D
             stepping.update(inputs[path].names)
     return sorted(
         p for p, r in done.items()
-        if r.deferred and r.error is None and r.summary is not None
+        if r.error is None and r.summary is not None and (r.deferred or r.summary.get("defines"))
         and any(m in stepping for m in r.summary.get("imports", ()))
     )
 

@@ -22,7 +22,8 @@ from gpulint.model.project.refs import (
     FileRefs, bound_dotted, import_bindings, imported_modules, star_imported, used_names,
 )
 from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
-from gpulint.model.project.summary import EXTERNAL_ROOTS, exports_summary, summarize, summary_stands
+from gpulint.model.project.exports import EXTERNAL_ROOTS, exports_summary
+from gpulint.model.project.summary import summarize, summary_stands
 from gpulint.model.values.callfacts import CallFacts
 
 MAX_ROUNDS = 4
@@ -68,7 +69,7 @@ class ProjectFacts(CallFacts):
 
     def bind(self, model: object) -> None:
         self.refs = FileRefs(model, self.module, self.package, self.table.get("params"),  # type: ignore[arg-type]
-                             self.table.get("builders"))
+                             self.table.get("builders"), self.table.get("builders_any"))
 
     def unbind(self) -> None:
         self.refs = None
@@ -80,11 +81,20 @@ class ProjectFacts(CallFacts):
             self._refs_of[key] = self.refs.call_ref(call) if self.refs is not None else None
         return self._refs_of[key]
 
+    def _any_of(self, call: ast.Call, found) -> bool:
+        """The call's reference is in `found`; or, where its receiver holds an
+        object of one of several classes (`agent = make_agent(env)`), the
+        method of one of them is."""
+        ref = self._ref(call)
+        if ref is not None or self.refs is None or not isinstance(call.func, ast.Attribute):
+            return ref in found
+        return any(r in found for r in self.refs.call_refs(call, self.refs.fa.index.ancestors(call)))
+
     def steps(self, call: ast.Call) -> bool:
-        return bool(self._steps) and self._ref(call) in self._steps
+        return bool(self._steps) and self._any_of(call, self._steps)
 
     def drives(self, call: ast.Call) -> bool:
-        return bool(self._drives) and self._ref(call) in self._drives
+        return bool(self._drives) and self._any_of(call, self._drives)
 
     def returns(self, call: ast.Call) -> Optional[str]:
         if not self._returns:
@@ -208,6 +218,8 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
     module = names[0] if names else "__main__"
     out = exports_summary(tree, module) if package else {"functions": {}, "classes": {}, "imports": [], "partial": True}
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in tree.body):
+        out["defines"] = True  # (a factory of the project's objects, `make_agent(env)`: `_importing_steps`)
     if "add_argument" in text:  # its opt-in command-line flags, for the files of its program
         flags = opt_in_destinations(n for n in ast.walk(tree) if isinstance(n, ast.Call))
         if flags:

@@ -25,7 +25,8 @@ tells each file.
 * **Returns** and **iterates**: as each function's summary says; and
   **builders**: the project class of the object a function builds and
   returns (`build_model(cfg)` returning `Net(cfg).cuda()`), so that a
-  caller knows what `model = build_model(cfg)` holds.
+  caller knows what `model = build_model(cfg)` holds; or the classes of
+  which it builds one (`make_agent` returning a `SoftQ` or a `SAC`).
 * **Parameters**: the class of the object a parameter holds, where every
   call that passes a known object passes one of the same class; and the
   kind of value it holds on the paths that run it every step, where each
@@ -77,6 +78,7 @@ class ProjectGraph:
         self._star_memo: Optional[Tuple[Set[str], Set[str]]] = None  # `_through_star_exports`
         self._unexported_memo: Dict[str, Optional[str]] = {}  # `_unexported`
         self._class_memo: Dict[str, Optional[str]] = {}  # `_class`
+        self._method_owners: Optional[Set[str]] = None  # `_builds_known`
         self.paths_of: Dict[str, List[str]] = {}  # module name -> the files it may name
         # (path, qualified name) -> the function's id: its qualified name, or for a
         # function of a second file of the same module name (two folders' `train.py`),
@@ -312,32 +314,13 @@ class ProjectGraph:
                     todo.append(cid)
             while todo:
                 fid = todo.popleft()
-                for cid in self._callees(fid, {BODY}) + self._on_every_branch(fid):
+                for cid in self._callees(fid, {BODY}) + _on_every_branch(self, fid):
                     if cid not in out and cid not in self.drives:
                         out[cid] = kind
                         todo.append(cid)
         return out
 
-    def _on_every_branch(self, fid: str) -> List[str]:
-        """The functions that run on every run of `fid` because each branch of
-        one of its `if`/`else` chains reaches them through plain calls
-        (`optimize` calls `_optimize_fp16` or `_optimize_normal`, and both
-        call `_compute_norms`)."""
-        out: List[str] = []
-        for group in self.functions[fid].get("either", ()):
-            reach = []
-            for branch in group:
-                found: Set[str] = set()
-                for ref in branch:
-                    cid = self.resolve_in(ref, self.owner[fid])
-                    if cid is not None:
-                        found |= self._body_closure(cid)
-                reach.append(found)
-            if reach:
-                out.extend(sorted(set.intersection(*reach)))
-        return out
-
-    def _body_closure(self, fid: str) -> Set[str]:
+    def body_closure(self, fid: str) -> Set[str]:
         """`fid` and the functions it reaches through plain calls (BODY), memoized."""
         memo = self._body_reach
         if fid not in memo:
@@ -383,6 +366,7 @@ class ProjectGraph:
         synced: Set[str] = set()  # calls whose callee returns right after a host read
         precision: Set[str] = set()  # calls whose callee chooses a precision (`summary._choosing_precision`)
         builders: Dict[str, str] = {}
+        builders_any: Dict[str, List[str]] = {}  # calls whose callee builds one of several classes
         moved: Dict[str, List[int]] = {}  # calls whose callee returns what it put on an accelerator
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
@@ -412,6 +396,9 @@ class ProjectGraph:
                 built = self.functions[cid].get("builds")
                 if built is not None and self._class(built) is not None:
                     builders[call[0]] = built
+                choices = self.functions[cid].get("builds_any")
+                if choices and all(_builds_known(self, c) for c in choices):
+                    builders_any[call[0]] = choices
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
         for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision)):
@@ -420,6 +407,8 @@ class ProjectGraph:
         table.update({"returns_moved": moved} if moved else {})
         if builders:
             table["builders"] = builders
+        if builders_any:
+            table["builders_any"] = builders_any
         for key, quals in listed.items():
             if quals:
                 table[key] = sorted(quals)
@@ -499,6 +488,40 @@ def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:
     graph._edges = {fid: e for fid, e in previous._edges.items() if graph.owner.get(fid) in same}
     if previous._model_files is not None:  # (every file imports what it did: `_models`)
         graph._imports_kept = previous._model_files.known_imports()
+
+
+def _builds_known(graph: "ProjectGraph", cls_ref: str) -> bool:
+    """A class of the project that a function may build, one of several: one
+    the graph knows (with bases in the project or torch), or one with
+    methods of its own (`class SAC(object)`, whose `update` a caller's loop
+    calls). (A function that builds one class only is taken where the graph
+    knows the class: with base-less classes there too, composer's trainer
+    lost a labelled per-step read.)"""
+    if graph._class(cls_ref) is not None:
+        return True
+    if graph._method_owners is None:
+        graph._method_owners = {ref.rpartition(".")[0] for ref in graph.alias}  # (each name of each function)
+    return cls_ref in graph._method_owners
+
+
+def _on_every_branch(graph: "ProjectGraph", fid: str) -> List[str]:
+    """The functions that run on every run of `fid` because each branch of
+    one of its `if`/`else` chains reaches them through plain calls
+    (`optimize` calls `_optimize_fp16` or `_optimize_normal`, and both
+    call `_compute_norms`)."""
+    out: List[str] = []
+    for group in graph.functions[fid].get("either", ()):
+        reach = []
+        for branch in group:
+            found: Set[str] = set()
+            for ref in branch:
+                cid = graph.resolve_in(ref, graph.owner[fid])
+                if cid is not None:
+                    found |= graph.body_closure(cid)
+            reach.append(found)
+        if reach:
+            out.extend(sorted(set.intersection(*reach)))
+    return out
 
 
 def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
@@ -683,7 +706,8 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
         moved[ref] = callee["moves"]  # (what it returns that it put on an accelerator)
 
 
-ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "returns_synced")
+ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "builders_any",
+               "returns_synced")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off")
 # ... and all that a table can say about a file (what rules ask besides)

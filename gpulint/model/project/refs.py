@@ -178,7 +178,8 @@ class FileRefs:
 
     def __init__(self, fa: "FileModel", module: str, package: bool = False,
                  params: Optional[Dict[str, Dict[str, str]]] = None,
-                 builders: Optional[Dict[str, str]] = None) -> None:
+                 builders: Optional[Dict[str, str]] = None,
+                 builders_any: Optional[Dict[str, List[str]]] = None) -> None:
         self.fa = fa
         self.module = module
         self.package = package
@@ -186,6 +187,8 @@ class FileRefs:
         self.params = params or {}
         # function -> the class of the object it builds and returns (`build_model(cfg)`), from the project
         self.builders = builders or {}
+        # function -> the classes of which it builds and returns one (`make_agent(env)`), from the project
+        self.builders_any = builders_any or {}
         self.names: Dict[str, str] = {}  # module-level name -> what it is (dotted)
         self.instances: Dict[str, str] = {}  # module-level name -> the class of the object it holds
         self._local_instances: Dict[ast.AST, Dict[str, str]] = {}
@@ -297,17 +300,20 @@ class FileRefs:
                      if counts.get(scope, {}).get(name) == 1}
             for name, found in funcs.items():
                 found = [local.get(f.id, f) if isinstance(f, ast.Name) else f for f in found]
-                targets = [t for t in map(self._built_by, found) if t is not None]
+                targets = [t for t in map(self._built_all, found) if t]  # (per binding: its classes)
                 if targets:
                     every.setdefault(scope, {})[name] = targets
         for scope, names in every.items():
             c = counts.get(scope, {})
-            unions = {k: tuple(sorted(set(v))) for k, v in names.items() if c.get(k) == len(v) and len(set(v)) > 1}
+            classes = {k: {t for ts in v for t in ts} for k, v in names.items()}
+            unions = {k: tuple(sorted(classes[k])) for k, v in names.items()
+                      if c.get(k) == len(v) and len(classes[k]) > 1}
             if unions:
                 self._unions[scope] = unions
             # bound once, or every time to the same class (`exp = Exp(args)` in both
             # branches of a module-level `if args.is_training:`)
-            kept = {k: v[-1] for k, v in names.items() if c.get(k) == 1 or (c.get(k) == len(v) and len(set(v)) == 1)}
+            kept = {k: v[-1][0] for k, v in names.items() if len(classes[k]) == 1 and (
+                c.get(k) == 1 or c.get(k) == len(v))}
             if isinstance(scope, ast.Module):
                 self.instances = kept
             elif isinstance(scope, FUNCS):
@@ -330,6 +336,14 @@ class FileRefs:
         function of the project builds and returns (`build_model(cfg)`)."""
         target = self.resolve_name(func)
         return self.builders.get(target, target) if target is not None else None
+
+    def _built_all(self, func: ast.AST) -> Tuple[str, ...]:
+        """`_built_by`, or the classes of which a project function builds one."""
+        target = self.resolve_name(func)
+        if target is not None and target in self.builders_any:
+            return tuple(self.builders_any[target])
+        one = self.builders.get(target, target) if target is not None else None
+        return (one,) if one is not None else ()
 
     def built_class(self, value: Optional[ast.AST], scope: ast.AST) -> Optional[str]:
         """The dotted class or function `value` calls to build an object

@@ -38,8 +38,8 @@ from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import follows_host_read
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
 from gpulint.model.project.layers import class_layer_counts, total_layers
-from gpulint.model.project.modules import resolve_from
-from gpulint.model.project.refs import MODULE_CODE, FileRefs, import_bindings, star_imported, used_names
+from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
+from gpulint.model.project.refs import MODULE_CODE, FileRefs, star_imported, used_names
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.devices import moved_return_positions
 from gpulint.model.values.host import first_read_lines, reads_on_return
@@ -100,14 +100,6 @@ def may_start_steps(text: str) -> bool:
         if w in text and (w != "backward" or _BACKWARD_CALL.search(text) is not None):
             return True
     return False
-
-
-# calls into these never reach the project's own code: not summarized
-EXTERNAL_ROOTS = frozenset(
-    """torch numpy np math os sys re json time logging collections itertools functools typing warnings
-    random copy inspect dataclasses pathlib subprocess shutil pickle contextlib abc enum argparse string
-    datetime glob tempfile threading multiprocessing operator io struct traceback uuid hashlib""".split()
-)
 
 
 # what a table may say that `summarize` never reads (the parameters it asks of
@@ -199,7 +191,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         # clip_grad_norm_(...).item()`, `return out.cpu().numpy()`): when it returns, the host
         # has waited for everything queued before (`returns_synced`)
         if sc.return_nodes and not sc.generator and isinstance(scope, FUNCS):
-            sc.returns_synced = all(n.value is not None and reads_on_return(fa, n.value) for n in sc.return_nodes)
+            sc.returns_synced = all(n.value is not None and (reads_on_return(fa, n.value) or _after_read(fa, n, scope))
+                                    for n in sc.return_nodes)  # (`x = t.item()` then `return loss, x`: too)
             sc.moved = moved_return_positions(fa, scope, sc.return_nodes)  # `return model.to(device), tok`
     building = defs_building_on_cpu(fa)
     for scope, sc in scopes.items():
@@ -224,6 +217,10 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
             built = {refs.built_class(n.value, scope) for n in sc.return_nodes}
             if len(built) == 1 and None not in built and next(iter(built)).split(".", 1)[0] not in EXTERNAL_ROOTS:
                 functions[qual]["builds"] = built.pop()
+            else:  # one of several (`make_agent` returning `SoftQ(...)` or `SAC(...)`)
+                choices = _built_choices(refs, sc.return_nodes, scope)
+                if choices:
+                    functions[qual]["builds_any"] = choices
     for qual in _choosing_precision(fa, refs):
         if qual in functions:
             functions[qual]["precision"] = True
@@ -264,40 +261,20 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     return out
 
 
-def package_exports(tree: ast.Module, module: str, package: bool) -> Dict[str, str]:
-    """A package's `__init__` names what it imports at its top level:
-    `from .ppo import PPO` in `algo/__init__.py` makes `algo.PPO` the
-    project's `algo.ppo.PPO`. {} for a module that is not a package."""
-    if not package:
-        return {}
-    out: Dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom):
-            base = resolve_from(module, package, node.level, node.module)
-            if base is not None:
-                for a in node.names:
-                    if a.name != "*":
-                        out[a.asname or a.name] = f"{base}.{a.name}"
-    return out
-
-
-def exports_summary(tree: ast.Module, module: str) -> dict:
-    """The summary of a package's `__init__` that defines nothing: what it
-    re-exports, the modules it imports, and what its code builds or calls
-    of them (`uses`; a re-export is no use). `partial`: not read as a
-    file whose loops and calls the project's facts change."""
-    exports = package_exports(tree, module, True)
-    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    stars = star_imported(top, module, True)  # `from .logger import *`: every public name of `.logger`
-    if not exports:  # only `*` re-exports: where the names it re-exports come from, for resolving calls
-        return {"functions": {}, "classes": {}, "imports": [], "partial": True, "star_exports": stars}
-    imported = set(exports.values()) | {target.rsplit(".", 1)[0] for target in exports.values()}
-    uses = used_names(tree, module, import_bindings(top, module, True), None, EXTERNAL_ROOTS, True, stars)
-    out = {"functions": {}, "classes": {}, "imports": sorted(imported), "exports": exports, "uses": uses,
-           "partial": True}
-    if stars:
-        out["star_exports"] = stars
-    return out
+def _built_choices(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> List[str]:
+    """The project classes of the objects a function may build and return,
+    where each return builds one or returns a name bound to one of several
+    (`agent = SoftQ(...)` in one branch, `agent = SAC(...)` in the other);
+    [] where one return is anything else."""
+    found: Set[str] = set()
+    for ret in returns:
+        cls = refs.built_class(ret.value, scope)
+        classes = (cls,) if cls is not None else (
+            refs.classes_of(ret.value.id, scope) if isinstance(ret.value, ast.Name) else ())
+        if not classes or any(c.split(".", 1)[0] in EXTERNAL_ROOTS for c in classes):
+            return []
+        found.update(classes)
+    return sorted(found) if len(found) > 1 else []
 
 
 class _Scope:
@@ -438,6 +415,19 @@ def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
     a call before none of them cannot follow a read, and needs no walk back
     (`follows_host_read`)."""
     return first_read_lines(fa, _READ_METHODS)
+
+
+# how many statements before a `return` its function's last host read may be (`_after_read`)
+RETURN_READ_LIMIT = 4
+
+
+def _after_read(fa: "FileModel", ret: ast.Return, scope: ast.AST) -> bool:
+    """A host read of the function's body comes a few statements before `ret`
+    (RETURN_READ_LIMIT), with no model work between: the function ends
+    right after the host waited (not one that reads first, then computes)."""
+    first = _first_reads(fa).get(scope)
+    return first is not None and first <= ret.lineno and follows_host_read(
+        ret, fa.index.ancestors(ret), fa, limit=RETURN_READ_LIMIT)
 
 
 def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:

@@ -308,6 +308,8 @@ class Values:
                 self.classify(a, kinds, batch) == NUMBER for a in call.args
             ):
                 return NUMBER  # `max(max_lr, group["lr"])`
+            if last == "zip" and self.zips_loaders(call, kinds):
+                return LOADER_ITER  # `loader = zip(loader_l, loader_u)`: its items are batches
             if last in ("list", "dict", "tuple", "str", "repr", "bool", "set", "range", "enumerate", "zip", "sorted"):
                 return OTHER
             if last == "iter" and call.args and self.is_loader(call.args[0], kinds):
@@ -411,7 +413,8 @@ class Values:
     def is_loader(self, expr, kinds) -> bool:
         if isinstance(expr, ast.Call):
             q = self.imports.qualname(expr.func) or ""
-            return q == "torch.utils.data.DataLoader" or q.endswith(".DataLoader") or self.facts.returns(expr) == LOADER
+            return (q == "torch.utils.data.DataLoader" or q.endswith(".DataLoader")
+                    or self.facts.returns(expr) == LOADER or (q == "builtins.zip" and self.zips_loaders(expr, kinds)))
         if isinstance(expr, ast.Name):
             k = kinds.get(expr.id)
             if k is not None:
@@ -422,6 +425,15 @@ class Values:
                 return self.self_attr_kind(expr) == LOADER
             return LOADER_NAME_RE.match(expr.attr) is not None
         return False
+
+    def zips_loaders(self, call: ast.Call, kinds) -> bool:
+        """`zip(loader_l, loader_u)`: every argument a loader, known from how
+        it was built (`DataLoader(...)`), not from its name alone
+        (semi-supervised training steps over a labelled and an unlabelled
+        loader at once)."""
+        return bool(call.args) and not call.keywords and all(
+            (kinds.get(a.id) in (LOADER, LOADER_ITER) if isinstance(a, ast.Name) else
+             isinstance(a, ast.Call) and self.is_loader(a, kinds)) for a in call.args)
 
     def unwrap(self, it: ast.AST) -> Tuple[ast.AST, int]:
         """What a `for` loop over `it` iterates: `loader` for

@@ -338,7 +338,13 @@ class HostSyncInLoop(TruthTests, Rule):
       the top of the next pass, when no `continue` can skip it: the host waits
       there for the same work either way. So does a read right after a call
       of a project function whose every return reads on the host (`s =
-      score(model, x)` returning `out.item()`);
+      score(model, x)` returning `out.item()`), or that reads on the host
+      after its model work, a few statements before it returns (`correct =
+      (logits.argmax(1) == y).sum().item()` ... `return loss, correct`);
+    - the exit test of a loop that trains nothing (`if is_finished.all():
+      break` in a decoding loop, `while not converged.all():` in a search):
+      the host needs it to know whether to go on. A training loop's own
+      `if loss.isnan(): break` is still flagged: it could be checked less often;
     - what a per-step function returns to a caller that hands it to an
       environment's step (`action = agent.explore(state)` then
       `env.step(action)`, with `explore` ending `return action.item()`);
@@ -476,8 +482,9 @@ class HostSyncInLoop(TruthTests, Rule):
             return None
         if feeds_environment_step(analysis.index, node, ancestors) or exports_outputs(analysis.index, node) or (
                 keys_a_mapping(analysis.index, node) or _returns_the_action(analysis, loop, node, ancestors)
-                or sets_learning_rate(analysis.index, node, ancestors)):
-            return None  # actions for the environment; predictions kept on the host; keys of a dict; an lr
+                or sets_learning_rate(analysis.index, node, ancestors) or _stops_search(analysis, node, ancestors)):
+            return None  # actions for the environment; predictions kept on the host; keys of a dict; an lr;
+            # whether a decoding or search loop goes on
         return loop
 
     @staticmethod
@@ -507,7 +514,7 @@ class HostSyncInLoop(TruthTests, Rule):
         func = node.func
         if isinstance(func, ast.Attribute):
             if func.attr in HOST_METHODS:
-                self._host_method(node, ctx)
+                _host_method(self, node, ctx)
             elif func.attr == "type" and _cpu_type_cast(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
@@ -559,31 +566,6 @@ class HostSyncInLoop(TruthTests, Rule):
             return
         if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
             self.report(ctx, node, expr=_callsnippet(ctx, node))
-
-    def _host_method(self, node: ast.Call, ctx) -> None:
-        func = node.func
-        if node.args:
-            return  # none of these tensor methods takes a positional argument
-        if func.attr in ("item", "tolist") and node.keywords or func.attr == "numpy" and not _forced(node):
-            return  # (`Tensor.numpy()` refuses a device tensor: its receiver is in host memory)
-        if not candidate(ctx, ctx.ancestors):
-            return
-        recv = func.value
-        if func.attr in _ELEMENT_READ_METHODS and _element_read(self, node, recv, ctx):
-            return
-        if on_host_already(recv) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
-            return
-        kind = ctx.analysis.values.kind_at(recv, ctx.ancestors)
-        if func.attr in TENSOR_ONLY_METHODS:
-            if kind not in (TENSOR, None):
-                return  # a numpy array, a number, a model (`model.cpu()`), ...
-        elif kind != TENSOR:
-            return
-        if ctx.analysis.host.is_host_tensor(recv, ctx.ancestors):
-            return
-        if self._hot(ctx.analysis, node, ctx.ancestors) is None:
-            return
-        self.report(ctx, node, expr=_callsnippet(ctx, node))
 
     # ------------------------------------------------------------ formatting
     def visit_JoinedStr(self, node: ast.JoinedStr, ctx) -> None:
@@ -656,6 +638,56 @@ def _forced(call: ast.Call) -> bool:
     without it, `numpy()` raises on anything but a CPU tensor."""
     return any(k.arg == "force" and not (isinstance(k.value, ast.Constant) and not k.value.value)
                for k in call.keywords)
+
+
+def _host_method(rule: HostSyncInLoop, node: ast.Call, ctx) -> None:
+    """`t.item()`, `t.cpu()`, `t.tolist()`, ... of a device tensor in a hot loop: reported by `rule`."""
+    func = node.func
+    if node.args:
+        return  # none of these tensor methods takes a positional argument
+    if func.attr in ("item", "tolist") and node.keywords or func.attr == "numpy" and not _forced(node):
+        return  # (`Tensor.numpy()` refuses a device tensor: its receiver is in host memory)
+    if not candidate(ctx, ctx.ancestors):
+        return
+    recv = func.value
+    if func.attr in _ELEMENT_READ_METHODS and _element_read(rule, node, recv, ctx):
+        return
+    if on_host_already(recv) or not rule._in_covered_loop(ctx.analysis, ctx.ancestors):
+        return
+    kind = ctx.analysis.values.kind_at(recv, ctx.ancestors)
+    if func.attr in TENSOR_ONLY_METHODS:
+        if kind not in (TENSOR, None):
+            return  # a numpy array, a number, a model (`model.cpu()`), ...
+    elif kind != TENSOR:
+        return
+    if ctx.analysis.host.is_host_tensor(recv, ctx.ancestors):
+        return
+    if rule._hot(ctx.analysis, node, ctx.ancestors) is None:
+        return
+    rule.report(ctx, node, expr=_callsnippet(ctx, node))
+
+
+def _stops_search(analysis, node: ast.AST, ancestors) -> bool:
+    """`if is_finished.all(): break`, `while not done.all():`: the read
+    decides whether a loop that trains nothing (a decoding loop, a
+    convergence search) goes on, so the host needs its value every pass. A
+    training loop's own exit test (`if loss.isnan(): break`) is still a read
+    per step that could be checked less often."""
+    chain = list(ancestors) + [node]
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, SCOPES):
+            return False
+        if isinstance(anc, ast.stmt) and not (isinstance(anc, (ast.If, ast.While)) and child is anc.test):
+            return False  # (the read is not the test of the statement it is in)
+        if isinstance(anc, ast.While):
+            loop = anc
+        elif isinstance(anc, ast.If) and anc.body and isinstance(anc.body[-1], ast.Break):
+            loop = next((a for a in reversed(chain[:i]) if isinstance(a, LOOPS + SCOPES)), None)
+        else:
+            continue
+        return isinstance(loop, LOOPS) and not analysis.loops.is_training_step_loop(loop)
+    return False
 
 
 def _returns_the_action(analysis, func, node: ast.AST, ancestors) -> bool:

@@ -16,6 +16,7 @@ from gpulint.rules.inference_without_no_grad.grad_mode import (
     runs_with_grad_off,
 )
 from gpulint.model.index.nodes import FUNCS
+from gpulint.model.control.repetition import is_once_only_name
 from gpulint.model.index.order import end_of, loops_around, scope_nodes, start_of
 from gpulint.model.values.devices import default_device_set
 from gpulint.rule import MEMORY, NONE, Bench, Example, Rule
@@ -30,7 +31,9 @@ class InferenceWithoutNoGrad(Rule):
     mode first (`model.eval()` or `model.train(False)`, before the loop or
     inside it) and no `torch.no_grad()` / `torch.inference_mode()` is in
     effect: no enclosing `with` block, no decorator on the function, no
-    `torch.set_grad_enabled(False)`. The switch may also be in the callers:
+    `torch.set_grad_enabled(False)`. What the function switched is a module,
+    whatever its name (`dataset.model.eval()`, then `dataset.model(batch)`).
+    The switch may also be in the callers:
     a function that never switches the model itself, every call of which in
     the file comes after its caller's `.eval()` on the model it passes (for
     a method, on the same `self` attribute), as in `model.eval()` then
@@ -60,7 +63,12 @@ class InferenceWithoutNoGrad(Rule):
       "train"):`, `with (torch.no_grad() if evaluating else nullcontext()):`
       or a name bound to such a context;
     - models whose parameters were all frozen with `requires_grad_(False)`
-      (no graph is recorded for them);
+      (no graph is recorded for them), also at the end of a chain
+      (`sampler.eval().requires_grad_(False)`), in the value the model is
+      bound to (`G = Net().train().requires_grad_(False)`), or a
+      `copy.deepcopy` of such a model (`G_ema = copy.deepcopy(G).eval()`);
+    - dummy forwards while a model is built, in `__init__`, `setup*`,
+      `init*` and other functions named to run once;
     - code under an explicit `with torch.enable_grad():`;
     - models in training mode (no `.eval()` seen in the function, as in a
       `training_step`);
@@ -216,8 +224,11 @@ class InferenceWithoutNoGrad(Rule):
         if not loops:
             return
         scope = fa.index.enclosing_scope(ancestors) or fa.tree
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_once_only_name(scope.name):
+            return  # a dummy forward while a model is built (`__init__`, `setup`): it runs once
         helper = False
-        if mode_before(fa, key, node, scope) != EVAL:
+        switched = mode_before(fa, key, node, scope) == EVAL
+        if not switched:
             if not eval_before(fa, node, scope):
                 if not evaluated_by_callers(fa, scope, key):
                     return  # (no model is in eval mode here: a helper's forward is no evaluation either)
@@ -226,8 +237,8 @@ class InferenceWithoutNoGrad(Rule):
                 if key is None or mode_before(fa, key, node, scope) != EVAL:
                     return
                 helper = True
-        if not helper and not fa.steps.is_model_call(node, ancestors):
-            return
+        if not helper and not (switched or fa.steps.is_model_call(node, ancestors)):
+            return  # (`dataset.model.eval()` then `dataset.model(batch)`: what it switched is a module)
         if runs_with_grad_off(fa, ancestors) or grad_explicitly_on(fa, ancestors):
             return
         if self._frozen(fa, key, scope, ancestors) or _built_here_on_cpu(fa, key, scope, ancestors):

@@ -424,11 +424,37 @@ def _is_false_call(call: ast.AST, method: str) -> bool:
     )
 
 
-def is_frozen_model(fa: FileModel, key: str, scope: ast.AST) -> bool:
-    """Whether `scope` turns off `requires_grad` on every parameter of model `key`."""
+# module methods that give the module back (`m.eval().requires_grad_(False)`)
+_SAME_MODULE = frozenset(("eval", "train", "to", "cuda", "cpu", "float", "half", "bfloat16", "requires_grad_"))
+
+
+def _module_of(expr: ast.AST) -> ast.AST:
+    """`m` for `m.eval().to(device)`: the module a chain of such calls gives back."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _SAME_MODULE:
+        expr = expr.func.value
+    return expr
+
+
+def is_frozen_model(fa: FileModel, key: str, scope: ast.AST, seen: frozenset = frozenset()) -> bool:
+    """Whether `scope` turns off `requires_grad` on every parameter of model
+    `key`: `key.requires_grad_(False)` (also at the end of a chain,
+    `key.eval().requires_grad_(False)`, or in the value bound to `key`,
+    `G = Net().train().requires_grad_(False)`), a loop over its parameters,
+    or `key = copy.deepcopy(other)` of a frozen `other`."""
     for node in scope_nodes(scope):
-        if _is_false_call(node, "requires_grad_") and model_key(node.func.value) == key:  # type: ignore[attr-defined]
+        if _is_false_call(node, "requires_grad_") and model_key(_module_of(node.func.value)) == key:  # type: ignore[attr-defined]
             return True
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and model_key(node.targets[0]) == key:
+            value = node.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SAME_MODULE:
+                if _is_false_call(value, "requires_grad_"):
+                    return True  # `G = Net().train().requires_grad_(False).to(device)`
+                value = value.func.value
+            if (isinstance(value, ast.Call) and fa.imports.call_qualname(value) == "copy.deepcopy" and value.args
+                    and key not in seen):
+                other = model_key(value.args[0])
+                if other is not None and is_frozen_model(fa, other, scope, seen | {key}):
+                    return True  # `G_ema = copy.deepcopy(G).eval()`
         if not isinstance(node, ast.For):
             continue
         it = node.iter
