@@ -94,6 +94,21 @@ def logged_scalar(call: ast.AST) -> Optional[ast.AST]:
     return next((k.value for k in call.keywords if k.arg == "scalar_value"), None)
 
 
+def may_read_by_form(node: ast.AST, methods) -> bool:
+    """`node` may be a host read, by its form alone (a cheap test before
+    `has_host_read`, which infers values): a call of one of `methods`
+    (`.item()`, `.cpu()`, `synchronize()`) or of `add_scalar`, `float(...)`,
+    `print(...)`, a formatted value, or an `if`/`while` (its test's truth)."""
+    if isinstance(node, (ast.If, ast.While, ast.FormattedValue)):
+        return True
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr in methods or func.attr == "add_scalar"
+    return isinstance(func, ast.Name) and func.id in ("float", "int", "bool", "print")
+
+
 def has_host_read(node: ast.AST, analysis=None) -> bool:
     """`node` surely reads a tensor on the host when it runs: reads in the
     branches of `x if c else y`, after the first operand of `and`/`or`, or in

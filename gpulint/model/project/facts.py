@@ -86,7 +86,7 @@ class ProjectFacts(CallFacts):
         object of one of several classes (`agent = make_agent(env)`), the
         method of one of them is."""
         ref = self._ref(call)
-        if ref is not None or self.refs is None or not isinstance(call.func, ast.Attribute):
+        if ref is not None or self.refs is None or not self.refs.has_unions or not isinstance(call.func, ast.Attribute):
             return ref in found
         return any(r in found for r in self.refs.call_refs(call, self.refs.fa.index.ancestors(call)))
 

@@ -482,6 +482,11 @@ class FileRefs:
         return False
 
     @property
+    def has_unions(self) -> bool:
+        """Some name of the file holds an object of one of several classes (`classes_of`)."""
+        return bool(self._unions)
+
+    @property
     def has_submodule_loops(self) -> bool:
         """Some method of the file iterates a `ModuleList` of one class (`iterates_submodules`)."""
         return bool(self._element_instances)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 from gpulint.model.control.options import OPTION_WORD_RE, opt_in_flags, tested_flags
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.sweeps import is_literal_sweep
-from gpulint.model.control.syncs import follows_host_read
+from gpulint.model.control.syncs import follows_host_read, may_read_by_form
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
 from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
@@ -426,8 +426,14 @@ def _after_read(fa: "FileModel", ret: ast.Return, scope: ast.AST) -> bool:
     (RETURN_READ_LIMIT), with no model work between: the function ends
     right after the host waited (not one that reads first, then computes)."""
     first = _first_reads(fa).get(scope)
-    return first is not None and first <= ret.lineno and follows_host_read(
-        ret, fa.index.ancestors(ret), fa, limit=RETURN_READ_LIMIT)
+    if first is None or first > ret.lineno:
+        return False
+    where = fa.index.slot(ret)  # (a cheap look at the statements before it, first: the walk infers values)
+    before = getattr(where[0], where[1])[max(0, where[2] - RETURN_READ_LIMIT):where[2]] if where is not None else ()
+    if not any(may_read_by_form(n, _READ_METHODS) for stmt in before for n in walk(stmt)):
+        return False
+    return follows_host_read(ret, fa.index.ancestors(ret), fa, limit=RETURN_READ_LIMIT)
+
 
 
 def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:
