@@ -94,6 +94,10 @@ def logged_scalar(call: ast.AST) -> Optional[ast.AST]:
     return next((k.value for k in call.keywords if k.arg == "scalar_value"), None)
 
 
+# `float(t)`, `int(t)`, `bool(t)` (`CONVERSIONS`) and `print(t)`: plain calls that may read a tensor
+_READING_BUILTINS = frozenset(q.rsplit(".", 1)[-1] for q in CONVERSIONS) | {"print"}
+
+
 def may_read_by_form(node: ast.AST, methods) -> bool:
     """`node` may be a host read, by its form alone (a cheap test before
     `has_host_read`, which infers values): a call of one of `methods`
@@ -106,7 +110,7 @@ def may_read_by_form(node: ast.AST, methods) -> bool:
     func = node.func
     if isinstance(func, ast.Attribute):
         return func.attr in methods or func.attr == "add_scalar"
-    return isinstance(func, ast.Name) and func.id in ("float", "int", "bool", "print")
+    return isinstance(func, ast.Name) and func.id in _READING_BUILTINS
 
 
 def has_host_read(node: ast.AST, analysis=None) -> bool:
