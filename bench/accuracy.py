@@ -535,10 +535,26 @@ CORPUS_SETS = {
         ("LiheYoung/UniMatch", "0324f3dd4a22128105a5eb135d2586c0bb3cc647"),
         ("facebookresearch/DPR", "a31212dc0a54dfa85d8bfa01e1669f149ac832b7"),
     ],
+    # thirty-fifth: labelled at first sight on dc410f1
+    "thirty-fifth": [
+        ("snu-mllab/EDAC", "198d5708701b531fd97a918a33152e1914ea14d7"),
+        ("shariqiqbal2810/maddpg-pytorch", "40388d7c18e4662cf23c826d97e209df9003d86c"),
+        ("FoundationVision/LlamaGen", "ce98ec41803a74a90ce68c40ababa9eaeffeb4ec"),
+        ("rosinality/vq-vae-2-pytorch", "ef5f67c46f93624163776caec9e0d95063910eca"),
+        ("CoinCheung/BiSeNet", "6b4b67a8e3eb0cc23b3d7a94843a7c3c11dedca8"),
+        ("facebookresearch/maskrcnn-benchmark", "57eec25b75144d9fb1a6857f32553e1574177daf"),
+        ("abacaj/fine-tune-mistral", "c8c8ec16850ad43c3dc6cc8a9ab44e354c515c78"),
+        ("codertimo/BERT-pytorch", "d10dc4f9d5a6f2ca74380f62039526eb7277c671"),
+        ("clovaai/voxceleb_trainer", "f51bab870672a9b0b50fa158b4e30f329e7866d7"),
+        ("pmixer/SASRec.pytorch", "fde8a9c08febc2c898dc269b1d98ab762c50d2be"),
+        ("HobbitLong/SupContrast", "66a8fe53880d6a1084b2e4e0db0a019024d6d41a"),
+        ("yanx27/Pointnet_Pointnet2_pytorch", "eb64fe0b4c24055559cea26299cb485dcb43d8dd"),
+        ("tanelp/tiny-diffusion", "726b6bbbf2c9e3d23dff9eaea2fda10d0af6a78c"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
