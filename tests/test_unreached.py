@@ -485,3 +485,27 @@ def test_a_name_counts_only_where_the_file_using_it_can_import_the_module(tmp_pa
     write(tmp_path, {"tracker/registry.py": "STEPS = {'epoch': 'train_one_epoch'}\n"})
     assert rows_by_path(tmp_path, "GPU401") == [("detector/train_utils/engine.py", 6),
                                                  ("tracker/multi_utils/engine.py", 6)]
+
+
+def test_a_module_chosen_at_run_time_is_reached_where_the_script_can_import_it(tmp_path):
+    from test_project import rows_by_path
+
+    # the script puts `models/` on the search path and imports the model named on its
+    # command line; the copies of the models saved under `log/` are never imported
+    layers = ENGINE.replace("def train_one_epoch", "def group_all")
+    model = "from layers import group_all\n\n\nclass get_model:\n    def run(self):\n        group_all(None, None)\n"
+    write(tmp_path, {
+        "models/layers.py": layers,
+        "models/net.py": model,
+        "log/run1/layers.py": layers,
+        "log/run1/net.py": model,
+        "train.py": "import importlib\nimport os\nimport sys\n\nsys.path.append(os.path.join('.', 'models'))\n\n\n"
+                    "if __name__ == '__main__':\n    m = importlib.import_module(sys.argv[1])\n"
+                    "    m.get_model().run()\n",
+    })
+    assert rows_by_path(tmp_path, "GPU401") == [("models/layers.py", 6)]
+    # a literal module name is an import like any other: the chosen module alone is reached
+    write(tmp_path, {"train.py": "import importlib\n\n\nif __name__ == '__main__':\n"
+                                 "    m = importlib.import_module('elsewhere')\n    m.get_model().run()\n"})
+    assert rows_by_path(tmp_path, "GPU401") == []
+

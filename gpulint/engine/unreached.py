@@ -37,7 +37,7 @@ import ast
 import os
 import re
 import warnings
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from gpulint.engine.files import FileResult
 from gpulint.fsutil import git_root
@@ -126,7 +126,8 @@ class Project:
                     self.texts[path] = text  # a buffer not saved yet, or stdin
         self._parsed: Dict[str, Tuple[str, Optional[PythonFile]]] = parsed if parsed is not None else {}
         self._holding: Dict[str, List[Tuple[str, str]]] = {}  # word -> the files that hold it
-        self.reach = Reach(self._files_with, self._parse)
+        self._modules: Optional[Set[Tuple[str, ...]]] = None
+        self.reach = Reach(self._files_with, self._parse, self._module_exists)
 
     @staticmethod
     def _read(root: str) -> Optional[Dict[str, str]]:
@@ -188,6 +189,12 @@ class Project:
             pf = None
         self._parsed[path] = (text, pf)
         return pf
+
+    def _module_exists(self, parts: Tuple[str, ...]) -> bool:
+        """A Python file of the project is the module (or package) `parts`."""
+        if self._modules is None:
+            self._modules = {self._module_parts(p) for p in (self.texts or ()) if p.endswith(".py")}
+        return parts in self._modules
 
     def _module_parts(self, path: str) -> Tuple[str, ...]:
         """`path` below the project's root as module parts (the folder's, for

@@ -65,6 +65,8 @@ _PLAIN_DECORATORS = frozenset({
     "enable_grad", "wraps", "cached_property", "lru_cache", "cache", "setter", "getter", "deleter",
     "overload", "override", "final",
 })
+# what imports a module by a name computed at run time (`importlib.import_module(args.model)`)
+_DYNAMIC_IMPORTS = frozenset({"import_module", "__import__"})
 # the bases whose own code calls only the methods named below (and dunders)
 _MODULE_BASES = frozenset({"Module", "nn.Module", "torch.nn.Module", "object"})
 _MODULE_CALLBACKS = frozenset({"forward", "extra_repr", "reset_parameters"})
@@ -104,6 +106,8 @@ class PythonFile:
         self.package = package  # an `__init__.py`: its parts are its package's
         self.import_paths: Set[Tuple[str, ...]] = set()  # the modules it imports, as parts
         self.star = False  # it imports everything of some module
+        # it imports a module chosen at run time (`importlib.import_module(args.model)`): any of the project's
+        self.dynamic = False
         self.string_words: Set[str] = set()  # words of its string constants
         self.parent: Dict[ast.AST, Context] = {}  # a definition's enclosing definition
         self.words: Dict[str, List[Tuple[Context, Position]]] = {}
@@ -158,6 +162,9 @@ class PythonFile:
                         self.import_paths.add(base)
                     self.import_paths.update(base + (a.name,) for a in n.names if a.name != "*")
                 self.star = self.star or any(a.name == "*" for a in n.names)
+            if isinstance(n, ast.Call) and n.args and not isinstance(n.args[0], ast.Constant) \
+                    and _dotted(n.func).rsplit(".", 1)[-1] in _DYNAMIC_IMPORTS:
+                self.dynamic = True
             if isinstance(n, ast.alias) and n.asname and n.asname != n.name:
                 # `from m import A as B` reaches A where B is used; an import
                 # without a new name is no use of its own (the name is used
@@ -183,16 +190,33 @@ class PythonFile:
             return None
         return package[: len(package) - up] + module
 
-    def may_import(self, other: "PythonFile") -> bool:
+    def may_import(self, other: "PythonFile", exists: Optional[Callable[[Tuple[str, ...]], bool]] = None) -> bool:
         """Some import of this file may read `other`'s module (or the package
         holding it): a module path of it runs inside `other`'s parts
         (`from train_utils import f` for `detector/train_utils/x.py`), or it
-        imports everything of some module. True where `other`'s parts are unknown."""
+        imports everything of some module; or it imports a module it chooses
+        at run time, and `other` is in its own folder or in a folder whose
+        name it spells in a string (`sys.path.append(os.path.join(ROOT,
+        'models'))`, then `importlib.import_module(args.model)`). True where
+        `other`'s parts are unknown. With `exists` (whether a file of the
+        project is a module), an import that its own folder's module answers
+        does not read `other`."""
         if not other.parts or self.star:
             return True
+        if self.dynamic and (other.parts[:-1] == self.parts[:-1]
+                             or len(other.parts) > 1 and other.parts[-2] in self.string_words):
+            return True  # a module of its own folder, or of a folder it names (`sys.path.append(... 'models')`)
         n = len(other.parts)
+        folder = self.parts if self.package else self.parts[:-1]
         for path in self.import_paths:
             k = len(path)
+            if exists is not None and k < n:
+                # where its own folder holds the module, the import finds that one first (the script's
+                # folder leads the search path): `from pointnet2_utils import ...` in `models/` reads
+                # `models/pointnet2_utils.py`, not a copy of it saved under `log/`
+                own = folder + path
+                if own != other.parts[:len(own)] and exists(own):
+                    continue
             if k and any(other.parts[i:i + k] == path for i in range(n - k + 1)):
                 return True
         return False
@@ -226,9 +250,11 @@ class Reach:
     BUDGET = 300
 
     def __init__(self, files_with: Callable[[str], Iterable[Tuple[str, str]]],
-                 parsed: Callable[[str], Optional[PythonFile]]) -> None:
+                 parsed: Callable[[str], Optional[PythonFile]],
+                 module_exists: Optional[Callable[[Tuple[str, ...]], bool]] = None) -> None:
         self._files_with = files_with
         self._parsed = parsed
+        self._module_exists = module_exists  # (parts) -> a file of the project is that module
         self._reached: Set[int] = set()
         self._dead: Set[int] = set()
         self._imports: Dict[int, bool] = {}
@@ -336,7 +362,8 @@ class Reach:
             other = self._parsed(key)
             if other is None:
                 return True
-            if outer is None and other is not pf and name not in other.string_words and not other.may_import(pf):
+            if outer is None and other is not pf and name not in other.string_words and not other.may_import(
+                    pf, self._module_exists):
                 continue  # a module-level name of another file that cannot import this one
             for ctx, pos in other.words.get(name, ()):
                 if ctx is None:
