@@ -220,6 +220,10 @@ class Rule:
     # (`CallFacts.every_step`): a file with such a function is read even
     # when it has none of the needles (a per-step helper without a loop)
     reads_every_step_functions: ClassVar[bool] = False
+    # the rule also reads what these keys of the project's facts table say
+    # (`ProjectGraph.facts_for`): a file whose table says something under one
+    # of them is read even when it has none of the needles
+    reads_table_keys: ClassVar[Tuple[str, ...]] = ()
     # the rule says nothing about test files (`is_test_path`: `tests/`, a
     # `test_*.py` that uses pytest or unittest, ...): what a test does once per
     # case costs nothing that matters, so every rule skips them unless it says

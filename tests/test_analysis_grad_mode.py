@@ -7,13 +7,10 @@ import ast
 import textwrap
 
 from gpulint.model.file import FileModel
+from gpulint.model.control.modes import EVAL, TRAIN, mode_before, model_key
 from gpulint.rules.inference_without_no_grad.grad_mode import (
-    EVAL,
-    TRAIN,
     grad_off_functions,
     is_frozen_model,
-    mode_before,
-    model_key,
     runs_with_grad_off,
 )
 

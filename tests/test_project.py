@@ -2340,3 +2340,48 @@ def test_a_file_whose_step_words_start_nothing_is_summarized_on_demand_only():
     for word in ("train_loader = make()", "yield latents", "loss.backward()"):
         other = text.replace("return latents.cpu()", word)
         assert not lint_module(other, "pipe.py", options, project=ProjectInput(("pipe",))).deferred, word
+
+
+def test_a_model_switched_to_eval_by_the_caller_in_another_file(tmp_path):
+    # `evaluate` never switches the model itself: `main.py` does, before each call, so
+    # its loop runs the model in eval mode with autograd on (GPU501), through
+    # `model.predict` too; a caller that hands a model in training mode keeps it unflagged
+    evaluation = """
+        import numpy as np
+
+
+        def evaluate(model, loader):
+            hits = 0
+            for u in loader:
+                scores = model.predict(np.array([u]))
+                hits += int(scores.argmax() == 0)
+            return hits
+
+
+        def probe(model, users):
+            return [model(u) for u in users]
+    """
+    main = """
+        import torch
+        from evaluation import evaluate, probe
+
+
+        def main(model, loader, users, optimizer):
+            model = model.cuda()
+            for epoch in range(10):
+                model.train()
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    probe(model, users)
+                model.eval()
+                print(evaluate(model, users))
+    """
+    write(tmp_path, {"evaluation.py": evaluation, "main.py": main})
+    assert rows_by_path(tmp_path, "GPU501") == [("evaluation.py", 8)]
+    # a second caller that does not switch the model: no longer every call
+    write(tmp_path, {"other.py": "import torch\nfrom evaluation import evaluate\n\n\n"
+                                 "def run(model, loader):\n    return evaluate(model.cuda(), loader)\n"})
+    assert rows_by_path(tmp_path, "GPU501") == []

@@ -217,3 +217,72 @@ def test_a_loop_over_a_name_bound_to_a_wrapped_loader_iterates_the_loader():
             for it, (x, y) in pbar:
                 print(it)
     """, "it")[-1] == NUMBER
+
+
+def test_the_sizes_unpacked_from_a_shape_are_numbers():
+    text = """
+        def evaluate(net, loader, scales):
+            for imgs, label in loader:
+                N, _, H, W = imgs.shape
+                *_, h, w = label.size()
+                nl = label.shape[0]
+                for scale in scales:
+                    print(int(scale * H), h, w, nl)
+    """
+    assert _name_kinds(text, "H")[-1] == NUMBER
+    assert _name_kinds(text, "h")[-1] == NUMBER
+    assert _name_kinds(text, "nl")[-1] != TENSOR  # (a part of the batch's facts, not of its data)
+
+
+def test_a_name_bound_to_a_wrapped_loader_in_either_branch_is_a_loader():
+    from gpulint.model.values.kinds import LOADER
+
+    text = textwrap.dedent("""
+        import torch.distributed as dist
+        from tqdm import tqdm
+
+        def evaluate(net, dl):
+            if dist.get_rank() != 0:
+                diter = enumerate(dl)
+            else:
+                diter = enumerate(tqdm(dl))
+            for i, (imgs, label) in diter:
+                net(imgs)
+    """)
+    fa = FileModel(ast.parse(text), text)
+    loop = next(n for n in ast.walk(fa.tree) if isinstance(n, ast.For))
+    assert fa.values.kind(loop.iter, fa.index.ancestors(loop.iter)) == LOADER
+    assert fa.loops.loop_iterates_loader(loop, fa.index.ancestors(loop))
+
+
+def _host(text: str, line: int) -> bool:
+    """Whether the model knows the first expression statement's value on `line` lives on the host."""
+    text = textwrap.dedent(text).lstrip("\n")
+    fa = FileModel(ast.parse(text), text)
+    expr = next(n.value for n in ast.walk(fa.tree) if isinstance(n, ast.Expr) and n.lineno == line)
+    return fa.host.is_host_tensor(expr, fa.index.ancestors(expr))
+
+
+def test_host_values_read_through_conversions_facts_and_the_binding_that_reaches():
+    text = """
+        import torch
+
+
+        def validate(model, loader, batch_size, imgsz):
+            shape = (batch_size, 3, imgsz, imgsz)
+            for im, targets, paths, shapes in loader:
+                preds = model(im.cuda())
+                for si, pred in enumerate(preds):
+                    path, shape = paths[si], shapes[si][0]
+                    h0, w0 = shape
+                    _, mask_h, mask_w = pred.shape
+                    mask_h / h0 == mask_w / w0
+                    pad = int(pred[0, 0])
+                    pad
+                    pred.shape
+                    pred.argmax(1)
+    """
+    assert _host(text, 12)  # `shape` here is the loader's metadata, not the tuple of sizes built above
+    assert _host(text, 14)  # `int(...)`: a Python number (its own read is where it waits)
+    assert _host(text, 15)  # a tensor's facts
+    assert not _host(text, 16)

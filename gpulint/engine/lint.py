@@ -366,11 +366,13 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
                 project: Optional[ProjectInput] = None) -> ModuleResult:
     """`lint_source`, as a module of a project: also the file's summary and
     the facts it was read with (`ProjectInput.table`, or its own)."""
-    per_step = project is not None and project.table is not None and bool(project.table.get("every_step"))
+    told = project.table if project is not None and project.table is not None else {}
+    per_step = bool(told.get("every_step"))
     test_file = is_test_path(path, text)
     selected = [
         (r, v) for r, v in _rules_for(tuple(options.codes))
-        if (_wanted(r, text) or (per_step and r.reads_every_step_functions)) and not (test_file and r.skips_test_files)
+        if (_wanted(r, text) or (per_step and r.reads_every_step_functions) or any(told.get(k) for k in r.reads_table_keys))
+        and not (test_file and r.skips_test_files)
     ]
     if tree is None:
         tree = parse(text, path)  # always: a file that does not parse is reported, needles or not

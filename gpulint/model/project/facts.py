@@ -171,6 +171,10 @@ class ProjectFacts(CallFacts):
     def feeds_env(self, func: ast.AST) -> bool:
         return self._lists("feeds_env", func)
 
+    def evaluated_parameter(self, func: ast.AST, name: str) -> bool:
+        listed = self.table.get("evaluated")  # (asked by rules only)
+        return bool(listed) and self.refs is not None and name in listed.get(self.refs.qualname(func), ())
+
 def model_with_facts(
     tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool = False,
     table: Optional[dict] = None, like: Optional[FileModel] = None,

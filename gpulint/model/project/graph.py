@@ -128,6 +128,7 @@ class ProjectGraph:
         self.entered_synced = entered_synced(self)
         self.feeds_env = feeds_env(self)
         self.grad_off = entered_grad_off(self)
+        self.evaluated = entered_evaluated(self)
         self.param_kinds = _param_kinds(self)
         self.device_side = self._device_side()
 
@@ -404,6 +405,11 @@ class ProjectGraph:
         for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision)):
             if found:
                 table[key] = sorted(found)
+        evaluated = {} if not self.evaluated else {
+            qual: self.evaluated[fid] for qual in summary.get("functions", {})
+            for fid in (self.id_of(path, qual),) if fid in self.evaluated}
+        if evaluated:
+            table["evaluated"] = evaluated  # (its functions' parameters that hold a model in eval mode)
         table.update({"returns_moved": moved} if moved else {})
         if builders:
             table["builders"] = builders
@@ -527,21 +533,24 @@ def _on_every_branch(graph: "ProjectGraph", fid: str) -> List[str]:
 def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
     """function -> {parameter: kind}: what the parameter holds on every
     path that runs the function every step. Where every such call is
-    from a hot loop (whose calls record what they pass; a call on every
-    run of a per-step function does not) and all that pass the parameter
+    from a hot loop (whose calls record what they pass), or hands on a
+    parameter of a function that runs every step (`passing.forwarded`:
+    `self._train_step(model, loss)` in `__call__`, which then holds what
+    that parameter holds), and all that pass the parameter
     pass a host value (a number, a string, ...: `values.kinds.HOST_KINDS`): `NUMBER` where all pass
     numbers, else `OTHER`, a host tensor where all pass one; for the
     `**kwargs` parameter, `HOST_MAPPING`. A call that unpacks arguments or
     does not record them leaves the function out; one that passes a value
     of unknown kind leaves that parameter out."""
-    passed: Dict[str, Dict[str, Set[str]]] = {}
+    passed: Dict[str, Dict[str, Set[Tuple[str, str]]]] = {}
     unknown: Set[str] = set()
+    forwards = False
     for fid in graph.functions:
         per_step = fid in graph.every_step
         for cid, _, call in graph.resolved_calls(fid):
             if cid in unknown:
                 continue
-            if len(call) < 4:
+            if len(call) < 4 or not (per_step or call[1] in (TRAIN, EVAL)):
                 if per_step and call[1] == BODY:
                     unknown.add(cid)  # a per-step call that did not record what it passes
                 continue  # a call that does not run every step: not what a per-step read sees
@@ -559,24 +568,33 @@ def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
                         unknown.add(cid)
                         break
                     name = "**"
-                mine.setdefault(name, set()).add(kind)
+                forwards = forwards or kind[:1] == "="
+                mine.setdefault(name, set()).add((fid, kind))
     out: Dict[str, Dict[str, str]] = {}
-    for cid, ps in passed.items():
-        if cid in unknown:
-            continue
-        kinds = {}
-        for name, ks in ps.items():
-            if not ks <= HOST_KINDS:
-                continue  # a tensor, a model, ... or a value of unknown kind ("?")
-            if name == "**":
-                if HOST_TENSOR not in ks:
-                    kinds[graph.functions[cid]["kwargs"]] = HOST_MAPPING
-            elif ks == {HOST_TENSOR}:
-                kinds[name] = HOST_TENSOR
-            elif HOST_TENSOR not in ks:
-                kinds[name] = NUMBER if ks == {NUMBER} else OTHER
-        if kinds:
-            out[cid] = kinds
+    # a forwarded parameter holds what the caller's holds: read in rounds, as far as chains of
+    # such calls go (a bound: each round can only add what the last one found)
+    for _ in range(4 if forwards else 1):
+        found: Dict[str, Dict[str, str]] = {}
+        for cid, ps in passed.items():
+            if cid in unknown:
+                continue
+            kinds = {}
+            for name, pairs in ps.items():
+                ks = {out.get(fid, {}).get(k[1:], "?") if k[:1] == "=" else k for fid, k in pairs}
+                if not ks <= HOST_KINDS:
+                    continue  # a tensor, a model, ... or a value of unknown kind ("?")
+                if name == "**":
+                    if HOST_TENSOR not in ks:
+                        kinds[graph.functions[cid]["kwargs"]] = HOST_MAPPING
+                elif ks == {HOST_TENSOR}:
+                    kinds[name] = HOST_TENSOR
+                elif HOST_TENSOR not in ks:
+                    kinds[name] = NUMBER if ks == {NUMBER} else OTHER
+            if kinds:
+                found[cid] = kinds
+        if found == out:
+            break
+        out = found
     return out
 
 
@@ -619,6 +637,23 @@ def entered_grad_off(graph: ProjectGraph) -> Set[str]:
         if found == off:
             return off
         off = found
+
+
+def entered_evaluated(graph: ProjectGraph) -> Dict[str, List[str]]:
+    """function -> the parameters every call of it that the project makes
+    (one at least) hands a model its caller switched to eval mode (a
+    summary's `evaluated`): SASRec's `evaluate(model, dataset, args)`,
+    called from `main.py` after `model.eval()`."""
+    if not any(f.get("evaluated") for f in graph.functions.values()):
+        return {}
+    found: Dict[str, Set[str]] = {}
+    for fid, f in graph.functions.items():
+        marked = f.get("evaluated", {})
+        for cid, _, call in graph.resolved_calls(fid):
+            params = graph.functions[cid].get("params", [])
+            names = {params[int(k)] if k.isdigit() and int(k) < len(params) else k for k in marked.get(call[0], ())}
+            found[cid] = names if cid not in found else found[cid] & names
+    return {cid: sorted(names) for cid, names in found.items() if names}
 
 
 def _every_per_step_call_marked(graph: ProjectGraph, key: str, per_step_bodies: bool) -> Set[str]:
@@ -712,7 +747,7 @@ ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_bu
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off")
 # ... and all that a table can say about a file (what rules ask besides)
 TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in",
-                          "returns_moved")
+                          "returns_moved", "evaluated")
 
 
 def is_empty(table: dict) -> bool:

@@ -38,13 +38,14 @@ from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
 from gpulint.model.project.layers import class_layer_counts, total_layers
+from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed, unbound_parameters
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, star_imported, used_names
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.devices import moved_return_positions
 from gpulint.model.values.host import first_read_lines, reads_on_return
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
-from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, HOST_TENSOR, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, TENSOR, kind_from_name
+from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, kind_from_name
 from gpulint.model.values.loaders import dataset_sources, numpy_made
 from gpulint.model.index.walk import walk
 
@@ -106,7 +107,7 @@ def may_start_steps(text: str) -> bool:
 # `refs` aside): which functions run every step, with autograd off or for an
 # environment, which are device code, and the models' layers are asked by
 # rules only (through `Loops.every_step`, `runs_repeatedly`, `CallFacts`)
-_NOT_READ_BY_SUMMARIES = frozenset({"every_step", "grad_off", "feeds_env", "device_side", "layers", "cuda_nearby",
+_NOT_READ_BY_SUMMARIES = frozenset({"every_step", "grad_off", "evaluated", "feeds_env", "device_side", "layers", "cuda_nearby",
                                     "precision_calls", "opt_in", "returns_moved"})
 # calls that start a step by their name alone (`_Hotness.own_step`)
 _STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
@@ -151,6 +152,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         scopes[func] = _Scope()
     loaders = fa.index.mentions("DataLoader")
     grad_words = any(fa.index.mentions(w) for w in ("no_grad", "inference_mode", "set_grad_enabled"))
+    switches = fa.index.mentions(".eval()") or fa.index.mentions(".train(")  # (models switched to eval mode)
     arrays = fa.index.mentions("np.") or fa.index.mentions("numpy")  # (what a loader's dataset may be)
     for node in fa.index.nodes_of(ast.Call, ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor, ast.While):
         scope = fa.index.owner(node)
@@ -158,7 +160,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         if sc is None:
             continue  # in a lambda or a class body
         if isinstance(node, ast.Call):
-            _call(fa, refs, hot, node, scope, sc, grad_words)
+            _call(fa, refs, hot, node, scope, sc, grad_words, switches)
         elif isinstance(node, (ast.Yield, ast.YieldFrom)):
             sc.generator = True
         elif isinstance(node, ast.Return):
@@ -180,9 +182,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                     # the function returns (`ensure_data_spec(dataloader)` returns a DataSpec)
                     sc.returns.append(None)
                 elif value is not None and isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.BinOp)):
-                    sc.returns.append(_kind_passed(fa, value, fa.index.ancestors(value)))
+                    sc.returns.append(kind_passed(fa, value, fa.index.ancestors(value)))
                 elif isinstance(value, ast.Tuple) and value.elts and all(
-                        _kind_passed(fa, e, fa.index.ancestors(e)) == NUMBER for e in value.elts):
+                        kind_passed(fa, e, fa.index.ancestors(e)) == NUMBER for e in value.elts):
                     sc.returns.append(HOST_NUMBERS)  # `return loss.item(), acc.item()`
                 else:
                     sc.returns.append(None)
@@ -279,7 +281,7 @@ def _built_choices(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) ->
 
 class _Scope:
     __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "marks",
-                 "returns_synced", "moved")
+                 "returns_synced", "moved", "params", "evaluated")
 
     def __init__(self) -> None:
         self.steps = False
@@ -297,6 +299,14 @@ class _Scope:
         self.returns_synced = False
         self.moved: List[int] = []
         self.loops: List[ast.AST] = []
+        self.params: Optional[Set[str]] = None  # its parameters never bound again (`own_parameters`)
+        # reference -> the arguments (position or keyword) each of its calls passes a model in eval mode
+        self.evaluated: Dict[str, Set[str]] = {}
+
+    def own_parameters(self, scope: ast.AST) -> Set[str]:
+        if self.params is None:
+            self.params = unbound_parameters(scope)
+        return self.params
 
     def summary(self, fa: "FileModel", hot: "_Hotness", scope: ast.AST) -> dict:
         out: dict = {
@@ -328,6 +338,9 @@ class _Scope:
             marked = sorted(ref for ref, ok in refs.items() if ok)
             if marked:
                 out[key] = marked
+        evaluated = {ref: sorted(keys) for ref, keys in self.evaluated.items() if keys}
+        if evaluated:
+            out["evaluated"] = evaluated
         if self.generator and isinstance(scope, FUNCS):
             i = _iterated_parameter(fa, scope, self.loops)
             if i is not None:
@@ -336,8 +349,10 @@ class _Scope:
 
 
 def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scope: ast.AST, sc: _Scope,
-          grad_words: bool = False) -> None:
-    """Add the call `node` of `scope` to its summary `sc`. `grad_words`: the
+          grad_words: bool = False, switches: bool = False) -> None:
+    """Add the call `node` of `scope` to its summary `sc`. `switches`: the
+    file may switch a model to eval mode, so which arguments are such models
+    is asked (`evaluated`). `grad_words`: the
     file can turn autograd off (it names `no_grad`, `inference_mode` or
     `set_grad_enabled`), so whether the call runs with it off is asked."""
     func = node.func
@@ -386,8 +401,10 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
         where = _where(fa, hot, node, ancestors, scope)
     if where == BODY and after_periodic_return(fa, node, ancestors):
         where = SOME  # past `if step % n != 0: return`: on every n-th call only
-    # what a call from a hot loop passes (the callee runs every step: what it reads matters)
-    passed = _argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else None
+    # what a call from a hot loop passes (the callee runs every step: what it reads matters);
+    # a call on every run of a function, which of the function's own parameters it hands on
+    passed = argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else (
+        forwarded(node, sc.own_parameters(scope)) if where == BODY and isinstance(scope, FUNCS) else None)
     # whether a per-step call comes right after a host read of the caller (`entered_synced`)
     synced: Optional[bool] = None
     if where in (TRAIN, EVAL):  # (from a loop's step; a per-step function's own calls are not asked: cost)
@@ -397,7 +414,11 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     env = feeds_environment_step(fa.index, node, ancestors) if where in (TRAIN, EVAL) else None
     # whether the call runs with autograd off (`entered_grad_off`; a file that never turns it off: no)
     off = grad_words and fa.contexts.grad_disabled(ancestors)
+    # which arguments are models the caller switched to eval mode before the call (`entered_evaluated`)
+    evaluated = evaluated_arguments(fa, node, scope) if switches and (node.args or node.keywords) else set()
     for ref in found:
+        before = sc.evaluated.get(ref)
+        sc.evaluated[ref] = evaluated if before is None else before & evaluated
         sc.calls.add((ref, where, tuple(sorted(args.items())), passed))
         for key, value in (("synced", synced), ("feeds_env", env), ("grad_off", off)):
             if value is not None:  # (None: not asked of this call)
@@ -437,32 +458,6 @@ def _after_read(fa: "FileModel", ret: ast.Return, scope: ast.AST) -> bool:
         return False
     return follows_host_read(ret, fa.index.ancestors(ret), fa, limit=RETURN_READ_LIMIT)
 
-
-
-def _argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:
-    """((position or keyword, kind), ...) for every argument of the call, the
-    kind "?" where unknown; "*" and "**" for unpacked arguments."""
-    out = []
-    for i, a in enumerate(call.args):
-        if isinstance(a, ast.Starred):
-            out.append(("*", "?"))
-            break
-        out.append((str(i), _kind_passed(fa, a, ancestors) or "?"))
-    for kw in call.keywords:
-        if kw.arg is None:
-            out.append(("**", "?"))
-        else:
-            out.append((kw.arg, _kind_passed(fa, kw.value, ancestors) or "?"))
-    return tuple(sorted(out))
-
-
-def _kind_passed(fa: "FileModel", expr: ast.AST, ancestors) -> Optional[str]:
-    """The kind of a value handed to another function (an argument, a return
-    value): a tensor known to live in host memory is `HOST_TENSOR`."""
-    kind = fa.values.kind(expr, ancestors)
-    if kind == TENSOR and fa.host.is_host_tensor(expr, ancestors):
-        return HOST_TENSOR
-    return kind
 
 
 def _call_order(call: tuple) -> tuple:

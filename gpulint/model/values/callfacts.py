@@ -125,6 +125,12 @@ class CallFacts:
         the action the host needs."""
         return False
 
+    def evaluated_parameter(self, func: ast.AST, name: str) -> bool:
+        """Every call of the function that the project makes (in any file)
+        hands, for its parameter `name`, a model its caller switched to eval
+        mode (`model.eval()` then `evaluate(model, data)`)."""
+        return False
+
     def entered_grad_off(self, func: ast.AST) -> bool:
         """Every call of the function that the project makes runs with
         autograd off (under `with torch.no_grad():`, or in a function that

@@ -10,7 +10,8 @@ from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.attributes import is_self_attr
 from gpulint.model.values.kinds import (
-    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, LOADER, LOADER_ITER, TENSOR, TENSOR_JOINS, is_cpu_device,
+    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, LOADER, LOADER_ITER, NON_TENSOR_ATTRS, NUMBER, TENSOR, TENSOR_JOINS,
+    is_cpu_device,
     is_tensor_returning_torch,
 )
 from gpulint.model.values.values import Values
@@ -64,8 +65,12 @@ class HostValues:
         if isinstance(root, ast.Name):
             reaching = self._reaching_in_loop(root, ancestors, scope)
             if reaching is None:
-                last = dominating_value(self.index, root, ancestors)
-                reaching = [last] if last is not None else None
+                last = _last_binding(self.index, root, ancestors)
+                if last is _ENTRY:  # the argument itself, whatever the def binds the name to later
+                    reaching = [b for b in self.host_bindings(scope).get(root.id, ())
+                                if b is HOST_ARGUMENT or b is None][:1] or None
+                else:
+                    reaching = [last] if last is not None else None
             if reaching is not None:
                 inner = {root.id}
                 if all(
@@ -120,12 +125,23 @@ class HostValues:
 
     def _is_host(self, expr: ast.AST, scope: ast.AST, seen: Set[str], checked: str = "") -> bool:
         """(`checked`: a name whose bindings the caller has already found host.)"""
+        if not isinstance(expr, ast.Constant) and self._python_value(expr, scope, seen):
+            return True  # `psemask.shape`, `int(pad_w)`: Python values, which the host holds (a
+            # constant binding, `total = 0`, says nothing of what the name holds later)
         if isinstance(expr, (ast.Subscript, ast.Attribute)):
             if is_self_attr(expr):
                 return self._self_attr_host(expr, seen)
             return self._is_host(expr.value, scope, seen, checked)
         if isinstance(expr, ast.Name) and expr.id == checked:
             return True
+        if isinstance(expr, ast.Name) and expr.id not in seen and expr in self.index.parents:
+            # the binding every run reaching this read passes last, where one does (`shape` of
+            # `path, shape = Path(p), shapes[i][0]` earlier in the loop's body, whatever else the
+            # function binds `shape` to elsewhere)
+            last = _last_binding(self.index, expr, self.index.ancestors(expr), unpack=True)
+            if isinstance(last, ast.AST) and not isinstance(last, _CONTAINERS) and not any(
+                    isinstance(n, ast.Name) and n.id == expr.id for n in walk(last)):
+                return self._is_host(last, scope, seen | {expr.id})  # (a list display is filled later: below)
         if isinstance(expr, ast.Name):
             if _ALL_OF + expr.id in seen:
                 # a binding of the name from itself (`x = x.float()`), while every binding of
@@ -177,7 +193,34 @@ class HostValues:
                 return any(is_cpu_device(a) for a in expr.args)
             if func.attr in ("cuda", "pin_memory") or func.attr.startswith("_"):
                 return False
+            if isinstance(func.value, ast.Attribute) and func.value.attr in NON_TENSOR_ATTRS:
+                return False  # `self.state.device.tensor_to_device(t)`: a method of a device object
             return self._is_host(func.value, scope, seen, checked)
+        return False
+
+    def _python_value(self, expr: ast.AST, scope: ast.AST, seen: Set[str]) -> bool:
+        """A plain Python value, no tensor: a constant, a conversion
+        (`int(pad_w)`: where it reads a device value, it waited there), a
+        tensor's facts (`x.shape`, `x.shape[0]`, `x.size(1)`, `x.dtype`),
+        arithmetic of such, or a name whose binding that reaches it is one
+        (`b = images.shape[0]`)."""
+        if isinstance(expr, ast.Constant):
+            return True
+        if isinstance(expr, ast.Attribute):
+            return expr.attr in NON_TENSOR_ATTRS
+        if isinstance(expr, ast.Subscript):
+            return isinstance(expr.value, ast.Attribute) and expr.value.attr in NON_TENSOR_ATTRS
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            return (self.imports.qualname(func) in CONVERSIONS or (isinstance(func, ast.Name) and func.id == "len")
+                    or isinstance(func, ast.Attribute) and func.attr in ("size", "numel", "dim"))
+        if isinstance(expr, ast.BinOp):
+            return self._python_value(expr.left, scope, seen) and self._python_value(expr.right, scope, seen)
+        if isinstance(expr, ast.UnaryOp):
+            return self._python_value(expr.operand, scope, seen)
+        if isinstance(expr, ast.Name) and expr.id not in seen and expr in self.index.parents:
+            last = _last_binding(self.index, expr, self.index.ancestors(expr), unpack=True)
+            return isinstance(last, ast.AST) and self._python_value(last, scope, seen | {expr.id})
         return False
 
     def _host_binding(self, binding, name: str, scope: ast.AST, seen: Set[str]) -> bool:
@@ -241,9 +284,12 @@ class HostValues:
         info = self.values.function_info(scope if scope is not self.index.tree else None)
         found = False
         for o in operands:
+            kind = self.values.classify(o, info.kinds, info.batch_names)
+            if kind == NUMBER or self._python_value(o, scope, seen):
+                continue  # a Python value (`beta * kle`, `b ** 2` with `b = x.shape[0]`): no tensor, host or not
             if self._is_host(o, scope, seen):
                 found = True
-            elif self.values.classify(o, info.kinds, info.batch_names) == TENSOR:
+            elif kind == TENSOR:
                 return False
         return found
 
@@ -447,6 +493,22 @@ def dominating_value(index, name: ast.Name, ancestors: Sequence[ast.AST]) -> Opt
     between (a branch or a loop that binds it), or the search reaches the
     top of a loop body (a value carried from the last pass may reach) or of
     the def."""
+    found = _last_binding(index, name, ancestors)
+    return None if found is _ENTRY else found
+
+
+# displays of containers that code fills after binding them (`codes = []`, then `codes.append(...)`)
+_CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+
+# (`_last_binding`: the search reached the def's first statement, and the name is a parameter:
+# the read holds the argument, whatever later statements bind the name to)
+_ENTRY = object()
+
+
+def _last_binding(index, name: ast.Name, ancestors: Sequence[ast.AST], unpack: bool = False):
+    """(`unpack`: also `a, b = x, y`, which gives `a` the value `x`, and
+    `a, b = v`, which gives it a part of `v`: `v` itself, for questions a
+    value and its parts answer alike, such as where it lives.)"""
     if name in index.parents:  # (the caller's `ancestors` may stop at the statement around the read)
         ancestors = index.ancestors(name)
     chain = list(ancestors) + [name]
@@ -461,8 +523,24 @@ def dominating_value(index, name: ast.Name, ancestors: Sequence[ast.AST]) -> Opt
                     if stmt.targets[0].id == name.id:
                         return stmt.value
                     continue
+                if unpack and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                        and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) \
+                        and all(isinstance(e, ast.Name) for e in stmt.targets[0].elts):
+                    names = [e.id for e in stmt.targets[0].elts]  # type: ignore[attr-defined]
+                    if name.id not in names:
+                        continue
+                    value = stmt.value
+                    if isinstance(value, (ast.Tuple, ast.List)):
+                        if len(value.elts) != len(names) or any(isinstance(e, ast.Starred) for e in value.elts):
+                            return None
+                        return value.elts[names.index(name.id)]
+                    return value
                 if _binds(stmt, name.id):
                     return None
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)) and where is not None and where[0] is anc \
+                and where[1] == "body" and any(a.arg == name.id for a in anc.args.posonlyargs + anc.args.args
+                                               + anc.args.kwonlyargs):
+            return _ENTRY
         if isinstance(anc, SCOPES + LOOPS) or isinstance(anc, ast.Module) or (
                 isinstance(anc, ast.Try) and where is not None and where[1] != "body"):
             return None  # (a handler or `finally` may run after any statement of the `try`)

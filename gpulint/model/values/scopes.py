@@ -141,6 +141,8 @@ def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
                 _bind(values, t, k, kinds, batch, node.value)
                 if isinstance(t, ast.Name):
                     _note_wrapped_loader(values, t.id, node.value, kinds, wrapped)
+                    if t.id in wrapped and kinds.get(t.id) in (None, OTHER):
+                        kinds[t.id] = LOADER  # (`diter = enumerate(tqdm(dl))`: a loop over it steps over batches)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             k = values.classify(node.value, kinds, batch)
             _bind(values, node.target, k, kinds, batch, node.value)
@@ -212,6 +214,13 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
         else:
             batch.discard(target.id)
     elif isinstance(target, (ast.Tuple, ast.List)):
+        if _sizes(value):  # `N, _, H, W = imgs.shape`: Python ints, whatever `imgs` is
+            for elt in target.elts:
+                elt = elt.value if isinstance(elt, ast.Starred) else elt
+                if isinstance(elt, ast.Name):
+                    kinds[elt.id] = NUMBER
+                    batch.discard(elt.id)
+            return
         is_batch = values.is_batch_expr(value, kinds, batch)
         elt_kind = TENSOR if (kind == TENSOR or is_batch) else NUMBER if kind == HOST_NUMBERS else None
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
@@ -230,6 +239,17 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
                     batch.add(elt.id)
             else:
                 _bind(values, elt, elt_kind, kinds, batch, value)
+
+def _sizes(value: Optional[ast.AST]) -> bool:
+    """`x.shape`, `x.shape[-2:]`, `x.size()`: a tensor's sizes, unpacked into
+    Python ints."""
+    while isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice):
+        value = value.value
+    if isinstance(value, ast.Attribute):
+        return value.attr == "shape"
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size"
+            and not value.args and not value.keywords)
+
 
 def _updates_number(values: "Values", name: str, value: ast.AST, kinds, batch) -> bool:
     """`value` is arithmetic on `name` (which holds a number) with operands

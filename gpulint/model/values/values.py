@@ -77,6 +77,10 @@ def module_class_names(classes: Dict[str, ast.ClassDef], imports: ImportTable) -
     return result
 
 
+# tensor methods that give its sizes, as Python ints (`x.size(0)`): no part of a batch
+_SIZE_METHODS = frozenset({"size", "numel", "dim", "nelement", "ndimension", "element_size"})
+
+
 class Values:
     """What the expressions of one file are."""
 
@@ -402,10 +406,11 @@ class Values:
         if isinstance(expr, ast.Subscript):
             return self.is_batch_expr(expr.value, kinds, batch)
         if isinstance(expr, ast.Attribute):
-            return self.is_batch_expr(expr.value, kinds, batch)
+            # (`labels.shape[0]`, `x.dtype`: facts of a tensor of the batch, host values)
+            return expr.attr not in NON_TENSOR_ATTRS and self.is_batch_expr(expr.value, kinds, batch)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-            # batch.items() / batch.values() / batch.float() / batch.to(...)
-            return self.is_batch_expr(expr.func.value, kinds, batch)
+            # batch.items() / batch.values() / batch.float() / batch.to(...) (not `x.size(0)`, `x.numel()`)
+            return expr.func.attr not in _SIZE_METHODS and self.is_batch_expr(expr.func.value, kinds, batch)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "next" and expr.args:
             return self.is_loader(expr.args[0], kinds) or self.classify(expr.args[0], kinds, batch) == LOADER_ITER
         return False

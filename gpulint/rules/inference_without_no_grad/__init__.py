@@ -4,14 +4,11 @@ import ast
 from textwrap import dedent
 from typing import List, Optional
 
+from gpulint.model.control.modes import EVAL, eval_before, forward_model_key, mode_before, model_key
 from gpulint.rules.inference_without_no_grad.grad_mode import (
-    EVAL,
-    eval_before,
     evaluated_by_callers,
-    forward_model_key,
     grad_explicitly_on,
     is_frozen_model,
-    mode_before,
     needs_grad_call,
     runs_with_grad_off,
 )
@@ -33,12 +30,23 @@ class InferenceWithoutNoGrad(Rule):
     effect: no enclosing `with` block, no decorator on the function, no
     `torch.set_grad_enabled(False)`. What the function switched is a module,
     whatever its name (`dataset.model.eval()`, then `dataset.model(batch)`).
+    A call of its own inference method counts as a forward: `model.encode(img)`,
+    `model.predict(u)`, `decode`, `infer`, `inference` and their `_`-suffixed
+    forms (`encode_image`), by the method's name; not `generate` or `sample`,
+    which libraries and projects usually decorate with `no_grad`, not a
+    sub-module named like one (`model.encoder(x)`), and not a method of a
+    model a library loads (`AutoModel.from_pretrained(...)`), whose code the
+    project does not show.
     The switch may also be in the callers:
     a function that never switches the model itself, every call of which in
     the file comes after its caller's `.eval()` on the model it passes (for
     a method, on the same `self` attribute), as in `model.eval()` then
     `predict(model, loader)`, or `self.net.eval()` then
-    `self.inference(loader)`. The forward may be in a method of the
+    `self.inference(loader)`. A function the file never calls is read
+    through the project: every call of it in the project's other files
+    (one at least) hands, for that parameter, a model its caller switched
+    to eval mode (`model.eval()` in `main.py`, then `evaluate(model, data)`
+    from `utils.py`). The forward may be in a method of the
     same class that the loop calls (`pred = self._process_one_batch(batch)`
     in Informer's `vali`, where that method runs `self.model(...)` with no
     `no_grad` of its own and makes no gradient call): the finding is on the
@@ -110,6 +118,7 @@ class InferenceWithoutNoGrad(Rule):
     )
     fix_safety = NONE
     needles = (".eval(", ".train(")
+    reads_table_keys = ("evaluated",)  # (a file whose callers, in other files, switch the model it gets)
     examples = (
         Example(
             bad="""
@@ -229,6 +238,10 @@ class InferenceWithoutNoGrad(Rule):
         helper = False
         switched = mode_before(fa, key, node, scope) == EVAL
         if not switched:
+            method_of = _inference_method(fa, node, scope)  # `model.encode(img)` after `model.eval()`
+            if method_of is not None:
+                key, switched = method_of, True
+        if not switched:
             if not eval_before(fa, node, scope):
                 if not evaluated_by_callers(fa, scope, key):
                     return  # (no model is in eval mode here: a helper's forward is no evaluation either)
@@ -308,6 +321,42 @@ def _built_here_on_cpu(fa, key: str, scope: ast.AST, ancestors) -> bool:
                   and isinstance(fa.index.parents.get(parent), ast.Call)):
             return False  # moved (`.cuda()`), wrapped, handed on: it may live anywhere
     return built
+
+
+# a model's own inference methods (`model.predict(x)`, `vqvae.encode(img)`, `encode_image`);
+# `generate`, `sample` and the like are left out: libraries and projects commonly decorate
+# those with `no_grad` themselves (so are sub-modules named like them: `model.encoder(x)`)
+_INFERENCE_VERBS = frozenset({"predict", "encode", "decode", "infer", "inference"})
+
+
+def _inference_method(fa, call: ast.Call, scope: ast.AST) -> Optional[str]:
+    """`model.predict(x)` / `model.encode(img)` where the function switched
+    `model` to eval mode before, or every caller did before handing it on:
+    an inference method of the model, which runs its layers as a forward
+    does. The model's key."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr.lower().split("_", 1)[0] not in _INFERENCE_VERBS:
+        return None
+    receiver = model_key(func.value)
+    if receiver is None or receiver in ("self", "cls"):
+        return None  # (a model's own method: `_helper_forward`'s)
+    if _loaded_pretrained(receiver, scope):
+        return None  # (`AutoModel.from_pretrained(..., trust_remote_code=True).encode(...)`: a library's, unseen)
+    mode = mode_before(fa, receiver, call, scope)
+    if mode == EVAL or (mode is None and evaluated_by_callers(fa, scope, receiver)):
+        return receiver  # (switched here, or by every caller before it hands the model on)
+    return None
+
+
+def _loaded_pretrained(key: str, scope: ast.AST) -> bool:
+    """`scope` binds the name `key` to a model a library loads
+    (`model = AutoModel.from_pretrained(name)`), whose methods it defines."""
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Assign) and any(model_key(t) == key for t in node.targets) and any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "from_pretrained"
+                for c in ast.walk(node.value)):
+            return True
+    return False
 
 
 def _helper_forward(fa, call: ast.Call, ancestors) -> Optional[str]:

@@ -15,11 +15,8 @@ Small, general queries over a FileModel (results cached on it):
   a statement `torch.set_grad_enabled(<not True>)` in the enclosing function or
   at module level. An explicit `with torch.enable_grad():` (innermost) wins;
   `grad_explicitly_on(fa, ancestors)` tells that case.
-* `model_key(expr)`: one spelling for a model, `self.model.module` ->
-  `self.model`, to tell whether two expressions name the same model.
-* `mode_before(fa, key, node, scope)`: "eval" / "train" / None, the last
-  `<model>.eval()` / `.train(...)` switch of that model in `scope` before
-  `node` (source order).
+* train/eval switches are read in `gpulint.model.control.modes`
+  (`mode_before`, `model_key`);
 * `is_gradient_call(fa, call, ancestors)`: calls that need the autograd graph:
   `.backward()`, `manual_backward`, `torch.autograd.grad/backward`, gradient
   clipping, an optimizer step, a call given an optimizer (`loss_scaler(loss,
@@ -37,18 +34,16 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.values.kinds import OPTIMIZER
-from gpulint.model.names import dotted, last_name
-from gpulint.model.index.order import callee_name, end_of, scope_nodes, start_of
+from gpulint.model.names import last_name
+from gpulint.model.index.order import callee_name, scope_nodes
 from gpulint.model.project.callgraph import functions_reaching
 from gpulint.model.values.loaders import call_sites, passed_for
 from gpulint.model.index.walk import child_nodes
+from gpulint.model.control.modes import EVAL, mode_before, mode_of_switch, mode_switches, model_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
 
-EVAL = "eval"
-TRAIN = "train"
-_MODEL_WRAPPER_ATTRS = ("module", "_orig_mod")
 GRAD_ON_QUALNAMES = frozenset({"torch.enable_grad"})
 GRAD_OFF_WORDS = ("no_grad", "nograd", "inference_mode")
 GRADIENT_QUALNAMES = frozenset(
@@ -239,96 +234,6 @@ def grad_explicitly_on(fa: FileModel, ancestors: Sequence[ast.AST]) -> bool:
 
 
 # ------------------------------------------------------------ train / eval
-def model_key(expr: ast.AST) -> Optional[str]:
-    """`model`, `self.model`; wrappers (`.module`, `._orig_mod`) are dropped."""
-    while isinstance(expr, ast.Attribute) and expr.attr in _MODEL_WRAPPER_ATTRS:
-        expr = expr.value
-    return dotted(expr)
-
-
-def forward_model_key(call: ast.Call) -> Optional[str]:
-    """The model a forward call runs: `model(x)`, `model.forward(x)`, `model.module(x)`."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and func.attr == "forward":
-        func = func.value
-    return model_key(func)
-
-
-def _mode_of_switch(call: ast.Call) -> Optional[str]:
-    """EVAL for `.eval()` / `.train(False)`; TRAIN for `.train()`, `.train(True)`
-    and `.train(<expr>)` (which may switch training on)."""
-    func = call.func
-    if not isinstance(func, ast.Attribute):
-        return None
-    if func.attr == "eval" and not call.args and not call.keywords:
-        return EVAL
-    if func.attr == "train":
-        arg = call.args[0] if call.args else None
-        for kw in call.keywords:
-            if kw.arg == "mode":
-                arg = kw.value
-        if isinstance(arg, ast.Constant) and arg.value is False:
-            return EVAL
-        return TRAIN
-    return None
-
-
-def mode_switches(fa: FileModel, scope: ast.AST) -> List[Tuple[Tuple[int, int], str, str]]:
-    """(position, model key, EVAL/TRAIN) of every train/eval switch in `scope`,
-    in source order. `model = Net().to(dev).eval()` switches `model` at the
-    assignment."""
-    cache = fa.index.memo("grad_mode")
-    key = ("mode_switches", id(scope))
-    found = cache.get(key)
-    if found is not None:
-        return found  # type: ignore[return-value]
-    out: List[Tuple[Tuple[int, int], str, str]] = []
-    for node in scope_nodes(scope):
-        if isinstance(node, ast.Call):
-            mode = _mode_of_switch(node)
-            if mode is not None:
-                k = model_key(node.func.value)  # type: ignore[attr-defined]
-                if k is not None:
-                    out.append((end_of(node), k, mode))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            # `model = build().eval()`: the eval() receiver has no name of its own
-            mode = None
-            cur = node.value
-            while isinstance(cur, ast.Call) and isinstance(cur.func, ast.Attribute):
-                m = _mode_of_switch(cur)
-                if m is not None and model_key(cur.func.value) is None:
-                    mode = mode or m
-                cur = cur.func.value
-            if mode is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    k = model_key(t)
-                    if k is not None:
-                        out.append((end_of(node), k, mode))
-    out.sort()
-    cache[key] = out
-    return out
-
-
-def mode_before(fa: FileModel, key: str, node: ast.AST, scope: ast.AST) -> Optional[str]:
-    """The last train/eval switch of model `key` in `scope` before `node`, or None."""
-    last = None
-    start = start_of(node)
-    for pos, k, mode in mode_switches(fa, scope):
-        if pos > start:
-            break
-        if k == key:
-            last = mode
-    return last
-
-
-def eval_before(fa: FileModel, node: ast.AST, scope: ast.AST) -> bool:
-    """Some model of `scope` is switched to eval mode before `node` (else
-    `mode_before` is EVAL for no key)."""
-    start = start_of(node)
-    return any(mode == EVAL for pos, _, mode in mode_switches(fa, scope) if pos <= start)
-
-
 def evaluated_by_callers(fa: FileModel, func: ast.AST, key: str) -> bool:
     """`func` never switches the model `key` itself, and every call of it in
     this file (one at least) comes after its caller switched that model to
@@ -353,7 +258,9 @@ def _evaluated_by_callers(fa: FileModel, func: ast.AST, key: str) -> bool:
         return False  # (a method's `self` attribute, or a parameter)
     calls = call_sites(fa, func)
     if not calls:
-        return False
+        # called from other files only: the project says whether each of those callers
+        # switched the model it passes to eval mode first (SASRec's `evaluate(model, ...)`)
+        return not attribute and fa.facts.evaluated_parameter(func, key)
     for call in calls:
         caller = fa.index.enclosing_scope(fa.index.ancestors(call)) or fa.tree  # (or the module's code)
         if caller is func:
@@ -407,7 +314,7 @@ def needs_grad_call(fa: FileModel, call: ast.AST, ancestors: Sequence[ast.AST]) 
     if is_gradient_call(fa, call, ancestors):
         return True
     recv = getattr(call.func, "value", None)
-    if _mode_of_switch(call) is not None and not (isinstance(recv, ast.Name) and recv.id in ("self", "cls")):
+    if mode_of_switch(call) is not None and not (isinstance(recv, ast.Name) and recv.id in ("self", "cls")):
         return False  # `self.model.train()`: a module's mode switch, not the file's own `train`
     name = callee_name(call)
     return name is not None and name in gradient_functions(fa)
