@@ -303,9 +303,9 @@ class _Scope:
         # reference -> the arguments (position or keyword) each of its calls passes a model in eval mode
         self.evaluated: Dict[str, Set[str]] = {}
 
-    def own_parameters(self, scope: ast.AST) -> Set[str]:
+    def own_parameters(self, fa: "FileModel", scope: ast.AST) -> Set[str]:
         if self.params is None:
-            self.params = unbound_parameters(scope)
+            self.params = unbound_parameters(fa, scope)
         return self.params
 
     def summary(self, fa: "FileModel", hot: "_Hotness", scope: ast.AST) -> dict:
@@ -404,7 +404,7 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     # what a call from a hot loop passes (the callee runs every step: what it reads matters);
     # a call on every run of a function, which of the function's own parameters it hands on
     passed = argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else (
-        forwarded(node, sc.own_parameters(scope)) if where == BODY and isinstance(scope, FUNCS) else None)
+        forwarded(node, sc.own_parameters(fa, scope)) if where == BODY and isinstance(scope, FUNCS) else None)
     # whether a per-step call comes right after a host read of the caller (`entered_synced`)
     synced: Optional[bool] = None
     if where in (TRAIN, EVAL):  # (from a loop's step; a per-step function's own calls are not asked: cost)
