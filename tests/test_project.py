@@ -1158,7 +1158,10 @@ def test_a_models_file_asked_for_its_layers_is_read_for_them_only_and_keeps_its_
 
     models = VIT.replace("        return self.proj(attn @ v)", "        return self.proj(attn @ v) + torch.ones(1)")
     models += "\n\nGenerator = Discriminator = Attention\n"
-    write(tmp_path, {"models.py": models, "train.py": "import torch\nfrom models import *\n" + TRAIN_SCRIPT})
+    # (the classes are looked up by name, so no call of the training loop resolves into the models
+    # file: it is read for its layers only; `from models import *` would resolve them)
+    head = "import torch\nimport models\nGenerator, Discriminator = (getattr(models, n) for n in ('Generator', 'Discriminator'))\n"
+    write(tmp_path, {"models.py": models, "train.py": head + TRAIN_SCRIPT.lstrip("\n")})
     walked = []
     real = lint._lint_tree
     monkeypatch.setattr(lint, "_lint_tree", lambda text, path, *a: walked.append(os.path.basename(path)) or real(text, path, *a))
@@ -2385,3 +2388,34 @@ def test_a_model_switched_to_eval_by_the_caller_in_another_file(tmp_path):
     write(tmp_path, {"other.py": "import torch\nfrom evaluation import evaluate\n\n\n"
                                  "def run(model, loader):\n    return evaluate(model.cuda(), loader)\n"})
     assert rows_by_path(tmp_path, "GPU501") == []
+
+
+def test_a_function_called_through_a_star_import(tmp_path):
+    # `from evaluation import *` binds `evaluate` in `main.py`: its calls are the
+    # project's, so `evaluate` is reached with a model in eval mode (GPU501); a name
+    # the file binds itself (`probe = print`) is not looked for in the star module
+    evaluation = """
+        import numpy as np
+
+
+        def evaluate(model, loader):
+            return [model.predict(np.array([u])) for u in loader]
+
+
+        def probe(model, loader):
+            return [model.predict(np.array([u])) for u in loader]
+    """
+    main = """
+        import torch
+        from evaluation import *
+
+
+        def main(model, loader):
+            model = model.cuda()
+            model.eval()
+            print(evaluate(model, loader))
+            probe = print
+            probe(model, loader)
+    """
+    write(tmp_path, {"evaluation.py": evaluation, "main.py": main})
+    assert rows_by_path(tmp_path, "GPU501") == [("evaluation.py", 6)]

@@ -66,7 +66,8 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     a hot loop, or on every run of a function that runs every step, whose
     callee the graph cannot find yet; or any call that hands the callee an
     object of a class one of whose methods steps (a trainer handed to a
-    `fit_one_epoch` whose loop calls `train_util.train_step(...)`)."""
+    `fit_one_epoch` whose loop calls `train_util.train_step(...)`), or a
+    model its caller switched to eval mode (GPU501 asks the callee's loop)."""
     by_name = _deferred_by_name(done, inputs)
     if not by_name:
         return []
@@ -100,6 +101,8 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
                 # it hands an object whose method steps (`fit_one_epoch(model, train_util, ...)`
                 # with `train_util = FasterRCNNTrainer(...)`): its loop may call that step
                 ask(call[0], graph.owner[fid])
+        for ref in f.get("evaluated", ()):  # it hands a model in eval mode (`evaluate(model, data)` after
+            ask(ref, graph.owner[fid])       # `model.eval()`): the callee's loop may run it with autograd on
         if per_step:  # what each branch of an `if`/`else` calls runs on every run too
             for group in f.get("either", ()):
                 for ref in sorted(set.intersection(*(set(branch) for branch in group)) if group else ()):

@@ -14,6 +14,7 @@ parameter's method, a value returned by a call, a subscript).
 from __future__ import annotations
 
 import ast
+import builtins
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -92,6 +93,23 @@ def bound_dotted(node: ast.AST, names: Dict[str, str]) -> Optional[str]:
     parts.append(names[node.id])
     return ".".join(reversed(parts))
 
+
+# the builtins' names: a call of one names no function of a star-imported module
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _bound_names(index) -> Set[str]:
+    """Every name the file binds anywhere: assigned, deleted or a loop or
+    `with` target, a def or class, a parameter."""
+    bound = {n.id for n in index.nodes_of(ast.Name) if not isinstance(n.ctx, ast.Load)}
+    for f in index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
+        if not isinstance(f, ast.Lambda):
+            bound.add(f.name)
+        if not isinstance(f, ast.ClassDef):
+            a = f.args
+            bound.update(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
+            bound.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
+    return bound
 
 # calls whose first argument is a module read by name (`getattr(models, arch)(...)`)
 _MODULE_LOOKUPS = frozenset({"getattr", "vars"})
@@ -215,6 +233,9 @@ class FileRefs:
         nodes = self.fa.index.nodes_of(ast.Import, ast.ImportFrom)
         self.imported = imported_modules(nodes, self.module, self.package)
         self.names.update(import_bindings(nodes, self.module, self.package))
+        # the modules it imports every name of (`from utils import *`): where a call's name is
+        # bound nowhere in the file, it names a function of one of them (`star_refs`)
+        self.star_modules = star_imported(nodes, self.module, self.package) if self.fa.index.mentions("*") else []
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.names[node.name] = f"{self.module}.{node.name}"
@@ -451,11 +472,15 @@ class FileRefs:
         """The references `call` may call: `call_ref`'s, or where the
         method's owner is a name bound in several places to objects of
         different classes (`agent = A2C(...)` in one branch, `agent =
-        PPO(...)` in another), the method of each class."""
+        PPO(...)` in another), the method of each class; or a name the file
+        binds nowhere, in each module it imports every name of
+        (`star_refs`)."""
         ref = self.call_ref(call, ancestors)
         if ref is not None:
             return [ref]
         func = call.func
+        if isinstance(func, ast.Name):
+            return star_refs(self, func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             return [f"{cls}.{func.attr}" for cls in self.classes_of(func.value.id, _enclosing_function(ancestors))]
         return []
@@ -468,18 +493,6 @@ class FileRefs:
         if scope is not None and name in self._local_instances.get(scope, {}):
             return ()
         return self._unions.get(self.fa.tree, {}).get(name, ())
-
-    def has_project_bases(self, func: Optional[ast.AST]) -> bool:
-        """The class of method `func` has a base that may be in the project
-        (not torch's, nor `object`), whose methods `self.m()` may call."""
-        cls = self.fa.index.parents.get(func) if func is not None else None
-        if not isinstance(cls, ast.ClassDef):
-            return False
-        for base in cls.bases:
-            target = self.resolve_name(base)
-            if target is not None and not target.startswith(("torch.", "builtins.")):
-                return True
-        return False
 
     @property
     def has_unions(self) -> bool:
@@ -695,5 +708,31 @@ def _defines(cls: ast.ClassDef, name: str) -> bool:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
             return True
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            return True
+    return False
+
+
+def star_refs(refs: FileRefs, name: str) -> List[str]:
+    """`<module>.<name>` for each module the file imports every name of
+    (`from utils import *`, then `evaluate(model, data)`), where the file
+    binds `name` nowhere (no import, definition, assignment or parameter)
+    and it is no builtin; [] otherwise. The project keeps the one that
+    resolves."""
+    stars = refs.star_modules
+    if not stars or name in refs.names or name in _BUILTINS:
+        return []
+    bound = refs.fa.index.memoized("refs.bound", None, lambda: _bound_names(refs.fa.index))
+    return [] if name in bound else [f"{m}.{name}" for m in stars]
+
+
+def has_project_bases(refs: FileRefs, func: Optional[ast.AST]) -> bool:
+    """The class of method `func` has a base that may be in the project
+    (not torch's, nor `object`), whose methods `self.m()` may call."""
+    cls = refs.fa.index.parents.get(func) if func is not None else None
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    for base in cls.bases:
+        target = refs.resolve_name(base)
+        if target is not None and not target.startswith(("torch.", "builtins.")):
             return True
     return False

@@ -40,7 +40,7 @@ from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
 from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed, unbound_parameters
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
-from gpulint.model.project.refs import MODULE_CODE, FileRefs, star_imported, used_names
+from gpulint.model.project.refs import MODULE_CODE, FileRefs, has_project_bases, star_imported, star_refs, used_names
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.devices import moved_return_positions
 from gpulint.model.values.host import first_read_lines, reads_on_return
@@ -372,7 +372,7 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     if root.id in ("self", "cls"):
         if (
             isinstance(func, ast.Attribute) and func.value is root
-            and func.attr not in refs.methods and not refs.has_project_bases(scope)
+            and func.attr not in refs.methods and not has_project_bases(refs, scope)
             and refs.method_alias(fa.index.parents.get(scope), func.attr) is None
         ):
             held = refs.held_by_self(scope, func.attr)
@@ -385,7 +385,9 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
                 return
         elif root.id not in refs.instances and root.id not in refs.nested_def_names and (
             isinstance(scope, ast.Module) or refs.instance_of(root.id, scope) is None
-        ) and not refs.classes_of(root.id, None if isinstance(scope, ast.Module) else scope):
+        ) and not refs.classes_of(root.id, None if isinstance(scope, ast.Module) else scope) and not (
+            root is func and star_refs(refs, root.id)
+        ):
             return  # a builtin, or a local value that holds no known object (not a nested def)
     if ancestors is None:
         ancestors = fa.index.ancestors(node)
