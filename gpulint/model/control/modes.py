@@ -7,13 +7,14 @@ mode (`model.eval()`, `model.train(False)`) or back to training.
 * `mode_switches(fa, scope)`: every switch of the function (or module code),
   in source order; `mode_before(fa, key, node, scope)`: "eval" / "train" /
   None, the last switch of model `key` before `node`; `eval_before`: some
-  model is in eval mode there.
+  model is in eval mode there; `switching_scopes(fa)`: the functions that
+  switch one at all.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
 from gpulint.model.index.order import end_of, scope_nodes, start_of
 from gpulint.model.names import dotted
@@ -95,6 +96,14 @@ def mode_switches(fa: FileModel, scope: ast.AST) -> List[Tuple[Tuple[int, int], 
     out.sort()
     cache[key] = out
     return out
+
+
+def switching_scopes(fa: FileModel) -> Set[Optional[ast.AST]]:
+    """The defs (and module code) whose own code switches a model's mode
+    (`mode_of_switch`): only there can `mode_switches` find one, from one
+    pass over the file's calls."""
+    return fa.index.memoized("modes.switching", None, lambda: {
+        fa.index.owner(c) for c in fa.index.nodes_of(ast.Call) if mode_of_switch(c) is not None})
 
 
 def mode_before(fa: FileModel, key: str, node: ast.AST, scope: ast.AST) -> Optional[str]:

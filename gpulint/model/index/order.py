@@ -8,7 +8,7 @@ start of another tells which runs first in straight-line code.
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import COMPREHENSIONS, FUNCS, LOOPS, SCOPES
 from gpulint.model.index.walk import child_nodes, walk
@@ -60,6 +60,19 @@ def nodes_in_order(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
         if isinstance(node, SCOPES):
             continue
         stack.extend(reversed(child_nodes(node)))
+
+
+def stored_names(index) -> Dict[Optional[ast.AST], Set[str]]:
+    """def, lambda, class or module (`index.owner`) -> the names its own code
+    binds or deletes (a `Name` not loaded), from one pass over the file's
+    names, kept in the index."""
+    def compute() -> Dict[Optional[ast.AST], Set[str]]:
+        out: Dict[Optional[ast.AST], Set[str]] = {}
+        for n in index.nodes_of(ast.Name):
+            if not isinstance(n.ctx, ast.Load):
+                out.setdefault(index.owner(n), set()).add(n.id)
+        return out
+    return index.memoized("order.stored_names", None, compute)
 
 
 def callee_name(call: ast.Call) -> Optional[str]:

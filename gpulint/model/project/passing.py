@@ -9,9 +9,10 @@ model it switched to eval mode (`evaluated_arguments`,
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, Optional, Set
+from typing import TYPE_CHECKING, Optional, Set
 
-from gpulint.model.control.modes import EVAL, mode_before, model_key
+from gpulint.model.control.modes import EVAL, mode_before, model_key, switching_scopes
+from gpulint.model.index.order import stored_names
 from gpulint.model.values.kinds import HOST_TENSOR, TENSOR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,25 +25,8 @@ def unbound_parameters(fa: "FileModel", scope: ast.AST) -> Set[str]:
     a = scope.args  # type: ignore[attr-defined]
     params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self", "cls"}
     if params:
-        params -= fa.index.memoized("passing.stored", None, lambda: _stored_names(fa)).get(scope, set())
+        params -= stored_names(fa.index).get(scope, set())
     return params
-
-
-def _stored_names(fa: "FileModel") -> Dict[ast.AST, Set[str]]:
-    """def (or other owner) -> the names its own code binds or deletes, from
-    one pass over the file's names."""
-    out: Dict[ast.AST, Set[str]] = {}
-    for n in fa.index.nodes_of(ast.Name):
-        if not isinstance(n.ctx, ast.Load):
-            out.setdefault(fa.index.owner(n), set()).add(n.id)
-    return out
-
-
-def _switching_scopes(fa: "FileModel") -> Set[ast.AST]:
-    """The defs (and module code) whose own code calls `.eval()` or `.train(...)`:
-    only there can a model be in eval mode at a call (`mode_before`)."""
-    return {fa.index.owner(c) for c in fa.index.nodes_of(ast.Call)
-            if isinstance(c.func, ast.Attribute) and c.func.attr in ("eval", "train")}
 
 
 def forwarded(call: ast.Call, params: Set[str]) -> Optional[tuple]:
@@ -75,7 +59,7 @@ def evaluated_arguments(fa: "FileModel", call: ast.Call, scope: ast.AST) -> Set[
     switched to eval mode before it (`model.eval()` then `evaluate(model,
     data)`)."""
     out: Set[str] = set()
-    if scope not in fa.index.memoized("passing.switching", None, lambda: _switching_scopes(fa)):
+    if scope not in switching_scopes(fa):
         return out
     for key, value in [(str(i), a) for i, a in enumerate(call.args)] + [(k.arg, k.value) for k in call.keywords]:
         if key is None or isinstance(value, ast.Starred):

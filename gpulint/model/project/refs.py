@@ -19,6 +19,7 @@ from bisect import bisect_right
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS, class_method_aliases
+from gpulint.model.index.order import stored_names
 from gpulint.model.index.walk import index_tree, walk
 from gpulint.model.project.modules import resolve_from
 
@@ -101,7 +102,7 @@ _BUILTINS = frozenset(dir(builtins))
 def _bound_names(index) -> Set[str]:
     """Every name the file binds anywhere: assigned, deleted or a loop or
     `with` target, a def or class, a parameter."""
-    bound = {n.id for n in index.nodes_of(ast.Name) if not isinstance(n.ctx, ast.Load)}
+    bound = set().union(*stored_names(index).values())
     for f in index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
         if not isinstance(f, ast.Lambda):
             bound.add(f.name)
@@ -110,6 +111,7 @@ def _bound_names(index) -> Set[str]:
             bound.update(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
             bound.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
     return bound
+
 
 # calls whose first argument is a module read by name (`getattr(models, arch)(...)`)
 _MODULE_LOOKUPS = frozenset({"getattr", "vars"})

@@ -461,7 +461,6 @@ def _after_read(fa: "FileModel", ret: ast.Return, scope: ast.AST) -> bool:
     return follows_host_read(ret, fa.index.ancestors(ret), fa, limit=RETURN_READ_LIMIT)
 
 
-
 def _call_order(call: tuple) -> tuple:
     return call[0], call[1], call[2], call[3] or ()
 

@@ -138,7 +138,7 @@ class HostValues:
             # the binding every run reaching this read passes last, where one does (`shape` of
             # `path, shape = Path(p), shapes[i][0]` earlier in the loop's body, whatever else the
             # function binds `shape` to elsewhere)
-            last = _last_binding(self.index, expr, self.index.ancestors(expr), unpack=True)
+            last = _reaching_value(self.index, expr)
             if isinstance(last, ast.AST) and not isinstance(last, _CONTAINERS) and not any(
                     isinstance(n, ast.Name) and n.id == expr.id for n in walk(last)):
                 return self._is_host(last, scope, seen | {expr.id})  # (a list display is filled later: below)
@@ -219,7 +219,7 @@ class HostValues:
         if isinstance(expr, ast.UnaryOp):
             return self._python_value(expr.operand, scope, seen)
         if isinstance(expr, ast.Name) and expr.id not in seen and expr in self.index.parents:
-            last = _last_binding(self.index, expr, self.index.ancestors(expr), unpack=True)
+            last = _reaching_value(self.index, expr)
             return isinstance(last, ast.AST) and self._python_value(last, scope, seen | {expr.id})
         return False
 
@@ -503,6 +503,12 @@ _CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetC
 # (`_last_binding`: the search reached the def's first statement, and the name is a parameter:
 # the read holds the argument, whatever later statements bind the name to)
 _ENTRY = object()
+
+
+def _reaching_value(index, name: ast.Name):
+    """`_last_binding` of the read `name`, through tuple unpacking too, kept
+    per read (`_is_host` and `_python_value` both ask it)."""
+    return index.memoized("host.reaching", name, lambda: _last_binding(index, name, index.ancestors(name), unpack=True))
 
 
 def _last_binding(index, name: ast.Name, ancestors: Sequence[ast.AST], unpack: bool = False):

@@ -240,6 +240,7 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
             else:
                 _bind(values, elt, elt_kind, kinds, batch, value)
 
+
 def _sizes(value: Optional[ast.AST]) -> bool:
     """`x.shape`, `x.shape[-2:]`, `x.size()`: a tensor's sizes, unpacked into
     Python ints."""
