@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.names import last_name
-from gpulint.model.values.kinds import MODEL, NUMBER, TENSOR, is_cpu_device, is_tensor_returning_torch
+from gpulint.model.values.kinds import MODEL, NUMBER, SIZE_METHODS, TENSOR, is_cpu_device, is_tensor_returning_torch
 from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -154,7 +154,6 @@ LEGACY_CONSTRUCTORS: Dict[str, Optional[str]] = {
 }
 # calls and methods that give an int (or a torch.Size)
 _SIZE_FUNCS = frozenset(("builtins.len", "builtins.int", "builtins.round", "math.ceil", "math.floor", "math.prod"))
-SIZE_METHODS = frozenset(("size", "numel", "nelement", "dim", "ndimension"))
 
 
 def legacy_constructor(fa: "FileModel", call: ast.AST) -> Optional[str]:

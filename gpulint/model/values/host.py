@@ -10,7 +10,7 @@ from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.attributes import is_self_attr
 from gpulint.model.values.kinds import (
-    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, LOADER, LOADER_ITER, NON_TENSOR_ATTRS, NUMBER, TENSOR, TENSOR_JOINS,
+    CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, LOADER, LOADER_ITER, NON_TENSOR_ATTRS, NUMBER, SIZE_METHODS, TENSOR, TENSOR_JOINS,
     is_cpu_device,
     is_tensor_returning_torch,
 )
@@ -213,7 +213,7 @@ class HostValues:
         if isinstance(expr, ast.Call):
             func = expr.func
             return (self.imports.qualname(func) in CONVERSIONS or (isinstance(func, ast.Name) and func.id == "len")
-                    or isinstance(func, ast.Attribute) and func.attr in ("size", "numel", "dim"))
+                    or isinstance(func, ast.Attribute) and func.attr in SIZE_METHODS)
         if isinstance(expr, ast.BinOp):
             return self._python_value(expr.left, scope, seen) and self._python_value(expr.right, scope, seen)
         if isinstance(expr, ast.UnaryOp):

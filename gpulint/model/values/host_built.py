@@ -27,13 +27,13 @@ from typing import Optional
 from gpulint.model.index.order import target_names
 from gpulint.model.values.devices import (
     CPU,
-    SIZE_METHODS,
     DTYPE,
     device_arg_kind,
     factory_device_arg,
     factory_name,
     has_generator,
 )
+from gpulint.model.values.kinds import SIZE_METHODS
 from gpulint.model.index.walk import walk
 
 # torch functions that draw samples from their first argument, where it is (the rest are numbers

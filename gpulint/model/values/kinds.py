@@ -134,6 +134,9 @@ NON_TENSOR_METHODS = frozenset(
     backward register_hook retain_grad type_as_string __len__ is_pinned is_shared
     is_set_to equal allclose has_names storage_offset""".split()
 )
+# tensor methods that give its sizes as Python ints (`x.size(0)`, `x.numel()`): no
+# part of a batch, no device value to wait for
+SIZE_METHODS = frozenset("size numel nelement dim ndimension element_size".split())
 NON_TENSOR_ATTRS = frozenset(
     """shape device dtype is_cuda requires_grad ndim is_leaf layout names grad_fn is_sparse
     is_quantized is_meta output_nr""".split()
@@ -267,3 +270,14 @@ def unwrap_iter(it: ast.AST):
     return it, skip
 
 
+
+
+def is_sizes(value) -> bool:
+    """`x.shape`, `x.shape[-2:]`, `x.size()`: a tensor's sizes, unpacked into
+    Python ints (`N, _, H, W = imgs.shape`)."""
+    while isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice):
+        value = value.value
+    if isinstance(value, ast.Attribute):
+        return value.attr == "shape"
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size"
+            and not value.args and not value.keywords)

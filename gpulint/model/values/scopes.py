@@ -23,6 +23,7 @@ from gpulint.model.values.kinds import (
     PARAM_GROUP,
     PARAM_GROUPS,
     TENSOR,
+    is_sizes,
     kind_from_name,
 )
 
@@ -214,7 +215,7 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
         else:
             batch.discard(target.id)
     elif isinstance(target, (ast.Tuple, ast.List)):
-        if _sizes(value):  # `N, _, H, W = imgs.shape`: Python ints, whatever `imgs` is
+        if is_sizes(value):  # `N, _, H, W = imgs.shape`: Python ints, whatever `imgs` is
             for elt in target.elts:
                 elt = elt.value if isinstance(elt, ast.Starred) else elt
                 if isinstance(elt, ast.Name):
@@ -239,17 +240,6 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
                     batch.add(elt.id)
             else:
                 _bind(values, elt, elt_kind, kinds, batch, value)
-
-
-def _sizes(value: Optional[ast.AST]) -> bool:
-    """`x.shape`, `x.shape[-2:]`, `x.size()`: a tensor's sizes, unpacked into
-    Python ints."""
-    while isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice):
-        value = value.value
-    if isinstance(value, ast.Attribute):
-        return value.attr == "shape"
-    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size"
-            and not value.args and not value.keywords)
 
 
 def _updates_number(values: "Values", name: str, value: ast.AST, kinds, batch) -> bool:

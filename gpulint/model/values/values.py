@@ -38,6 +38,7 @@ from gpulint.model.values.kinds import (
     SCALER,
     SETTINGS_HOLDER_PREFIXES,
     SETTINGS_HOLDERS,
+    SIZE_METHODS,
     TENSOR,
     TENSOR_ATTRS,
     is_tensor_returning_torch,
@@ -75,10 +76,6 @@ def module_class_names(classes: Dict[str, ast.ClassDef], imports: ImportTable) -
                     changed = True
                     break
     return result
-
-
-# tensor methods that give its sizes, as Python ints (`x.size(0)`): no part of a batch
-_SIZE_METHODS = frozenset({"size", "numel", "dim", "nelement", "ndimension", "element_size"})
 
 
 class Values:
@@ -410,7 +407,7 @@ class Values:
             return expr.attr not in NON_TENSOR_ATTRS and self.is_batch_expr(expr.value, kinds, batch)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
             # batch.items() / batch.values() / batch.float() / batch.to(...) (not `x.size(0)`, `x.numel()`)
-            return expr.func.attr not in _SIZE_METHODS and self.is_batch_expr(expr.func.value, kinds, batch)
+            return expr.func.attr not in SIZE_METHODS and self.is_batch_expr(expr.func.value, kinds, batch)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "next" and expr.args:
             return self.is_loader(expr.args[0], kinds) or self.classify(expr.args[0], kinds, batch) == LOADER_ITER
         return False
