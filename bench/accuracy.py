@@ -551,10 +551,26 @@ CORPUS_SETS = {
         ("yanx27/Pointnet_Pointnet2_pytorch", "eb64fe0b4c24055559cea26299cb485dcb43d8dd"),
         ("tanelp/tiny-diffusion", "726b6bbbf2c9e3d23dff9eaea2fda10d0af6a78c"),
     ],
+    # thirty-sixth: labelled at first sight on bd8f59f
+    "thirty-sixth": [
+        ("lmzintgraf/varibad", "57e1795be142ace52d0c353097acf193d9067200"),
+        ("ku2482/slac.pytorch", "30926f1ac366609430d2c214df050677bd68bb38"),
+        ("jquesnelle/yarn", "995db5b575e75230b3384d658f8b944c9662f775"),
+        ("vwxyzjn/lm-human-preference-details", "ccc19538e817e98a60d3253242ac15e2a562cb49"),
+        ("ivanvovk/WaveGrad", "721c37c216132a2ef0a16adc38439f993998e0b7"),
+        ("jaywonchung/BERT4Rec-VAE-Pytorch", "f66f2534ebfd937778c7174b5f9f216efdebe5de"),
+        ("snap-stanford/pretrain-gnns", "8b20528a83b8869ce16451305b32c827258d19a3"),
+        ("ermongroup/ncsnv2", "1bcea03bd97d76a8357b9d674fa0bae5ff0f1093"),
+        ("dbolya/yolact", "902073d414728280b496c5f0a59a8e8285b3c13c"),
+        ("NVlabs/MUNIT", "a82e222bc359892bd0f522d7a0f1573f3ec4a485"),
+        ("kenshohara/3D-ResNets-PyTorch", "540a0ea1abaee379fa3651d4d5afbd2d667a1f49"),
+        ("nianticlabs/monodepth2", "b676244e5a1ca55564eb5d16ab521a48f823af31"),
+        ("Beckschen/TransUNet", "02ef0010b36eb8328b5e689eadaf613602edf9b8"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
