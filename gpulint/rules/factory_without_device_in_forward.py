@@ -81,7 +81,9 @@ class FactoryWithoutDeviceInForward(Rule):
     Flags a tensor factory (`torch.zeros`, `ones`, `arange`, `full`, `eye`,
     `rand`, `tensor([...])`, ...) without `device=` inside the `forward` of an
     `nn.Module` subclass, such as `torch.arange(seq_len)` for positions or
-    `torch.ones(n, n)` for a mask.
+    `torch.ones(n, n)` for a mask. A subclass of a library's layer counts
+    (torch_geometric's `MessagePassing`, DGL's PyTorch layers, torchvision's
+    models): they are modules too.
 
     Not flagged:
     - `*_like` and `x.new_*`, which use their input's device;

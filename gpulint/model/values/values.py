@@ -53,6 +53,12 @@ from gpulint.model.values.attributes import class_attribute_kinds
 from gpulint.model.values.scopes import FunctionInfo, KindsAt, build_function_info, splits_a_string
 
 
+# where a class named in CapWords is an `nn.Module`: torch's own layers, and the
+# layers of libraries built on them (torch_geometric's `MessagePassing` and convolutions,
+# DGL's PyTorch layers, torchvision's models)
+_MODULE_NAMESPACES = ("torch.nn.", "torch_geometric.nn.", "dgl.nn.pytorch.", "torchvision.models.")
+
+
 def module_class_names(classes: Dict[str, ast.ClassDef], imports: ImportTable) -> Set[str]:
     """The names of `classes` that subclass torch.nn.Module (transitively,
     also through each other)."""
@@ -68,7 +74,7 @@ def module_class_names(classes: Dict[str, ast.ClassDef], imports: ImportTable) -
                 b = last_name(base) or ""
                 if (
                     q == "torch.nn.Module"
-                    or (q.startswith("torch.nn.") and q.split(".")[-1][:1].isupper())
+                    or (q.startswith(_MODULE_NAMESPACES) and q.split(".")[-1][:1].isupper())
                     or b in result
                     or (b in ("Module", "LightningModule", "PreTrainedModel") and q != "")
                 ):
