@@ -108,7 +108,7 @@ def _inference_pass(fa, move: ast.AST) -> bool:
     buy little and cost a process start each."""
     ancestors = fa.index.ancestors(move)
     func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if func is None or called_repeatedly(fa, func.name):
+    if func is None or called_repeatedly(fa, func):
         return False
     evals = False
     for n in walk(func):

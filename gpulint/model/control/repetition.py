@@ -83,11 +83,12 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Optional, Sequence, Set, Tuple
 
+from gpulint.model.control.file_calls import calling_class, callee_name, calls_by_callee, class_group, object_calls
 from gpulint.model.control.loops import counts_passes, is_periodic_test, iterates_names
 from gpulint.model.control.sweeps import is_literal_sweep
-from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, class_method_aliases
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import nested_loops, scope_nodes
 from gpulint.model.values.consumers import environment_loops
 from gpulint.model.values.kinds import MODEL
@@ -325,21 +326,29 @@ def _refreshes_its_cache(test: ast.AST, stmt: ast.AST, fa: Optional["FileModel"]
     return False
 
 
+def _block_refreshes_its_cache(test: ast.AST, block: Sequence[ast.AST]) -> bool:
+    """`if seq_len > self.max_seq_len_cached: self.max_seq_len_cached = seq_len; self.yarn(...)`: a statement of
+    the block stores into the state the test compares (`_refreshes_its_cache`) what the test compared it with,
+    so the whole block runs only when the state is stale, what it calls included. Not a counter reset (`if
+    self.delay_counter > self.delay_freq: ...; self.delay_counter = 0`, TD3's delayed update), which stores
+    something else, nor a step counter's advance (`if global_step > self.target_update_step:`)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    others = {n.id for side in (test.left, test.comparators[0]) if not _on_self(side)
+              for n in walk(side) if isinstance(n, ast.Name)}
+    if not others or any(h in name.lower() for name in others for h in _COUNTER_HINTS):
+        return False  # `if global_step > self.target_update_step:`: once per step, not a cache (a counter's name)
+    return any(
+        isinstance(stmt, ast.Assign) and _refreshes_its_cache(test, stmt)
+        and any(isinstance(n, ast.Name) and n.id in others for n in walk(stmt.value)) for stmt in block)
+
+
 def _on_self(node: ast.AST) -> bool:
     """`self.<...>`: an attribute (or a part of one) of the object."""
     root = node
     while isinstance(root, (ast.Attribute, ast.Subscript)):
         root = root.value
     return node is not root and isinstance(root, ast.Name) and root.id == "self"
-
-
-def _callee_name(call: ast.Call) -> Optional[str]:
-    f = call.func
-    if isinstance(f, ast.Name):
-        return f.id
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
-        return f.attr
-    return None
 
 
 def _directly_repeated(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST], per_step: bool = False) -> bool:
@@ -424,7 +433,7 @@ def _refines_by_own_call(fa: "FileModel", func: ast.AST, loop: ast.AST) -> bool:
     for stmt in walk(loop):
         if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
             continue
-        name = _callee_name(stmt.value)
+        name = callee_name(stmt.value)
         if name is None or name not in own or name == func.name:  # type: ignore[attr-defined]
             continue
         targets = {t.id for tgt in stmt.targets for t in walk(tgt) if isinstance(t, ast.Name)}
@@ -487,7 +496,7 @@ def _called_once_here(fa: "FileModel", func: ast.AST) -> bool:
         return cache[func]  # type: ignore[return-value]
     cache[func] = False  # while the callers are looked at (recursion): per-step, as the name says
     # (and `dataset.generate_data()` on an object of the file's class: called before a loop, once)
-    sites = _calls_by_callee(fa).get(name, []) + _object_calls(fa).get(name, [])
+    sites = calls_by_callee(fa.index).get(name, []) + object_calls(fa.index).get(name, [])
     once = bool(sites)
     for call in sites:
         ancestors = fa.index.ancestors(call)
@@ -546,7 +555,7 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
         anc = ancestors[i]
         if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and (
             _is_once_guard(anc.test) or _fills_its_cache(anc.test, child) or _first_pass(anc.test, ancestors[:i])
-            or _refreshes_its_cache(anc.test, child, fa)
+            or _refreshes_its_cache(anc.test, child, fa) or _block_refreshes_its_cache(anc.test, anc.body)
         ):
             return _ONCE, False
         if (isinstance(anc, ast.If) and child in anc.body and not in_loop and fa is not None
@@ -617,51 +626,6 @@ def _first_pass(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
     return False
 
 
-def _calls_by_callee(fa: "FileModel") -> Dict[str, List[ast.Call]]:
-    """The file's `name(...)` / `self.name(...)` calls, by name, in source order."""
-    cache = fa.index.memo("repetition")
-    if "calls_by_callee" not in cache:
-        out: Dict[str, List[ast.Call]] = {}
-        aliases = _file_method_aliases(fa)
-        for call in fa.index.nodes(ast.Call):
-            name = _callee_name(call)
-            if name is not None:
-                # `self.timestep_embedding(t)` with `self.timestep_embedding = self.positional_embedding`
-                # in the class: the call runs `positional_embedding`
-                if aliases and isinstance(call.func, ast.Attribute) and name in aliases:  # type: ignore[attr-defined]
-                    name = aliases[name]
-                out.setdefault(name, []).append(call)
-        cache["calls_by_callee"] = out
-    return cache["calls_by_callee"]  # type: ignore[return-value]
-
-
-def _object_calls(fa: "FileModel") -> Dict[str, List[ast.Call]]:
-    """The file's `obj.name(...)` calls on a plain name other than `self`/`cls`, by name."""
-    def compute() -> Dict[str, List[ast.Call]]:
-        out: Dict[str, List[ast.Call]] = {}
-        for call in fa.index.nodes(ast.Call):
-            f = call.func  # type: ignore[attr-defined]
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id not in ("self", "cls"):
-                out.setdefault(f.attr, []).append(call)  # type: ignore[arg-type]
-        return out
-
-    return fa.index.memoized("repetition.object_calls", "file", compute)
-
-
-def _file_method_aliases(fa: "FileModel") -> Dict[str, str]:
-    """attr -> method for the `self.<attr> = self.<method>` aliases of the
-    file's classes (`index.nodes.method_aliases`), where no two classes
-    alias one attribute to different methods."""
-    out: Dict[str, str] = {}
-    clash = set()
-    for cls in fa.index.nodes(ast.ClassDef):
-        for attr, method in class_method_aliases(fa.index, cls).items():  # type: ignore[arg-type]
-            if out.get(attr, method) != method:
-                clash.add(attr)
-            out[attr] = method
-    return {k: v for k, v in out.items() if k not in clash}
-
-
 def _passes_over_data(fa: "FileModel", func: ast.AST) -> bool:
     """`func` steps over a DataLoader in a loop of its own: a call is a pass
     over the data (an evaluation, a pass scoring attention heads), and what
@@ -673,18 +637,36 @@ def _passes_over_data(fa: "FileModel", func: ast.AST) -> bool:
     return fa.index.memoized("repetition.passes", func, compute)  # type: ignore[return-value]
 
 
-def _hot_callees(fa: "FileModel") -> Set[str]:
-    """Names of functions called from repeated code of this file."""
+def _hot_callees(fa: "FileModel") -> Set[Tuple[Optional[str], str]]:
+    """(class group, name) of the functions called from repeated code of
+    this file: the group (`class_group`) of the class whose method calls
+    `self.name(...)`, or None for a plain `name(...)` call."""
     cache = fa.index.memo("repetition")
     if "hot_callees" in cache:
-        return cache["hot_callees"]
-    out: Set[str] = {
-        name
-        for name, calls in _calls_by_callee(fa).items()
-        if any(_repeated_call(fa, c, fa.index.ancestors(c)) for c in calls)
-    }
+        return cache["hot_callees"]  # type: ignore[return-value]
+    out: Set[Tuple[Optional[str], str]] = set()
+    for name, calls in calls_by_callee(fa.index).items():
+        for c in calls:
+            ancestors = fa.index.ancestors(c)
+            if _repeated_call(fa, c, ancestors):
+                cls = calling_class(c, ancestors)
+                out.add((class_group(fa.index, cls) if cls is not None else None, name))
     cache["hot_callees"] = out
     return out
+
+
+def _is_hot_callee(fa: "FileModel", func: ast.AST) -> bool:
+    """This file calls `func` from repeated code: a plain function by its
+    name, a method by `self.<name>(...)` in its own class or in a class of
+    the file related to it by inheritance (another class's method of the same
+    name is another function: a rotary embedding's `yarn()` that one class
+    calls only in `__init__` and another in every `forward`)."""
+    hot = _hot_callees(fa)
+    name = func.name  # type: ignore[attr-defined]
+    cls = fa.index.parents.get(func)
+    if not isinstance(cls, ast.ClassDef):
+        return (None, name) in hot
+    return (class_group(fa.index, cls.name), name) in hot
 
 
 def _repeated_call(fa: "FileModel", call: ast.Call, ancestors: Sequence[ast.AST]) -> bool:
@@ -692,10 +674,10 @@ def _repeated_call(fa: "FileModel", call: ast.Call, ancestors: Sequence[ast.AST]
     return _directly_repeated(fa, call, ancestors) and not _under_periodic_guard(call, ancestors)
 
 
-def called_repeatedly(fa: "FileModel", name: str) -> bool:
-    """This file calls the function `name` (by `name(...)` or `self.name(...)`)
-    from repeated code: a loop, or per-step code."""
-    return name in _hot_callees(fa)
+def called_repeatedly(fa: "FileModel", func: ast.AST) -> bool:
+    """This file calls the function `func` (by `name(...)`, or a method by
+    `self.name(...)`) from repeated code: a loop, or per-step code."""
+    return _is_hot_callee(fa, func)
 
 
 def after_periodic_return(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
@@ -797,4 +779,4 @@ def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]
         return False  # once per pass over a loader (bertology's `compute_heads_importance`)
     if fa.facts.every_step(func) is not None:
         return True  # the project says so: called every step of a loop, in this file or another
-    return func.name not in _ENTRY_POINTS and func.name in _hot_callees(fa)
+    return func.name not in _ENTRY_POINTS and _is_hot_callee(fa, func)
