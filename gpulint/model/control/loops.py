@@ -45,24 +45,36 @@ _MODULE_STRUCTURE = frozenset((
 def held_test(index, test: ast.AST) -> ast.AST:
     """The test a name holds, where the `if` tests a name bound a few
     statements before it in the same block (`should_validate = step %
-    interval == 0` then `if should_validate:`); else `test`."""
-    if not isinstance(test, ast.Name):
-        return test
+    interval == 0` then `if should_validate:`), also each name of an
+    `and`/`or` of names (`early_phase = batch_idx % log_frequency == 0 and
+    step < 2000`, `late_phase = step % 2000 == 0`, then `if early_phase or
+    late_phase:`); else `test`."""
     stmt = index.parents.get(test)
-    where = index.slot(stmt) if isinstance(stmt, ast.If) else None
-    if where is None:
+    if isinstance(test, ast.BoolOp) and isinstance(stmt, ast.If) and any(isinstance(v, ast.Name) for v in test.values):
+        values = [_held_by_name(index, stmt, v) if isinstance(v, ast.Name) else v for v in test.values]
+        return test if all(a is b for a, b in zip(values, test.values)) else ast.BoolOp(op=test.op, values=values)
+    if not isinstance(test, ast.Name) or not isinstance(stmt, ast.If):
         return test
+    return _held_by_name(index, stmt, test)
+
+
+def _held_by_name(index, stmt: ast.If, name: ast.Name) -> ast.AST:
+    """What `name` holds when `stmt` tests it: the value of its single-name
+    assignment a few statements before `stmt` in the same block; else `name`."""
+    where = index.slot(stmt)
+    if where is None:
+        return name
     block = getattr(where[0], where[1], None)
     if not isinstance(block, list):
-        return test
+        return name
     for prev in reversed(block[max(0, where[2] - 8): where[2]]):  # a few statements back, no more
-        if isinstance(prev, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and test.id in target_names(
+        if isinstance(prev, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and name.id in target_names(
             prev.targets[0] if isinstance(prev, ast.Assign) else prev.target
         ):
             if isinstance(prev, ast.Assign) and len(prev.targets) == 1 and isinstance(prev.targets[0], ast.Name):
                 return prev.value
-            return test
-    return test
+            return name
+    return name
 
 
 def step_nodes(loop: ast.AST) -> List[ast.AST]:
@@ -475,7 +487,10 @@ class Loops:
                 and (turns_on_distributed(anc.test) or tests_parameter_tensor(
                     anc.test, next((a for a in reversed(chain[:i]) if isinstance(a, FUNCS)), None), self.values.imports))
                 and not loops_around(chain[: i + 1])
-            ):
+            ) and not (isinstance(anc, (ast.With, ast.AsyncWith, ast.Try)) and body is anc.body
+                       and not loops_around(chain[: i + 1])):
+                # (a `with` block, or a `try` body, that ends the function with its return is the function's own
+                # path, which every call takes: `with torch.no_grad(): ...; return acc`)
                 # a block that leaves the function runs once, except the distributed path of a
                 # helper's own flow (`if world_size > 1: ... return x.item()`), which a
                 # distributed run takes on every call, and the path a tensor takes

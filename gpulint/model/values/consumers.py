@@ -95,14 +95,22 @@ def environment_loops(index: TreeIndex) -> FrozenSet[ast.AST]:
 
 def _environment_step(index: TreeIndex, call: ast.Call) -> bool:
     """`x.step(...)` whose result is unpacked into four or five names (Gym's
-    `obs, reward, done, info` or `obs, reward, terminated, truncated, info`)."""
+    `obs, reward, done, info` or `obs, reward, terminated, truncated, info`),
+    or into three of which one names a reward or an episode's end (a custom
+    Atari wrapper's `next_state, reward, done = env.step(action)`)."""
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step" and call.args):
         return False
     parent: Optional[ast.AST] = index.parents.get(call)
-    return (
-        isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
-        and isinstance(parent.targets[0], (ast.Tuple, ast.List)) and len(parent.targets[0].elts) in (4, 5)
-    )
+    if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
+            and isinstance(parent.targets[0], (ast.Tuple, ast.List))):
+        return False
+    elts = parent.targets[0].elts
+    return len(elts) in (4, 5) or (len(elts) == 3 and any(
+        isinstance(e, ast.Name) and _OUTCOME_NAME_RE.search(e.id) for e in elts))
+
+
+# what an environment's step gives besides the observation
+_OUTCOME_NAME_RE = re.compile(r"reward|done|terminal|terminated", re.I)
 
 
 # methods, attributes and wrappers a copied tensor passes through on its way

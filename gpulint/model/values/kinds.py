@@ -77,6 +77,8 @@ LOSS_NOT_VALUE_RE = re.compile(
 # ... nor a name for what records or computes losses: `loss_meter = AverageMeter()`, `loss_tracker`,
 # `loss_class` (an object of a loss class; not `loss_dict`,
 # `loss_list`: their elements may be loss tensors)
+# `loss_is_scaled_for_ga`, `loss_has_nan`: a statement about the loss, a flag
+LOSS_PREDICATE_RE = re.compile(r"_(is|has|was|were|are|should|can|needs?|must)(_|$)")
 LOSS_HOLDER_SUFFIX_RE = re.compile(r"_(meters?|trackers?|recorders?|loggers?|monitors?|fns?|funcs?|class|cls|obj|object|instance)$")
 NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)
 # `loss_params`, `model_cfg`, `loss_type`: the settings of a thing, not the thing
@@ -241,6 +243,7 @@ def kind_from_name(name: str) -> Optional[str]:
         and not LOSS_ACCUMULATOR_RE.match(name)
         and not LOSS_NOT_VALUE_RE.match(name)
         and not LOSS_HOLDER_SUFFIX_RE.search(name)
+        and not LOSS_PREDICATE_RE.search(name)
     ):
         return TENSOR
     return None
@@ -256,9 +259,19 @@ def is_cpu_device(expr: ast.AST) -> bool:
 
 
 def unwrap_iter(it: ast.AST):
-    """enumerate(tqdm(loader)) -> (loader, 1 if enumerate was seen)."""
+    """enumerate(tqdm(loader)) -> (loader, 1 if enumerate was seen); also
+    through `tqdm(loader) if verbose else loader`, whose branches wrap the
+    same iterable."""
     skip = 0
-    while isinstance(it, ast.Call) and it.args:
+    while True:
+        if isinstance(it, ast.IfExp):
+            body, s1 = unwrap_iter(it.body)
+            orelse, s2 = unwrap_iter(it.orelse)
+            if s1 != s2 or ast.dump(body) != ast.dump(orelse):
+                break
+            return body, skip or s1
+        if not (isinstance(it, ast.Call) and it.args):
+            break
         name = last_name(it.func) or ""
         if name == "enumerate":
             skip = 1
