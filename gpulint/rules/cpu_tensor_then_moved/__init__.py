@@ -20,6 +20,7 @@ from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like_text, typed_like_message
 from gpulint.model.values.host_built import builds_on_cpu
 from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
+from gpulint.rules.cpu_tensor_then_moved.indexed import index_copied, index_message
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Edit, Example, Rule
 
@@ -59,7 +60,8 @@ class CpuTensorThenMoved(Rule):
     `backward`, `step`, `batch`, `collate`, `mask`, `generate`, `sample`,
     `loss` or `decode`; not `steps`: `get_timesteps` makes a schedule), or in a
     function called from such a place in the same file (one level, not into
-    `main`/`run`; `self.te = self.embedding`, then `self.te(t)`, calls it). A
+    `main`/`run`; `self.te = self.embedding`, then `self.te(t)`, calls it; a
+    method, by `self.<name>(...)` in its class or a relative's). A
     function that the file calls only from its own top-level code outside any
     loop (`if __name__ == "__main__": check_forward()`) runs once whatever its
     name, and a loop over a short hand-written list of constants (`for channels
@@ -75,7 +77,8 @@ class CpuTensorThenMoved(Rule):
     of an autograd Function that defines `symbolic` and returns random numbers
     (the `ORT_NMS` stand-in an ONNX export traces), values cached (`if not
     hasattr(...)`, `if len(state) == 0`, `if self.x is None`, `if
-    self.grid.shape != x.shape: self.grid = ...`, an `lru_cache` function), and
+    self.grid.shape != x.shape: self.grid = ...`, all of a block that stores
+    what its test compares, an `lru_cache` function), and
     code under `if token == 0:` on the first pass of the loop `token` counts. A
     comprehension builds one collection and repeats only as often as the code
     around it: a list of dummy inputs built once in a plain function is not
@@ -96,6 +99,11 @@ class CpuTensorThenMoved(Rule):
     `torch.from_numpy(np.ones(n)).cuda()` in repeated code is flagged, with
     the torch factory to use and no fix (other random numbers; other
     arguments). Test files are skipped.
+
+    An index built on the CPU (`arange`, `randint`, `randperm`, or a project
+    helper returning one) that indexes a tensor known to be on the device is
+    moved too: torch copies it there on every pass (`x[torch.arange(n)]`,
+    `rep[cycle_index(n, 1)]`); flagged at the factory, without a fix.
 
     A tensor computed on the CPU from a factory and then moved is flagged at
     the factory, without a fix: casts, arithmetic, elementwise functions and
@@ -213,7 +221,7 @@ class CpuTensorThenMoved(Rule):
     name = "cpu-tensor-then-moved"
     message = "`torch.{factory}()` builds the tensor on the CPU and then copies it to the GPU; pass `device=` instead"
     fix_safety = SAFE
-    needles = (".cuda(", ".to(", ".type_as(")
+    needles = (".cuda(", ".to(", ".type_as(", "arange(", "randint(", "randperm(")
     examples = (
         Example(
             bad="""
@@ -372,28 +380,18 @@ class CpuTensorThenMoved(Rule):
         fix = _device_fix(self, ctx, node, inner, name, built_on)
         self.report(ctx, node, fix=fix, factory=name)
 
+    def visit_Subscript(self, node: ast.Subscript, ctx) -> None:
+        if isinstance(node.ctx, ast.Load) and not isinstance(node.slice, (ast.Slice, ast.Constant)):
+            factory = index_copied(ctx.analysis, node, ctx.ancestors)
+            if factory is not None:
+                self.report(ctx, factory, message=index_message(ctx.analysis, factory, node))
+
     def _report_if(self, ctx, node: ast.Call, message: Optional[str]) -> None:
         if message is not None:
             self.report(ctx, node, message=message)
 
     def _numpy_draw(self, ctx, node: ast.Call, data: ast.AST, copier: str) -> None:
-        """`Tensor(np.random.normal(0, 1, (n, d)))`: noise drawn (or a constant
-        built) on the host only to be copied to the GPU, every time. Reported
-        without a fix: the GPU's generator draws other numbers, and numpy's
-        arguments do not map one to one."""
-        fa = ctx.analysis
-        draw = numpy_draw(fa, data)
-        if draw is None or not runs_repeatedly(fa, node, ctx.ancestors):
-            return
-        short = draw.replace("numpy.", "np.", 1)
-        self.report(
-            ctx,
-            node,
-            message=(
-                f"`{short}()` makes the data on the CPU and `{copier}(...)` copies it to the GPU; "
-                f"build it there with `{_NUMPY_DRAWS[draw]}(..., device=...)` instead"
-            ),
-        )
+        self._report_if(ctx, node, _numpy_draw_message(ctx, node, data, copier))
 
     def _computed(self, ctx, node: ast.Call, inner: ast.AST) -> None:
         """`torch.exp(-k * torch.arange(half) / half).to(t.device)` (`host_built`):
@@ -448,6 +446,20 @@ class CpuTensorThenMoved(Rule):
             ),
         )
 
+
+
+def _numpy_draw_message(ctx, node: ast.Call, data: ast.AST, copier: str) -> Optional[str]:
+    """`Tensor(np.random.normal(0, 1, (n, d)))`: noise drawn (or a constant
+    built) on the host only to be copied to the GPU, every time. Reported
+    without a fix: the GPU's generator draws other numbers, and numpy's
+    arguments do not map one to one."""
+    fa = ctx.analysis
+    draw = numpy_draw(fa, data)
+    if draw is None or not runs_repeatedly(fa, node, ctx.ancestors):
+        return None
+    short = draw.replace("numpy.", "np.", 1)
+    return (f"`{short}()` makes the data on the CPU and `{copier}(...)` copies it to the GPU; build it there with "
+            f"`{_NUMPY_DRAWS[draw]}(..., device=...)` instead")
 
 def _sizes_text(src, call: ast.Call) -> str:
     """The size arguments of a legacy constructor as the message quotes them ("..." when long)."""

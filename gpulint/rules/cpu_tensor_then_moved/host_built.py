@@ -29,10 +29,10 @@ def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Opt
     repeatedly, not under a default device, not in a module's `forward`
     (GPU204's ground), not in a function that waits for the GPU anyway
     (`waits_anyway`); one finding per factory."""
-    func = _function_around(ancestors)
+    func = function_around(ancestors)
     if isinstance(moved, ast.Constant) or default_device_set(fa, ancestors):
         return None
-    if not _builds_on_cpu_somewhere(fa, func):
+    if not builds_on_cpu_somewhere(fa, func):
         return None  # no CPU factory in the def at all: nothing to find, and no type inference asked
     factory = host_factory(fa, moved, func, lambda e: fa.values.is_tensor(e, ancestors))
     if factory is None or not runs_repeatedly(fa, moved, ancestors) or waits_anyway(fa, func):
@@ -46,7 +46,7 @@ def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Opt
     return factory
 
 
-def _builds_on_cpu_somewhere(fa, func: Optional[ast.AST]) -> bool:
+def builds_on_cpu_somewhere(fa, func: Optional[ast.AST]) -> bool:
     """`func` (the module's code where None) calls a tensor factory that
     builds on the CPU, or a project function that returns what one built."""
     if func in defs_building_on_cpu(fa):
@@ -54,13 +54,13 @@ def _builds_on_cpu_somewhere(fa, func: Optional[ast.AST]) -> bool:
     if not fa.facts.any_host_built():
         return False
     def calling() -> frozenset:  # the defs that call a project helper returning a host-built tensor
-        return frozenset(_function_around(fa.index.ancestors(c)) for c in fa.index.nodes(ast.Call)
+        return frozenset(function_around(fa.index.ancestors(c)) for c in fa.index.nodes(ast.Call)
                          if fa.facts.host_built(c))
     return func in fa.index.memoized("gpu203.host_built_callers", None, calling)
 
 
 def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
-    if distribution_draw(fa, factory, _function_around(fa.index.ancestors(factory))):
+    if distribution_draw(fa, factory, function_around(fa.index.ancestors(factory))):
         return (
             f"`{_callee_text(factory)}()` draws a tensor on the CPU (a distribution built from Python numbers), "
             f"copied to the GPU at line {move.func.value.end_lineno}; draw it there (`torch.randn(..., "  # type: ignore[attr-defined]
@@ -84,7 +84,7 @@ def _callee_text(call: ast.Call) -> str:
     return text if len(text) <= 40 else (func.attr if isinstance(func, ast.Attribute) else "...")
 
 
-def _function_around(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+def function_around(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
     """The innermost def around the code (through lambdas and comprehensions)."""
     return next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
 

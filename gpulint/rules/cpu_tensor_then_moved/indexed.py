@@ -1,0 +1,78 @@
+"""GPU203's implicit case: an index built on the host indexes a tensor on the
+device, which copies the index there on every pass:
+
+    neg = context_rep[cycle_index(len(context_rep), 1)]     # arange(n) + shift, on the CPU
+
+    task_indices = torch.arange(batch_size).repeat(n)
+    kl = kl_divergences[task_indices, elbo_indices]
+
+Indexing a CUDA tensor with a CPU integer tensor works: torch copies the
+index to the indexed tensor's device first, a host-to-device copy from
+pageable memory that `device=` on the factory would save. Only factories
+that make indices count (`arange`, `randint`, `randperm`; a project helper
+returning what one built), and only where the indexed value is known to be
+a tensor that is not in host memory, in a file that can put tensors on an
+accelerator or in a function that such a file calls (the project says so):
+a dataset's transforms, in a file that names no device, work on host
+tensors."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional, Sequence
+
+from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.values.devices import default_device_set, factory_name
+from gpulint.model.values.host_built import host_factory
+from gpulint.model.values.kinds import TENSOR
+
+from gpulint.rules.cpu_tensor_then_moved.host_built import (
+    builds_on_cpu_somewhere, function_around, in_module_forward, waits_anyway)
+
+# factories whose tensor is an integer index: `arange(n)`, `randint(0, n, (k,))`, `randperm(n)`
+INDEX_FACTORIES = frozenset(("arange", "randint", "randperm"))
+
+
+def index_copied(fa, sub: ast.Subscript, ancestors: Sequence[ast.AST]) -> Optional[ast.Call]:
+    """The CPU factory (or project helper) an index of `sub` is computed
+    from, where `sub` indexes a device tensor in code that runs repeatedly,
+    outside a module's `forward` (GPU204's ground) and outside a function
+    that waits for the GPU anyway; one finding per factory."""
+    parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+    parts = [p for p in parts if not isinstance(p, (ast.Slice, ast.Constant, ast.Compare, ast.UnaryOp, ast.BoolOp))]
+    func = function_around(ancestors)
+    if not parts or not (fa.index.may_use_accelerator or (func is not None and fa.facts.device_side(func))):
+        return None  # (a file that names no device, and that no such file calls, computes on the host)
+    if not builds_on_cpu_somewhere(fa, func) or default_device_set(fa, ancestors):
+        return None
+    for part in parts:
+        factory = host_factory(fa, part, func, lambda e: fa.values.is_tensor(e, ancestors))
+        if factory is None:
+            continue
+        name = factory_name(fa, factory)
+        if name is not None and (name not in INDEX_FACTORIES or in_module_forward(fa, func)):
+            continue
+        if not _device_tensor(fa, sub.value, ancestors) or host_factory(
+                fa, sub.value, func, lambda e: fa.values.is_tensor(e, ancestors)) is not None:
+            return None  # (a tensor the host built indexed by a host index: nothing crosses)
+        if not runs_repeatedly(fa, sub, ancestors) or waits_anyway(fa, func):
+            return None
+        reported = fa.index.memo("gpu203.computed")
+        if factory in reported:
+            return None
+        reported[factory] = True
+        return factory
+    return None
+
+
+def _device_tensor(fa, expr: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """Known to be a tensor, and not known to live in host memory."""
+    return fa.values.kind_at(expr, ancestors) == TENSOR and not fa.host.is_host_tensor(expr, ancestors)
+
+
+def index_message(fa, factory: ast.Call, sub: ast.Subscript) -> str:
+    if factory_name(fa, factory) is None:
+        return (f"`{ast.unparse(factory.func)}()` returns an index it builds on the CPU, which indexing a device "
+                f"tensor at line {sub.lineno} copies to the GPU; build it on the device")
+    return (f"`torch.{factory_name(fa, factory)}()` builds an index on the CPU, which indexing a device tensor at "
+            f"line {sub.lineno} copies to the GPU; build it there with `device=`")
