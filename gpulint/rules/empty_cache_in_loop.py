@@ -148,6 +148,31 @@ def _after_offload(node: ast.AST, ancestors, loop: ast.AST) -> bool:
     return False
 
 
+# a load of a model's weights: `AutoModel.from_pretrained(...)`, `torch.load(path)`,
+# `model.load_state_dict(sd)`, a project loader named so (`load_model_and_apply_patches(...)`)
+_LOADER_NAME_RE = re.compile(r"^_?load_(model|checkpoint|ckpt|weights|pretrained)")
+
+
+def _loads_a_model_each_pass(loop: ast.AST, ctx) -> bool:
+    """The loop's body (not a nested def) loads a model's weights: a loop
+    over models or checkpoints (yarn's evaluation scripts: `for model in
+    models: torch.cuda.empty_cache(); loaded = load_model_and_apply_patches(
+    model, args)`), where emptying the cache before the next model returns
+    the last one's memory, once per model."""
+    stack = list(loop.body)  # type: ignore[attr-defined]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, SCOPES):
+            continue
+        if isinstance(n, ast.Call):
+            name = last_name(n.func) or ""
+            if name in ("from_pretrained", "load_state_dict") or _LOADER_NAME_RE.match(name) or (
+                    ctx.qualname(n.func) == "torch.load"):
+                return True
+        stack.extend(child_nodes(n))
+    return False
+
+
 def _enclosing_loop(node: ast.AST, ancestors) -> "ast.AST | None":
     """The innermost for/while whose body runs `node`, not crossing a
     def, lambda or class; None when the call sits in an except handler or a
@@ -235,6 +260,11 @@ class EmptyCacheInLoop(Rule):
     statement moving data or a layer off the GPU (`feats[-1] =
     feats[-1].cpu()`, `layers[i] = layer.to("cpu")`): an offload that keeps a
     long run (a long video, a layer-by-layer pass) within the GPU's memory.
+    Nor is one in a loop that takes no optimizer step and loads a model's
+    weights on each pass (`from_pretrained`, `torch.load`,
+    `load_state_dict`, a loader named `load_model*`/`load_checkpoint*`): a
+    loop over models or checkpoints, which returns the last one's memory
+    before the next.
     Nor is one in an epoch loop: a loop whose body runs a loop of training or evaluation
     steps (in the same function, or through a call that does) but takes no
     step itself, so it empties the cache once per many steps. Nor is one
@@ -403,6 +433,8 @@ class EmptyCacheInLoop(Rule):
             return  # `if args.aggressive_memory:`: a memory mode the user turns on, off by default
         if not loops.is_step_loop(loop) and _after_offload(node, ctx.ancestors, loop):
             return  # `feats[-1] = feats[-1].cpu(); empty_cache()`: room made for what comes next
+        if not loops.is_step_loop(loop) and _loads_a_model_each_pass(loop, ctx):
+            return  # `for model in models: empty_cache(); load(model)`: the last model's memory, once per model
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None
         if isinstance(parent, ast.Expr) and parent.value is node:
