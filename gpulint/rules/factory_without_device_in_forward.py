@@ -14,8 +14,10 @@ from gpulint.model.values.devices import (
     factory_device_arg,
     factory_name,
     has_generator,
+    no_elements,
     param_used_as_tensor,
     values_depend_on_device,
+    zero_dim_size,
 )
 from gpulint.edits import add_keyword, find_keyword
 from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Example, Rule
@@ -38,20 +40,8 @@ _TENSOR_ANNOTATIONS = frozenset(("torch.Tensor", "torch.FloatTensor", "torch.Lon
 def _builds_a_scalar(name: str, node: ast.Call) -> bool:
     """`torch.zeros(())`, `torch.full([], v)`, `torch.ones(0)`: a 0-dim or empty tensor."""
     return name in ("zeros", "ones", "empty", "full", "rand", "randn") and (
-        _zero_dim_size(node.args) or _no_elements(node.args[:1] if name == "full" else node.args)
+        zero_dim_size(node.args) or no_elements(node.args[:1] if name == "full" else node.args)
     )
-
-
-def _zero_dim_size(args) -> bool:
-    """`torch.zeros(())`, `torch.ones([])`, `torch.full((), v)`: a 0-dim tensor."""
-    return bool(args) and isinstance(args[0], (ast.Tuple, ast.List)) and not args[0].elts
-
-
-def _no_elements(args) -> bool:
-    """`torch.empty(0)`, `torch.empty([0])`, `torch.zeros(0, d)`: a size with a
-    literal 0 dimension, a placeholder with nothing to copy."""
-    dims = args[0].elts if args and isinstance(args[0], (ast.Tuple, ast.List)) else args
-    return any(isinstance(d, ast.Constant) and d.value == 0 and type(d.value) is int for d in dims)
 
 
 # FactoryWithoutDeviceInForward's bench program (see `Bench` in gpulint/rule.py)

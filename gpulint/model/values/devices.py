@@ -518,3 +518,15 @@ def _device_context(fa: "FileModel", expr: ast.AST) -> bool:
         isinstance(expr, ast.Call) and fa.imports.call_qualname(expr) == "torch.device"
         and bool(expr.args) and not is_cpu_device(expr)
     )
+
+
+def zero_dim_size(args) -> bool:
+    """`torch.zeros(())`, `torch.ones([])`, `torch.full((), v)`: a 0-dim tensor."""
+    return bool(args) and isinstance(args[0], (ast.Tuple, ast.List)) and not args[0].elts
+
+
+def no_elements(args) -> bool:
+    """`torch.empty(0)`, `torch.empty([0])`, `torch.zeros(0, d)`: a size with a
+    literal 0 dimension, a placeholder with nothing to copy."""
+    dims = args[0].elts if args and isinstance(args[0], (ast.Tuple, ast.List)) else args
+    return any(isinstance(d, ast.Constant) and d.value == 0 and type(d.value) is int for d in dims)

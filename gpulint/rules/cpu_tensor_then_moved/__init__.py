@@ -14,6 +14,7 @@ from gpulint.model.values.devices import (
     is_cuda_tensor_type,
     legacy_constructor,
     legacy_size_args,
+    no_elements,
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
@@ -85,6 +86,8 @@ class CpuTensorThenMoved(Rule):
     flagged, one inside a loop or `forward` is. There a one-off CPU build and
     copy costs microseconds, once; the advice would be noise.
 
+    Nor is a placeholder with a literal 0 dimension (`torch.zeros(0)`,
+    `torch.empty((0, d))`): it holds nothing to copy (GPU204 agrees).
     A factory given a `generator=` is not flagged: working code that builds
     on the CPU with one uses a CPU generator (`torch.Generator()`), which a
     CUDA tensor cannot draw from, so it has to build on the CPU and copy.
@@ -367,8 +370,9 @@ class CpuTensorThenMoved(Rule):
                 self._computed(ctx, node, inner)
             return
         assert isinstance(inner, ast.Call)
-        if not builds_on_cpu(fa, name, inner):
-            return
+        if not builds_on_cpu(fa, name, inner) or (name in _SHAPED and no_elements(
+                inner.args[:1] if name == "full" else inner.args)):
+            return  # (`torch.zeros(0).to(device)`: a placeholder with nothing to copy, as GPU204 has it)
         if default_device_set(fa, ctx.ancestors):
             return  # the factory already builds on the default device the code set: the move copies nothing
         built_on = factory_device_arg(name, inner)
@@ -446,6 +450,10 @@ class CpuTensorThenMoved(Rule):
             ),
         )
 
+
+
+# factories whose positional arguments are the sizes (not `arange(0, 1, 0.1)`'s range)
+_SHAPED = frozenset(("zeros", "ones", "empty", "full", "rand", "randn"))
 
 
 def _numpy_draw_message(ctx, node: ast.Call, data: ast.AST, copier: str) -> Optional[str]:

@@ -22,6 +22,9 @@ import ast
 from typing import Optional, Sequence
 
 from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.control.syncs import waits_on_host
+from gpulint.model.index.nodes import LOOPS
+from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.devices import default_device_set, factory_name
 from gpulint.model.values.host_built import host_factory
 from gpulint.model.values.kinds import TENSOR
@@ -55,7 +58,7 @@ def index_copied(fa, sub: ast.Subscript, ancestors: Sequence[ast.AST]) -> Option
         if not _device_tensor(fa, sub.value, ancestors) or host_factory(
                 fa, sub.value, func, lambda e: fa.values.is_tensor(e, ancestors)) is not None:
             return None  # (a tensor the host built indexed by a host index: nothing crosses)
-        if not runs_repeatedly(fa, sub, ancestors) or waits_anyway(fa, func):
+        if _element(fa, part, func) or not runs_repeatedly(fa, sub, ancestors) or _waits_anyway(fa, func, ancestors):
             return None
         reported = fa.index.memo("gpu203.computed")
         if factory in reported:
@@ -63,6 +66,28 @@ def index_copied(fa, sub: ast.Subscript, ancestors: Sequence[ast.AST]) -> Option
         reported[factory] = True
         return factory
     return None
+
+
+def _waits_anyway(fa, func: Optional[ast.AST], ancestors: Sequence[ast.AST]) -> bool:
+    """The function around the index waits for the GPU anyway (`waits_anyway`);
+    for a script's top-level code, the innermost loop around it (an
+    environment loop that reads its actions on the host for `envs.step`)."""
+    if func is not None:
+        return waits_anyway(fa, func)
+    loop = next((a for a in reversed(ancestors) if isinstance(a, LOOPS)), None)
+    return loop is not None and waits_on_host(fa, loop)
+
+
+def _element(fa, part: ast.AST, func: Optional[ast.AST]) -> bool:
+    """`perm[i]`, or a name every assignment of which in `func` is one: one
+    element, a 0-dim index, which torch reads on the host (no copy)."""
+    if isinstance(part, ast.Subscript):
+        return not isinstance(part.slice, (ast.Slice, ast.Tuple))
+    if not isinstance(part, ast.Name) or func is None:
+        return False
+    values = [n.value for n in scope_nodes(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Name) and n.targets[0].id == part.id]
+    return bool(values) and all(_element(fa, v, None) for v in values)
 
 
 def _device_tensor(fa, expr: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
