@@ -16,7 +16,9 @@ class DataParallel(Rule):
     """
     ## What it does
     Flags the construction of `torch.nn.DataParallel`, in any import form
-    (`nn.DataParallel`, `from torch.nn.parallel import DataParallel as DP`, ...),
+    (`nn.DataParallel`, `from torch.nn.parallel import DataParallel as DP`, ...)
+    or through a subclass the file defines (`class CustomDataParallel(
+    nn.DataParallel):`),
     and calls of its functional form, `torch.nn.parallel.data_parallel(module,
     inputs, device_ids)`, which scatters, replicates the module, runs and
     gathers on every call. The functional form is flagged only where it is
@@ -165,7 +167,7 @@ class DataParallel(Rule):
     def visit_Call(self, node: ast.Call, ctx) -> None:
         q = ctx.qualname(node.func)
         functional = q in _FUNCTIONAL
-        if q != "torch.nn.DataParallel" and not functional:
+        if q != "torch.nn.DataParallel" and not functional and not _own_subclass(ctx, node.func):
             return
         if any(isinstance(a, _DEFS) and _IMPLEMENTS_DP.search(a.name) for a in ctx.ancestors):
             return  # the code that implements a `dp` option the user picked
@@ -178,6 +180,18 @@ class DataParallel(Rule):
         if not functional and _only_evaluated(ctx, node):
             return  # an evaluation pass: nothing trains the wrapped model, and no gradient is reduced
         self.report(ctx, node, _FUNCTIONAL_MESSAGE if functional else None)
+
+
+def _own_subclass(ctx, func: ast.AST) -> bool:
+    """`CustomDataParallel(net)` with `class CustomDataParallel(nn.DataParallel):`
+    in the file (yolact's, which only changes how batches are scattered)."""
+    if not isinstance(func, ast.Name):
+        return False
+    index = ctx.analysis.index
+    subclasses = index.memoized("gpu001.subclasses", None, lambda: {
+        c.name for c in index.nodes(ast.ClassDef)
+        if any(ctx.qualname(b) == "torch.nn.DataParallel" for b in c.bases)})  # type: ignore[attr-defined]
+    return func.id in subclasses
 
 
 # a call under one of these may run many times (`[model(b) for b in batches]` too)
