@@ -159,17 +159,12 @@ def _loads_a_model_each_pass(loop: ast.AST, ctx) -> bool:
     models: torch.cuda.empty_cache(); loaded = load_model_and_apply_patches(
     model, args)`), where emptying the cache before the next model returns
     the last one's memory, once per model."""
-    stack = list(loop.body)  # type: ignore[attr-defined]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, SCOPES):
-            continue
+    for n in walk_scope(loop.body):  # type: ignore[attr-defined]
         if isinstance(n, ast.Call):
             name = last_name(n.func) or ""
             if name in ("from_pretrained", "load_state_dict") or _LOADER_NAME_RE.match(name) or (
                     ctx.qualname(n.func) == "torch.load"):
                 return True
-        stack.extend(child_nodes(n))
     return False
 
 

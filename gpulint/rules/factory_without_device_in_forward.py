@@ -10,11 +10,12 @@ from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import (
+    SHAPED_FACTORIES,
     default_device_set,
+    empty_placeholder,
     factory_device_arg,
     factory_name,
     has_generator,
-    no_elements,
     param_used_as_tensor,
     values_depend_on_device,
     zero_dim_size,
@@ -39,9 +40,7 @@ _TENSOR_ANNOTATIONS = frozenset(("torch.Tensor", "torch.FloatTensor", "torch.Lon
 
 def _builds_a_scalar(name: str, node: ast.Call) -> bool:
     """`torch.zeros(())`, `torch.full([], v)`, `torch.ones(0)`: a 0-dim or empty tensor."""
-    return name in ("zeros", "ones", "empty", "full", "rand", "randn") and (
-        zero_dim_size(node.args) or no_elements(node.args[:1] if name == "full" else node.args)
-    )
+    return (name in SHAPED_FACTORIES and zero_dim_size(node.args)) or empty_placeholder(name, node)
 
 
 # FactoryWithoutDeviceInForward's bench program (see `Bench` in gpulint/rule.py)

@@ -14,8 +14,10 @@ from gpulint.model.index.nodes import class_method_aliases
 from gpulint.model.index.tree import TreeIndex
 
 
-def callee_name(call: ast.Call) -> Optional[str]:
-    """`name` of `name(...)`, `self.name(...)` or `cls.name(...)`; else None."""
+def own_callee_name(call: ast.Call) -> Optional[str]:
+    """`name` of `name(...)`, `self.name(...)` or `cls.name(...)`: a call of
+    the file's own function or method; else None (`index.order.callee_name`
+    also names `obj.m(...)`)."""
     f = call.func
     if isinstance(f, ast.Name):
         return f.id
@@ -30,7 +32,7 @@ def calls_by_callee(index: TreeIndex) -> Dict[str, List[ast.Call]]:
         out: Dict[str, List[ast.Call]] = {}
         aliases = file_method_aliases(index)
         for call in index.nodes(ast.Call):
-            name = callee_name(call)  # type: ignore[arg-type]
+            name = own_callee_name(call)  # type: ignore[arg-type]
             if name is not None:
                 # `self.timestep_embedding(t)` with `self.timestep_embedding = self.positional_embedding`
                 # in the class: the call runs `positional_embedding`

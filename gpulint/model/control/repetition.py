@@ -85,7 +85,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional, Sequence, Set, Tuple
 
-from gpulint.model.control.file_calls import calling_class, callee_name, calls_by_callee, class_group, object_calls
+from gpulint.model.control.file_calls import calling_class, calls_by_callee, class_group, object_calls, own_callee_name
 from gpulint.model.control.loops import counts_passes, is_periodic_test, iterates_names
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
@@ -433,7 +433,7 @@ def _refines_by_own_call(fa: "FileModel", func: ast.AST, loop: ast.AST) -> bool:
     for stmt in walk(loop):
         if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
             continue
-        name = callee_name(stmt.value)
+        name = own_callee_name(stmt.value)
         if name is None or name not in own or name == func.name:  # type: ignore[attr-defined]
             continue
         targets = {t.id for tgt in stmt.targets for t in walk(tgt) if isinstance(t, ast.Name)}

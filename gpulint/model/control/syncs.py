@@ -52,33 +52,33 @@ def reads_truth(test: ast.AST, analysis) -> bool:
     """An `if` test that surely takes a device tensor's truth value (its first
     operand, which always runs: `if self.tokens < warmup:`)."""
     first = next(truth_operands(test), None)
-    return first is not None and _device_tensor(first, analysis)
+    return first is not None and device_tensor(first, analysis)
 
 
 def _converts_tensor(n: ast.AST, analysis) -> bool:
     """`float(t)`, `int(t)`, `bool(t)` of a tensor not known to be in host memory."""
     if not (isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords):
         return False
-    return analysis.imports.qualname(n.func) in CONVERSIONS and _device_tensor(n.args[0], analysis)
+    return analysis.imports.qualname(n.func) in CONVERSIONS and device_tensor(n.args[0], analysis)
 
 
-def _logs_device_tensor(n: ast.AST, analysis) -> bool:
+def _logsdevice_tensor(n: ast.AST, analysis) -> bool:
     """`writer.add_scalar(tag, t, step)` of a tensor not known to be in host memory."""
     value = logged_scalar(n)
-    return value is not None and _device_tensor(value, analysis)
+    return value is not None and device_tensor(value, analysis)
 
 
-def _formats_device_tensor(n: ast.AST, analysis) -> bool:
+def _formatsdevice_tensor(n: ast.AST, analysis) -> bool:
     """`f"{loss=}"`, `print(loss)`: formatting a tensor not known to be in
     host memory copies its values to the host (its `__format__` / `__repr__`)."""
     if isinstance(n, ast.FormattedValue):
-        return _device_tensor(n.value, analysis)
+        return device_tensor(n.value, analysis)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print":
-        return any(not isinstance(a, ast.Starred) and _device_tensor(a, analysis) for a in n.args)
+        return any(not isinstance(a, ast.Starred) and device_tensor(a, analysis) for a in n.args)
     return False
 
 
-def _device_tensor(expr: ast.AST, analysis) -> bool:
+def device_tensor(expr: ast.AST, analysis) -> bool:
     """Known to be a tensor where it is read, and not known to be in host memory."""
     ancestors = analysis.index.ancestors(expr)
     return analysis.values.kind_at(expr, ancestors) == TENSOR and not analysis.host.is_host_tensor(expr, ancestors)
@@ -125,8 +125,8 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
         n = stack.pop()
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
-        if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)
-                                     or _formats_device_tensor(n, analysis)):
+        if analysis is not None and (_converts_tensor(n, analysis) or _logsdevice_tensor(n, analysis)
+                                     or _formatsdevice_tensor(n, analysis)):
             return True
         if analysis is not None and isinstance(n, ast.Call) and analysis.facts.returns_synced(n):
             return True  # a call whose every return reads on the host (`clip_gradient(...)` returning `.item()`)
@@ -279,7 +279,7 @@ def synced_before(chain, analysis, limit=None) -> bool:
             continue  # on before `parent`, in the block holding it
         if isinstance(parent, PASSABLE) and field == "body":  # a `try` body
             continue
-        if field == "body" and _small_inner_loop(parent, chain[: depth - 1], analysis) and not _over_device_tensor(parent, analysis):
+        if field == "body" and _small_inner_loop(parent, chain[: depth - 1], analysis) and not _overdevice_tensor(parent, analysis):
             # each pass of a per-sample loop waits only for the small work its
             # body queued since the last pass's read; the first pass, for what
             # ran before the loop: go on before it
@@ -331,7 +331,7 @@ def _may_continue(loop) -> bool:
     return False
 
 
-def _over_device_tensor(loop, analysis) -> bool:
+def _overdevice_tensor(loop, analysis) -> bool:
     """`for idx in mask.nonzero():`: each pass takes an element of a device
     tensor, so a read of it syncs once per element, whatever ran before the loop."""
     it = getattr(loop, "iter", None)

@@ -93,6 +93,10 @@ def environment_loops(index: TreeIndex) -> FrozenSet[ast.AST]:
     return index.memoized("consumers.steps", "loops", compute)
 
 
+# what an environment's step gives besides the observation
+_OUTCOME_NAME_RE = re.compile(r"reward|done|terminal|terminated", re.I)
+
+
 def _environment_step(index: TreeIndex, call: ast.Call) -> bool:
     """`x.step(...)` whose result is unpacked into four or five names (Gym's
     `obs, reward, done, info` or `obs, reward, terminated, truncated, info`),
@@ -107,10 +111,6 @@ def _environment_step(index: TreeIndex, call: ast.Call) -> bool:
     elts = parent.targets[0].elts
     return len(elts) in (4, 5) or (len(elts) == 3 and any(
         isinstance(e, ast.Name) and _OUTCOME_NAME_RE.search(e.id) for e in elts))
-
-
-# what an environment's step gives besides the observation
-_OUTCOME_NAME_RE = re.compile(r"reward|done|terminal|terminated", re.I)
 
 
 # methods, attributes and wrappers a copied tensor passes through on its way

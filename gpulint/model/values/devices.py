@@ -525,8 +525,16 @@ def zero_dim_size(args) -> bool:
     return bool(args) and isinstance(args[0], (ast.Tuple, ast.List)) and not args[0].elts
 
 
-def no_elements(args) -> bool:
-    """`torch.empty(0)`, `torch.empty([0])`, `torch.zeros(0, d)`: a size with a
-    literal 0 dimension, a placeholder with nothing to copy."""
+# factories whose positional arguments are the sizes (not `arange(0, 1, 0.1)`'s range)
+SHAPED_FACTORIES = frozenset(("zeros", "ones", "empty", "full", "rand", "randn"))
+
+
+def empty_placeholder(name: str, call: ast.Call) -> bool:
+    """`torch.empty(0)`, `torch.empty([0])`, `torch.zeros(0, d)`, `torch.full([0], v)`:
+    a factory (`name`, `factory_name`'s) whose size has a literal 0 dimension, a
+    placeholder with nothing to copy."""
+    if name not in SHAPED_FACTORIES:
+        return False
+    args = call.args[:1] if name == "full" else call.args
     dims = args[0].elts if args and isinstance(args[0], (ast.Tuple, ast.List)) else args
     return any(isinstance(d, ast.Constant) and d.value == 0 and type(d.value) is int for d in dims)

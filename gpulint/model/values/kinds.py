@@ -77,9 +77,9 @@ LOSS_NOT_VALUE_RE = re.compile(
 # ... nor a name for what records or computes losses: `loss_meter = AverageMeter()`, `loss_tracker`,
 # `loss_class` (an object of a loss class; not `loss_dict`,
 # `loss_list`: their elements may be loss tensors)
-# `loss_is_scaled_for_ga`, `loss_has_nan`: a statement about the loss, a flag
-LOSS_PREDICATE_RE = re.compile(r"_(is|has|was|were|are|should|can|needs?|must)(_|$)")
 LOSS_HOLDER_SUFFIX_RE = re.compile(r"_(meters?|trackers?|recorders?|loggers?|monitors?|fns?|funcs?|class|cls|obj|object|instance)$")
+# ... nor a statement about the loss (`loss_is_scaled_for_ga`, `loss_has_nan`): a flag
+LOSS_PREDICATE_RE = re.compile(r"_(is|has|was|were|are|should|can|needs?|must)(_|$)")
 NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)
 # `loss_params`, `model_cfg`, `loss_type`: the settings of a thing, not the thing
 SETTINGS_SUFFIX_RE = re.compile(
@@ -281,8 +281,6 @@ def unwrap_iter(it: ast.AST):
         else:
             break
     return it, skip
-
-
 
 
 def is_sizes(value) -> bool:

@@ -9,12 +9,12 @@ from gpulint.model.values.devices import (
     LEGACY_CONSTRUCTORS,
     default_device_set,
     device_arg_kind,
+    empty_placeholder,
     factory_device_arg,
     factory_name,
     is_cuda_tensor_type,
     legacy_constructor,
     legacy_size_args,
-    no_elements,
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
@@ -370,8 +370,7 @@ class CpuTensorThenMoved(Rule):
                 self._computed(ctx, node, inner)
             return
         assert isinstance(inner, ast.Call)
-        if not builds_on_cpu(fa, name, inner) or (name in _SHAPED and no_elements(
-                inner.args[:1] if name == "full" else inner.args)):
+        if not builds_on_cpu(fa, name, inner) or empty_placeholder(name, inner):
             return  # (`torch.zeros(0).to(device)`: a placeholder with nothing to copy, as GPU204 has it)
         if default_device_set(fa, ctx.ancestors):
             return  # the factory already builds on the default device the code set: the move copies nothing
@@ -450,10 +449,6 @@ class CpuTensorThenMoved(Rule):
             ),
         )
 
-
-
-# factories whose positional arguments are the sizes (not `arange(0, 1, 0.1)`'s range)
-_SHAPED = frozenset(("zeros", "ones", "empty", "full", "rand", "randn"))
 
 
 def _numpy_draw_message(ctx, node: ast.Call, data: ast.AST, copier: str) -> Optional[str]:

@@ -19,15 +19,14 @@ tensors."""
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from gpulint.model.control.repetition import runs_repeatedly
-from gpulint.model.control.syncs import waits_on_host
+from gpulint.model.control.syncs import device_tensor, waits_on_host
 from gpulint.model.index.nodes import LOOPS
 from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.devices import default_device_set, factory_name
 from gpulint.model.values.host_built import host_factory
-from gpulint.model.values.kinds import TENSOR
 
 from gpulint.rules.cpu_tensor_then_moved.host_built import (
     builds_on_cpu_somewhere, function_around, in_module_forward, waits_anyway)
@@ -48,15 +47,17 @@ def index_copied(fa, sub: ast.Subscript, ancestors: Sequence[ast.AST]) -> Option
         return None  # (a file that names no device, and that no such file calls, computes on the host)
     if not builds_on_cpu_somewhere(fa, func) or default_device_set(fa, ancestors):
         return None
+    def tensor_kind(e: ast.AST):
+        return fa.values.is_tensor(e, ancestors)
+
     for part in parts:
-        factory = host_factory(fa, part, func, lambda e: fa.values.is_tensor(e, ancestors))
+        factory = host_factory(fa, part, func, tensor_kind)
         if factory is None:
             continue
         name = factory_name(fa, factory)
         if name is not None and (name not in INDEX_FACTORIES or in_module_forward(fa, func)):
             continue
-        if not _device_tensor(fa, sub.value, ancestors) or host_factory(
-                fa, sub.value, func, lambda e: fa.values.is_tensor(e, ancestors)) is not None:
+        if not device_tensor(sub.value, fa) or host_factory(fa, sub.value, func, tensor_kind) is not None:
             return None  # (a tensor the host built indexed by a host index: nothing crosses)
         if _element(fa, part, func) or not runs_repeatedly(fa, sub, ancestors) or _waits_anyway(fa, func, ancestors):
             return None
@@ -82,17 +83,28 @@ def _element(fa, part: ast.AST, func: Optional[ast.AST]) -> bool:
     """`perm[i]`, or a name every assignment of which in `func` is one: one
     element, a 0-dim index, which torch reads on the host (no copy)."""
     if isinstance(part, ast.Subscript):
-        return not isinstance(part.slice, (ast.Slice, ast.Tuple))
+        return _one_element(part)
     if not isinstance(part, ast.Name) or func is None:
         return False
-    values = [n.value for n in scope_nodes(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
-              and isinstance(n.targets[0], ast.Name) and n.targets[0].id == part.id]
-    return bool(values) and all(_element(fa, v, None) for v in values)
+    values = _single_name_values(fa, func).get(part.id)
+    return bool(values) and all(_one_element(v) for v in values)
 
 
-def _device_tensor(fa, expr: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
-    """Known to be a tensor, and not known to live in host memory."""
-    return fa.values.kind_at(expr, ancestors) == TENSOR and not fa.host.is_host_tensor(expr, ancestors)
+def _one_element(value: ast.AST) -> bool:
+    return isinstance(value, ast.Subscript) and not isinstance(value.slice, (ast.Slice, ast.Tuple))
+
+
+def _single_name_values(fa, func: ast.AST) -> Dict[str, List[ast.AST]]:
+    """name -> the values `func`'s own code assigns to it alone (`ind = perm[i]`),
+    from one pass over the function, kept in the index."""
+    def compute() -> Dict[str, List[ast.AST]]:
+        out: Dict[str, List[ast.AST]] = {}
+        for n in scope_nodes(func):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                out.setdefault(n.targets[0].id, []).append(n.value)
+        return out
+
+    return fa.index.memoized("gpu203.single_name_values", func, compute)  # type: ignore[return-value]
 
 
 def index_message(fa, factory: ast.Call, sub: ast.Subscript) -> str:
