@@ -567,10 +567,27 @@ CORPUS_SETS = {
         ("nianticlabs/monodepth2", "b676244e5a1ca55564eb5d16ab521a48f823af31"),
         ("Beckschen/TransUNet", "02ef0010b36eb8328b5e689eadaf613602edf9b8"),
     ],
+    # thirty-seventh: labelled at first sight on 97a02ef
+    "thirty-seventh": [
+        ("werner-duvaud/muzero-general", "0825bd544fc172a2e2dcc96d43711123222c4a2f"),
+        ("liucongg/ChatGLM-Finetuning", "a137ad63ee5c7d4e2c020e6f7f12d1bf71320bd1"),
+        ("r9y9/deepvoice3_pytorch", "f90255c96177c344cd18b5a52651b420a4d8062d"),
+        ("motefly/DeepGBM", "6926d35bdcc3249befc127973d313e3c061f2bb2"),
+        ("facebookresearch/XLM", "cd281d32612d145c6742b4d3f048f80df8669c30"),
+        ("gzerveas/mvts_transformer", "3f2e378bc77d02e82a44671f20cf15bc7761671a"),
+        ("yusanshi/news-recommendation", "8323a4f8ca30dc91eab715b55b069cf1f981728d"),
+        ("ehoogeboom/e3_diffusion_for_molecules", "fce07d701a2d2340f3522df588832c2c0f7e044a"),
+        ("princeton-vl/CornerNet-Lite", "6a54505d830a9d6afe26e99f0864b5d06d0bbbaf"),
+        ("knazeri/edge-connect", "3142579785c5c8cc92ad655616d40f4f52fc7ec1"),
+        ("apchenstu/TensoRF", "6a1e23b10b9521221049aec843ab370a747a7982"),
+        ("mit-han-lab/temporal-shift-module", "1f6a834b02120441d99fa706b7a13ccc5293c6fa"),
+        ("THUDM/GraphMAE2", "bc473e8b750d6e90b7cba1c6bb20d858f617d90c"),
+        ("HiLab-git/SSL4MIS", "06df6047a59aba9988ced8331998b5957ecb356b"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
