@@ -8,7 +8,8 @@ rule reports in it."""
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet
+import re
+from typing import Dict, FrozenSet, List
 
 from gpulint.model.index.tree import TreeIndex
 
@@ -59,7 +60,8 @@ def dead_statements(index: TreeIndex) -> FrozenSet[int]:
     constant (`if False:`, `if 0:`, a block kept switched off by hand): it
     never runs."""
     flags = off_flags(index)
-    if not flags and not any(index.mentions(w) for w in ("if False", "if 0", "if None")):
+    constants = bool(flags) or any(index.mentions(w) for w in ("if False", "if 0", "if None"))
+    if not constants and not (index.mentions("= False") or index.mentions("=False")):
         return frozenset()
 
     def off(o: ast.AST) -> bool:
@@ -69,11 +71,49 @@ def dead_statements(index: TreeIndex) -> FrozenSet[int]:
 
     def compute() -> FrozenSet[int]:
         out = set()
-        for node in index.nodes(ast.If):
+        for node in index.nodes(ast.If) if constants else ():
             test = node.test  # type: ignore[attr-defined]
             operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
             if any(off(o) for o in operands):
                 out.update(id(s) for s in node.body)  # type: ignore[attr-defined]
+        out.update(_dead_under_local_switches(index))
         return frozenset(out)
 
     return index.memoized("constants.dead", None, compute)
+
+
+# `    parallel = False` alone on an indented line: a local switch, maybe
+_LOCAL_OFF_RE = re.compile(r"^[ \t]+([A-Za-z_]\w*)[ \t]*=[ \t]*False[ \t]*(?:#.*)?$", re.M)
+
+
+def _dead_under_local_switches(index: TreeIndex) -> List[int]:
+    """The statements a local switched off by hand keeps from running:
+    `parallel = False` in a function's own body, the name stored nowhere
+    else in the file (nor declared `global` or `nonlocal`, nor a parameter
+    anywhere), and then `if parallel:` in that function."""
+    if not (index.mentions("= False") or index.mentions("=False")):
+        return []
+    names = set(_LOCAL_OFF_RE.findall(index.text))
+    if not names:
+        return []
+    stores: Dict[str, int] = {}
+    for n in index.nodes(ast.Name):
+        if n.id in names and not isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
+            stores[n.id] = stores.get(n.id, 0) + 1
+    for n in index.nodes(ast.Global, ast.Nonlocal):
+        names.difference_update(n.names)  # type: ignore[attr-defined]
+    for a in index.nodes(ast.arg):
+        names.discard(a.arg)  # type: ignore[attr-defined]
+    names = {name for name in names if stores.get(name) == 1}
+    out: List[int] = []
+    for node in index.nodes(ast.If) if names else ():
+        test = node.test  # type: ignore[attr-defined]
+        operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        switch = next((o.id for o in operands if isinstance(o, ast.Name) and o.id in names), None)
+        func = index.enclosing_scope(index.ancestors(node)) if switch is not None else None
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == switch and isinstance(stmt.value, ast.Constant) and stmt.value.value is False
+                for stmt in func.body):
+            out.extend(id(s) for s in node.body)  # type: ignore[attr-defined]
+    return out
