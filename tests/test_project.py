@@ -2419,3 +2419,227 @@ def test_a_function_called_through_a_star_import(tmp_path):
     """
     write(tmp_path, {"evaluation.py": evaluation, "main.py": main})
     assert rows_by_path(tmp_path, "GPU501") == [("evaluation.py", 6)]
+
+
+def test_a_per_step_sounding_method_the_project_calls_only_on_a_schedule_is_no_per_step_code(tmp_path):
+    # MUNIT's `sample()` and TensoRF's `updateAlphaMask()`: their names sound per step, but
+    # the project's only calls of them are under a periodic or scheduled `if`
+    model = """
+        import torch
+        class Trainer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gen = torch.nn.Linear(8, 8)
+            def sample(self, x):
+                z = torch.randn(x.size(0), 8).cuda()
+                return self.gen(z)
+            def update_masks(self, x):
+                grid = torch.linspace(0, 1, 64).cuda()
+                return self.gen(x) * grid[:8]
+    """
+    write(tmp_path, {
+        "trainer.py": model,
+        "train.py": """
+            import torch
+            from trainer import Trainer
+            def main(loader, schedule):
+                trainer = Trainer().cuda()
+                optimizer = torch.optim.Adam(trainer.parameters())
+                for it, x in enumerate(loader):
+                    loss = trainer.gen(x.cuda()).square().mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    if it % 1000 == 0:
+                        trainer.sample(x)
+                    if it in schedule:
+                        trainer.update_masks(x)
+            if __name__ == "__main__":
+                main(load_data(), [1000, 2000])
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU203") == []
+    # called every step, the same methods are per-step code
+    write(tmp_path, {"train.py": """
+        import torch
+        from trainer import Trainer
+        def main(loader):
+            trainer = Trainer().cuda()
+            optimizer = torch.optim.Adam(trainer.parameters())
+            for x in loader:
+                loss = trainer.sample(x).square().mean() + trainer.update_masks(x.cuda()).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        if __name__ == "__main__":
+            main(load_data())
+    """})
+    assert rows_by_path(tmp_path, "GPU203") == [("trainer.py", 8), ("trainer.py", 11)]
+
+
+def test_a_models_method_that_runs_the_model_is_a_forward_of_it(tmp_path):
+    # edge-connect: `process()` runs `self(images)` and its losses; `backward()` steps
+    write(tmp_path, {
+        "models.py": """
+            import torch
+            class EdgeModel(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.generator = torch.nn.Conv2d(3, 1, 3, padding=1)
+                    self.optimizer = torch.optim.Adam(self.generator.parameters())
+                def process(self, images, edges):
+                    outputs = self(images)
+                    return outputs, torch.nn.functional.l1_loss(outputs, edges)
+                def forward(self, images):
+                    return self.generator(images)
+                def backward(self, loss):
+                    loss.backward()
+                    self.optimizer.step()
+                def train_step(self, images, edges):
+                    outputs, loss = self.process(images, edges)
+                    self.backward(loss)
+                    return outputs
+        """,
+        "edge_connect.py": """
+            import torch
+            from models import EdgeModel
+            class EdgeConnect:
+                def __init__(self, loader):
+                    self.edge_model = EdgeModel().cuda()
+                    self.loader = loader
+                def train(self):
+                    self.edge_model.train()
+                    for images, edges in self.loader:
+                        outputs, loss = self.edge_model.process(images.cuda(), edges.cuda())
+                        self.edge_model.backward(loss)
+                def eval(self):
+                    self.edge_model.eval()
+                    for images, edges in self.loader:
+                        outputs, loss = self.edge_model.process(images.cuda(), edges.cuda())
+                def tune(self):
+                    self.edge_model.eval()
+                    for images, edges in self.loader:
+                        self.edge_model.train_step(images.cuda(), edges.cuda())
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU501") == [("edge_connect.py", 16)]  # (`eval` only)
+
+
+def test_names_handed_back_moved_by_a_helper_of_another_file(tmp_path):
+    # XLM: `x, lengths = to_cuda(x, lengths)`, with `to_cuda` in utils.py
+    write(tmp_path, {
+        "utils.py": """
+            def to_cuda(*args):
+                return [None if x is None else x.cuda() for x in args]
+        """,
+        "trainer.py": """
+            import torch
+            from utils import to_cuda
+            class Trainer:
+                def __init__(self, model, optimizer, iterator):
+                    self.model = model.cuda()
+                    self.optimizer = optimizer
+                    self.iterator = iterator
+                    self.words = 0
+                def step(self, x, lengths):
+                    assert (lengths - 1).sum().item() > 0
+                    x, lengths = to_cuda(x, lengths)
+                    loss = self.model(x, lengths)
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                    self.words += lengths.sum().item()
+                def train(self):
+                    for x, lengths in self.iterator:
+                        self.step(x, lengths)
+            def main(net, batches):
+                Trainer(net, torch.optim.SGD(net.parameters(), lr=0.1), batches).train()
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU101") == [("trainer.py", 17)]  # (the read after the move only)
+
+
+def test_an_attribute_built_by_a_builder_that_chooses_by_a_fixed_string_holds_that_class(tmp_path):
+    # motion-diffusion-model: `self.schedule_sampler_type = 'uniform'`, then
+    # `create_named_schedule_sampler(self.schedule_sampler_type, diffusion)`: a UniformSampler,
+    # so the loss-aware sampler's per-element reads never run
+    resample = """
+        import torch
+        class UniformSampler:
+            def sample(self, n, device):
+                return torch.randint(0, 1000, (n,), device=device)
+        class LossAwareSampler(UniformSampler):
+            def update_with_local_losses(self, ts, losses):
+                self.history = [x.item() for x in losses]
+        def create_named_schedule_sampler(name, diffusion):
+            if name == "uniform":
+                return UniformSampler()
+            elif name == "loss-second-moment":
+                return LossAwareSampler()
+            raise NotImplementedError(name)
+    """
+    loop = """
+        import torch
+        from resample import LossAwareSampler, create_named_schedule_sampler
+        class TrainLoop:
+            def __init__(self, model, loader):
+                self.model = model.cuda()
+                self.loader = loader
+                self.opt = torch.optim.AdamW(self.model.parameters())
+                self.schedule_sampler_type = SAMPLER
+                self.schedule_sampler = create_named_schedule_sampler(self.schedule_sampler_type, None)
+            def run_loop(self):
+                for batch in self.loader:
+                    t = self.schedule_sampler.sample(batch.shape[0], "cuda")
+                    losses = self.model(batch.cuda(), t)
+                    if isinstance(self.schedule_sampler, LossAwareSampler):
+                        self.schedule_sampler.update_with_local_losses(t, losses.detach())
+                    self.opt.zero_grad()
+                    losses.mean().backward()
+                    self.opt.step()
+        def main(model, loader):
+            TrainLoop(model, loader).run_loop()
+    """
+    write(tmp_path, {"resample.py": resample, "training_loop.py": loop.replace("SAMPLER", "'uniform'")})
+    assert rows_by_path(tmp_path, "GPU101") == []
+    write(tmp_path, {"training_loop.py": loop.replace("SAMPLER", "'loss-second-moment'")})
+    assert rows_by_path(tmp_path, "GPU101") == [("resample.py", 8)]
+
+
+def test_a_per_step_sounding_helper_of_a_forward_stays_per_step_code(tmp_path):
+    # guided-diffusion's `timestep_embedding`, called by `UNetModel.forward`: the project calls
+    # it, never from a loop it can see (the loop runs the model through DDP), but a forward is
+    # a hook the framework calls, so what it calls keeps its per-step name's reading
+    write(tmp_path, {
+        "nn.py": """
+            import math
+            import torch
+            def timestep_embedding(timesteps, dim):
+                half = dim // 2
+                freqs = torch.exp(-math.log(10000) * torch.arange(half) / half).to(device=timesteps.device)
+                args = timesteps[:, None].float() * freqs[None]
+                return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+            class UNet(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = torch.nn.Linear(64, 64)
+                def forward(self, x, t):
+                    return self.proj(x + timestep_embedding(t, 64))
+        """,
+        "train.py": """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from nn import UNet
+            def main(loader):
+                model = DDP(UNet().cuda())
+                opt = torch.optim.Adam(model.parameters())
+                for x, t in loader:
+                    loss = model(x.cuda(), t.cuda()).square().mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            if __name__ == "__main__":
+                main(load_data())
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU203") == [("nn.py", 6)]

@@ -465,7 +465,7 @@ def test_host_batches_and_cpu_factories():
                     continue
                 scale = torch.tensor([2.0, 3.0])
                 print(scale.tolist(), float(scale.sum()))
-                moved = target.to(device)
+                moved = target.to(device, non_blocking=True)  # (a blocking copy would wait itself)
                 print(moved.tolist())  # sync
         """
     )

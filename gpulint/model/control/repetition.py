@@ -47,7 +47,10 @@ Read from the file, and from what the project's facts say of its functions:
   loop (a diffusers pipeline's `prepare_mask_latents`, called from
   `__call__` before its denoising loop; never for `forward` and other
   framework hooks), or only every n-th pass of a loop (`if batches_done %
-  sample_interval == 0: sample_image(...)`), or in a
+  sample_interval == 0: sample_image(...)`), and unless the project calls
+  it from other functions and never on every step
+  (`CallFacts.called_off_step`: MUNIT's `sample`, called from `train.py`
+  every few thousand iterations); or in a
   function called (by `name(...)` or `self.name(...)`) from such a place in
   the same file, not only under such a periodic `if`. A function named like
   per-step code, to generate, sample or decode, that runs a model in a loop of
@@ -363,7 +366,7 @@ def _directly_repeated(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.A
         return True
     return (
         func is not None and is_per_step_name(func.name) and not _called_once_here(fa, func)
-        and not _drives_model_loop(fa, func)
+        and not _drives_model_loop(fa, func) and not fa.facts.called_off_step(func)
     )
 
 

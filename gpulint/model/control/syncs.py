@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes
 from gpulint.model.names import dotted
+from gpulint.model.values.devices import move_target
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
 from gpulint.model.control.eval_order import evaluation_order
 from gpulint.model.index.walk import child_nodes, walk
@@ -63,9 +64,9 @@ def _converts_tensor(n: ast.AST, analysis) -> bool:
 
 
 def _logsdevice_tensor(n: ast.AST, analysis) -> bool:
-    """`writer.add_scalar(tag, t, step)` of a tensor not known to be in host memory."""
-    value = logged_scalar(n)
-    return value is not None and device_tensor(value, analysis)
+    """`writer.add_scalar(tag, t, step)` or `wandb.log({"loss": t})` of a
+    tensor not known to be in host memory."""
+    return any(device_tensor(v, analysis) for v in logged_values(n))
 
 
 def _formatsdevice_tensor(n: ast.AST, analysis) -> bool:
@@ -84,14 +85,25 @@ def device_tensor(expr: ast.AST, analysis) -> bool:
     return analysis.values.kind_at(expr, ancestors) == TENSOR and not analysis.host.is_host_tensor(expr, ancestors)
 
 
-def logged_scalar(call: ast.AST) -> Optional[ast.AST]:
+def logged_values(call: ast.AST) -> List[ast.AST]:
     """What `writer.add_scalar(tag, value, step)` (or `scalar_value=value`)
-    logs: TensorBoard's SummaryWriter turns a tensor into a number on the host."""
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_scalar"):
-        return None
+    logs, or the values of the dict display `wandb.log({"loss": value, ...})`
+    logs: TensorBoard's SummaryWriter and wandb turn a tensor into a number
+    on the host (wandb's `.item()` of a one-element tensor)."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return []
+    if _wandb_log(call.func):
+        data = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "data"), None)
+        return [v for k, v in zip(data.keys, data.values) if k is not None] if isinstance(data, ast.Dict) else []
+    if call.func.attr != "add_scalar":
+        return []
     if len(call.args) >= 2 and not isinstance(call.args[1], ast.Starred):
-        return call.args[1]
-    return next((k.value for k in call.keywords if k.arg == "scalar_value"), None)
+        return [call.args[1]]
+    return [k.value for k in call.keywords if k.arg == "scalar_value"]
+
+
+def _wandb_log(func: ast.Attribute) -> bool:
+    return func.attr == "log" and isinstance(func.value, ast.Name) and func.value.id == "wandb"
 
 
 # `float(t)`, `int(t)`, `bool(t)` (`CONVERSIONS`) and `print(t)`: plain calls that may read a tensor
@@ -109,7 +121,7 @@ def may_read_by_form(node: ast.AST, methods) -> bool:
         return False
     func = node.func
     if isinstance(func, ast.Attribute):
-        return func.attr in methods or func.attr == "add_scalar"
+        return func.attr in methods or func.attr == "add_scalar" or _wandb_log(func)
     return isinstance(func, ast.Name) and func.id in _READING_BUILTINS
 
 
@@ -216,12 +228,13 @@ def timing_sync(block, j: int, analysis) -> bool:
 
 
 def queues_model_work(node, ancestors, analysis) -> bool:
-    """`node` calls a model, `.backward()` or an optimizer step somewhere: GPU
-    work worth waiting for (small tensor ops such as `clamp`, `mse_loss` or
-    `mean` are not)."""
+    """`node` calls a model, `.backward()` or an optimizer step somewhere, or
+    a project function that runs one (`self.optimize(loss)`): GPU work worth
+    waiting for (small tensor ops such as `clamp`, `mse_loss` or `mean` are not)."""
     for n in walk(node):
         if isinstance(n, ast.Call) and (
             analysis.steps.is_model_call(n, ancestors) or analysis.steps.is_backward_call(n) or analysis.steps.is_optimizer_step(n, ancestors)
+            or analysis.steps.helper_steps(n)
         ):
             return True
     return False
@@ -251,6 +264,7 @@ def synced_before(chain, analysis, limit=None) -> bool:
     a read (`entered_synced`). With `limit`, it gives up (False) after that
     many statements."""
     budget = limit
+    plain = [True]  # the walk has passed only tensor ops so far (`blocking_upload` counts then)
     for depth in range(len(chain) - 1, 0, -1):
         stmt = chain[depth]
         if not isinstance(stmt, ast.stmt):
@@ -263,7 +277,7 @@ def synced_before(chain, analysis, limit=None) -> bool:
         block = getattr(parent, field)
         outer = chain[: depth - 1]
         for j in range(k - 1, -1, -1):  # the statements before, nearest first
-            found, budget = _step_back(block[j], chain[:depth], analysis, budget)
+            found, budget = _step_back(block[j], chain[:depth], analysis, budget, plain)
             if found is not None:
                 return found
         # the top of the block: leave it for the statements before `parent`?
@@ -302,21 +316,48 @@ def synced_before(chain, analysis, limit=None) -> bool:
     return False
 
 
-def _step_back(b, chain, analysis, budget):
+def _step_back(b, chain, analysis, budget, plain=None):
     """One statement `b` of a walk back (`synced_before`): (True: it surely
     read on the host; False: the walk stops here; None: go on before it,
-    the budget left)."""
+    the budget left). `plain`: [whether every statement passed so far ran
+    tensor ops only], for which a blocking copy to the GPU counts as a read
+    (after a helper's call, it may have queued model work the walk cannot
+    see: `outputs = self._predict(x)`)."""
     if budget is not None:
         budget -= 1
         if budget < 0:
             return False, budget
-    if ends_reading(b, analysis):
+    if ends_reading(b, analysis) or (plain is not None and plain[0] and blocking_upload(b, analysis)):
         return True, budget
     if not isinstance(b, PASSABLE) and is_compound(b) and not _only_host_loops(b, analysis):
         return False, budget  # a loop, a def, a `match`: stop
     if (holds_loop(b) and not _only_host_loops(b, analysis)) or queues_model_work(b, chain, analysis):
         return False, budget
+    if plain is not None and plain[0] and not _tensor_ops_only(b, analysis):
+        plain[0] = False
     return None, budget
+
+
+# plain calls that run no model work
+_PLAIN_BUILTINS = frozenset({"len", "int", "float", "bool", "min", "max", "abs", "round", "isinstance", "range", "print"})
+
+
+def _tensor_ops_only(stmt, analysis) -> bool:
+    """Every call of `stmt` is a torch function (`torch.count_nonzero(y)`), a
+    method of a tensor (`(y > 0).float().mean()`) or a plain builtin."""
+    for n in walk(stmt):
+        if not isinstance(n, ast.Call):
+            continue
+        func = n.func
+        if isinstance(func, ast.Name) and func.id in _PLAIN_BUILTINS:
+            continue
+        q = analysis.imports.qualname(func) or ""
+        if q.startswith("torch.") and not q.startswith(("torch.distributed.", "torch.cuda.")):
+            continue  # (a collective, `all_reduce`, queues work of its own)
+        if isinstance(func, ast.Attribute) and analysis.values.kind_at(func.value, analysis.index.ancestors(n)) == TENSOR:
+            continue
+        return False
+    return True
 
 
 def _may_continue(loop) -> bool:
@@ -419,6 +460,30 @@ def ends_reading(stmt, analysis) -> bool:
             block_ends_reading(h.body, analysis) for h in stmt.handlers
         )
     return False
+
+
+def blocking_upload(stmt, analysis) -> bool:
+    """`labels = labels.cuda()` (or `x, y = x.cuda(), y.to(device)`) of
+    tensors in host memory, without `non_blocking=True`: PyTorch copies and
+    then waits for the stream (`memcpy_and_sync`), so the host has waited for
+    all the work queued before, as after a read. The statement does nothing
+    else (not `loss = model(x.cuda())`, whose model work comes after the copy)."""
+    value = getattr(stmt, "value", None)
+    if not isinstance(stmt, (ast.Assign, ast.Expr)) or value is None:
+        return False
+    moves = value.elts if isinstance(value, ast.Tuple) else [value]
+    found = False
+    for n in moves:
+        moved = move_target(analysis, n)
+        if moved is None or any(k.arg == "non_blocking" for k in n.keywords) or (
+                n.func.attr == "to" and len(n.args) > 1):  # (`.to(device, True)`: non_blocking)
+            return False
+        source = moved[0]
+        while isinstance(source, (ast.Subscript, ast.Attribute)):
+            source = source.value
+        found = found or isinstance(source, ast.Name) and analysis.host.is_host_tensor(  # (a batch: not
+            moved[0], analysis.index.ancestors(moved[0]))  # `torch.tensor(x).cuda()`, whose `x` may be on the GPU)
+    return found
 
 
 def _cuda_branch(stmt: ast.If) -> Optional[list]:

@@ -43,6 +43,7 @@ class ProjectFacts(CallFacts):
         self._iterates: Dict[str, int] = table.get("iterates", {})
         self._host_built = frozenset(table.get("host_built", ()))
         self._returns_synced = frozenset(table.get("returns_synced", ()))
+        self._hands_back = frozenset(table.get("hands_back", ()))
         self._every: Dict[str, str] = table.get("every_step", {})
         self._param_kinds: Dict[str, Dict[str, str]] = table.get("param_kinds", {})
         self._accelerator = table.get("accelerator", True)
@@ -69,7 +70,7 @@ class ProjectFacts(CallFacts):
 
     def bind(self, model: object) -> None:
         self.refs = FileRefs(model, self.module, self.package, self.table.get("params"),  # type: ignore[arg-type]
-                             self.table.get("builders"), self.table.get("builders_any"))
+                             self.table.get("builders"), self.table.get("builders_any"), self.table.get("builders_by"))
 
     def unbind(self) -> None:
         self.refs = None
@@ -117,6 +118,13 @@ class ProjectFacts(CallFacts):
 
     def returns_synced(self, call: ast.Call) -> bool:
         return bool(self._returns_synced) and self._ref(call) in self._returns_synced
+
+    def hands_back_moved(self, call: ast.Call) -> bool:
+        return bool(self._hands_back) and self._ref(call) in self._hands_back
+
+    def forwards(self, call: ast.Call) -> bool:
+        found = self.table.get("forwards")  # (asked by rules only: read from the table as it is now)
+        return bool(found) and self._ref(call) in found
 
     def iterated_argument(self, call: ast.Call) -> Optional[ast.AST]:
         if not self._iterates:
@@ -170,6 +178,9 @@ class ProjectFacts(CallFacts):
 
     def feeds_env(self, func: ast.AST) -> bool:
         return self._lists("feeds_env", func)
+
+    def called_off_step(self, func: ast.AST) -> bool:
+        return self._lists("called_off_step", func)
 
     def evaluated_parameter(self, func: ast.AST, name: str) -> bool:
         listed = self.table.get("evaluated")  # (asked by rules only)

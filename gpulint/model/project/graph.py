@@ -49,6 +49,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
+from gpulint.model.project.callers import called_off_step, device_side
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
 from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, LOADER, NUMBER, NUMPY, OTHER
 
@@ -130,7 +131,8 @@ class ProjectGraph:
         self.grad_off = entered_grad_off(self)
         self.evaluated = entered_evaluated(self)
         self.param_kinds = _param_kinds(self)
-        self.device_side = self._device_side()
+        self.device_side = device_side(self)
+        self.called_off_step = called_off_step(self)
 
     def _new_id(self, qual: str, path: str) -> str:
         fid = qual if qual not in self.functions else f"{qual}@{path}"
@@ -151,7 +153,7 @@ class ProjectGraph:
         # through re-exports, a few at most (`from .x import x` in `x`'s package maps `pkg.x` onto itself)
         while name is not None and name not in seen and len(seen) < 4:
             seen.add(name)
-            cid = self.alias.get(name) or self.alias.get(name + ".__init__")
+            cid = self.alias.get(name) or self.alias.get(name + ".__init__") or self.alias.get(name + ".__new__")
             if cid is None:
                 owner, _, method = name.rpartition(".")
                 if owner:
@@ -335,24 +337,6 @@ class ProjectGraph:
             memo[fid] = seen
         return memo[fid]
 
-    def _device_side(self) -> Set[str]:
-        """The functions of files whose summary says `host_only` that a
-        function of another file reaches through calls."""
-        host_only = {path for path, (_, summary) in self.files.items() if summary.get("host_only")}
-        if not host_only:
-            return set()
-        todo = deque(fid for fid, path in self.owner.items() if path not in host_only)
-        seen = set(todo)
-        found: Set[str] = set()
-        while todo:
-            for cid in self._callees(todo.popleft()):
-                if cid not in seen:
-                    seen.add(cid)
-                    todo.append(cid)
-                    if self.owner[cid] in host_only:
-                        found.add(cid)
-        return found
-
     # ------------------------------------------------------------- per file
     def facts_for(self, path: str) -> dict:
         """What the analysis of `path` may ask: for each reference its calls
@@ -364,17 +348,19 @@ class ProjectGraph:
         returns: Dict[str, str] = {}
         iterates: Dict[str, int] = {}
         host_built: Set[str] = set()
-        synced: Set[str] = set()  # calls whose callee returns right after a host read
-        precision: Set[str] = set()  # calls whose callee chooses a precision (`summary._choosing_precision`)
+        # calls whose callee returns right after a host read; chooses a precision
+        # (`summary._choosing_precision`); runs its own module's forward and steps nothing
+        synced, precision, forwards, hands_back = set(), set(), set(), set()
         builders: Dict[str, str] = {}
         builders_any: Dict[str, List[str]] = {}  # calls whose callee builds one of several classes
+        builders_by: Dict[str, list] = {}  # ... and chooses which by a string parameter
         moved: Dict[str, List[int]] = {}  # calls whose callee returns what it put on an accelerator
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
         param_kinds: Dict[str, Dict[str, str]] = {}
         # the table's lists of the file's own functions, each from the graph's set of them
         marked = {"device_side": self.device_side, "entered_synced": self.entered_synced,
-                  "feeds_env": self.feeds_env, "grad_off": self.grad_off}
+                  "feeds_env": self.feeds_env, "grad_off": self.grad_off, "called_off_step": self.called_off_step}
         listed: Dict[str, List[str]] = {key: [] for key in marked}
         for qual, fsum in summary.get("functions", {}).items():
             fid = self.id_of(path, qual)  # None for a file with no module name: not in the graph
@@ -393,16 +379,20 @@ class ProjectGraph:
                 for cid in (self.resolve_in(call[0], path),) if cid is not None
             ]
             for cid, _, call in resolved:
-                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, synced, precision, moved)
+                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, (synced, precision, forwards, hands_back),
+                                moved)
                 built = self.functions[cid].get("builds")
                 if built is not None and self._class(built) is not None:
                     builders[call[0]] = built
                 choices = self.functions[cid].get("builds_any")
                 if choices and all(_builds_known(self, c) for c in choices):
                     builders_any[call[0]] = choices
+                    if "builds_by" in self.functions[cid]:
+                        builders_by[call[0]] = self.functions[cid]["builds_by"]
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
-        for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision)):
+        for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision),
+                           ("forwards", forwards), ("hands_back", hands_back)):
             if found:
                 table[key] = sorted(found)
         evaluated = {} if not self.evaluated else {
@@ -415,6 +405,8 @@ class ProjectGraph:
             table["builders"] = builders
         if builders_any:
             table["builders_any"] = builders_any
+        if builders_by:
+            table["builders_by"] = builders_by
         for key, quals in listed.items():
             if quals:
                 table[key] = sorted(quals)
@@ -718,10 +710,12 @@ def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[s
     return None
 
 
+
 def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
-                    returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str], synced: Set[str],
-                    precision: Set[str], moved: Dict[str, List[int]]) -> None:
+                    returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str],
+                    marked: Tuple[Set[str], Set[str], Set[str], Set[str]], moved: Dict[str, List[int]]) -> None:
     """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""
+    synced, precision, forwards, hands_back = marked
     if cid in graph.steps:
         steps.add(ref)
     if cid in graph.drives:
@@ -739,15 +733,19 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
         precision.add(ref)  # (it chooses the model's precision: an FSDP mixed-precision policy)
     if "moves" in callee:
         moved[ref] = callee["moves"]  # (what it returns that it put on an accelerator)
+    if callee.get("hands_back"):
+        hands_back.add(ref)  # (`x, y = to_cuda(x, y)`: what it is given, each moved)
+    if callee.get("forwards") and cid not in graph.steps:
+        forwards.add(ref)  # (a model's method that runs the model, as `process()` does: a forward of it)
 
 
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "builders_any",
-               "returns_synced")
+               "returns_synced", "hands_back", "builders_by")
 # ... and what the loops and calls of a file are read with
-MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off")
+MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off", "called_off_step")
 # ... and all that a table can say about a file (what rules ask besides)
 TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in",
-                          "returns_moved", "evaluated")
+                          "returns_moved", "evaluated", "forwards")
 
 
 def is_empty(table: dict) -> bool:

@@ -199,7 +199,8 @@ class FileRefs:
     def __init__(self, fa: "FileModel", module: str, package: bool = False,
                  params: Optional[Dict[str, Dict[str, str]]] = None,
                  builders: Optional[Dict[str, str]] = None,
-                 builders_any: Optional[Dict[str, List[str]]] = None) -> None:
+                 builders_any: Optional[Dict[str, List[str]]] = None,
+                 builders_by: Optional[Dict[str, list]] = None) -> None:
         self.fa = fa
         self.module = module
         self.package = package
@@ -209,12 +210,16 @@ class FileRefs:
         self.builders = builders or {}
         # function -> the classes of which it builds and returns one (`make_agent(env)`), from the project
         self.builders_any = builders_any or {}
+        # function -> [position, name, {string: class}] where that parameter chooses the class
+        self.builders_by: Dict[str, list] = builders_by or {}
         self.names: Dict[str, str] = {}  # module-level name -> what it is (dotted)
         self.instances: Dict[str, str] = {}  # module-level name -> the class of the object it holds
         self._local_instances: Dict[ast.AST, Dict[str, str]] = {}
         # names bound more than once, each time to `Something(...)`, not all the same
         self._unions: Dict[ast.AST, Dict[str, Tuple[str, ...]]] = {}
         self._attr_instances: Dict[ast.AST, Dict[str, str]] = {}
+        # class -> {attr: the classes of which `self.<attr> = make(...)` holds one}
+        self._attr_unions: Dict[ast.AST, Dict[str, Tuple[str, ...]]] = {}
         # function -> {loop variable: the class of the elements of the `self.<attr>` it iterates}
         self._element_instances: Dict[ast.AST, Dict[str, str]] = {}
         self._param_names: Dict[ast.AST, frozenset] = {}
@@ -249,7 +254,8 @@ class FileRefs:
         `self.<attr> = Something(...)` per class."""
         every: Dict[ast.AST, Dict[str, List[str]]] = {}  # scope -> name -> the classes of its bindings
         counts: Dict[ast.AST, Dict[str, int]] = {}
-        attr_found: Dict[ast.AST, Dict[str, ast.AST]] = {}  # (what each is built by, resolved at the end)
+        attr_found: Dict[ast.AST, Dict[str, ast.Call]] = {}  # (what each is built by, resolved at the end)
+        attr_strings: Dict[ast.AST, Dict[str, str]] = {}
         elements_found: Dict[ast.AST, Dict[str, ast.AST]] = {}  # `self.blocks = nn.ModuleList([Block() ...])`
         iterated: List[Tuple[ast.AST, ast.AST, str, str]] = []  # (method, class, loop variable, attr)
         built: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}
@@ -279,9 +285,11 @@ class FileRefs:
                     if isinstance(cls, ast.ClassDef):
                         c = attr_counts.setdefault(cls, {})
                         c[t.attr] = c.get(t.attr, 0) + weight
+                        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                            attr_strings.setdefault(cls, {})[t.attr] = value.value  # `self.sampler_type = "uniform"`
                         built_by = _constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
                         if isinstance(built_by, ast.Call) and len(targets) == 1:
-                            attr_found.setdefault(cls, {})[t.attr] = built_by.func
+                            attr_found.setdefault(cls, {})[t.attr] = built_by
                             element = _element_class(built_by)
                             if element is not None:
                                 elements_found.setdefault(cls, {})[t.attr] = element
@@ -343,8 +351,15 @@ class FileRefs:
                 self._local_instances[scope] = kept
         for cls, attrs in attr_found.items():
             c = attr_counts.get(cls, {})
+            strings = {k: v for k, v in attr_strings.get(cls, {}).items() if c.get(k) == 1}
+            unions = {k: t for k, v in attrs.items() if c.get(k) == 1 for t in (self._built_all(v.func),) if len(t) > 1}
+            chosen = {k: _chosen_class(self, attrs[k], strings) for k in unions}
+            unions = {k: t for k, t in unions.items() if chosen[k] is None}
+            if unions:  # `self.model = MuZeroNetwork(config)`, whose `__new__` builds one of two classes
+                self._attr_unions[cls] = unions
             self._attr_instances[cls] = {
-                k: t for k, v in attrs.items() if c.get(k) == 1 for t in (self._built_by(v),) if t is not None
+                k: t for k, v in attrs.items() if c.get(k) == 1 and k not in unions
+                for t in (chosen.get(k) or self._built_by(v.func),) if t is not None
             }
         for method, cls, name, attr in iterated:
             # the loop's variable, bound by that loop only, holds the elements' class
@@ -404,7 +419,7 @@ class FileRefs:
             cls = self._instance_class(func.id, scope)
             if cls is not None:
                 return f"{cls}.__call__"
-            local = self.local_def(func.id, ancestors)
+            local = _local_def(self, func.id, ancestors)
             return self.qualname(local) if local is not None else self.resolve_name(func)
         if not isinstance(func, ast.Attribute):
             return None
@@ -437,38 +452,11 @@ class FileRefs:
             return None
         return self.resolve_name(func)
 
-    def local_def(self, name: str, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
-        """The def named `name` in the body of a function around the call, the
-        innermost first: `_backward(loss)` in timm's loop, whose body defines
-        `def _backward(_loss): ... optimizer.step()` (a nested function)."""
-        if name not in self.nested_def_names:
-            return None
-        local = self._nested_defs()
-        for f in reversed(ancestors):
-            found = local.get(f, {}).get(name) if isinstance(f, FUNCS) else None
-            if found is not None:
-                return found
-        return None
-
     @property
     def nested_def_names(self) -> frozenset:
         """The names of the defs made inside another function of the file."""
         return self.fa.index.memoized("refs.nested_def_names", None, lambda: frozenset(
-            name for defs in self._nested_defs().values() for name in defs))
-
-    def _nested_defs(self) -> Dict[ast.AST, Dict[str, ast.AST]]:
-        """function -> {name: def} of the defs in its own body, once per file."""
-        index = self.fa.index
-
-        def compute() -> Dict[ast.AST, Dict[str, ast.AST]]:
-            out: Dict[ast.AST, Dict[str, ast.AST]] = {}
-            for node in index.nodes_of(*FUNCS):
-                owner = index.owner(node)
-                if isinstance(owner, FUNCS):
-                    out.setdefault(owner, {})[node.name] = node  # type: ignore[attr-defined]
-            return out
-
-        return index.memoized("refs.nested_defs", None, compute)
+            name for defs in _nested_defs(self.fa.index).values() for name in defs))
 
     def call_refs(self, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[str]:
         """The references `call` may call: `call_ref`'s, or where the
@@ -485,6 +473,10 @@ class FileRefs:
             return star_refs(self, func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             return [f"{cls}.{func.attr}" for cls in self.classes_of(func.value.id, _enclosing_function(ancestors))]
+        owner = func.value if isinstance(func, ast.Attribute) else None
+        if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
+            held = self._attr_unions.get(self.fa.index.enclosing_class(ancestors), {}).get(owner.attr, ())
+            return [f"{cls}.{func.attr}" for cls in held]  # type: ignore[union-attr]
         return []
 
     def classes_of(self, name: str, scope: Optional[ast.AST]) -> Tuple[str, ...]:
@@ -498,8 +490,8 @@ class FileRefs:
 
     @property
     def has_unions(self) -> bool:
-        """Some name of the file holds an object of one of several classes (`classes_of`)."""
-        return bool(self._unions)
+        """Some name (or `self.<attr>`) of the file holds an object of one of several classes (`classes_of`)."""
+        return bool(self._unions) or bool(self._attr_unions)
 
     @property
     def has_submodule_loops(self) -> bool:
@@ -738,3 +730,49 @@ def has_project_bases(refs: FileRefs, func: Optional[ast.AST]) -> bool:
         if target is not None and not target.startswith(("torch.", "builtins.")):
             return True
     return False
+
+
+def _nested_defs(index) -> Dict[ast.AST, Dict[str, ast.AST]]:
+    """function -> {name: def} of the defs in its own body, once per file."""
+
+    def compute() -> Dict[ast.AST, Dict[str, ast.AST]]:
+        out: Dict[ast.AST, Dict[str, ast.AST]] = {}
+        for node in index.nodes_of(*FUNCS):
+            owner = index.owner(node)
+            if isinstance(owner, FUNCS):
+                out.setdefault(owner, {})[node.name] = node  # type: ignore[attr-defined]
+        return out
+
+    return index.memoized("refs.nested_defs", None, compute)
+
+
+def _local_def(refs: FileRefs, name: str, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+    """The def named `name` in the body of a function around the call, the
+    innermost first: `_backward(loss)` in timm's loop, whose body defines
+    `def _backward(_loss): ... optimizer.step()` (a nested function)."""
+    if name not in refs.nested_def_names:
+        return None
+    local = _nested_defs(refs.fa.index)
+    for f in reversed(ancestors):
+        found = local.get(f, {}).get(name) if isinstance(f, FUNCS) else None
+        if found is not None:
+            return found
+    return None
+
+
+def _chosen_class(refs: FileRefs, call: ast.Call, strings: Dict[str, str]) -> Optional[str]:
+    """The one class a builder that chooses by a string parameter
+    (`builds.built_object`) builds for `call`, which passes a string or a
+    `self.<attr>` set once to one (`create_named_schedule_sampler(
+    self.sampler_type, d)`); else None."""
+    target = refs.resolve_name(call.func)
+    by = refs.builders_by.get(target) if target is not None else None
+    if not by:
+        return None
+    i, name, table = by
+    arg = call.args[i] if i < len(call.args) else next((k.value for k in call.keywords if k.arg == name), None)
+    if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id == "self":
+        value = strings.get(arg.attr)
+    else:
+        value = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+    return table.get(value) if value is not None else None

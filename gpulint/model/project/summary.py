@@ -37,12 +37,13 @@ from gpulint.model.control.repetition import after_periodic_return, under_once_g
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
+from gpulint.model.project.builds import built_object
 from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed, unbound_parameters
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
 from gpulint.model.project.refs import MODULE_CODE, FileRefs, has_project_bases, star_imported, star_refs, used_names
 from gpulint.model.values.consumers import feeds_environment_step
-from gpulint.model.values.devices import moved_return_positions
+from gpulint.model.values.devices import hands_back_moved, moved_return_positions
 from gpulint.model.values.host import first_read_lines, reads_on_return
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
 from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, kind_from_name
@@ -196,6 +197,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
             sc.returns_synced = all(n.value is not None and (reads_on_return(fa, n.value) or _after_read(fa, n, scope))
                                     for n in sc.return_nodes)  # (`x = t.item()` then `return loss, x`: too)
             sc.moved = moved_return_positions(fa, scope, sc.return_nodes)  # `return model.to(device), tok`
+            sc.hands_back = hands_back_moved(fa, sc.return_nodes)  # `return [x.cuda() for x in args]`
     building = defs_building_on_cpu(fa)
     for scope, sc in scopes.items():
         # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move
@@ -215,14 +217,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         qual = f"{refs.module}.{MODULE_CODE}" if isinstance(scope, ast.Module) else refs.qualname(scope)
         functions[qual] = sc.summary(fa, hot, scope)
         if sc.return_nodes and not sc.generator and isinstance(scope, FUNCS):
-            # the object every return builds (`return Net(cfg).cuda()`): the project's if it is a class
-            built = {refs.built_class(n.value, scope) for n in sc.return_nodes}
-            if len(built) == 1 and None not in built and next(iter(built)).split(".", 1)[0] not in EXTERNAL_ROOTS:
-                functions[qual]["builds"] = built.pop()
-            else:  # one of several (`make_agent` returning `SoftQ(...)` or `SAC(...)`)
-                choices = _built_choices(refs, sc.return_nodes, scope)
-                if choices:
-                    functions[qual]["builds_any"] = choices
+            # the object every return builds (`return Net(cfg).cuda()`), or one of several
+            functions[qual].update(built_object(refs, sc.return_nodes, scope))
     for qual in _choosing_precision(fa, refs):
         if qual in functions:
             functions[qual]["precision"] = True
@@ -263,25 +259,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     return out
 
 
-def _built_choices(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> List[str]:
-    """The project classes of the objects a function may build and return,
-    where each return builds one or returns a name bound to one of several
-    (`agent = SoftQ(...)` in one branch, `agent = SAC(...)` in the other);
-    [] where one return is anything else."""
-    found: Set[str] = set()
-    for ret in returns:
-        cls = refs.built_class(ret.value, scope)
-        classes = (cls,) if cls is not None else (
-            refs.classes_of(ret.value.id, scope) if isinstance(ret.value, ast.Name) else ())
-        if not classes or any(c.split(".", 1)[0] in EXTERNAL_ROOTS for c in classes):
-            return []
-        found.update(classes)
-    return sorted(found) if len(found) > 1 else []
-
-
 class _Scope:
     __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "marks",
-                 "returns_synced", "moved", "params", "evaluated")
+                 "returns_synced", "moved", "params", "evaluated", "forwards", "hands_back")
 
     def __init__(self) -> None:
         self.steps = False
@@ -302,6 +282,8 @@ class _Scope:
         self.params: Optional[Set[str]] = None  # its parameters never bound again (`own_parameters`)
         # reference -> the arguments (position or keyword) each of its calls passes a model in eval mode
         self.evaluated: Dict[str, Set[str]] = {}
+        self.hands_back = False
+        self.forwards = False  # a method that runs its own module (`self(x)`, `self.forward(x)`), autograd as its caller has it
 
     def own_parameters(self, fa: "FileModel", scope: ast.AST) -> Set[str]:
         if self.params is None:
@@ -325,6 +307,10 @@ class _Scope:
             out["host_built"] = True
         if self.returns_synced:
             out["returns_synced"] = True
+        if self.forwards:
+            out["forwards"] = True
+        if self.hands_back:
+            out["hands_back"] = True
         if self.moved:
             out["moves"] = self.moved
         either = []
@@ -370,6 +356,11 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     if not isinstance(root, ast.Name):
         return
     if root.id in ("self", "cls"):
+        if (func is root or func.attr == "forward" and func.value is root) and root.id == "self":  # type: ignore[attr-defined]
+            if isinstance(scope, FUNCS):  # `self(x)`, `self.forward(x)`: the method runs its own module
+                sc.forwards = sc.forwards or not (grad_words and fa.contexts.grad_disabled(fa.index.ancestors(node)))
+            if func is root:
+                return  # (`self(x)` names no function the project can resolve)
         if (
             isinstance(func, ast.Attribute) and func.value is root
             and func.attr not in refs.methods and not has_project_bases(refs, scope)
@@ -611,9 +602,9 @@ class _Hotness:
             return self.fa.steps.helper_steps(call)
         if func.attr in ("backward", "manual_backward"):
             return True
-        if func.attr == "step":
-            return self.fa.steps.named_optimizer_step(call)
-        return self.fa.steps.helper_steps(call)
+        if func.attr == "step" and self.fa.steps.named_optimizer_step(call):
+            return True
+        return self.fa.steps.helper_steps(call)  # (`self.step(batch)`: a trainer's own method that steps)
 
     def kind(self, loop: ast.AST) -> Optional[str]:
         if loop not in self._kinds:

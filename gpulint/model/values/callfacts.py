@@ -63,6 +63,17 @@ class CallFacts:
         before it."""
         return False
 
+    def hands_back_moved(self, call: ast.Call) -> bool:
+        """The callee returns each element of what it is handed, moved to an
+        accelerator (`to_cuda(*args)` returning `[x.cuda() for x in args]`)."""
+        return False
+
+    def forwards(self, call: ast.Call) -> bool:
+        """The callee is a method of a model of the project that runs the
+        model itself (`self(x)`, `self.forward(x)`) with autograd as its caller
+        has it, and no backward or optimizer step: a forward of the model."""
+        return False
+
     def moved_returns(self, call: ast.Call) -> Tuple[int, ...]:
         """The positions of what the callee returns that it put on an
         accelerator: -1 for the whole value, i for element i of a tuple
@@ -117,6 +128,12 @@ class CallFacts:
         it is called from the every-step part of one, or from a function that
         runs every step, in this file or another."""
         return None
+
+    def called_off_step(self, func: ast.AST) -> bool:
+        """Other functions of the project call the function, and none on
+        every step of a loop (TensoRF's `updateAlphaMask`, called at the
+        iterations of a schedule): its name says nothing of how often it runs."""
+        return False
 
     def feeds_env(self, func: ast.AST) -> bool:
         """The function runs every step, and every per-step call of it hands

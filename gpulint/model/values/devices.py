@@ -314,6 +314,23 @@ def moved_return_positions(fa: "FileModel", func: ast.AST, returns: Sequence[ast
     return [i for i in range(width) if all(is_moved(r.value.elts[i]) for r in returns)]  # type: ignore[union-attr]
 
 
+def hands_back_moved(fa: "FileModel", returns: Sequence[ast.Return]) -> bool:
+    """Every `return` gives each element of what it is handed, moved to an
+    accelerator: `return [None if x is None else x.cuda() for x in args]`
+    (XLM's `to_cuda`), `return tuple(t.to(device) for t in ts)`."""
+    def each_moved(e: Optional[ast.AST]) -> bool:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("list", "tuple") and len(
+                e.args) == 1 and not e.keywords:
+            e = e.args[0]
+        if not isinstance(e, (ast.ListComp, ast.GeneratorExp)):
+            return False
+        elt = e.elt
+        branches = [b for b in (elt.body, elt.orelse) if not (isinstance(b, ast.Constant) and b.value is None)] \
+            if isinstance(elt, ast.IfExp) else [elt]
+        return len(branches) == 1 and move_target(fa, branches[0]) is not None
+    return bool(returns) and all(each_moved(r.value) for r in returns)
+
+
 def _moved_names(fa: "FileModel") -> Dict[ast.AST, FrozenSet[str]]:
     """def -> the plain names it moves to an accelerator (`model.to(device)`
     as a statement, `model = Net().to(device)`), once per file from the

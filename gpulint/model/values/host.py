@@ -4,11 +4,13 @@ not wait for the GPU."""
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.attributes import is_self_attr
+from gpulint.model.values.devices import move_target
 from gpulint.model.values.kinds import (
     CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, LOADER, LOADER_ITER, NON_TENSOR_ATTRS, NUMBER, SIZE_METHODS, TENSOR, TENSOR_JOINS,
     is_cpu_device,
@@ -47,7 +49,9 @@ class HostValues:
         * what the project says is one: the return value of a function that
           returns a host tensor, a parameter every caller passes one for;
         * an attribute `self.x` every assignment of which in its class is one
-          (a plain tensor attribute does not move with its module).
+          (a plain tensor attribute does not move with its module);
+        * a name (or each name of `len2 - 1`) the same block moves to the
+          accelerator after the read (`moved_after`).
 
         False means "not known": it may well be on the host too."""
         if self.index.mentions("set_default_device") or self.index.mentions("set_default_tensor_type"):
@@ -62,6 +66,10 @@ class HostValues:
                 root = root.func.value
             else:
                 break
+        names = [root] if isinstance(root, ast.Name) else [
+            n for n in walk(root) if isinstance(n, ast.Name)] if isinstance(root, ast.BinOp) else []
+        if names and all(moved_after(self.values, n, ancestors) for n in names):
+            return True  # the code moves it (`len2 - 1`: each) to the accelerator after this read: on the host here
         if isinstance(root, ast.Name):
             reaching = self._reaching_in_loop(root, ancestors, scope)
             if reaching is None:
@@ -254,29 +262,10 @@ class HostValues:
         memo = self.index.memo("host.self_attrs")
         if (cls, key) not in memo:
             memo[(cls, key)] = False  # (while being computed: a cycle is not host)
-            values = self._self_assignments(cls).get(expr.attr, [])  # type: ignore[attr-defined]
+            values = _self_assignments(self.index, cls).get(expr.attr, [])  # type: ignore[attr-defined]
             memo[(cls, key)] = bool(values) and all(
                 isinstance(v, ast.Call) and self._is_host(v, scope, _other_scope(seen) | {key}) for v, scope in values)
         return bool(memo[(cls, key)])
-
-    def _self_assignments(self, cls: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
-        """attr -> (value, its scope) of each `self.<attr> = value` of the
-        class's own methods (not of a class nested in it), once per class."""
-        def compute() -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
-            out: Dict[str, List[Tuple[ast.AST, ast.AST]]] = {}
-            for n in walk(cls):
-                if not isinstance(n, ast.Assign):
-                    continue
-                ancestors = self.index.ancestors(n)
-                if self.index.enclosing_class(ancestors) is not cls:
-                    continue
-                scope = self.index.enclosing_scope(ancestors) or self.index.tree
-                for t in n.targets:
-                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        out.setdefault(t.attr, []).append((n.value, scope))
-            return out
-
-        return self.index.memoized("host.self_assignments", cls, compute)
 
     def _host_operands(self, operands, scope, seen) -> bool:
         """At least one operand is a host tensor and no other one is a tensor not
@@ -551,6 +540,100 @@ def _last_binding(index, name: ast.Name, ancestors: Sequence[ast.AST], unpack: b
                 isinstance(anc, ast.Try) and where is not None and where[1] != "body"):
             return None  # (a handler or `finally` may run after any statement of the `try`)
     return None
+
+
+def _self_assignments(index, cls: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
+    """attr -> (value, its scope) of each `self.<attr> = value` of the
+    class's own methods (not of a class nested in it), once per class."""
+    def compute() -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
+        out: Dict[str, List[Tuple[ast.AST, ast.AST]]] = {}
+        for n in walk(cls):
+            if not isinstance(n, ast.Assign):
+                continue
+            ancestors = index.ancestors(n)
+            if index.enclosing_class(ancestors) is not cls:
+                continue
+            scope = index.enclosing_scope(ancestors) or index.tree
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    out.setdefault(t.attr, []).append((n.value, scope))
+        return out
+
+    return index.memoized("host.self_assignments", cls, compute)
+
+
+def moved_after(values: Values, name: ast.Name, ancestors: Sequence[ast.AST]) -> bool:
+    """`assert pred_mask.sum().item() == len(y)` and then, later in the same
+    block, `pred_mask = pred_mask.cuda()` or `x, pred_mask = to_cuda(x,
+    pred_mask)` (a project helper that hands back what it is given, moved:
+    `CallFacts.hands_back_moved`): the code moves the tensor to the accelerator
+    after the read, so at the read it is on the host (XLM's steps build
+    their masks on the host and move them after). In a loop's body the name
+    must be bound earlier in the same body, not carried over from the move
+    of the pass before."""
+    stmt = next((a for a in reversed(ancestors) if isinstance(a, ast.stmt)), None)
+    slot = values.index.slot(stmt) if stmt is not None else None
+    if slot is None or isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.Try)):
+        return False  # (a read in a compound statement's header or body: not one plain statement)
+    parent, field, i = slot
+    if isinstance(parent, ast.ClassDef) or isinstance(parent, ast.Module) and not values.index.mentions("cuda"):
+        return False
+    bindings = _block_bindings(values, parent, field).get(name.id)
+    if not bindings:
+        return False
+    k = bisect_right(bindings, (i, True))
+    if k == len(bindings) or not bindings[k][1]:
+        return False  # no later binding, or the next one is no move
+    return not isinstance(parent, LOOPS) or (k > 0 and bindings[k - 1][0] < i)
+
+
+def _block_bindings(values: Values, parent: ast.AST, field: str) -> Dict[str, List[Tuple[int, bool]]]:
+    """name -> [(index, it moves the name to the accelerator)] of the
+    statements of the block that bind it, in order; once per block."""
+    def compute() -> Dict[str, List[Tuple[int, bool]]]:
+        out: Dict[str, List[Tuple[int, bool]]] = {}
+        for k, stmt in enumerate(getattr(parent, field)):
+            for bound in _bound_names(stmt):
+                out.setdefault(bound, []).append((k, _moves_name(values, stmt, bound)))
+        return out
+
+    return values.index.memoized("host.block_bindings", (id(parent), field), compute)
+
+
+def _bound_names(stmt: ast.AST) -> Set[str]:
+    """The names `stmt` may bind (`_binds`), in one walk."""
+    out: Set[str] = set()
+    for node in walk_scope([stmt]):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update(a.asname or a.name.split(".")[0] for a in node.names)
+    return out
+
+
+def _moves_name(values: Values, stmt: ast.AST, name: str) -> bool:
+    """`name = name.cuda()` / `name = name.to(device)` (or one element of
+    `a, name = a.cuda(), name.cuda()`), or `a, name = f(a, name)` where the
+    project says `f` returns what it is given, moved."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return False
+    target, value = stmt.targets[0], stmt.value
+    pairs = [(target, value)] if isinstance(target, ast.Name) else list(zip(target.elts, value.elts)) if (
+        isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts)) else []
+    for t, v in pairs:
+        if isinstance(t, ast.Name) and t.id == name:
+            moved = move_target(values, v)  # type: ignore[arg-type]
+            return moved is not None and isinstance(moved[0], ast.Name) and moved[0].id == name
+    return (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) and not value.keywords
+            and len(target.elts) == len(value.args) and any(isinstance(t, ast.Name) and t.id == name for t in target.elts)
+            and all(isinstance(t, ast.Name) and isinstance(v, ast.Name) and t.id == v.id
+                    for t, v in zip(target.elts, value.args))
+            and values.facts.hands_back_moved(value))
 
 
 def _binds(stmt: ast.AST, name: str) -> bool:

@@ -224,6 +224,8 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
             return
         is_batch = values.is_batch_expr(value, kinds, batch)
         elt_kind = TENSOR if (kind == TENSOR or is_batch) else NUMBER if kind == HOST_NUMBERS else None
+        if elt_kind is None and _hands_back_moved(values, target, value):
+            return  # `x, lengths = to_cuda(x, lengths)`: what it was given, moved; each name holds what it held
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
             for t, v in zip(target.elts, value.elts):
                 _bind(values, t, values.classify(v, kinds, batch), kinds, batch, v)
@@ -240,6 +242,18 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
                     batch.add(elt.id)
             else:
                 _bind(values, elt, elt_kind, kinds, batch, value)
+
+
+def _hands_back_moved(values: "Values", target: ast.AST, value: ast.AST) -> bool:
+    """`x, lengths = to_cuda(x, lengths)`: a project helper that returns what
+    it is given, each put on the accelerator (`CallFacts.hands_back_moved`),
+    unpacked into the names it was given, in order."""
+    if not (isinstance(value, ast.Call) and value.args and not value.keywords):
+        return False
+    elts = target.elts  # type: ignore[attr-defined]
+    return (len(value.args) == len(elts) and all(
+        isinstance(a, ast.Name) and isinstance(t, ast.Name) and a.id == t.id for a, t in zip(value.args, elts))
+        and values.facts.hands_back_moved(value))
 
 
 def _updates_number(values: "Values", name: str, value: ast.AST, kinds, batch) -> bool:

@@ -11,7 +11,7 @@ from gpulint.model.values.consumers import exports_outputs, feeds_environment_st
 from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, TENSOR, TENSOR_ONLY_METHODS
 from gpulint.model.control.syncs import (
-    follows_host_read, logged_scalar, on_host_already, statement_and_block, sync_follows,
+    follows_host_read, logged_values, on_host_already, statement_and_block, sync_follows,
 )
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
@@ -96,10 +96,11 @@ def _element_message(ctx, node: ast.Call, iterated: ast.AST) -> str:
 
 
 def _logs_a_tensor(call: ast.Call, ctx) -> bool:
-    """`writer.add_scalar(tag, t, step)` (or `scalar_value=t`) of a device
-    tensor: TensorBoard's SummaryWriter turns it into a number on the host."""
-    value = logged_scalar(call)
-    return value is not None and candidate(ctx, ctx.ancestors) and is_device_tensor(value, ctx)
+    """`writer.add_scalar(tag, t, step)` (or `scalar_value=t`), or
+    `wandb.log({"loss": t})`, of a device tensor: TensorBoard's SummaryWriter
+    and wandb turn it into a number on the host."""
+    values = logged_values(call)
+    return bool(values) and candidate(ctx, ctx.ancestors) and any(is_device_tensor(v, ctx) for v in values)
 
 
 def _percent_operands(right: ast.AST) -> List[ast.AST]:
@@ -225,7 +226,8 @@ class HostSyncInLoop(TruthTests, Rule):
       `math.isnan(t)`, `math.isinf(t)`, which convert it to a float first
       (RT-DETR's `if not math.isfinite(loss_value):` on the summed loss);
     - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
-      which turns it into a number on the host;
+      or as a value of the dict `wandb.log({"loss": t})` is given, which
+      turn it into a number on the host;
     - `print()` of a tensor, `str(t)` / `repr(t)`, and formatting a tensor in
       an f-string (or with `str.format` / `%`, also `"%(loss).3f" % {...}`);
     - a tensor's truth value taken by a condition: `if t:` / `while t:`
@@ -324,6 +326,9 @@ class HostSyncInLoop(TruthTests, Rule):
       so later; a loss or a reduction (`.sum()`, `.mean()`) copied that way,
       a list joined back into a tensor (`torch.cat(outs)`) and a metrics
       dict are bookkeeping and stay flagged;
+    - a read of a tensor the same block moves to the accelerator after it
+      (`assert lengths.sum().item() > 0` and then `x, lengths = to_cuda(x,
+      lengths)`, or `lengths = lengths.cuda()`): it is still on the host there;
     - a read right after `torch.cuda.synchronize()`, `event.synchronize()` or
       a barrier, or a module-level alias of one (nanochat's `synchronize =
       torch.cuda.synchronize if device_type == "cuda" else lambda: None`):
@@ -367,7 +372,9 @@ class HostSyncInLoop(TruthTests, Rule):
       read a tensor on the host (`a = x.item()` then `b = y.item()`), or the
       value was computed from such a read (`shown = loss.item() / n`, then
       `f"{shown}"`), the loop has just waited for the GPU and this read only
-      waits for the few small kernels queued since. The earlier read may lie
+      waits for the few small kernels queued since. A copy of a host tensor to
+      the GPU without `non_blocking=True` (`labels = labels.cuda()`) counts
+      as such a read: PyTorch waits for the stream after it. The earlier read may lie
       several statements back (`pg_losses.append(policy_loss.item())`, then
       `value_loss = F.mse_loss(...)`, then `value_losses.append(value_loss.item())`)
       as long as none in between calls a model, `backward()` or an optimizer
@@ -462,11 +469,13 @@ class HostSyncInLoop(TruthTests, Rule):
     # the message for a read in such a function (the loop that runs it is elsewhere)
     function_message = "`{expr}` in `{function}`, which runs every training step, waits for the GPU (host-device sync)"
 
-    def _hot(self, analysis, node, ancestors, at=None):
+    def _hot(self, analysis, node, ancestors, at=None, per_element=False):
         """The hot loop around `node` if it is one this rule covers, or the
         function around it when that runs every step of such a loop
         elsewhere (in this file or another). `at`: the part of `node` whose
-        evaluation reads on the host, when not all of it."""
+        evaluation reads on the host, when not all of it. `per_element`: the
+        read copies the tensor element by element (`min(y)`), one wait per
+        element, however little is queued."""
         loop = self._region = analysis.loops.every_step(node, ancestors)
         if loop is None:
             return None
@@ -478,7 +487,7 @@ class HostSyncInLoop(TruthTests, Rule):
             return None
         if under_opt_in_flag(analysis.index, node, ancestors, loop, analysis.facts.opt_in_flags()):
             return None  # `if args.print_loss:`: a debugging path the user turns on, off by default
-        if follows_host_read(node, ancestors, analysis, at) or sync_follows(node, ancestors, analysis):
+        if not per_element and (follows_host_read(node, ancestors, analysis, at) or sync_follows(node, ancestors, analysis)):
             return None
         if feeds_environment_step(analysis.index, node, ancestors) or exports_outputs(analysis.index, node) or (
                 keys_a_mapping(analysis.index, node) or _returns_the_action(analysis, loop, node, ancestors)
@@ -521,7 +530,7 @@ class HostSyncInLoop(TruthTests, Rule):
             elif func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                 self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
-            elif func.attr == "add_scalar" and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
+            elif func.attr in ("add_scalar", "log") and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
             elif _math_test_of_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
@@ -552,7 +561,7 @@ class HostSyncInLoop(TruthTests, Rule):
             if (len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
                     and is_device_tensor(node.args[0], ctx)):
                 # `min(y)` of a device tensor walks its elements on the host, comparing each
-                if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
+                if self._hot(ctx.analysis, node, ctx.ancestors, per_element=True) is not None:
                     name = q.rsplit(".", 1)[-1]
                     self.report(ctx, node, message=(
                         f"`{_callsnippet(ctx, node)}` compares the tensor's elements one by one on the host, one "

@@ -36,7 +36,11 @@ class InferenceWithoutNoGrad(Rule):
     which libraries and projects usually decorate with `no_grad`, not a
     sub-module named like one (`model.encoder(x)`), and not a method of a
     model a library loads (`AutoModel.from_pretrained(...)`), whose code the
-    project does not show.
+    project does not show. Any other method counts where the project shows
+    that it runs the model itself (`self(images)` or `self.forward(x)`, with
+    autograd as its caller has it) and no backward or optimizer step,
+    directly or through its calls: edge-connect's `model.process(images,
+    edges)`, a forward and its losses, called per validation batch.
     The switch may also be in the callers:
     a function that never switches the model itself, every call of which in
     the file comes after its caller's `.eval()` on the model it passes (for
@@ -335,8 +339,9 @@ def _inference_method(fa, call: ast.Call, scope: ast.AST) -> Optional[str]:
     an inference method of the model, which runs its layers as a forward
     does. The model's key."""
     func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr.lower().split("_", 1)[0] not in _INFERENCE_VERBS:
-        return None
+    if not isinstance(func, ast.Attribute) or (
+            func.attr.lower().split("_", 1)[0] not in _INFERENCE_VERBS and not fa.facts.forwards(call)):
+        return None  # (a method the project says runs the model: edge-connect's `model.process(images)`)
     receiver = model_key(func.value)
     if receiver is None or receiver in ("self", "cls"):
         return None  # (a model's own method: `_helper_forward`'s)

@@ -1,0 +1,79 @@
+"""What object a function builds and returns, for the project's call graph:
+the class of every return (`return Net(cfg).cuda()`), or the classes of
+which it returns one (`make_agent` returning `SoftQ(...)` or `SAC(...)`).
+
+A builder that picks the class by a parameter compared with strings
+(`if name == "uniform": return UniformSampler(d)` / `elif name ==
+"loss-second-moment": ...`) is read as such a choice (`builds_by`): a call
+that passes a string the caller fixes (`create_named_schedule_sampler(
+"uniform", d)`, or `self.sampler_type` set to one once) builds that class
+alone (`refs.FileRefs`), not any of them.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set
+
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.project.exports import EXTERNAL_ROOTS
+from gpulint.model.project.refs import FileRefs
+
+
+def built_object(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> Dict[str, object]:
+    """`{"builds": class}`, `{"builds_any": [classes], "builds_by": [i, name,
+    {string: class}]}` (the last where the choice is by a parameter), or {}."""
+    built = {refs.built_class(n.value, scope) for n in returns}
+    if len(built) == 1 and None not in built and next(iter(built)).split(".", 1)[0] not in EXTERNAL_ROOTS:
+        return {"builds": built.pop()}
+    choices = _built_choices(refs, returns, scope)
+    if not choices:
+        return {}
+    out: Dict[str, object] = {"builds_any": choices}
+    chosen = _chosen_by_parameter(refs, returns, scope)
+    if chosen is not None:
+        out["builds_by"] = chosen
+    return out
+
+
+def _built_choices(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> List[str]:
+    """The project classes of the objects a function may build and return,
+    where each return builds one or returns a name bound to one of several
+    (`agent = SoftQ(...)` in one branch, `agent = SAC(...)` in the other);
+    [] where one return is anything else."""
+    found: Set[str] = set()
+    for ret in returns:
+        cls = refs.built_class(ret.value, scope)
+        classes = (cls,) if cls is not None else (
+            refs.classes_of(ret.value.id, scope) if isinstance(ret.value, ast.Name) else ())
+        if not classes or any(c.split(".", 1)[0] in EXTERNAL_ROOTS for c in classes):
+            return []
+        found.update(classes)
+    return sorted(found) if len(found) > 1 else []
+
+
+def _chosen_by_parameter(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> Optional[list]:
+    """[position, name, {string: class}] where each return builds a class and
+    sits right in the body of an `if`/`elif` testing `<parameter> ==
+    "<string>"`, the same parameter each time; else None."""
+    if not isinstance(scope, FUNCS):
+        return None
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]  # type: ignore[attr-defined]
+    parents = refs.fa.index.parents
+    param: Optional[str] = None
+    table: Dict[str, str] = {}
+    for ret in returns:
+        test = getattr(parents.get(ret), "test", None)
+        cls = refs.built_class(ret.value, scope)
+        if not (cls is not None and isinstance(parents.get(ret), ast.If) and ret in parents[ret].body  # type: ignore[attr-defined]
+                and isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
+                and isinstance(test.comparators[0].value, str) and test.left.id in params):
+            return None
+        if param is not None and test.left.id != param:
+            return None
+        param = test.left.id
+        table[test.comparators[0].value] = cls
+    if param is None or param in ("self", "cls"):
+        return None
+    return [params.index(param), param, table]
