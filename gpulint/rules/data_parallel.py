@@ -6,6 +6,7 @@ from textwrap import dedent
 
 from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS
 from gpulint.model.index.order import walk_scope
+from gpulint.model.control.options import on_by_default
 from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import IN_MEMORY_TRAIN_LOOP
@@ -34,7 +35,9 @@ class DataParallel(Rule):
     Lightning's `strategy="dp"`; fastai's `ParallelTrainer`; `wrap_dp`): the
     library cannot switch that option to DDP, and the advice belongs to the
     user's choice. The same goes for `DataParallel` under an `if` on such an
-    option (`if use_multi_gpu and ...:`, `if args.data_parallel:`), and under
+    option (`if use_multi_gpu and ...:`, `if args.data_parallel:`; not one
+    whose `add_argument` in the file makes it on by default, `--dp` with
+    `default=True`: that is the program's default path), and under
     `if isinstance(model, DataParallel):`, which wraps parts the same way as
     a model the user already wrapped (`if not isinstance(model,
     DataParallel):` in a function that runs a backward is a wrap of the
@@ -314,8 +317,9 @@ def _opt_in_or_rewrap(fa, test: ast.AST, trains) -> bool:
              and n.func.id == "isinstance" and len(n.args) == 2 for t in walk(n.args[1])}
     for n in walk(test):
         word = node_word(n) if id(n) not in types else None
-        if word and _OPT_IN_WORD.search(word):
-            return True
+        if word and _OPT_IN_WORD.search(word) and not (
+                isinstance(n, ast.Attribute) and n.attr in on_by_default(fa.index)):
+            return True  # (`args.dp` whose `--dp` defaults to True: the default path, no choice)
         if (
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, Iterable, Sequence
+from typing import FrozenSet, Iterable, Optional, Sequence
 
 from gpulint.model.index.nodes import SCOPES, parameter_defaults
 from gpulint.model.index.tree import TreeIndex
@@ -62,18 +62,46 @@ def opt_in_destinations(calls: Iterable[ast.AST]) -> FrozenSet[str]:
         store_true = isinstance(action, ast.Constant) and action.value == "store_true"
         if not (default_off and (store_true or (action is None and default is not None))):
             continue
-        dest = kw.get("dest")
-        if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
-            name = dest.value
-        else:
-            longs = [a.value for a in call.args  # type: ignore[attr-defined]
-                     if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
-            if not longs:
-                continue
-            name = longs[0][2:].replace("-", "_")
-        if _FLAG_WORD_RE.search(name):
+        name = _destination(call, kw)
+        if name is not None and _FLAG_WORD_RE.search(name):
             out.add(name)
     return frozenset(out)
+
+
+def _destination(call: ast.AST, kw: dict) -> Optional[str]:
+    """The attribute an `add_argument` call sets: its `dest=`, or its first
+    long option (`--data-parallel` -> `data_parallel`)."""
+    dest = kw.get("dest")
+    if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+        return dest.value
+    longs = [a.value for a in call.args  # type: ignore[attr-defined]
+             if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
+    return longs[0][2:].replace("-", "_") if longs else None
+
+
+def on_by_default(index: TreeIndex) -> FrozenSet[str]:
+    """The destinations of the file's `add_argument` calls that are on unless
+    the user turns them off: `default=True` (e3_diffusion's `--dp`, `type=eval,
+    default=True`) or `action="store_false"`. A mode named like an option a
+    user opts into (`dp`) is then the program's default path, not a choice."""
+    def compute() -> FrozenSet[str]:
+        out = set()
+        for call in index.nodes(ast.Call):
+            f = call.func  # type: ignore[attr-defined]
+            if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
+                continue
+            kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+            default, action = kw.get("default"), kw.get("action")
+            if (isinstance(default, ast.Constant) and default.value is True) or (
+                    isinstance(action, ast.Constant) and action.value == "store_false" and default is None):
+                name = _destination(call, kw)
+                if name is not None:
+                    out.add(name)
+        return frozenset(out)
+
+    if not index.mentions("add_argument"):
+        return frozenset()
+    return index.memoized("options.on_by_default", None, compute)
 
 
 def tested_flags(index: TreeIndex) -> FrozenSet[str]:
