@@ -2643,3 +2643,30 @@ def test_a_per_step_sounding_helper_of_a_forward_stays_per_step_code(tmp_path):
         """,
     })
     assert rows_by_path(tmp_path, "GPU203") == [("nn.py", 6)]
+
+
+def test_a_builder_method_that_chooses_by_a_string_counts_its_arguments_without_self():
+    # the string is the first argument a call of the method passes: its second parameter
+    _, summary, _ = _summary("""
+        class UniformSampler:
+            pass
+        class LossAwareSampler(UniformSampler):
+            pass
+        class Factory:
+            def create(self, name, diffusion):
+                if name == "uniform":
+                    return UniformSampler()
+                elif name == "loss-second-moment":
+                    return LossAwareSampler()
+                raise NotImplementedError(name)
+        def create(name, diffusion):
+            if name == "uniform":
+                return UniformSampler()
+            elif name == "loss-second-moment":
+                return LossAwareSampler()
+            raise NotImplementedError(name)
+    """)
+    functions = summary["functions"]
+    assert functions["m.Factory.create"]["builds_by"] == [0, "name", {"uniform": "m.UniformSampler",
+                                                                     "loss-second-moment": "m.LossAwareSampler"}]
+    assert functions["m.create"]["builds_by"][:2] == [0, "name"]

@@ -76,4 +76,6 @@ def _chosen_by_parameter(refs: FileRefs, returns: List[ast.Return], scope: ast.A
         table[test.comparators[0].value] = cls
     if param is None or param in ("self", "cls"):
         return None
-    return [params.index(param), param, table]
+    # the position in a call's arguments: a method's `self` (or `cls`) is not passed
+    shift = 1 if params[0] in ("self", "cls") and isinstance(refs.fa.index.parents.get(scope), ast.ClassDef) else 0
+    return [params.index(param) - shift, param, table]
