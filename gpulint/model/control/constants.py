@@ -72,14 +72,18 @@ def dead_statements(index: TreeIndex) -> FrozenSet[int]:
     def compute() -> FrozenSet[int]:
         out = set()
         for node in index.nodes(ast.If) if constants else ():
-            test = node.test  # type: ignore[attr-defined]
-            operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-            if any(off(o) for o in operands):
+            if any(off(o) for o in _and_operands(node.test)):  # type: ignore[attr-defined]
                 out.update(id(s) for s in node.body)  # type: ignore[attr-defined]
         out.update(_dead_under_local_switches(index))
         return frozenset(out)
 
     return index.memoized("constants.dead", None, compute)
+
+
+def _and_operands(test: ast.AST) -> List[ast.AST]:
+    """The operands of `a and b` (each of which alone can switch the block
+    off), or the test itself."""
+    return test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
 
 
 # `    parallel = False` alone on an indented line: a local switch, maybe
@@ -107,9 +111,8 @@ def _dead_under_local_switches(index: TreeIndex) -> List[int]:
     names = {name for name in names if stores.get(name) == 1}
     out: List[int] = []
     for node in index.nodes(ast.If) if names else ():
-        test = node.test  # type: ignore[attr-defined]
-        operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-        switch = next((o.id for o in operands if isinstance(o, ast.Name) and o.id in names), None)
+        switch = next((o.id for o in _and_operands(node.test)  # type: ignore[attr-defined]
+                       if isinstance(o, ast.Name) and o.id in names), None)
         func = index.enclosing_scope(index.ancestors(node)) if switch is not None else None
         if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                 isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)

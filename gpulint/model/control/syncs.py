@@ -63,13 +63,13 @@ def _converts_tensor(n: ast.AST, analysis) -> bool:
     return analysis.imports.qualname(n.func) in CONVERSIONS and device_tensor(n.args[0], analysis)
 
 
-def _logsdevice_tensor(n: ast.AST, analysis) -> bool:
+def _logs_device_tensor(n: ast.AST, analysis) -> bool:
     """`writer.add_scalar(tag, t, step)` or `wandb.log({"loss": t})` of a
     tensor not known to be in host memory."""
     return any(device_tensor(v, analysis) for v in logged_values(n))
 
 
-def _formatsdevice_tensor(n: ast.AST, analysis) -> bool:
+def _formats_device_tensor(n: ast.AST, analysis) -> bool:
     """`f"{loss=}"`, `print(loss)`: formatting a tensor not known to be in
     host memory copies its values to the host (its `__format__` / `__repr__`)."""
     if isinstance(n, ast.FormattedValue):
@@ -137,8 +137,8 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
         n = stack.pop()
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
-        if analysis is not None and (_converts_tensor(n, analysis) or _logsdevice_tensor(n, analysis)
-                                     or _formatsdevice_tensor(n, analysis)):
+        if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)
+                                     or _formats_device_tensor(n, analysis)):
             return True
         if analysis is not None and isinstance(n, ast.Call) and analysis.facts.returns_synced(n):
             return True  # a call whose every return reads on the host (`clip_gradient(...)` returning `.item()`)
@@ -293,7 +293,7 @@ def synced_before(chain, analysis, limit=None) -> bool:
             continue  # on before `parent`, in the block holding it
         if isinstance(parent, PASSABLE) and field == "body":  # a `try` body
             continue
-        if field == "body" and _small_inner_loop(parent, chain[: depth - 1], analysis) and not _overdevice_tensor(parent, analysis):
+        if field == "body" and _small_inner_loop(parent, chain[: depth - 1], analysis) and not _over_device_tensor(parent, analysis):
             # each pass of a per-sample loop waits only for the small work its
             # body queued since the last pass's read; the first pass, for what
             # ran before the loop: go on before it
@@ -372,7 +372,7 @@ def _may_continue(loop) -> bool:
     return False
 
 
-def _overdevice_tensor(loop, analysis) -> bool:
+def _over_device_tensor(loop, analysis) -> bool:
     """`for idx in mask.nonzero():`: each pass takes an element of a device
     tensor, so a read of it syncs once per element, whatever ran before the loop."""
     it = getattr(loop, "iter", None)

@@ -710,7 +710,6 @@ def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[s
     return None
 
 
-
 def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
                     returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str],
                     marked: Tuple[Set[str], Set[str], Set[str], Set[str]], moved: Dict[str, List[int]]) -> None:

@@ -16,6 +16,7 @@ from gpulint.model.values.kinds import (
     is_cpu_device,
     is_tensor_returning_torch,
 )
+from gpulint.model.values.scopes import hands_back_moved_into
 from gpulint.model.values.values import Values
 from gpulint.model.index.walk import walk
 
@@ -601,7 +602,8 @@ def _block_bindings(values: Values, parent: ast.AST, field: str) -> Dict[str, Li
 
 
 def _bound_names(stmt: ast.AST) -> Set[str]:
-    """The names `stmt` may bind (`_binds`), in one walk."""
+    """The names `stmt` may bind (not in a nested def or class: an
+    assignment, a loop or `with` target, `global`, a def, an import)."""
     out: Set[str] = set()
     for node in walk_scope([stmt]):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -629,26 +631,13 @@ def _moves_name(values: Values, stmt: ast.AST, name: str) -> bool:
         if isinstance(t, ast.Name) and t.id == name:
             moved = move_target(values, v)  # type: ignore[arg-type]
             return moved is not None and isinstance(moved[0], ast.Name) and moved[0].id == name
-    return (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) and not value.keywords
-            and len(target.elts) == len(value.args) and any(isinstance(t, ast.Name) and t.id == name for t in target.elts)
-            and all(isinstance(t, ast.Name) and isinstance(v, ast.Name) and t.id == v.id
-                    for t, v in zip(target.elts, value.args))
-            and values.facts.hands_back_moved(value))
+    return (isinstance(target, (ast.Tuple, ast.List)) and any(isinstance(t, ast.Name) and t.id == name for t in target.elts)
+            and hands_back_moved_into(values, target, value))
 
 
 def _binds(stmt: ast.AST, name: str) -> bool:
     """`stmt` may bind `name` (not in a nested def or class)."""
-    for node in walk_scope([stmt]):
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            return True
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
-                (a.asname or a.name.split(".")[0]) == name for a in node.names):
-            return True
-    return False
+    return name in _bound_names(stmt)
 
 
 _READ_BUILTINS = frozenset(q.rsplit(".", 1)[-1] for q in CONVERSIONS)

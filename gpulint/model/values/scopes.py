@@ -224,7 +224,7 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
             return
         is_batch = values.is_batch_expr(value, kinds, batch)
         elt_kind = TENSOR if (kind == TENSOR or is_batch) else NUMBER if kind == HOST_NUMBERS else None
-        if elt_kind is None and _hands_back_moved(values, target, value):
+        if elt_kind is None and hands_back_moved_into(values, target, value):
             return  # `x, lengths = to_cuda(x, lengths)`: what it was given, moved; each name holds what it held
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
             for t, v in zip(target.elts, value.elts):
@@ -244,7 +244,7 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
                 _bind(values, elt, elt_kind, kinds, batch, value)
 
 
-def _hands_back_moved(values: "Values", target: ast.AST, value: ast.AST) -> bool:
+def hands_back_moved_into(values: "Values", target: ast.AST, value: ast.AST) -> bool:
     """`x, lengths = to_cuda(x, lengths)`: a project helper that returns what
     it is given, each put on the accelerator (`CallFacts.hands_back_moved`),
     unpacked into the names it was given, in order."""
