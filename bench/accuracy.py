@@ -584,10 +584,27 @@ CORPUS_SETS = {
         ("THUDM/GraphMAE2", "bc473e8b750d6e90b7cba1c6bb20d858f617d90c"),
         ("HiLab-git/SSL4MIS", "06df6047a59aba9988ced8331998b5957ecb356b"),
     ],
+    # thirty-eighth: labelled at first sight on fd59fc8
+    "thirty-eighth": [
+        ("yihaosun1124/OfflineRL-Kit", "e3ce69793766d02660217d4dfc0af4693a5531bd"),
+        ("lucidrains/PaLM-rlhf-pytorch", "bd0d0f3893ec62f827fa35e759cb38d748829d51"),
+        ("NATSpeech/NATSpeech", "2e7084e4c76ee165de8d6ff7dacf6011514fbe7c"),
+        ("mlfoundations/tableshift", "fca9429814703a07e3902d005d46563a207b7f0a"),
+        ("princeton-nlp/PURE", "b1e9cad39bec10eb3c355dc5a8e4e75dd0afebf5"),
+        ("nnzhan/MTGNN", "f811746fa7022ebf336f9ecd2434af5f365ecbf6"),
+        ("RUCAIBox/CIKM2020-S3Rec", "2a81540ae18615d88ef88227b0c066e5b74781e5"),
+        ("NVlabs/LSGM", "5eae2f385c014f2250c3130152b6be711f6a3a5a"),
+        ("WenmuZhou/DBNet.pytorch", "e03acf0e6b3b62f7d1dc7e10a6d2587456ac9ea1"),
+        ("hszhao/semseg", "4f274c3f276778228bc14a4565822d46359f0cc8"),
+        ("LMescheder/GAN_stability", "c1f64c9efeac371453065e5ce71860f4c2b97357"),
+        ("ClementPinard/SfmLearner-Pytorch", "59689e6045dbd8199bb8b7665cd61596e52108bc"),
+        ("happyharrycn/actionformer_release", "61ea7eb9308a568b0cf45e3804830836e30061de"),
+        ("wolny/pytorch-3dunet", "a33e2c7038a0b51296ca4f99b0f0ed4b61740705"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
