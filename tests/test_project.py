@@ -2670,3 +2670,195 @@ def test_a_builder_method_that_chooses_by_a_string_counts_its_arguments_without_
     assert functions["m.Factory.create"]["builds_by"] == [0, "name", {"uniform": "m.UniformSampler",
                                                                      "loss-second-moment": "m.LossAwareSampler"}]
     assert functions["m.create"]["builds_by"][:2] == [0, "name"]
+
+
+_POLICIES = {
+    "pkg/__init__.py": "",
+    "pkg/policy/__init__.py": """
+        from pkg.policy.base import BasePolicy
+        from pkg.policy.td3 import TD3Policy
+        from pkg.policy.td3bc import TD3BCPolicy
+        from pkg.policy.sac import SACPolicy
+    """,
+    "pkg/policy/base.py": """
+        import torch.nn as nn
+        class BasePolicy(nn.Module):
+            def learn(self, batch):
+                raise NotImplementedError
+    """,
+    "pkg/policy/td3.py": """
+        from pkg.policy.base import BasePolicy
+        class TD3Policy(BasePolicy):
+            def __init__(self, actor, optim):
+                super().__init__()
+                self.actor, self.optim = actor, optim
+            def learn(self, batch):
+                loss = self.actor(batch).pow(2).mean()
+                self.optim.zero_grad()
+                loss.backward()
+                self.optim.step()
+                return {"loss": loss.item()}
+    """,
+    "pkg/policy/td3bc.py": """
+        from pkg.policy.td3 import TD3Policy
+        class TD3BCPolicy(TD3Policy):
+            def learn(self, batch):
+                loss = self.actor(batch).abs().mean()
+                self.optim.zero_grad()
+                loss.backward()
+                self.optim.step()
+                return {"loss": loss.item()}
+    """,
+    "pkg/policy/sac.py": """
+        from pkg.policy.base import BasePolicy
+        class SACPolicy(BasePolicy):
+            def __init__(self, actor, optim):
+                super().__init__()
+                self.actor, self.optim = actor, optim
+            def learn(self, batch):
+                loss = self.actor(batch).mean()
+                self.optim.zero_grad()
+                loss.backward()
+                self.optim.step()
+                return {"loss": loss.item()}
+    """,
+    "pkg/trainer.py": """
+        from pkg.policy import BasePolicy
+        class Trainer:
+            def __init__(self, policy: BasePolicy, buffer, steps=1000):
+                self.policy = policy
+                self.buffer = buffer
+                self.steps = steps
+            def train(self):
+                for it in range(self.steps):
+                    batch = self.buffer.sample(256)
+                    result = self.policy.learn(batch)
+                    self.buffer.log(result)
+    """,
+}
+
+
+def _run_script(policy: str) -> str:
+    return f"""
+        import argparse
+        import torch
+        from pkg.policy import {policy}
+        from pkg.trainer import Trainer
+        def main():
+            args = argparse.ArgumentParser().parse_args()
+            actor = torch.nn.Linear(8, 2).cuda()
+            policy = {policy}(actor, torch.optim.Adam(actor.parameters()))
+            Trainer(policy=policy, buffer=None).train()
+        if __name__ == "__main__":
+            main()
+    """
+
+
+def test_an_attribute_set_from_a_parameter_holds_the_class_its_callers_pass(tmp_path):
+    # OfflineRL-Kit: `MFPolicyTrainer(policy=policy)` stores `self.policy = policy`, and its
+    # loop's `self.policy.learn(batch)` runs the policy's step: `learn` runs every step
+    write(tmp_path, dict(_POLICIES, **{"run_sac.py": _run_script("SACPolicy")}))
+    assert rows_by_path(tmp_path, "GPU101") == [("pkg/policy/sac.py", 12)]
+
+
+def test_a_parameter_handed_objects_of_several_classes_holds_one_of_them(tmp_path):
+    # each run script hands the trainer its own policy: the loop runs the `learn` of each
+    # (a re-exported subclass's own `learn`, not its base's, which it overrides)
+    write(tmp_path, dict(_POLICIES, **{"run_sac.py": _run_script("SACPolicy"),
+                                       "run_td3bc.py": _run_script("TD3BCPolicy")}))
+    assert rows_by_path(tmp_path, "GPU101") == [("pkg/policy/sac.py", 12), ("pkg/policy/td3bc.py", 9)]
+
+
+def test_a_subclass_trainer_runs_the_model_its_base_stored_through_super(tmp_path):
+    # S3Rec: `FinetuneTrainer(model, ...)` hands the model on with `super().__init__(model, ...)`,
+    # the base stores `self.model = model`, and the evaluation loop runs `self.model.finetune(x)`,
+    # a method of the model that runs its own sub-modules: a forward, with autograd on
+    write(tmp_path, {
+        "models.py": """
+            import torch.nn as nn
+            class Encoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layer = nn.Linear(64, 64)
+                def forward(self, x):
+                    return self.layer(x)
+            class RecModel(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.embeddings = nn.Embedding(1000, 64)
+                    self.item_encoder = Encoder()
+                def finetune(self, ids):
+                    return self.item_encoder(self.embeddings(ids))
+        """,
+        "trainers.py": """
+            import torch
+            class Trainer:
+                def __init__(self, model, loader):
+                    self.model = model.cuda()
+                    self.loader = loader
+            class FinetuneTrainer(Trainer):
+                def __init__(self, model, loader):
+                    super().__init__(model, loader)
+                def valid(self):
+                    self.model.eval()
+                    outs = []
+                    for ids in self.loader:
+                        outs.append(self.model.finetune(ids.cuda()))
+                    return outs
+        """,
+        "main.py": """
+            from models import RecModel
+            from trainers import FinetuneTrainer
+            if __name__ == "__main__":
+                model = RecModel()
+                trainer = FinetuneTrainer(model, [])
+                for epoch in range(10):
+                    trainer.valid()
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU501") == [("trainers.py", 14)]
+
+
+def test_a_base_class_loop_calling_an_abstract_method_runs_its_overrides(tmp_path):
+    # tableshift: `DomainGeneralizationModel.train_epoch` loops over batches and calls
+    # `self.update(batches)`, an `@abstractmethod` that each subclass implements with a step
+    write(tmp_path, {
+        "base.py": """
+            from abc import ABC, abstractmethod
+            class DGModel(ABC):
+                @abstractmethod
+                def update(self, batch):
+                    raise NotImplementedError
+                def train_epoch(self, loader, device="cuda"):
+                    for x, y in loader:
+                        out = self.update((x.to(device), y.to(device)))
+        """,
+        "irm.py": """
+            import torch
+            from base import DGModel
+            class IRM(DGModel):
+                def __init__(self):
+                    self.net = torch.nn.Linear(8, 1).cuda()
+                    self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+                def update(self, batch):
+                    x, y = batch
+                    loss = (self.net(x) - y).pow(2).mean()
+                    self.opt.zero_grad()
+                    loss.backward()
+                    self.opt.step()
+                    return {"loss": loss.item()}
+        """,
+        "plain.py": """
+            class Plain:
+                def update(self, batch):
+                    return batch.item()
+        """,
+        "main.py": """
+            from irm import IRM
+            from plain import Plain
+            if __name__ == "__main__":
+                IRM().train_epoch([])
+                print(Plain().update(None))
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU101") == [("irm.py", 14)]

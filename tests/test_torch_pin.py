@@ -67,6 +67,9 @@ def test_lower_bound(requirement, low):
         # NVIDIA's NGC image of 21.09 ships torch 1.10
         ("Dockerfile", "FROM nvcr.io/nvidia/pytorch:21.09-py3\nRUN pip install -U numpy\n"),
         ("Dockerfile", "FROM ubuntu:22.04\nRUN apt-get update && pip install --no-cache-dir \\\n    'torch>=1.10,<2' numpy\n"),
+        # the README's own set-up commands (NATSpeech: `pip install torch==1.9.0 # torch >= 1.9.0 recommended`)
+        ("README.md", "# Install\n\n```bash\npip install torch==1.10.0 # torch >= 1.10.0 recommended\n```\n"),
+        ("INSTALL.md", "Run `pip install torch==1.10.1` first.\n"),
     ],
 )
 def test_each_declaration_file(tmp_path, name, text):

@@ -82,6 +82,20 @@ def test_a_docstring_or_a_string_standing_as_a_statement_reaches_nothing(tmp_pat
     assert _rows(tmp_path) == {7, 13}
 
 
+def test_a_command_lines_help_text_reaches_nothing(tmp_path):
+    # MTGNN's `--propalpha` is documented as `help='prop alpha'`: prose, not the class `prop`;
+    # the same word as the option's value (`default='VarifocalLoss'`) may name it
+    args = (
+        "import argparse\n"
+        "parser = argparse.ArgumentParser(description='VarifocalLoss study')\n"
+        "parser.add_argument('--alpha', type=float, help='VarifocalLoss alpha')\n"
+    )
+    write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN, "args.py": args})
+    assert _rows(tmp_path) == {7}
+    write(tmp_path, {"args.py": args + "parser.add_argument('--loss', default='VarifocalLoss')\n"})
+    assert _rows(tmp_path) == {7, 13}
+
+
 def test_an_import_alone_reaches_nothing_but_a_renamed_import_does(tmp_path):
     write(tmp_path, {"losses.py": LOSSES, "train.py": textwrap.dedent(TRAIN) + "from losses import VarifocalLoss\n"})
     assert _rows(tmp_path) == {7}

@@ -15,9 +15,9 @@ and including the repository's root, the folder holding `.git` or `.hg`):
 - setup.py: string literals such as `"torch>=1.8"` (never run);
 - conda environment files (environment.yml, env.yaml, conda_env.yml: a .yml
   or .yaml whose name has "env" or "conda" in it): `pytorch=1.10` and pip lines;
-- shell scripts (`install.sh`, any `*.sh`) and Dockerfiles: the packages of
-  their `pip install` and `conda install` commands (`pip install
-  torch==1.9.0`), and a Dockerfile's PyTorch base image (`FROM
+- shell scripts (`install.sh`, any `*.sh`), Dockerfiles and the README or
+  INSTALL page (`README.md`, `INSTALL.rst`): the packages of their `pip
+  install` and `conda install` commands (`pip install torch==1.9.0`), and a Dockerfile's PyTorch base image (`FROM
   pytorch/pytorch:1.5.1-cuda10.1-cudnn7-runtime` is `torch==1.5.1`, NVIDIA's
   `FROM nvcr.io/nvidia/pytorch:20.12-py3` the torch 1.8 it ships): the
   set-up a project's README sends its users to. These count only where no
@@ -234,14 +234,17 @@ def _installed_requirements(text: str) -> Iterable[str]:
             continue
         for m in _INSTALL_RE.finditer(line):
             for word in m.group(1).split():
-                word = word.strip("'\"")
+                word = word.strip("'\"`")
                 if word and not word.startswith("-"):
                     yield word
 
 
 def _is_install_script(name: str) -> bool:
+    """A shell script, a Dockerfile, or the README or INSTALL page whose
+    set-up commands a user copies (`pip install torch==1.9.0`)."""
     low = name.lower()
-    return low.endswith(".sh") or low.startswith("dockerfile") or low.endswith(".dockerfile")
+    return low.endswith(".sh") or low.startswith("dockerfile") or low.endswith(".dockerfile") or (
+        low.startswith(("readme", "install")) and low.endswith((".md", ".rst")))
 
 
 def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Iterable[str]]]:

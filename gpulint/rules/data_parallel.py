@@ -4,7 +4,7 @@ import ast
 import re
 from textwrap import dedent
 
-from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS
+from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, is_main_guard, takes_input
 from gpulint.model.index.order import walk_scope
 from gpulint.model.control.options import on_by_default
 from gpulint.model.names import node_word
@@ -49,6 +49,12 @@ class DataParallel(Rule):
     or never (wrapped only so that `load_state_dict` accepts, or
     `state_dict()` gives, `module.` keys): an `eval.py`, a `validate()`
     helper over a pretrained model, a converter that saves a checkpoint.
+    Nor is one in a program that trains nothing: a script (an `if __name__
+    == "__main__":` block or a command line) whose wrap runs in its
+    module-level code or in a top-level function its own module-level code
+    calls (`main()`), and which calls no backward, step, `fit` or `train`,
+    names no optimizer, and calls nothing of the project that steps (a
+    `test.py`, a `demo.py`, a `predict.py`, an interpolation script).
     A silent fallback is still flagged, such as the Trainer or
     training script that wraps the model in `DataParallel` whenever it sees
     several GPUs in one process: users who forget `torchrun` get the slow
@@ -182,6 +188,8 @@ class DataParallel(Rule):
                 return
         if not functional and _only_evaluated(ctx, node):
             return  # an evaluation pass: nothing trains the wrapped model, and no gradient is reduced
+        if _script_that_never_trains(ctx):
+            return  # an inference, evaluation or export program: no gradient is ever reduced
         self.report(ctx, node, _FUNCTIONAL_MESSAGE if functional else None)
 
 
@@ -331,6 +339,42 @@ def _opt_in_or_rewrap(fa, test: ast.AST, trains) -> bool:
         ):
             return True
     return False
+# calls that may train what they are handed where the project cannot tell:
+# Lightning's `trainer.fit(model)`, a Trainer's `train()`, `model.train()` before a step
+_MAY_TRAIN_ATTRS = frozenset({"backward", "step", "fit", "train", "fit_one_epoch", "train_one_epoch", "train_epoch",
+                              "train_step"})
+
+
+def _script_that_never_trains(ctx) -> bool:
+    """The wrap runs in a program that trains nothing: its file is run as a
+    script (module-level code, or a top-level function that the file's own
+    module-level code or `if __name__ == "__main__":` block calls, such as
+    `main()`), calls no backward or step, names no optimizer, and none of its calls
+    reaches one through the project (`facts.steps`) or is one a framework
+    or a trainer trains with (`trainer.fit(model)`, `.train(...)`,
+    `train_one_epoch(...)`: a loop of steps in another file is also built
+    around an optimizer, which the file would build or name). An
+    `eval.py`, a `test.py`, a demo or an export script wraps the model for
+    its `module.` keys or to spread one evaluation pass; DataParallel's cost
+    is the gradient reduction and replication of every training step."""
+    fa = ctx.analysis
+    index = fa.index
+    if not any(is_main_guard(s) for s in ctx.tree.body) and not takes_input(index.text):
+        return False  # a module that others import, not a program (a script reads its settings)
+    funcs = [a for a in ctx.ancestors if isinstance(a, _DEFS)]
+    if funcs:
+        func = funcs[0]
+        if len(funcs) > 1 or index.parents.get(func) is not ctx.tree or isinstance(func, ast.ClassDef):
+            return False  # a method, or a nested function: someone else may call it
+        if not any(isinstance(c.func, ast.Name) and c.func.id == func.name
+                   and not any(isinstance(a, _DEFS) for a in index.ancestors(c)) for c in index.nodes(ast.Call)):
+            return False  # a function no module-level code of the file calls: other files may
+    return index.memoized("gpu001.never_trains", None, lambda: not any(
+        (isinstance(n, ast.Call) and (fa.facts.steps(n) or node_word(n.func) in _MAY_TRAIN_ATTRS))
+        or (isinstance(n, (ast.Name, ast.Attribute)) and "optim" in (node_word(n) or "").lower())
+        for n in index.nodes(ast.Call, ast.Name, ast.Attribute)))
+
+
 # `DataParallelStrategy`, `ParallelTrainer`, `to_parallel`, `wrap_dp`
 _IMPLEMENTS_DP = re.compile(r"parallel|(?:^|_)dp(?:$|_)", re.I)
 

@@ -28,6 +28,7 @@ from gpulint.model.index.order import loops_around, nested_loops, own_nodes, tar
 from gpulint.model.names import dotted, last_name
 from gpulint.model.values.kinds import CRITERION, MODEL, OPTIMIZER_NAME_RE, TENSOR
 from gpulint.model.values.narrowing import tests_parameter_tensor
+from gpulint.model.values.host_built import assigned_value
 from gpulint.model.values.values import Values
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
@@ -74,7 +75,20 @@ def _held_by_name(index, stmt: ast.If, name: ast.Name) -> ast.AST:
             if isinstance(prev, ast.Assign) and len(prev.targets) == 1 and isinstance(prev.targets[0], ast.Name):
                 return prev.value
             return name
-    return name
+    # further back: the flag set at the top of the loop's body (`log_losses = i > 0 and
+    # n_iter % args.print_freq == 0`), when every binding of it in the def is a plain one and
+    # the last before the `if` always runs before it (a block around the `if` holds it)
+    func = None
+    looped = False  # a loop between the `if` and its def (else it runs once per call, periodic or not)
+    for a in reversed(index.ancestors(stmt)):
+        if isinstance(a, FUNCS):
+            func = a
+            break
+        looped = looped or isinstance(a, LOOPS)
+    if func is None or not looped:
+        return name
+    held = assigned_value(index, name, func, stmt)
+    return held if held is not None else name
 
 
 def step_nodes(loop: ast.AST) -> List[ast.AST]:

@@ -34,6 +34,12 @@ _TAKES_INPUT = re.compile(
     r"argv|parse_args|ArgumentParser|\btyro\b|\bfire\b|\bhydra\b|\bclick\b|OmegaConf|load_config|from_cli|environ")
 
 
+def takes_input(text: str) -> bool:
+    """The text reads a command line, a config file or the environment
+    (`_TAKES_INPUT`): a program its user configures."""
+    return _TAKES_INPUT.search(text) is not None
+
+
 def self_test_block(tree: ast.Module, text: str) -> bool:
     """The file has an `if __name__ == "__main__":` block that reads no
     command line, config or environment: it runs the same few steps on every
@@ -47,6 +53,21 @@ def self_test_block(tree: ast.Module, text: str) -> bool:
             if not _TAKES_INPUT.search("\n".join(lines[stmt.lineno - 1:stmt.end_lineno])):
                 return True
     return False
+
+
+def abstract_method(func: ast.AST) -> bool:
+    """A method that only its subclasses implement: decorated
+    `@abstractmethod`, or whose body (past its docstring) is only `pass`,
+    `...` or a `raise` (`raise NotImplementedError`)."""
+    if any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) == "abstractmethod"
+           for d in func.decorator_list):  # type: ignore[attr-defined]
+        return True
+    body = func.body  # type: ignore[attr-defined]
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return len(body) == 1 and (isinstance(body[0], (ast.Pass, ast.Raise)) or (
+        isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and body[0].value.value is ...))
 
 
 def parameter_defaults(func: ast.AST) -> List[Tuple[ast.arg, ast.expr]]:

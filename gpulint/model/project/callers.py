@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Set
 
-from gpulint.model.project.refs import MODULE_CODE
+from gpulint.model.project.imports import MODULE_CODE
 
 if TYPE_CHECKING:
     from gpulint.model.project.graph import ProjectGraph

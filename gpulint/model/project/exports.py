@@ -8,7 +8,7 @@ import ast
 from typing import Dict
 
 from gpulint.model.project.modules import resolve_from
-from gpulint.model.project.refs import import_bindings, star_imported, used_names
+from gpulint.model.project.imports import import_bindings, star_imported, used_names
 
 # calls into these never reach the project's own code: not summarized
 EXTERNAL_ROOTS = frozenset(

@@ -18,9 +18,8 @@ from gpulint.model.file import FileModel
 from gpulint.model.names import ImportTable
 from gpulint.model.control.options import opt_in_destinations
 from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
-from gpulint.model.project.refs import (
-    FileRefs, bound_dotted, import_bindings, imported_modules, star_imported, used_names,
-)
+from gpulint.model.project.imports import bound_dotted, import_bindings, imported_modules, star_imported, used_names
+from gpulint.model.project.refs import FileRefs
 from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
 from gpulint.model.project.exports import EXTERNAL_ROOTS, exports_summary
 from gpulint.model.project.summary import summarize, summary_stands

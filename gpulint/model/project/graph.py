@@ -47,6 +47,7 @@ import os
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from gpulint.model.project.hierarchy import overrides, subclasses
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
 from gpulint.model.project.callers import called_off_step, device_side
@@ -58,6 +59,8 @@ from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, H
 # `loss.item()`: reading it waits for nothing), and a tensor in host memory
 # (`return loss.detach().cpu()`), a tuple of numbers (`return l1.item(), l2.item()`), or an array
 RETURN_KINDS = frozenset({LOADER, NUMBER, HOST_TENSOR, HOST_NUMBERS, NUMPY})
+# a parameter the project's calls hand objects of more classes than this holds none known
+MAX_UNION = 8
 
 
 class ProjectGraph:
@@ -116,13 +119,15 @@ class ProjectGraph:
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str, list]]] = {}
         self._callers: Optional[Dict[str, List[str]]] = None  # (`_plain_callers`)
+        self._subclasses: Optional[Dict[str, List[str]]] = None  # class -> its direct subclasses (`_overrides`)
+        self._abstract = {fid for fid, f in self.functions.items() if f.get("abstract")}  # (`resolved_calls`)
         # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
         self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
         self._programs: Optional[Programs] = None
         if previous is not None:
             _resolved_from(self, previous)
         self._model_files: Optional[ModelFiles] = None
-        self.params = self._param_classes()
+        self.params = _param_classes(self)
         self.steps = self._closure("steps")
         self.drives = self._closure("drives", self.steps)
         self.every_step = self._every_step()
@@ -156,7 +161,10 @@ class ProjectGraph:
             cid = self.alias.get(name) or self.alias.get(name + ".__init__") or self.alias.get(name + ".__new__")
             if cid is None:
                 owner, _, method = name.rpartition(".")
-                if owner:
+                cls = self._class(owner) if owner else None
+                if cls is not None and cls != owner:  # (a re-exported class: its own method before its bases')
+                    cid = self.alias.get(f"{cls}.{method}")
+                if cid is None and owner:
                     cid = self._through_bases(owner, method, set())
                     if cid is None and method == "__call__" and self._class(owner) is not None:
                         # a module called: `nn.Module.__call__` runs its `forward`
@@ -238,33 +246,24 @@ class ProjectGraph:
         if found is None:
             path = self.owner[fid]
             resolve_in = self.resolve_in
-            found = self._edges[fid] = [
+            found = [
                 (cid, call[1], call) for call in self.functions[fid].get("calls", ())
                 for cid in (resolve_in(call[0], path),) if cid is not None
             ]
+            if self._abstract and any(cid in self._abstract for cid, _, _ in found):
+                # `self.update(batches)` in a base class whose `update` its subclasses implement
+                # (tableshift's `train_epoch`): the call runs one of their overrides
+                if self._subclasses is None:
+                    self._subclasses = subclasses(self.classes, self._class)
+                found += [(oid, where, call) for cid, where, call in found if cid in self._abstract
+                          for oid in overrides(self._subclasses, self.alias, cid)]
+            self._edges[fid] = found
         return found
 
     def _callees(self, fid: str, wheres: Optional[Set[str]] = None) -> List[str]:
         if wheres is None:
             return [cid for cid, _, _ in self.resolved_calls(fid)]
         return [cid for cid, where, _ in self.resolved_calls(fid) if where in wheres]
-
-    def _param_classes(self) -> Dict[str, Dict[str, str]]:
-        """function -> {parameter: class}, where the calls that pass an
-        object of a known class for it all pass the same class (`loss_scaler`
-        of `train_one_epoch(..., loss_scaler)`). Calls passing something
-        else are not evidence either way."""
-        seen: Dict[str, Dict[str, Set[str]]] = {}
-        for fid in self.functions:
-            for cid, _, call in self.resolved_calls(fid):
-                if len(call) < 3:
-                    continue
-                params = self.functions[cid].get("params", [])
-                for key, cls in call[2].items():
-                    name = params[int(key)] if key.isdigit() and int(key) < len(params) else key
-                    if name in params:
-                        seen.setdefault(cid, {}).setdefault(name, set()).add(cls)
-        return {cid: {n: next(iter(c)) for n, c in ps.items() if len(c) == 1} for cid, ps in seen.items()}
 
     # --------------------------------------------------------------- fixpoints
     def _closure(self, key: str, stop: Set[str] = frozenset()) -> Set[str]:
@@ -486,6 +485,32 @@ def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:
     graph._edges = {fid: e for fid, e in previous._edges.items() if graph.owner.get(fid) in same}
     if previous._model_files is not None:  # (every file imports what it did: `_models`)
         graph._imports_kept = previous._model_files.known_imports()
+
+
+def _param_classes(graph: "ProjectGraph") -> Dict[str, Dict[str, object]]:
+    """function -> {parameter: class}, where the calls that pass an
+    object of a known class for it all pass the same class (`loss_scaler`
+    of `train_one_epoch(..., loss_scaler)`); or {parameter: [classes]},
+    sorted, where they pass objects of a few different classes (each run
+    script hands `MFPolicyTrainer(policy=...)` its own policy: the
+    parameter holds one of them). Calls passing something else are not
+    evidence either way."""
+    seen: Dict[str, Dict[str, Set[str]]] = {}
+    for fid in graph.functions:
+        for cid, _, call in graph.resolved_calls(fid):
+            if len(call) < 3:
+                continue
+            params = graph.functions[cid].get("params", [])
+            for key, cls in call[2].items():
+                name = params[int(key)] if key.isdigit() and int(key) < len(params) else key
+                if name in params:
+                    seen.setdefault(cid, {}).setdefault(name, set()).add(cls)
+    out: Dict[str, Dict[str, object]] = {}
+    for cid, ps in seen.items():
+        known = {n: next(iter(c)) if len(c) == 1 else sorted(c) for n, c in ps.items() if len(c) <= MAX_UNION}
+        if known:
+            out[cid] = known
+    return out
 
 
 def _builds_known(graph: "ProjectGraph", cls_ref: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.project.refs import EVERY_NAME
+from gpulint.model.project.imports import EVERY_NAME
 
 # how many imports deep the models a training file can train are looked for
 LAYER_IMPORT_DEPTH = 3

@@ -15,7 +15,8 @@ Python (a config's `_target_`, a shell script, a README). Names in string
 constants count (`getattr(module, "Name")`), and so does a module's own
 docstring (it names the file's entry points); comments, the docstrings of
 definitions and other strings standing as statements do not (ElegantRL's
-`'''AgentTD3'''` above its own class names nothing another file defines), and a
+`'''AgentTD3'''` above its own class names nothing another file defines), nor
+does a command line's help text (`help='prop alpha'` names no class `prop`), and a
 definition's own body does not (recursion). The search is backward and
 finds the least fixpoint, so two dead functions that call each other stay
 dead.
@@ -58,6 +59,8 @@ from gpulint.model.project.fixed import FixedValues
 from gpulint.model.index.walk import child_nodes
 
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# keywords whose string is text for a person to read (argparse's)
+_PROSE_KEYWORDS = frozenset({"help", "description", "epilog"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # decorators that register nothing
 _PLAIN_DECORATORS = frozenset({
@@ -141,6 +144,8 @@ class PythonFile:
                 stack.extend((o, c) for o in outer)
                 stack.extend((b, n) for b in n.body)
                 continue
+            if isinstance(n, ast.keyword) and n.arg in _PROSE_KEYWORDS and isinstance(n.value, ast.Constant):
+                continue  # a command line's help text (`help='prop alpha'`): prose, not a name
             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) \
                     and not (c is None and n is self.tree_docstring):
                 continue  # a docstring, or a string standing as a statement (`'''AgentTD3'''` above a

@@ -15,84 +15,15 @@ from __future__ import annotations
 
 import ast
 import builtins
-from bisect import bisect_right
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS, class_method_aliases
 from gpulint.model.index.order import stored_names
-from gpulint.model.index.walk import index_tree, walk
-from gpulint.model.project.modules import resolve_from
+from gpulint.model.index.walk import walk
+from gpulint.model.project.imports import import_bindings, imported_modules, star_imported
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
-
-MODULE_CODE = "<module>"  # the qualified name of a module's own top-level code
-
-
-def imported_modules(nodes: Iterable[ast.AST], module: str, package: bool) -> Set[str]:
-    """The modules (or module members) that the `import` statements `nodes`
-    of the module `module` import, absolute (`from .detr import build` in
-    `models/__init__.py` imports `models.detr` and `models.detr.build`)."""
-    out: Set[str] = set()
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = resolve_from(module, package, node.level, node.module)
-            if base is None:
-                continue
-            out.add(base)
-            out.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
-    return out
-
-
-def import_bindings(nodes: Iterable[ast.AST], module: str, package: bool) -> Dict[str, str]:
-    """name -> the absolute dotted name it is bound to by the `import`
-    statements `nodes` of `module` (`from .blip import blip_decoder` in
-    `train.py` binds `blip_decoder` to `blip.blip_decoder`; `import a.b`
-    binds `a`)."""
-    names: Dict[str, str] = {}
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.asname:
-                    names[a.asname] = a.name
-                else:
-                    top = a.name.split(".")[0]
-                    names.setdefault(top, top)
-        elif isinstance(node, ast.ImportFrom):
-            base = resolve_from(module, package, node.level, node.module)
-            if base is None:
-                continue
-            for a in node.names:
-                if a.name != "*":
-                    names[a.asname or a.name] = f"{base}.{a.name}"
-    return names
-
-
-def star_imported(nodes: Iterable[ast.AST], module: str, package: bool) -> List[str]:
-    """The modules that the `import` statements `nodes` of `module` import
-    all names of (`from models import *`): what the file uses of them cannot be told."""
-    out: List[str] = []
-    for node in nodes:
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            base = resolve_from(module, package, node.level, node.module)
-            if base is not None and base not in out:
-                out.append(base)
-    return out
-
-
-def bound_dotted(node: ast.AST, names: Dict[str, str]) -> Optional[str]:
-    """`a.b.c` with `a` bound in `names` to `pkg.mod`: `pkg.mod.b.c`; None
-    for anything else (a call, a subscript, an unbound name)."""
-    parts: List[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name) or node.id not in names:
-        return None
-    parts.append(names[node.id])
-    return ".".join(reversed(parts))
 
 
 # the builtins' names: a call of one names no function of a star-imported module
@@ -113,86 +44,6 @@ def _bound_names(index) -> Set[str]:
     return bound
 
 
-# calls whose first argument is a module read by name (`getattr(models, arch)(...)`)
-_MODULE_LOOKUPS = frozenset({"getattr", "vars"})
-
-
-EVERY_NAME = "*"  # `used_names` key: what every name of the file may use (its star imports)
-
-
-def used_names(tree: ast.Module, module: str, bindings: Dict[str, str],
-               calls: Optional[Iterable[ast.AST]] = None,
-               skip: Iterable[str] = (), dict_reads: bool = True, stars: Iterable[str] = (),
-               attributes: Optional[Iterable[ast.AST]] = None) -> Dict[str, List[str]]:
-    """What each top-level def of the file (and its module code, as
-    MODULE_CODE) builds or calls of the names it imports or defines,
-    absolute: `blip_decoder(...)` is `models.blip.blip_decoder`,
-    `models.vit.VisionTransformer(...)` is itself, a base class is used by
-    its class, and a module looked up by name (`vits.__dict__[arch](...)`,
-    `getattr(models, arch)(...)`) is used as a whole. Names only read
-    (`isinstance(m, DynamicModule)`, an annotation) are not uses: what code
-    uses is where the models it trains can be built. `bindings`: the
-    file's imported names (`import_bindings`); `calls` and `attributes`:
-    the file's calls and attribute nodes, where an index holds them (else
-    the tree is walked); names under a
-    root in `skip` (`torch`, `numpy`) are left out; `dict_reads`: the text
-    may read a `__dict__`; `stars`: the modules it imports all names of
-    (`star_imported`), used by every name (EVERY_NAME)."""
-    skip = frozenset(skip)
-    names = {k: v for k, v in bindings.items() if v.split(".", 1)[0] not in skip}
-    tops: Dict[ast.AST, str] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names[node.name] = f"{module}.{node.name}"
-            tops[node] = node.name
-    out: Dict[str, Set[str]] = {}
-    starred = sorted(m for m in stars if m.split(".", 1)[0] not in skip)
-    if starred:
-        out[EVERY_NAME] = set(starred)
-
-    def use(key: str, node: ast.AST) -> None:
-        used = bound_dotted(node, names)
-        if used is not None and used != f"{module}.{key}":
-            out.setdefault(key, set()).add(used)
-
-    def call_use(key: str, call: ast.AST) -> None:
-        func = call.func  # type: ignore[attr-defined]
-        if isinstance(func, ast.Name) and func.id in _MODULE_LOOKUPS and call.args:  # type: ignore[attr-defined]
-            use(key, call.args[0])  # type: ignore[attr-defined]
-        else:
-            use(key, func)
-
-    if calls is not None:
-        # the top-level statement of a node, by line: top-level statements never share lines
-        # but with `;` (then the first one's name stands for all)
-        starts = [min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())]) for stmt in tree.body]
-
-        def owner(node: ast.AST) -> str:
-            i = bisect_right(starts, node.lineno) - 1  # type: ignore[attr-defined]
-            return tops.get(tree.body[i], MODULE_CODE) if i >= 0 else MODULE_CODE
-
-        for call in calls:
-            call_use(owner(call), call)
-        for node in attributes if dict_reads and attributes is not None else ():
-            if node.attr == "__dict__":  # type: ignore[attr-defined]
-                use(owner(node), node.value)  # type: ignore[attr-defined]
-    else:
-        key = MODULE_CODE
-        order, parents = index_tree(tree)
-        for node in order:  # pre-order: a top-level statement, then what it holds
-            if parents.get(node) is tree:
-                key = tops.get(node, MODULE_CODE)
-            if isinstance(node, ast.Call):
-                call_use(key, node)
-            elif dict_reads and isinstance(node, ast.Attribute) and node.attr == "__dict__":
-                use(key, node.value)
-    for node, key in tops.items():
-        if isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                use(key, base)
-    return {k: sorted(v) for k, v in out.items()}
-
-
 class FileRefs:
     """References of one file's calls and functions."""
 
@@ -206,6 +57,8 @@ class FileRefs:
         self.package = package
         # function -> {parameter: the class of the object every caller passes}, from the project
         self.params = params or {}
+        self._param_unions_memo: Optional[bool] = None  # (`_param_unions`)
+        self._attr_counts: Dict[ast.AST, Dict[str, int]] = {}  # class -> its `self.<attr>` bindings (`_inherited`)
         # function -> the class of the object it builds and returns (`build_model(cfg)`), from the project
         self.builders = builders or {}
         # function -> the classes of which it builds and returns one (`make_agent(env)`), from the project
@@ -246,128 +99,8 @@ class FileRefs:
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.names[node.name] = f"{self.module}.{node.name}"
-        self._read_bindings()
+        _read_bindings(self)
 
-    def _read_bindings(self) -> None:
-        """One pass over the file's bindings: names bound exactly once, to
-        `Something(...)`, per scope (the module's are `instances`), and
-        `self.<attr> = Something(...)` per class."""
-        every: Dict[ast.AST, Dict[str, List[str]]] = {}  # scope -> name -> the classes of its bindings
-        counts: Dict[ast.AST, Dict[str, int]] = {}
-        attr_found: Dict[ast.AST, Dict[str, ast.Call]] = {}  # (what each is built by, resolved at the end)
-        attr_strings: Dict[ast.AST, Dict[str, str]] = {}
-        elements_found: Dict[ast.AST, Dict[str, ast.AST]] = {}  # `self.blocks = nn.ModuleList([Block() ...])`
-        iterated: List[Tuple[ast.AST, ast.AST, str, str]] = []  # (method, class, loop variable, attr)
-        built: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}
-        aliases: Dict[str, ast.AST] = {}
-        local_aliases: Dict[ast.AST, Dict[str, ast.AST]] = {}
-        attr_counts: Dict[ast.AST, Dict[str, int]] = {}
-        parents = self.fa.index.parents
-        kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
-        for stmt in self.fa.index.nodes_of(*kinds):
-            scope = self.fa.index.owner(stmt)
-            if scope is None or isinstance(scope, ast.Lambda):
-                continue
-            if isinstance(stmt, ast.Assign):
-                targets, value, weight = stmt.targets, stmt.value, 1
-            elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
-                targets, value, weight = [stmt.target], getattr(stmt, "value", None), 1
-                if isinstance(stmt, ast.AugAssign):
-                    value = None
-            elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-                targets, value, weight = [stmt.target], None, 2
-            else:
-                targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
-                value, weight = None, 2
-            for t, value in _pairs(targets, value):
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    cls = parents.get(scope) if isinstance(scope, FUNCS) else None
-                    if isinstance(cls, ast.ClassDef):
-                        c = attr_counts.setdefault(cls, {})
-                        c[t.attr] = c.get(t.attr, 0) + weight
-                        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                            attr_strings.setdefault(cls, {})[t.attr] = value.value  # `self.sampler_type = "uniform"`
-                        built_by = _constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
-                        if isinstance(built_by, ast.Call) and len(targets) == 1:
-                            attr_found.setdefault(cls, {})[t.attr] = built_by
-                            element = _element_class(built_by)
-                            if element is not None:
-                                elements_found.setdefault(cls, {})[t.attr] = element
-                    continue
-                if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(scope, FUNCS):
-                    held = _iterated_attribute(stmt)  # `for block in self.blocks:`
-                    if held is not None and isinstance(parents.get(scope), ast.ClassDef):
-                        iterated.append((scope, parents.get(scope), held[0], held[1]))
-                if isinstance(t, ast.Name) and _keeps_object(value, t.id):
-                    continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
-                c = counts.setdefault(scope, {})
-                for n in walk(t):
-                    # names the statement binds: `trainer.cql_alpha = x` and
-                    # `d[k] = v` store into an object, they do not rebind its name
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                        c[n.id] = c.get(n.id, 0) + weight
-                if isinstance(t, ast.Name) and isinstance(value, (ast.Name, ast.Attribute)):
-                    if isinstance(scope, ast.Module):
-                        aliases[t.id] = value  # `Exp = Exp_Informer`
-                    elif isinstance(scope, FUNCS):
-                        local_aliases.setdefault(scope, {})[t.id] = value  # the same in a def (`main()`)
-                value = _constructed(value)
-                if isinstance(t, ast.Name) and isinstance(value, ast.Call):
-                    built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
-                elif isinstance(t, ast.Name) and isinstance(stmt, ast.AnnAssign) and isinstance(
-                        stmt.annotation, (ast.Name, ast.Attribute)):
-                    # `bpr: utils.BPRLoss = loss_class`: the object of the class the annotation names
-                    built.setdefault(scope, {}).setdefault(t.id, []).append(stmt.annotation)
-        # a module-level name bound once, to a class or function the file knows: the same one
-        module_counts = counts.get(self.fa.tree, {})
-        for name, value in aliases.items():
-            target = self.resolve_name(value) if module_counts.get(name) == 1 else None
-            if target is not None and name not in self.names:
-                self.names[name] = target
-        for scope, funcs in built.items():
-            # a name of the def bound once, to a class of the file or an imported one
-            # (`Exp = Exp_Main` then `exp = Exp(args)`): calls of it build that class
-            local = {name: value for name, value in local_aliases.get(scope, {}).items()
-                     if counts.get(scope, {}).get(name) == 1}
-            for name, found in funcs.items():
-                found = [local.get(f.id, f) if isinstance(f, ast.Name) else f for f in found]
-                targets = [t for t in map(self._built_all, found) if t]  # (per binding: its classes)
-                if targets:
-                    every.setdefault(scope, {})[name] = targets
-        for scope, names in every.items():
-            c = counts.get(scope, {})
-            classes = {k: {t for ts in v for t in ts} for k, v in names.items()}
-            unions = {k: tuple(sorted(classes[k])) for k, v in names.items()
-                      if c.get(k) == len(v) and len(classes[k]) > 1}
-            if unions:
-                self._unions[scope] = unions
-            # bound once, or every time to the same class (`exp = Exp(args)` in both
-            # branches of a module-level `if args.is_training:`)
-            kept = {k: v[-1][0] for k, v in names.items() if len(classes[k]) == 1 and (
-                c.get(k) == 1 or c.get(k) == len(v))}
-            if isinstance(scope, ast.Module):
-                self.instances = kept
-            elif isinstance(scope, FUNCS):
-                self._local_instances[scope] = kept
-        for cls, attrs in attr_found.items():
-            c = attr_counts.get(cls, {})
-            strings = {k: v for k, v in attr_strings.get(cls, {}).items() if c.get(k) == 1}
-            unions = {k: t for k, v in attrs.items() if c.get(k) == 1 for t in (self._built_all(v.func),) if len(t) > 1}
-            chosen = {k: _chosen_class(self, attrs[k], strings) for k in unions}
-            unions = {k: t for k, t in unions.items() if chosen[k] is None}
-            if unions:  # `self.model = MuZeroNetwork(config)`, whose `__new__` builds one of two classes
-                self._attr_unions[cls] = unions
-            self._attr_instances[cls] = {
-                k: t for k, v in attrs.items() if c.get(k) == 1 and k not in unions
-                for t in (chosen.get(k) or self._built_by(v.func),) if t is not None
-            }
-        for method, cls, name, attr in iterated:
-            # the loop's variable, bound by that loop only, holds the elements' class
-            element = elements_found.get(cls, {}).get(attr)
-            if element is not None and attr_counts.get(cls, {}).get(attr) == 1 and counts.get(method, {}).get(name) == 2:
-                target = self._built_by(element)
-                if target is not None:
-                    self._element_instances.setdefault(method, {})[name] = target
 
     def _built_by(self, func: ast.AST) -> Optional[str]:
         """What a call of `func` builds: the class it names, or the class a
@@ -424,6 +157,9 @@ class FileRefs:
         if not isinstance(func, ast.Attribute):
             return None
         owner = func.value
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super" \
+                and scope is not None:
+            return self._super_ref(func.attr, ancestors)
         if isinstance(owner, ast.Name):
             if owner.id in ("self", "cls") and scope is not None:
                 cls_node = self.fa.index.enclosing_class(ancestors)
@@ -452,6 +188,23 @@ class FileRefs:
             return None
         return self.resolve_name(func)
 
+    def _parameters_of(self, scope: ast.AST) -> frozenset:
+        """The names the parameters of `scope` bind, read once per scope."""
+        params = self._param_names.get(scope)
+        if params is None:
+            params = self._param_names[scope] = _parameter_names(scope)
+        return params
+
+    def _super_ref(self, method: str, ancestors: Sequence[ast.AST]) -> Optional[str]:
+        """`super().__init__(model, ...)` in a method of a class: the method of
+        its first base, where the file knows the base (the project's graph
+        resolves it through that base's own bases)."""
+        cls = self.fa.index.enclosing_class(ancestors)
+        if cls is None or not cls.bases:  # type: ignore[attr-defined]
+            return None
+        base = self.resolve_name(cls.bases[0])  # type: ignore[attr-defined]
+        return f"{base}.{method}" if base is not None else None
+
     @property
     def nested_def_names(self) -> frozenset:
         """The names of the defs made inside another function of the file."""
@@ -475,7 +228,7 @@ class FileRefs:
             return [f"{cls}.{func.attr}" for cls in self.classes_of(func.value.id, _enclosing_function(ancestors))]
         owner = func.value if isinstance(func, ast.Attribute) else None
         if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
-            held = self._attr_unions.get(self.fa.index.enclosing_class(ancestors), {}).get(owner.attr, ())
+            held = self._inherited(self.fa.index.enclosing_class(ancestors), self._attr_unions).get(owner.attr, ())
             return [f"{cls}.{func.attr}" for cls in held]  # type: ignore[union-attr]
         return []
 
@@ -486,12 +239,23 @@ class FileRefs:
             return self._unions[scope][name]
         if scope is not None and name in self._local_instances.get(scope, {}):
             return ()
+        if scope is not None and self.params and name in self._parameters_of(scope):
+            qual = self.qualname(scope)
+            self.asked_params.add((qual, name))
+            found = self.params.get(qual, {}).get(name)
+            return tuple(found) if isinstance(found, list) else ()
         return self._unions.get(self.fa.tree, {}).get(name, ())
 
     @property
     def has_unions(self) -> bool:
         """Some name (or `self.<attr>`) of the file holds an object of one of several classes (`classes_of`)."""
-        return bool(self._unions) or bool(self._attr_unions)
+        return bool(self._unions) or bool(self._attr_unions) or self._param_unions()
+
+    def _param_unions(self) -> bool:
+        """Some parameter holds an object of one of several classes (`classes_of`)."""
+        if self._param_unions_memo is None:
+            self._param_unions_memo = any(isinstance(c, list) for ps in self.params.values() for c in ps.values())
+        return self._param_unions_memo
 
     @property
     def has_submodule_loops(self) -> bool:
@@ -520,13 +284,12 @@ class FileRefs:
             if element is not None:
                 return element  # `for block in self.blocks: x = block(x)`
             params = self._param_names.get(scope)
-            if params is None:
-                params = self._param_names[scope] = _parameter_names(scope)
-            if name in params:
+            if name in (params if params is not None else self._parameters_of(scope)):
                 # a parameter: the class its callers pass, where the project knows it
                 qual = self.qualname(scope)
                 self.asked_params.add((qual, name))
-                return self.params.get(qual, {}).get(name)
+                found = self.params.get(qual, {}).get(name)
+                return found if isinstance(found, str) else None  # (several: `classes_of`)
         return self.instances.get(name)
 
     def held_by_self(self, method: Optional[ast.AST], attr: str) -> Optional[str]:
@@ -547,8 +310,41 @@ class FileRefs:
         return class_method_aliases(self.fa.index, cls).get(attr)
 
     def _attributes_of(self, cls: ast.ClassDef) -> Dict[str, str]:
-        """`self.<attr> = Class(...)` in the class's methods: attr -> class."""
-        return self._attr_instances.get(cls, {})
+        """`self.<attr> = Class(...)` in the class's methods: attr -> class;
+        also those its bases of the same file set, where it sets no
+        attribute of that name itself (`FinetuneTrainer(Trainer)`, whose
+        `self.model` its base's `__init__` stores)."""
+        return self._inherited(cls, self._attr_instances)
+
+    def _inherited(self, cls: Optional[ast.AST], found: Dict[ast.AST, Dict[str, object]]) -> dict:
+        """`found[cls]`, with what it says of the bases of `cls` that the file
+        defines (the nearest first) for the attributes `cls` never assigns."""
+        own = found.get(cls, {}) if cls is not None else {}
+        if not isinstance(cls, ast.ClassDef) or not cls.bases:
+            return own
+        memo = self.fa.index.memo("refs.inherited")
+        key = (id(found), cls)
+        if key in memo:
+            return memo[key]  # type: ignore[return-value]
+        local = self._local_classes()
+        bases = [local[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in local]
+        if not bases:
+            memo[key] = own
+            return own
+        memo[key] = own  # (a cycle of bases reads no further)
+        out = dict(own)
+        assigned = self._attr_counts.get(cls, {})  # (what the class itself assigns: its own, bound or not)
+        for base_cls in bases:
+            for attr, held in self._inherited(base_cls, found).items():
+                if attr not in out and attr not in assigned:
+                    out[attr] = held
+        memo[key] = out
+        return out
+
+    def _local_classes(self) -> Dict[str, ast.ClassDef]:
+        """The file's top-level classes by name."""
+        return self.fa.index.memoized("refs.local_classes", None, lambda: {
+            n.name: n for n in self.fa.tree.body if isinstance(n, ast.ClassDef)})
 
     def argument_classes(self, call: ast.Call, ancestors: Sequence[ast.AST]) -> Dict[str, str]:
         """{position or keyword: class} for the arguments that are names bound
@@ -580,6 +376,148 @@ class FileRefs:
                 parts.append(cur.name)
             cur = self.fa.index.parents.get(cur)
         return ".".join([self.module] + parts[::-1])
+
+
+def _read_bindings(refs: "FileRefs") -> None:
+    """One pass over the file's bindings: names bound exactly once, to
+    `Something(...)`, per scope (the module's are `instances`), and
+    `self.<attr> = Something(...)` per class."""
+    every: Dict[ast.AST, Dict[str, List[str]]] = {}  # scope -> name -> the classes of its bindings
+    counts: Dict[ast.AST, Dict[str, int]] = {}
+    attr_found: Dict[ast.AST, Dict[str, ast.Call]] = {}  # (what each is built by, resolved at the end)
+    attr_strings: Dict[ast.AST, Dict[str, str]] = {}
+    elements_found: Dict[ast.AST, Dict[str, ast.AST]] = {}  # `self.blocks = nn.ModuleList([Block() ...])`
+    iterated: List[Tuple[ast.AST, ast.AST, str, str]] = []  # (method, class, loop variable, attr)
+    built: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}
+    aliases: Dict[str, ast.AST] = {}
+    local_aliases: Dict[ast.AST, Dict[str, ast.AST]] = {}
+    attr_counts: Dict[ast.AST, Dict[str, int]] = {}
+    attr_params: Dict[ast.AST, Dict[str, Tuple[ast.AST, str]]] = {}  # `self.<attr> = <parameter>`
+    parents = refs.fa.index.parents
+    kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+    for stmt in refs.fa.index.nodes_of(*kinds):
+        scope = refs.fa.index.owner(stmt)
+        if scope is None or isinstance(scope, ast.Lambda):
+            continue
+        if isinstance(stmt, ast.Assign):
+            targets, value, weight = stmt.targets, stmt.value, 1
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            targets, value, weight = [stmt.target], getattr(stmt, "value", None), 1
+            if isinstance(stmt, ast.AugAssign):
+                value = None
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            targets, value, weight = [stmt.target], None, 2
+        else:
+            targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+            value, weight = None, 2
+        for t, value in _pairs(targets, value):
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                cls = parents.get(scope) if isinstance(scope, FUNCS) else None
+                if isinstance(cls, ast.ClassDef):
+                    c = attr_counts.setdefault(cls, {})
+                    c[t.attr] = c.get(t.attr, 0) + weight
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                        attr_strings.setdefault(cls, {})[t.attr] = value.value  # `self.sampler_type = "uniform"`
+                    built_by = _constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
+                    held_param = _held_name(value) if len(targets) == 1 and isinstance(scope, FUNCS) else None
+                    if held_param is not None and held_param in refs._parameters_of(scope):
+                        # `self.policy = policy`, `self.model = model.cuda()`
+                        attr_params.setdefault(cls, {})[t.attr] = (scope, held_param)
+                    if isinstance(built_by, ast.Call) and len(targets) == 1:
+                        attr_found.setdefault(cls, {})[t.attr] = built_by
+                        element = _element_class(built_by)
+                        if element is not None:
+                            elements_found.setdefault(cls, {})[t.attr] = element
+                continue
+            if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(scope, FUNCS):
+                held = _iterated_attribute(stmt)  # `for block in self.blocks:`
+                if held is not None and isinstance(parents.get(scope), ast.ClassDef):
+                    iterated.append((scope, parents.get(scope), held[0], held[1]))
+            if isinstance(t, ast.Name) and _keeps_object(value, t.id):
+                continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
+            c = counts.setdefault(scope, {})
+            for n in walk(t):
+                # names the statement binds: `trainer.cql_alpha = x` and
+                # `d[k] = v` store into an object, they do not rebind its name
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    c[n.id] = c.get(n.id, 0) + weight
+            if isinstance(t, ast.Name) and isinstance(value, (ast.Name, ast.Attribute)):
+                if isinstance(scope, ast.Module):
+                    aliases[t.id] = value  # `Exp = Exp_Informer`
+                elif isinstance(scope, FUNCS):
+                    local_aliases.setdefault(scope, {})[t.id] = value  # the same in a def (`main()`)
+            value = _constructed(value)
+            if isinstance(t, ast.Name) and isinstance(value, ast.Call):
+                built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
+            elif isinstance(t, ast.Name) and isinstance(stmt, ast.AnnAssign) and isinstance(
+                    stmt.annotation, (ast.Name, ast.Attribute)):
+                # `bpr: utils.BPRLoss = loss_class`: the object of the class the annotation names
+                built.setdefault(scope, {}).setdefault(t.id, []).append(stmt.annotation)
+    # a module-level name bound once, to a class or function the file knows: the same one
+    module_counts = counts.get(refs.fa.tree, {})
+    for name, value in aliases.items():
+        target = refs.resolve_name(value) if module_counts.get(name) == 1 else None
+        if target is not None and name not in refs.names:
+            refs.names[name] = target
+    for scope, funcs in built.items():
+        # a name of the def bound once, to a class of the file or an imported one
+        # (`Exp = Exp_Main` then `exp = Exp(args)`): calls of it build that class
+        local = {name: value for name, value in local_aliases.get(scope, {}).items()
+                 if counts.get(scope, {}).get(name) == 1}
+        for name, found in funcs.items():
+            found = [local.get(f.id, f) if isinstance(f, ast.Name) else f for f in found]
+            targets = [t for t in map(refs._built_all, found) if t]  # (per binding: its classes)
+            if targets:
+                every.setdefault(scope, {})[name] = targets
+    for scope, names in every.items():
+        c = counts.get(scope, {})
+        classes = {k: {t for ts in v for t in ts} for k, v in names.items()}
+        unions = {k: tuple(sorted(classes[k])) for k, v in names.items()
+                  if c.get(k) == len(v) and len(classes[k]) > 1}
+        if unions:
+            refs._unions[scope] = unions
+        # bound once, or every time to the same class (`exp = Exp(args)` in both
+        # branches of a module-level `if args.is_training:`)
+        kept = {k: v[-1][0] for k, v in names.items() if len(classes[k]) == 1 and (
+            c.get(k) == 1 or c.get(k) == len(v))}
+        if isinstance(scope, ast.Module):
+            refs.instances = kept
+        elif isinstance(scope, FUNCS):
+            refs._local_instances[scope] = kept
+    for cls, attrs in attr_found.items():
+        c = attr_counts.get(cls, {})
+        strings = {k: v for k, v in attr_strings.get(cls, {}).items() if c.get(k) == 1}
+        unions = {k: t for k, v in attrs.items() if c.get(k) == 1 for t in (refs._built_all(v.func),) if len(t) > 1}
+        chosen = {k: _chosen_class(refs, attrs[k], strings) for k in unions}
+        unions = {k: t for k, t in unions.items() if chosen[k] is None}
+        if unions:  # `self.model = MuZeroNetwork(config)`, whose `__new__` builds one of two classes
+            refs._attr_unions[cls] = unions
+        refs._attr_instances[cls] = {
+            k: t for k, v in attrs.items() if c.get(k) == 1 and k not in unions
+            for t in (chosen.get(k) or refs._built_by(v.func),) if t is not None
+        }
+    refs._attr_counts = attr_counts
+    for cls, attrs in attr_params.items():
+        # `self.policy = policy` in `__init__`, the attribute's only binding: the object of the
+        # class every caller passes for that parameter (`MFPolicyTrainer(policy=CQLPolicy(...))`)
+        c = attr_counts.get(cls, {})
+        held = refs._attr_instances.setdefault(cls, {})
+        for attr, (method, name) in attrs.items():
+            if c.get(attr) == 1 and attr not in held:
+                qual = refs.qualname(method)
+                refs.asked_params.add((qual, name))
+                found = refs.params.get(qual, {}).get(name)
+                if isinstance(found, str):
+                    held[attr] = found
+                elif found:  # one of several classes, each run script's own
+                    refs._attr_unions.setdefault(cls, {})[attr] = tuple(found)
+    for method, cls, name, attr in iterated:
+        # the loop's variable, bound by that loop only, holds the elements' class
+        element = elements_found.get(cls, {}).get(attr)
+        if element is not None and attr_counts.get(cls, {}).get(attr) == 1 and counts.get(method, {}).get(name) == 2:
+            target = refs._built_by(element)
+            if target is not None:
+                refs._element_instances.setdefault(method, {})[name] = target
 
 
 def _pairs(targets: Sequence[ast.AST], value: Optional[ast.AST]) -> List[Tuple[ast.AST, Optional[ast.AST]]]:
@@ -676,6 +614,20 @@ def _keeps_object(value: Optional[ast.AST], name: str) -> bool:
     last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     return (last in _MODULE_WRAPPERS and bool(value.args) and isinstance(value.args[0], ast.Name)
             and value.args[0].id == name)
+
+
+def _held_name(value: Optional[ast.AST]) -> Optional[str]:
+    """The name whose object `value` is: the name itself, or the object a
+    method of it gives back (`model.cuda()`, `model.to(device)`) or a
+    wrapper of it (`DDP(model)`)."""
+    if isinstance(value, ast.Name):
+        return value.id
+    if not isinstance(value, ast.Call):
+        return None
+    inner = _constructed(value)
+    base = inner.func.value if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) else (
+        value.args[0] if value.args else None)
+    return base.id if isinstance(base, ast.Name) and _keeps_object(value, base.id) else None
 
 
 def _enclosing_function(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:

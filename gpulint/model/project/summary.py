@@ -36,12 +36,13 @@ from gpulint.model.control.options import OPTION_WORD_RE, opt_in_flags, tested_f
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
-from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, self_test_block
+from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, abstract_method, self_test_block
 from gpulint.model.project.builds import built_object
 from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed, unbound_parameters
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
-from gpulint.model.project.refs import MODULE_CODE, FileRefs, has_project_bases, star_imported, star_refs, used_names
+from gpulint.model.project.imports import MODULE_CODE, star_imported, used_names
+from gpulint.model.project.refs import FileRefs, has_project_bases, star_refs
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.devices import hands_back_moved, moved_return_positions
 from gpulint.model.values.host import first_read_lines, reads_on_return
@@ -300,6 +301,8 @@ class _Scope:
             out["params"] = _parameters(fa, scope)
             if scope.args.kwarg is not None:
                 out["kwargs"] = scope.args.kwarg.arg
+            if isinstance(fa.index.parents.get(scope), ast.ClassDef) and abstract_method(scope):
+                out["abstract"] = True
         kinds = set(self.returns)
         if self.returns and not self.generator and len(kinds) == 1 and None not in kinds:
             out["returns"] = kinds.pop()
@@ -353,9 +356,12 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
     root = func
     while isinstance(root, ast.Attribute):
         root = root.value
-    if not isinstance(root, ast.Name):
+    if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super" \
+            and func.value is root:  # type: ignore[attr-defined]
+        pass  # `super().__init__(model, ...)`: the base's method (`FileRefs.call_ref`)
+    elif not isinstance(root, ast.Name):
         return
-    if root.id in ("self", "cls"):
+    elif root.id in ("self", "cls"):
         if (func is root or func.attr == "forward" and func.value is root) and root.id == "self":  # type: ignore[attr-defined]
             if isinstance(scope, FUNCS):  # `self(x)`, `self.forward(x)`: the method runs its own module
                 sc.forwards = sc.forwards or not (grad_words and fa.contexts.grad_disabled(fa.index.ancestors(node)))
@@ -367,6 +373,11 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scop
             and refs.method_alias(fa.index.parents.get(scope), func.attr) is None
         ):
             held = refs.held_by_self(scope, func.attr)
+            if held is not None and not held.endswith("Loss") and isinstance(scope, FUNCS) \
+                    and fa.values.is_module_class(fa.index.parents.get(scope)):
+                # a module's method that runs a sub-module of it (`self.item_encoder(emb, mask)` in
+                # S3Rec's `finetune`): it runs the model's layers, as its `forward` does
+                sc.forwards = sc.forwards or not (grad_words and fa.contexts.grad_disabled(fa.index.ancestors(node)))
             if held is None or held.split(".", 1)[0] in EXTERNAL_ROOTS:
                 return  # `self.conv(x)`: a torch sub-module (`self.reg = Regulator()`: the project's)
     else:

@@ -167,6 +167,24 @@ def legacy_constructor(fa: "FileModel", call: ast.AST) -> Optional[str]:
     return None
 
 
+def range_tensor(fa: "FileModel", call: ast.AST) -> bool:
+    """`torch.LongTensor(range(n))`, `torch.tensor(range(a, b))`,
+    `torch.tensor(list(range(n)))`: an `arange` in disguise, whose numbers
+    come from a Python `range` on the host, one element at a time. Unlike
+    host data, the GPU can make the same numbers itself with `torch.arange(...,
+    device=...)`, so a copy of it is waste."""
+    if not isinstance(call, ast.Call) or len(call.args) != 1 or call.keywords:
+        return False
+    arg = call.args[0]
+    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id == "list" and len(arg.args) == 1:
+        arg = arg.args[0]
+    if not (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id == "range"
+            and not arg.keywords and 1 <= len(arg.args) <= 3):
+        return False
+    return (fa.imports.qualname(call.func) or "") in ("torch.tensor", "torch.as_tensor") \
+        or legacy_constructor(fa, call) is not None
+
+
 def legacy_size_args(fa: "FileModel", call: ast.Call, ancestors: Sequence[ast.AST]) -> bool:
     """The legacy constructor's arguments are surely sizes, and not zero: an
     uninitialised tensor. Several arguments (`torch.FloatTensor(b, n)`) can

@@ -32,6 +32,7 @@ from gpulint.model.values.devices import (
     factory_device_arg,
     factory_name,
     has_generator,
+    range_tensor,
 )
 from gpulint.model.values.kinds import SIZE_METHODS
 from gpulint.model.index.walk import walk
@@ -46,7 +47,7 @@ _SPLITTING = frozenset(("meshgrid", "chunk", "split", "unbind", "tensor_split"))
 TORCH_ELEMENTWISE = frozenset(
     """exp exp2 expm1 log log2 log10 log1p sin cos tan sinh cosh tanh sigmoid sqrt rsqrt pow abs neg floor ceil
     round clamp clip minimum maximum outer ger cat stack flip repeat_interleave cumsum cumprod
-    unsqueeze reshape""".split()
+    unsqueeze reshape triu tril""".split()
 ) | _SPLITTING
 # tensor methods that do the same on their receiver (casts, reshapes, elementwise math)
 TENSOR_ELEMENTWISE = frozenset(
@@ -73,7 +74,8 @@ def host_factory(fa, expr: ast.AST, func: Optional[ast.AST], tensor_kind) -> Opt
 _DATA = object()  # the expression holds tensor data that is not a CPU factory's
 # tensor methods that lay their receiver out anew, taking only sizes and dims
 _LAYOUT_METHODS = frozenset(
-    "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous".split()) | (_SPLITTING - {"meshgrid"})
+    "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous".split()) | (_SPLITTING - {"meshgrid"}) | {
+    "expand_as", "view_as", "reshape_as"}  # (these read only the other tensor's shape)
 # attributes of a tensor that are host facts about it (a torch.Size, a dtype, a device)
 _TENSOR_FACTS = frozenset(("shape", "dtype", "device", "ndim", "is_cuda"))
 # functions of other libraries that lay a tensor out anew where it is (same device)
@@ -90,6 +92,8 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
     if isinstance(expr, ast.Constant):
         return None
     if isinstance(expr, ast.Call):
+        if range_tensor(fa, expr):
+            return expr  # `torch.LongTensor(range(n))`: an arange built on the host
         name = factory_name(fa, expr)
         if name is not None:
             return expr if builds_on_cpu(fa, name, expr) else _DATA
@@ -125,13 +129,15 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
         return _first(fa, list(expr.elts), func, tensor_kind, depth, use, nest)  # `torch.cat([a, b])`
     if isinstance(expr, ast.UnaryOp):
         return _walk(fa, expr.operand, func, tensor_kind, depth, use, nest)
+    if isinstance(expr, ast.Compare):  # `(mask == 0)`: elementwise, where its operands are
+        return _first(fa, [expr.left] + list(expr.comparators), func, tensor_kind, depth, use, nest)
     if isinstance(expr, ast.Subscript):
         return _walk(fa, expr.value, func, tensor_kind, depth, use, nest)
     if isinstance(expr, ast.Name):
         writing = fa.index.memo("host_built.writing")  # arrays whose item writes are being read
         if (func, expr.id) in writing:
             return None  # `ids[..., 1] = ids[..., 1] + torch.arange(h)`: the array itself, read already
-        value = _assigned_value(fa, expr, func, use)
+        value = assigned_value(fa.index, expr, func, use)
         if value is not None:
             if depth >= _MAX_HOPS:
                 return _DATA
@@ -186,7 +192,7 @@ def distribution_draw(fa, call: ast.AST, func: Optional[ast.AST]) -> bool:
         return False
     dist = call.func.value
     if isinstance(dist, ast.Name) and func is not None:
-        dist = _assigned_value(fa, dist, func, call)
+        dist = assigned_value(fa.index, dist, func, call)
     if not isinstance(dist, ast.Call):
         return False
     q = fa.imports.qualname(dist.func) or ""
@@ -216,14 +222,14 @@ def _dtype_only(fa, call: ast.Call) -> bool:
     return all(device_arg_kind(fa, a) == DTYPE for a in call.args)
 
 
-def _assigned_value(fa, name: ast.Name, func, use: ast.AST) -> Optional[ast.AST]:
+def assigned_value(index, name: ast.Name, func, use: ast.AST) -> Optional[ast.AST]:
     """The value of the last plain `name = value` before `use` in `func`,
     where that statement always runs before it: it sits in a block that
     also holds `use` (not in a branch or loop of its own), and `name` is
     bound in no other way in the function (a loop target, `+=`, ...)."""
     if func is None:
         return None
-    found = plain_bindings(fa, func).get(name.id)
+    found = bindings_of(index, func).get(name.id)
     if not found:
         return None
     pos = (use.lineno, use.col_offset)
@@ -237,14 +243,14 @@ def _assigned_value(fa, name: ast.Name, func, use: ast.AST) -> Optional[ast.AST]
             best = stmt
     if best is None:
         return None
-    where = fa.index.slot(best)  # (the block that holds the assignment)
+    where = index.slot(best)  # (the block that holds the assignment)
     if where is None:
         return None
-    parents = fa.index.parents
+    parents = index.parents
     node = use
     while node is not None and parents.get(node) is not where[0]:
         node = parents.get(node)
-    here = fa.index.slot(node) if node is not None else None
+    here = index.slot(node) if node is not None else None
     if here is None or here[:2] != where[:2]:
         return None
     return best.value
@@ -266,7 +272,12 @@ def _item_writes(fa, func) -> dict:
 
 def plain_bindings(fa, func) -> dict:
     """`_bindings` of `func`, read once per model."""
-    return fa.index.memoized("host_built.bindings", func, lambda: _bindings(func))
+    return bindings_of(fa.index, func)
+
+
+def bindings_of(index, func) -> dict:
+    """`_bindings` of `func`, read once per index."""
+    return index.memoized("host_built.bindings", func, lambda: _bindings(func))
 
 
 def _bindings(func) -> dict:
@@ -318,10 +329,14 @@ def defs_building_on_cpu(fa) -> frozenset:
     file, from its calls."""
     def compute() -> frozenset:
         owners = set()
+        ranges = fa.index.mentions("(range(") or fa.index.mentions("(list(range(")  # (`range_tensor`'s forms)
         for call in fa.index.nodes(ast.Call):
             name = factory_name(fa, call)
             drawn = isinstance(call.func, ast.Attribute) and call.func.attr in _DRAWS  # type: ignore[attr-defined]
             if name is None and not drawn:
+                if ranges and range_tensor(fa, call):
+                    owners.add(next((a for a in reversed(fa.index.ancestors(call))
+                                     if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None))
                 continue
             func = next((a for a in reversed(fa.index.ancestors(call))
                          if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)

@@ -15,11 +15,13 @@ from gpulint.model.values.devices import (
     is_cuda_tensor_type,
     legacy_constructor,
     legacy_size_args,
+    range_tensor,
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like_text, typed_like_message
 from gpulint.model.values.host_built import builds_on_cpu
+from gpulint.rules.cpu_tensor_then_moved.constant_fill import constant_fill, fill_message, stored_under_a_key
 from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
 from gpulint.rules.cpu_tensor_then_moved.indexed import index_copied, index_message
 from gpulint.edits import add_keyword, find_keyword, replace_node
@@ -167,13 +169,23 @@ class CpuTensorThenMoved(Rule):
     GPU. The arguments must surely be sizes: several of them, or one that is an
     int by its form (`3`, `len(xs)`, `x.size(0)`, `x.size()`, a tensor's
     `x.shape`, `*shape`) or a name the function binds only to such values.
-    Called with data (`torch.FloatTensor([0.5, 0.5])`,
+    Called with data (`torch.FloatTensor([0.485, 0.456, 0.406])`,
     `torch.Tensor(np_array)`, a list), a legacy constructor is not flagged, for
     the same reason as `torch.tensor(data)`: the data lives on the host and
     must be copied anyway: on an H200 with torch 2.11, `torch.tensor(list,
     device=...)` measured 2x slower than `torch.LongTensor(list).cuda()` at
     262,144 elements (41.6 vs 20.8 ms) and the same at 64, so the rewrite would
-    not pay. Nor are an empty tensor (`torch.LongTensor()`), an argument that
+    not pay. Two literals are no data, and are flagged (without a fix): a
+    constant of one repeated number (`torch.tensor([0.]).to(d)`,
+    `torch.FloatTensor([0.5]).cuda()`, `torch.tensor([0] * batch_size).cuda()`,
+    `torch.tensor(-100).to(d)`), which `torch.zeros(1, device=d)` or
+    `torch.full((n,), v, device=d)` fills on the GPU with no copy at all
+    (not one stored under a key, `losses["loss_dn"] =
+    torch.as_tensor(0.).to("cuda")`: a zero standing in for a loss the
+    other path computes, read with the rest of the dict); and
+    a Python range (`torch.LongTensor(range(n))`, `torch.tensor(list(range(n)))`),
+    which `torch.arange(n, device=d)` makes there, also where casts or
+    reshapes come between it and the move. Nor are an empty tensor (`torch.LongTensor()`), an argument that
     could be data or a size (a parameter `n`), and
     `torch.cuda.FloatTensor(...)`, which builds on the GPU already. Filled on
     the way (`torch.FloatTensor(b, n).fill_(0).to(device)`, `.zero_()`), the
@@ -354,6 +366,14 @@ class CpuTensorThenMoved(Rule):
         if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to")):
             return
         inner = func.value
+        if range_tensor(fa, inner):
+            return self._computed(ctx, node, inner)  # `torch.LongTensor(range(n)).cuda()`: an arange
+        fill = constant_fill(fa, inner, ctx.source.node_text)
+        if fill is not None:  # `torch.tensor([0.]).to(device)`: a constant, not data
+            if _target(node, fa) is not None and not stored_under_a_key(fa, node) \
+                    and runs_repeatedly(fa, node, ctx.ancestors):
+                self.report(ctx, node, message=fill_message(fill, ctx.source.node_text(inner)))
+            return
         if (
             isinstance(inner, ast.Call) and len(inner.args) == 1
             and fa.imports.qualname(inner.func) in ("torch.from_numpy", "torch.tensor", "torch.as_tensor")
@@ -365,7 +385,7 @@ class CpuTensorThenMoved(Rule):
         if name is None:
             legacy = legacy_constructor(fa, inner)
             if legacy is not None:
-                self._legacy(ctx, node, inner, legacy)
+                self._report_if(ctx, node, _legacy_message(ctx, node, inner, legacy))
             elif not self._legacy_filled(ctx, node, inner):
                 self._computed(ctx, node, inner)
             return
@@ -415,40 +435,39 @@ class CpuTensorThenMoved(Rule):
             self.report(ctx, node, message=message)
         return shaped
 
-    def _legacy(self, ctx, node: ast.Call, inner: ast.Call, legacy: str) -> None:
-        """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
-        Reported without a fix; the message names the `torch.empty` call."""
-        fa = ctx.analysis
-        if not legacy_size_args(fa, inner, ctx.ancestors):
-            return  # data (`torch.FloatTensor([1, 2])`) crosses from the host anyway
-        if _target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
-            return
-        src = ctx.source
-        sizes = _sizes_text(src, inner)
-        dtype = _moved_dtype(node, fa)
-        if dtype is not None:
-            dtype_text: Optional[str] = src.node_text(dtype)
-        else:
-            base = LEGACY_CONSTRUCTORS[legacy]
-            dtype_text = f"torch.{base}" if base else None  # torch.Tensor: the default dtype, as torch.empty
-        method = node.func.attr  # type: ignore[attr-defined]
-        dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
-        if method == "cuda" and dev is None:
-            device_text = '"cuda"'
-        elif method == "cuda" and isinstance(dev, ast.Constant) and isinstance(dev.value, int):
-            device_text = f'"cuda:{dev.value}"'
-        else:
-            device_text = src.node_text(dev) if dev is not None and len(src.node_text(dev)) <= 30 else "..."
-        args = [sizes] + ([f"dtype={dtype_text}"] if dtype_text else []) + [f"device={device_text}"]
-        self.report(
-            ctx,
-            node,
-            message=(
-                f"`torch.{legacy}({sizes})` builds an uninitialised tensor on the CPU and then copies it to the GPU; "
-                f"use `torch.empty({', '.join(args)})` instead"
-            ),
-        )
 
+
+
+def _legacy_message(ctx, node: ast.Call, inner: ast.Call, legacy: str) -> Optional[str]:
+    """`torch.FloatTensor(3, 4).cuda()`: an uninitialised CPU tensor, copied.
+    Reported without a fix; the message names the `torch.empty` call. None
+    where there is nothing to report."""
+    fa = ctx.analysis
+    if not legacy_size_args(fa, inner, ctx.ancestors):
+        return None  # data (`torch.FloatTensor([1, 2])`) crosses from the host anyway
+    if _target(node, fa) is None or not runs_repeatedly(fa, node, ctx.ancestors):
+        return None
+    src = ctx.source
+    sizes = _sizes_text(src, inner)
+    dtype = _moved_dtype(node, fa)
+    if dtype is not None:
+        dtype_text: Optional[str] = src.node_text(dtype)
+    else:
+        base = LEGACY_CONSTRUCTORS[legacy]
+        dtype_text = f"torch.{base}" if base else None  # torch.Tensor: the default dtype, as torch.empty
+    method = node.func.attr  # type: ignore[attr-defined]
+    dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+    if method == "cuda" and dev is None:
+        device_text = '"cuda"'
+    elif method == "cuda" and isinstance(dev, ast.Constant) and isinstance(dev.value, int):
+        device_text = f'"cuda:{dev.value}"'
+    else:
+        device_text = src.node_text(dev) if dev is not None and len(src.node_text(dev)) <= 30 else "..."
+    args = [sizes] + ([f"dtype={dtype_text}"] if dtype_text else []) + [f"device={device_text}"]
+    return (
+        f"`torch.{legacy}({sizes})` builds an uninitialised tensor on the CPU and then copies it to the GPU; "
+        f"use `torch.empty({', '.join(args)})` instead"
+    )
 
 
 def _numpy_draw_message(ctx, node: ast.Call, data: ast.AST, copier: str) -> Optional[str]:

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import FUNCS
-from gpulint.model.values.devices import default_device_set, factory_name
+from gpulint.model.values.devices import default_device_set, factory_name, range_tensor
 from gpulint.model.values.host_built import defs_building_on_cpu, distribution_draw, host_factory
 
 def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.Call]:
@@ -65,6 +65,11 @@ def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
             f"`{_callee_text(factory)}()` draws a tensor on the CPU (a distribution built from Python numbers), "
             f"copied to the GPU at line {move.func.value.end_lineno}; draw it there (`torch.randn(..., "  # type: ignore[attr-defined]
             "device=...)`, or a distribution built from tensors on the device)"
+        )
+    if range_tensor(fa, factory):
+        return (
+            f"`{_callee_text(factory)}(range(...))` builds an index range on the CPU, copied to the GPU at line "
+            f"{move.func.value.end_lineno}; build it there with `torch.arange(..., device=...)`"  # type: ignore[attr-defined]
         )
     if factory_name(fa, factory) is None:  # a project function returning what a CPU factory built
         return (
