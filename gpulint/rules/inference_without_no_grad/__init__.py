@@ -37,10 +37,11 @@ class InferenceWithoutNoGrad(Rule):
     sub-module named like one (`model.encoder(x)`), and not a method of a
     model a library loads (`AutoModel.from_pretrained(...)`), whose code the
     project does not show. Any other method counts where the project shows
-    that it runs the model itself (`self(images)` or `self.forward(x)`, with
-    autograd as its caller has it) and no backward or optimizer step,
-    directly or through its calls: edge-connect's `model.process(images,
-    edges)`, a forward and its losses, called per validation batch.
+    that it runs the model itself (`self(images)` or `self.forward(x)`, or
+    a sub-module it holds, `self.item_encoder(emb)`, with autograd as its
+    caller has it) and no backward or optimizer step, directly or through
+    its calls: edge-connect's `model.process(images, edges)`, a forward and
+    its losses, called per validation batch; S3Rec's `model.finetune(ids)`.
     The switch may also be in the callers:
     a function that never switches the model itself, every call of which in
     the file comes after its caller's `.eval()` on the model it passes (for
