@@ -72,6 +72,8 @@ def host_factory(fa, expr: ast.AST, func: Optional[ast.AST], tensor_kind) -> Opt
 
 
 _DATA = object()  # the expression holds tensor data that is not a CPU factory's
+# the old autograd wrapper, which gives back the tensor it wraps (torch 0.4 on)
+_VARIABLE = frozenset(("torch.autograd.Variable", "torch.autograd.variable.Variable"))
 # tensor methods that lay their receiver out anew, taking only sizes and dims
 _LAYOUT_METHODS = frozenset(
     "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous".split()) | (_SPLITTING - {"meshgrid"}) | {
@@ -103,6 +105,8 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
             return expr  # `Normal(0, 1).sample(mean.shape)`: drawn on the CPU
         f = expr.func
         q = fa.imports.qualname(f) or ""
+        if q in _VARIABLE and len(expr.args) == 1 and not expr.keywords:
+            return _walk(fa, expr.args[0], func, tensor_kind, depth, use, nest)  # `Variable(t)`: `t` itself
         if q.startswith("math.") or (isinstance(f, ast.Name) and f.id in ("int", "float", "len", "max", "min")):
             return None  # a Python number
         torch_fn = q[6:] if q.startswith("torch.") and q.count(".") == 1 else ""  # `torch.exp`, not `torch.nn.x`

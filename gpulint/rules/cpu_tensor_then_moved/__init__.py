@@ -185,7 +185,8 @@ class CpuTensorThenMoved(Rule):
     other path computes, read with the rest of the dict); and
     a Python range (`torch.LongTensor(range(n))`, `torch.tensor(list(range(n)))`),
     which `torch.arange(n, device=d)` makes there, also where casts or
-    reshapes come between it and the move. Nor are an empty tensor (`torch.LongTensor()`), an argument that
+    reshapes (or the old `Variable(...)`) come between it and the move.
+    Nor are an empty tensor (`torch.LongTensor()`), an argument that
     could be data or a size (a parameter `n`), and
     `torch.cuda.FloatTensor(...)`, which builds on the GPU already. Filled on
     the way (`torch.FloatTensor(b, n).fill_(0).to(device)`, `.zero_()`), the
