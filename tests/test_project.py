@@ -2862,3 +2862,34 @@ def test_a_base_class_loop_calling_an_abstract_method_runs_its_overrides(tmp_pat
         """,
     })
     assert rows_by_path(tmp_path, "GPU101") == [("irm.py", 14)]
+
+
+def test_an_object_built_where_it_is_passed_is_of_its_class(tmp_path):
+    # `train(net, loader, opt, DiceLoss())`: the criterion parameter holds a DiceLoss, whose
+    # forward runs every step (DBNet's `assert loss <= 1` in its Dice loss)
+    write(tmp_path, {
+        "losses.py": """
+            import torch.nn as nn
+            class DiceLoss(nn.Module):
+                def forward(self, pred, gt):
+                    loss = 1 - 2 * (pred * gt).sum() / (pred.sum() + gt.sum() + 1e-6)
+                    assert loss <= 1
+                    return loss
+        """,
+        "train.py": """
+            import torch
+            from losses import DiceLoss
+            def train(model, loader, opt, criterion):
+                model.cuda()
+                for x, y in loader:
+                    x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+                    loss = criterion(model(x), y)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            if __name__ == "__main__":
+                net = torch.nn.Linear(4, 4)
+                train(net, [], torch.optim.SGD(net.parameters(), lr=0.1), DiceLoss())
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU101") == [("losses.py", 6)]

@@ -349,22 +349,28 @@ class FileRefs:
     def argument_classes(self, call: ast.Call, ancestors: Sequence[ast.AST]) -> Dict[str, str]:
         """{position or keyword: class} for the arguments that are names bound
         to an object of a known class (`loss_scaler` with `loss_scaler =
-        NativeScaler()`)."""
+        NativeScaler()`), or that build one where they are passed
+        (`train(net, loader, DiceLoss())`)."""
         scope = _enclosing_function(ancestors)
         out: Dict[str, str] = {}
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Starred):
                 break
-            if isinstance(a, ast.Name):
-                cls = self._instance_class(a.id, scope)
-                if cls is not None:
-                    out[str(i)] = cls
+            cls = self._argument_class(a, scope)
+            if cls is not None:
+                out[str(i)] = cls
         for kw in call.keywords:
-            if kw.arg is not None and isinstance(kw.value, ast.Name):
-                cls = self._instance_class(kw.value.id, scope)
-                if cls is not None:
-                    out[kw.arg] = cls
+            cls = self._argument_class(kw.value, scope) if kw.arg is not None else None
+            if cls is not None:
+                out[kw.arg] = cls  # type: ignore[index]
         return out
+
+    def _argument_class(self, value: ast.AST, scope: Optional[ast.AST]) -> Optional[str]:
+        if isinstance(value, ast.Name):
+            return self._instance_class(value.id, scope)
+        if isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)):
+            return self.built_class(value, scope)  # type: ignore[arg-type]
+        return None
 
     # ------------------------------------------------------------- functions
     def qualname(self, node: ast.AST) -> str:
