@@ -78,15 +78,10 @@ def _held_by_name(index, stmt: ast.If, name: ast.Name) -> ast.AST:
     # further back: the flag set at the top of the loop's body (`log_losses = i > 0 and
     # n_iter % args.print_freq == 0`), when every binding of it in the def is a plain one and
     # the last before the `if` always runs before it (a block around the `if` holds it)
-    func = None
-    looped = False  # a loop between the `if` and its def (else it runs once per call, periodic or not)
-    for a in reversed(index.ancestors(stmt)):
-        if isinstance(a, FUNCS):
-            func = a
-            break
-        looped = looped or isinstance(a, LOOPS)
-    if func is None or not looped:
-        return name
+    ancestors = index.ancestors(stmt)
+    func = index.enclosing_scope(ancestors)
+    if func is None or not loops_around(list(ancestors) + [stmt]):
+        return name  # (no loop between the `if` and its def: it runs once per call, periodic or not)
     held = assigned_value(index, name, func, stmt)
     return held if held is not None else name
 

@@ -119,7 +119,7 @@ class ProjectGraph:
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str, list]]] = {}
         self._callers: Optional[Dict[str, List[str]]] = None  # (`_plain_callers`)
-        self._subclasses: Optional[Dict[str, List[str]]] = None  # class -> its direct subclasses (`_overrides`)
+        self._subclasses: Optional[Dict[str, List[str]]] = None  # class -> its direct subclasses (`hierarchy.overrides`)
         self._abstract = {fid for fid, f in self.functions.items() if f.get("abstract")}  # (`resolved_calls`)
         # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
         self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
@@ -166,7 +166,7 @@ class ProjectGraph:
                     cid = self.alias.get(f"{cls}.{method}")
                 if cid is None and owner:
                     cid = self._through_bases(owner, method, set())
-                    if cid is None and method == "__call__" and self._class(owner) is not None:
+                    if cid is None and method == "__call__" and cls is not None:
                         # a module called: `nn.Module.__call__` runs its `forward`
                         cid = self.alias.get(f"{owner}.forward") or self._through_bases(owner, "forward", set())
             if cid is not None:

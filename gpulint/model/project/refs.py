@@ -101,7 +101,6 @@ class FileRefs:
                 self.names[node.name] = f"{self.module}.{node.name}"
         _read_bindings(self)
 
-
     def _built_by(self, func: ast.AST) -> Optional[str]:
         """What a call of `func` builds: the class it names, or the class a
         function of the project builds and returns (`build_model(cfg)`)."""
@@ -195,6 +194,14 @@ class FileRefs:
             params = self._param_names[scope] = _parameter_names(scope)
         return params
 
+    def passed(self, func: ast.AST, name: str) -> object:
+        """What the project says the callers of `func` pass for its parameter
+        `name`: a class, a sorted list of a few classes, or None; the
+        question is recorded (`asked_params`)."""
+        qual = self.qualname(func)
+        self.asked_params.add((qual, name))
+        return self.params.get(qual, {}).get(name)
+
     def _super_ref(self, method: str, ancestors: Sequence[ast.AST]) -> Optional[str]:
         """`super().__init__(model, ...)` in a method of a class: the method of
         its first base, where the file knows the base (the project's graph
@@ -240,9 +247,7 @@ class FileRefs:
         if scope is not None and name in self._local_instances.get(scope, {}):
             return ()
         if scope is not None and self.params and name in self._parameters_of(scope):
-            qual = self.qualname(scope)
-            self.asked_params.add((qual, name))
-            found = self.params.get(qual, {}).get(name)
+            found = self.passed(scope, name)
             return tuple(found) if isinstance(found, list) else ()
         return self._unions.get(self.fa.tree, {}).get(name, ())
 
@@ -283,12 +288,9 @@ class FileRefs:
             element = self._element_instances.get(scope, {}).get(name)
             if element is not None:
                 return element  # `for block in self.blocks: x = block(x)`
-            params = self._param_names.get(scope)
-            if name in (params if params is not None else self._parameters_of(scope)):
+            if name in self._parameters_of(scope):
                 # a parameter: the class its callers pass, where the project knows it
-                qual = self.qualname(scope)
-                self.asked_params.add((qual, name))
-                found = self.params.get(qual, {}).get(name)
+                found = self.passed(scope, name)
                 return found if isinstance(found, str) else None  # (several: `classes_of`)
         return self.instances.get(name)
 
@@ -510,9 +512,7 @@ def _read_bindings(refs: "FileRefs") -> None:
         held = refs._attr_instances.setdefault(cls, {})
         for attr, (method, name) in attrs.items():
             if c.get(attr) == 1 and attr not in held:
-                qual = refs.qualname(method)
-                refs.asked_params.add((qual, name))
-                found = refs.params.get(qual, {}).get(name)
+                found = refs.passed(method, name)
                 if isinstance(found, str):
                     held[attr] = found
                 elif found:  # one of several classes, each run script's own

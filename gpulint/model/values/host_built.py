@@ -337,14 +337,12 @@ def defs_building_on_cpu(fa) -> frozenset:
         for call in fa.index.nodes(ast.Call):
             name = factory_name(fa, call)
             drawn = isinstance(call.func, ast.Attribute) and call.func.attr in _DRAWS  # type: ignore[attr-defined]
-            if name is None and not drawn:
-                if ranges and range_tensor(fa, call):
-                    owners.add(next((a for a in reversed(fa.index.ancestors(call))
-                                     if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None))
+            ranged = name is None and not drawn and ranges and range_tensor(fa, call)
+            if name is None and not drawn and not ranged:
                 continue
             func = next((a for a in reversed(fa.index.ancestors(call))
                          if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-            if (builds_on_cpu(fa, name, call) if name is not None else distribution_draw(fa, call, func)):
+            if ranged or (builds_on_cpu(fa, name, call) if name is not None else distribution_draw(fa, call, func)):
                 owners.add(func)
         return frozenset(owners)
 
