@@ -601,10 +601,27 @@ CORPUS_SETS = {
         ("happyharrycn/actionformer_release", "61ea7eb9308a568b0cf45e3804830836e30061de"),
         ("wolny/pytorch-3dunet", "a33e2c7038a0b51296ca4f99b0f0ed4b61740705"),
     ],
+    # thirty-ninth: labelled at first sight on 8cb28cc
+    "thirty-ninth": [
+        ("clvrai/spirl", "e74ad23d2e9696369ec3d998f2920be4cddf9015"),
+        ("ethanyanjiali/minChatGPT", "311aa3a72f825bba539944d9183f2731a0d83601"),
+        ("Alexander-H-Liu/End-to-end-ASR-Pytorch", "1103d144423e8e692f1d18cd9db27a96cb49fb9d"),
+        ("AstraZeneca/SubTab", "aa3ab1b97231fc37229ef3e55d98ae13bdbfb4fc"),
+        ("nlpyang/PreSumm", "70b810e0f06d179022958dd35c1a3385fe87f28c"),
+        ("Thinklab-SJTU/Crossformer", "c10c8eadb153d1dd9798250967747ca3ebb81383"),
+        ("facebookresearch/generative-recommenders", "2e81fab69a497fb5e24cd23569adf1e78070e4ec"),
+        ("clovaai/stargan-v2", "875b70a150609e8a678ed8482562e7074cdce7e5"),
+        ("Totoro97/NeuS", "6e0a2309d3f8d62d95c749183a965813558662ef"),
+        ("facebookresearch/TimeSformer", "a5ef29a7b7264baff199a30b3306ac27de901133"),
+        ("bytedance/ibot", "da316d82636a7a7356835ef224b13d5f3ace0489"),
+        ("rampasek/GraphGPS", "28015707cbab7f8ad72bed0ee872d068ea59c94b"),
+        ("HuCaoFighting/Swin-Unet", "f48f623e226e25b6e395c37207915c50aaa9c776"),
+        ("swz30/MPRNet", "43feb2aed45f5e0b9082c78c8c455160e30a3a82"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
