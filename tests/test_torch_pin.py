@@ -89,6 +89,21 @@ def test_a_set_up_script_counts_only_where_no_requirement_names_torch(tmp_path):
     assert pin_in(str(tmp_path))[0] == (1, 13, 1)
 
 
+def test_a_commented_out_torch_requirement_is_the_torch_its_authors_ran(tmp_path):
+    # minChatGPT: "# Download your own torch nightly" above `# torch==2.0.0.dev20230228+cu117`
+    write(tmp_path, "requirements.txt",
+          "numpy==1.24.2\n# Download your own torch nightly\n# torch==2.0.0.dev20230228+cu117\n")
+    version, source = pin_in(str(tmp_path))
+    assert version[:2] == (2, 0)
+    assert source == f"{tmp_path / 'requirements.txt'} (commented out): torch==2.0.0.dev20230228+cu117"
+    # a live requirement, even a bare minimum, says which torch the project takes
+    write(tmp_path, "requirements.txt", "torch>=1.13\n# torch==2.0.0\n")
+    assert pin_in(str(tmp_path)) is None
+    # prose that names torch is no requirement
+    write(tmp_path, "requirements.txt", "numpy\n# torch is installed by the Dockerfile\n")
+    assert pin_in(str(tmp_path)) is None
+
+
 def test_ngc_images_by_release():
     from gpulint.engine.torch_pin import ngc_torch
 

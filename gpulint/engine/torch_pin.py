@@ -20,7 +20,10 @@ and including the repository's root, the folder holding `.git` or `.hg`):
   install` and `conda install` commands (`pip install torch==1.9.0`), and a Dockerfile's PyTorch base image (`FROM
   pytorch/pytorch:1.5.1-cuda10.1-cudnn7-runtime` is `torch==1.5.1`, NVIDIA's
   `FROM nvcr.io/nvidia/pytorch:20.12-py3` the torch 1.8 it ships): the
-  set-up a project's README sends its users to. These count only where no
+  set-up a project's README sends its users to;
+- a requirements file's commented-out torch line (`# torch==2.0.0.dev20230228`
+  under "install your own torch nightly"): the torch its authors ran.
+  These count only where no
   other declaration file of the folder names torch: a requirement, even a
   bare minimum, says which torch the project takes, and an image is one
   way to run it.
@@ -126,6 +129,22 @@ def _requirement_lines(text: str) -> Iterable[str]:
         line = line.strip()
         if line and not line.startswith(("#", "-")):
             yield re.split(r"\s--?\w", line, maxsplit=1)[0]
+
+
+def _commented_requirements(text: str) -> Iterable[str]:
+    """The commented-out torch lines of a pip requirements file
+    (`# torch==2.0.0.dev20230228+cu117`): the torch its authors installed
+    by hand."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            line = line.lstrip("#").strip()
+            if _NAME_RE.match(line) is not None:
+                yield re.split(r"\s--?\w|\s#", line, maxsplit=1)[0]
+
+
+# a declaration read from comments (`_commented_requirements`): it counts as a set-up script's
+COMMENTED = " (commented out)"
 
 
 def _pyproject_requirements(text: str) -> Iterable[str]:
@@ -243,7 +262,7 @@ def _is_install_script(name: str) -> bool:
     """A shell script, a Dockerfile, or the README or INSTALL page whose
     set-up commands a user copies (`pip install torch==1.9.0`)."""
     low = name.lower()
-    return low.endswith(".sh") or low.startswith("dockerfile") or low.endswith(".dockerfile") or (
+    return low.endswith((".sh", COMMENTED)) or low.startswith("dockerfile") or low.endswith(".dockerfile") or (
         low.startswith(("readme", "install")) and low.endswith((".md", ".rst")))
 
 
@@ -268,6 +287,8 @@ def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Itera
         text = _read_text(os.path.join(directory, name))
         if text is not None:
             yield name, reader(text)
+            if reader is _requirement_lines and "torch" in text:
+                yield name + COMMENTED, _commented_requirements(text)
     if "requirements" in names:
         sub = os.path.join(directory, "requirements")
         try:
