@@ -2893,3 +2893,45 @@ def test_an_object_built_where_it_is_passed_is_of_its_class(tmp_path):
         """,
     })
     assert rows_by_path(tmp_path, "GPU101") == [("losses.py", 6)]
+
+
+def test_a_default_device_set_by_the_entry_script_holds_in_the_files_it_imports(tmp_path):
+    # NeuS: `exp_runner.py` calls `torch.set_default_tensor_type("torch.cuda.FloatTensor")`, so
+    # the factories without `device=` of the renderer it imports build on the GPU: no CPU
+    # tensor to move (GPU203) and none to build in a forward (GPU204). A script that sets
+    # nothing leaves the same module's factories on the CPU.
+    files = {
+        "models/renderer.py": """
+            import torch
+            import torch.nn as nn
+            class Renderer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(3, 1)
+                def forward(self, rays):
+                    ones = torch.ones([len(rays), 1])
+                    idx = torch.arange(rays.shape[0])
+                    return self.fc(rays)[idx] * ones
+        """,
+        "models/__init__.py": "",
+        "runner.py": """
+            import torch
+            from models.renderer import Renderer
+            def train(loader):
+                net = Renderer().cuda()
+                opt = torch.optim.Adam(net.parameters())
+                for rays in loader:
+                    loss = net(rays.cuda()).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            if __name__ == "__main__":
+                torch.set_default_tensor_type("torch.cuda.FloatTensor")
+                train([])
+        """,
+    }
+    write(tmp_path, files)
+    assert rows_by_path(tmp_path, "GPU203,GPU204") == []
+    (tmp_path / "runner.py").write_text(textwrap.dedent(files["runner.py"]).replace(
+        '    torch.set_default_tensor_type("torch.cuda.FloatTensor")\n', ""))
+    assert rows_by_path(tmp_path, "GPU204") == [("models/renderer.py", 9), ("models/renderer.py", 10)]

@@ -26,11 +26,13 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from gpulint.model.control.constants import dead_statements
 from gpulint.model.control.steps import may_start
 from gpulint.model.file import FileModel
+from gpulint.model.values.callfacts import NO_FACTS, ProgramFacts
 from gpulint.model.index.nodes import LOOPS, is_main_guard
 from gpulint.model.index.tree import is_test_path, may_use_accelerator, mentions
 from gpulint.model.index.walk import walk
 from gpulint.model.names import other_framework, torch_ceiling
 from gpulint.model.project.facts import model_with_facts, partial_summary
+from gpulint.model.project.programs import TOLD_ALONE
 from gpulint.model.project.modules import is_package, module_names
 from gpulint.model.project.layers import may_build_layers
 from gpulint.model.project.summary import may_start_steps
@@ -388,6 +390,9 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         options = dataclasses.replace(options, torch_version=ceiling, torch_newest=ceiling)
         own_pin = ceiling
     program_pin = project.table.get("torch_pin") if project is not None and project.table else None
+    # a default device that a file of the program sets (the rules of a file read without facts see it)
+    program = ProgramFacts(True) if project is not None and project.table and project.table.get("default_device") \
+        else NO_FACTS
     if program_pin is not None and tuple(program_pin[0]) < options.torch_version:
         # a file its program runs with pins an older torch (`ProjectGraph.program_facts`)
         options = dataclasses.replace(options, torch_version=tuple(program_pin[0]))
@@ -397,17 +402,18 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     if project is None:
         project = ProjectInput(tuple(module_names(path, ())), is_package(path))
     # a table that says only which torch the file's program pins tells the model nothing
-    facts = project.table if project.table is not None and set(project.table) - {"torch_pin"} else None
+    facts = project.table if project.table is not None and set(project.table) - set(TOLD_ALONE) else None
     if takes_part(text, accelerator, tree) or project.summarize:  # (per-step code calls into a file it asks for)
         if facts is None and not project.summarize and (
-                not may_start_steps(text) or not may_start(probe := FileModel(tree, text, path))):
+                not may_start_steps(text) or not may_start(probe := FileModel(tree, text, path, program))):
             # nothing here can start a step: its summary matters only if per-step code calls
             # into it, which the project finds out and asks for (`ProjectInput.summarize`);
             # the model read to tell is the one the rules read
             deferred = True
         else:
+            told = {"default_device": True} if program is not NO_FACTS and facts is None else None
             model, summary, table = model_with_facts(tree, text, path, project.names, project.package, facts,
-                                                     like=probe)  # (which it closes)
+                                                     like=probe, told=told)  # (which it closes)
             if program_pin is not None:
                 table = dict(table or {}, torch_pin=program_pin)
     if summary is None:
@@ -417,11 +423,14 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         summary = partial_summary(tree, text, project.names, project.package, layers=asked)
         if (not asked and may_build_layers(text)) or (not project.summarize and builds_tensors(text)):
             deferred = True  # (a helper of tensor code: per-step code may call it, `demanded`)
-    if model is None and program_pin is not None:
-        table = {"torch_pin": program_pin}  # (what the file was read with: `facts_key`)
+    if model is None and project.table:
+        # (what the file was read with: `facts_key`)
+        table = {k: project.table[k] for k in TOLD_ALONE if project.table.get(k) is not None} or None
     if own_pin is not None and summary is not None:
         summary["pin"] = list(own_pin)  # (the project joins it to the files of the same program)
     read = model if model is not None else probe  # (the model read to tell it was deferred)
+    if read is None and program is not NO_FACTS and selected and not project.summary_only:
+        read = FileModel(tree, text, path, program)
     findings = [] if not selected or project.summary_only else _lint_tree(text, path, options, tree, selected, read)
     if findings and facts is not None and facts.get("self_test"):
         findings = _outside_self_test(findings, tree, {r.code for r, _ in selected if r.skips_test_files})

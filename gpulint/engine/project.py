@@ -25,6 +25,7 @@ from gpulint.engine.files import FileResult, lint_file, lint_text
 from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
 from gpulint.model.project.graph import ProjectGraph, module_file, trains
 from gpulint.model.project.modules import is_package, module_names
+from gpulint.model.project.programs import TOLD_ALONE
 from gpulint.registry import suppression_judges
 
 # a run reads files in worker processes from this many on
@@ -361,13 +362,13 @@ def join_project(done: Dict[str, FileResult], context: Dict[str, FileResult], in
             if res.summary is None or res.error is not None:
                 continue
             if res.summary.get("partial"):
-                # no loop or call of the file is read with facts: only which torch its program
-                # pins, where one does (read again with the layers it was asked for)
-                pin = graph.program_facts(path).get("torch_pin")
-                had = (res.table or {}).get("torch_pin")
-                if pin != had:
-                    redo.append((path, ProjectInput(inputs[path].names, inputs[path].package,
-                                                    {"torch_pin": pin} if pin is not None else None,
+                # no loop or call of the file is read with facts: only what its program tells
+                # it, the torch it pins and a default device set elsewhere (`TOLD_ALONE`; read
+                # again with the layers it was asked for)
+                told = {k: v for k, v in graph.program_facts(path).items() if k in TOLD_ALONE}
+                had = {k: v for k, v in (res.table or {}).items() if k in TOLD_ALONE}
+                if told != had:
+                    redo.append((path, ProjectInput(inputs[path].names, inputs[path].package, told or None,
                                                     layers="layers" in res.summary)))
                 continue
             table = graph.facts_for(path)

@@ -97,6 +97,12 @@ class FactoryWithoutDeviceInForward(Rule):
       comprehension);
     - a factory chained into `.to()`/`.cuda()` (GPU203's case) or into
       `.cpu()`/`.tolist()`/`.numpy()`/`.item()`;
+    - a factory where the code sets a default device that is not the CPU
+      (`torch.set_default_device("cuda")`,
+      `torch.set_default_tensor_type("torch.cuda.FloatTensor")`, `with
+      torch.device("cuda"):`), in its file or in the module code of a script
+      of its program that never sets it back (NeuS's `exp_runner.py`): it
+      builds there already;
     - a boolean mask drawn only to index (`mask = torch.rand(n) > p` then
       `d[:, mask] = ...`, also through `torch.logical_and`): with a CPU mask
       the host finds the `True` positions and copies them, with a device

@@ -49,14 +49,40 @@ def held_test(index, test: ast.AST) -> ast.AST:
     interval == 0` then `if should_validate:`), also each name of an
     `and`/`or` of names (`early_phase = batch_idx % log_frequency == 0 and
     step < 2000`, `late_phase = step % 2000 == 0`, then `if early_phase or
-    late_phase:`); else `test`."""
+    late_phase:`); and the value a property of the class returns, for
+    `self.<property>` (`if self.log_outputs_now:` with `log_outputs_now`
+    returning `self.global_step % self.log_interval == 0`); else `test`."""
     stmt = index.parents.get(test)
-    if isinstance(test, ast.BoolOp) and isinstance(stmt, ast.If) and any(isinstance(v, ast.Name) for v in test.values):
-        values = [_held_by_name(index, stmt, v) if isinstance(v, ast.Name) else v for v in test.values]
-        return test if all(a is b for a, b in zip(values, test.values)) else ast.BoolOp(op=test.op, values=values)
-    if not isinstance(test, ast.Name) or not isinstance(stmt, ast.If):
+    if not isinstance(stmt, ast.If):
         return test
-    return _held_by_name(index, stmt, test)
+    if isinstance(test, ast.BoolOp) and any(isinstance(v, (ast.Name, ast.Attribute)) for v in test.values):
+        values = [_held(index, stmt, v) for v in test.values]
+        return test if all(a is b for a, b in zip(values, test.values)) else ast.BoolOp(op=test.op, values=values)
+    return _held(index, stmt, test)
+
+
+def _held(index, stmt: ast.If, value: ast.AST) -> ast.AST:
+    if isinstance(value, ast.Name):
+        return _held_by_name(index, stmt, value)
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+        return _held_by_property(index, stmt, value)
+    return value
+
+
+def _held_by_property(index, stmt: ast.If, attr: ast.Attribute) -> ast.AST:
+    """What `self.<attr>` holds when it names a property of the class around
+    `stmt` whose body is one `return`: the returned expression; else `attr`."""
+    cls = index.enclosing_class(index.ancestors(stmt))
+    if cls is None:
+        return attr
+    for item in cls.body:
+        if isinstance(item, ast.FunctionDef) and item.name == attr.attr and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list):
+            body = [s for s in item.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+                return body[0].value
+            return attr
+    return attr
 
 
 def _held_by_name(index, stmt: ast.If, name: ast.Name) -> ast.AST:

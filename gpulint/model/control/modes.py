@@ -98,6 +98,28 @@ def mode_switches(fa: FileModel, scope: ast.AST) -> List[Tuple[Tuple[int, int], 
     return out
 
 
+def evaluated_at_module_level(fa: FileModel, key: str, scope: ast.AST) -> bool:
+    """`key`, a module-level model that the top-level function `scope` uses
+    without binding it, is in eval mode whenever the function runs: the
+    module code switches it to eval mode (`net.eval()` after loading it, in
+    an evaluation script) and nothing in the file switches it back to
+    training mode."""
+    if "." in key or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            or fa.index.parents.get(scope) is not fa.tree:
+        return False
+    switches = [mode for _, k, mode in mode_switches(fa, fa.tree) if k == key]
+    if not switches or any(mode != EVAL for mode in switches):
+        return False
+    if any(k == key and mode != EVAL for s in switching_scopes(fa) if s is not None
+           for _, k, mode in mode_switches(fa, s)):
+        return False
+    args = scope.args
+    if any(a.arg == key for a in args.posonlyargs + args.args + args.kwonlyargs):
+        return False
+    return not any(isinstance(n, ast.Name) and n.id == key and not isinstance(n.ctx, ast.Load)
+                   for n in scope_nodes(scope))
+
+
 def switching_scopes(fa: FileModel) -> Set[Optional[ast.AST]]:
     """The defs (and module code) whose own code switches a model's mode
     (`mode_of_switch`): only there can `mode_switches` find one, from one

@@ -58,7 +58,8 @@ def self_test_block(tree: ast.Module, text: str) -> bool:
 def abstract_method(func: ast.AST) -> bool:
     """A method that only its subclasses implement: decorated
     `@abstractmethod`, or whose body (past its docstring) is only `pass`,
-    `...` or a `raise` (`raise NotImplementedError`)."""
+    `...`, a `raise` (`raise NotImplementedError`) or a `return` of
+    `NotImplementedError` (the slip of OpenNMT-style loss bases)."""
     if any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) == "abstractmethod"
            for d in func.decorator_list):  # type: ignore[attr-defined]
         return True
@@ -67,7 +68,9 @@ def abstract_method(func: ast.AST) -> bool:
             and isinstance(body[0].value.value, str):
         body = body[1:]
     return len(body) == 1 and (isinstance(body[0], (ast.Pass, ast.Raise)) or (
-        isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and body[0].value.value is ...))
+        isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and body[0].value.value is ...) or (
+        isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Name)
+        and body[0].value.id == "NotImplementedError"))
 
 
 def parameter_defaults(func: ast.AST) -> List[Tuple[ast.arg, ast.expr]]:

@@ -145,6 +145,9 @@ class ProjectFacts(CallFacts):
     def opt_in_flags(self) -> FrozenSet[str]:
         return frozenset(self.table.get("opt_in", ()))
 
+    def default_device(self) -> bool:
+        return bool(self.table.get("default_device"))
+
     def model_layers(self) -> Optional[Dict[str, int]]:
         return self.table.get("layers") or None
 
@@ -187,15 +190,16 @@ class ProjectFacts(CallFacts):
 
 def model_with_facts(
     tree: ast.Module, text: str, path: str, names: Sequence[str], package: bool = False,
-    table: Optional[dict] = None, like: Optional[FileModel] = None,
+    table: Optional[dict] = None, like: Optional[FileModel] = None, told: Optional[dict] = None,
 ) -> Tuple[FileModel, dict, dict]:
     """(the file's model, its summary, the facts table the model was read
     with). With `table` (the project's), the model is read with it once;
-    without, the file's own call graph is joined to a fixpoint. `like`: a
-    model of the same tree, whose index is reused."""
+    without, the file's own call graph is joined to a fixpoint, with what
+    its program `told` it (`default_device`). `like`: a model of the same
+    tree, whose index is reused."""
     module = names[0] if names else "__main__"
     own = table is None
-    table = table if table is not None else {}
+    table = table if table is not None else dict(told or {})
     fa: Optional[FileModel] = like
     facts: Optional[ProjectFacts] = None
     for _ in range(MAX_ROUNDS):
@@ -209,6 +213,8 @@ def model_with_facts(
         if not own:
             return fa, summary, table
         found = ProjectGraph({path: (list(names) or [module], summary)}).facts_for(path)
+        if told:
+            found = dict(found, **told)
         if found == table or (is_empty(found) and is_empty(table)):
             return fa, summary, table
         if _same_but_every_step(found, table):

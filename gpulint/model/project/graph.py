@@ -768,7 +768,7 @@ ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_bu
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off", "called_off_step")
 # ... and all that a table can say about a file (what rules ask besides)
-TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in",
+TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in", "default_device",
                           "returns_moved", "evaluated", "forwards")
 
 

@@ -89,8 +89,10 @@ def argument_kinds(fa: "FileModel", call: ast.Call, ancestors) -> tuple:
 
 def kind_passed(fa: "FileModel", expr: ast.AST, ancestors) -> Optional[str]:
     """The kind of a value handed to another function (an argument, a return
-    value): a tensor known to live in host memory is `HOST_TENSOR`."""
-    kind = fa.values.kind(expr, ancestors)
+    value): a tensor known to live in host memory is `HOST_TENSOR`. Names
+    are read as they stand where the value is handed on (`check_nan(loss)`
+    after `loss = criterion(...)`, before a later `loss = loss.item()`)."""
+    kind = fa.values.kind_at(expr, ancestors)
     if kind == TENSOR and fa.host.is_host_tensor(expr, ancestors):
         return HOST_TENSOR
     return kind

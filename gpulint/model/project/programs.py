@@ -7,6 +7,11 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 
+# what a program tells a file that is read without facts of its calls (no
+# step starts in it): the torch it runs on, and a default device set elsewhere
+TOLD_ALONE = ("torch_pin", "default_device")
+
+
 class Programs:
     """The programs of a project's files (`files`: path -> (module names,
     summary); a summary's `pin` is the torch its own folders pin)."""
@@ -15,10 +20,11 @@ class Programs:
         self.files = files
         self._pins: Optional[Dict[str, List]] = None
         self._flags: Optional[Dict[str, frozenset]] = None
+        self._devices: Optional[Dict[str, bool]] = None
         self._defined: Optional[frozenset] = None  # every flag a file of the project defines
         self._imports: Optional[Tuple[Dict[str, List[str]], Dict[str, List[str]]]] = None
 
-    READS = ("imports", "pin", "flags", "tests_flags")  # what it reads of a summary
+    READS = ("imports", "pin", "flags", "tests_flags", "default_device")  # what it reads of a summary
 
     @classmethod
     def same_part(cls, before: dict, now: dict) -> bool:
@@ -27,8 +33,8 @@ class Programs:
         return before is now or all(before.get(k) == now.get(k) for k in cls.READS)
 
     def facts(self, path: str) -> dict:
-        """What `path`'s program tells its files: `torch_pin` (`pin`) and
-        `opt_in` (`flags`), where there is something to tell."""
+        """What `path`'s program tells its files: `torch_pin` (`pin`),
+        `opt_in` (`flags`) and `default_device`, where there is something to tell."""
         out: dict = {}
         pin = self.pin(path)
         if pin is not None:
@@ -36,7 +42,25 @@ class Programs:
         flags = self.flags(path)
         if flags:
             out["opt_in"] = flags
+        if self.default_device(path):
+            out["default_device"] = True
         return out
+
+    def default_device(self, path: str) -> bool:
+        """A file of `path`'s program (a summary's `default_device`), other
+        than `path`, sets a default device that is not the CPU, as `pin`
+        finds the program: `torch.set_default_tensor_type('torch.cuda.FloatTensor')`
+        in NeuS's `exp_runner.py` makes the factories of the renderer it
+        imports build on the GPU."""
+        if self.files[path][1].get("default_device"):
+            return False  # (it says so itself: `devices.default_device_set`)
+        if self._devices is None:
+            if not any(s.get("default_device") for _, s in self.files.values()):
+                self._devices = {}
+            else:
+                self._devices = self._over_programs(lambda p: bool(self.files[p][1].get("default_device")),
+                                                    lambda a, b: a or b)
+        return bool(self._devices.get(path))
 
     def flags(self, path: str) -> List[str]:
         """The opt-in command-line flags (a summary's `flags`) that the other

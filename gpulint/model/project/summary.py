@@ -30,31 +30,31 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.control.options import OPTION_WORD_RE, opt_in_flags, tested_flags
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
-from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
-from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES, abstract_method, self_test_block
+from gpulint.model.index.nodes import FUNCS, LOOPS, abstract_method, self_test_block
 from gpulint.model.project.builds import built_object
 from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed, unbound_parameters
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
+from gpulint.model.project.hotness import EVAL, STEP_WORDS, TRAIN, Hotness, mentions_any
 from gpulint.model.project.imports import MODULE_CODE, star_imported, used_names
 from gpulint.model.project.refs import FileRefs, has_project_bases, star_refs
 from gpulint.model.values.consumers import feeds_environment_step
-from gpulint.model.values.devices import hands_back_moved, moved_return_positions
+from gpulint.model.values.devices import hands_back_moved, moved_return_positions, sets_program_default_device
 from gpulint.model.values.host import first_read_lines, reads_on_return
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
-from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, LOADER, LOADER_NAME_RE, NUMBER, NUMPY, kind_from_name
+from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, NUMBER, NUMPY
 from gpulint.model.values.loaders import dataset_sources, numpy_made
 from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
 
-TRAIN, EVAL, BODY, SOME = "train", "eval", "body", "some"
+BODY, SOME = "body", "some"
 LOOP = "loop"  # from a loop of a file read without its loops (`_plain_where`)
 # how many statements back a per-step call's summary looks for a host read
 # (`follows_host_read`): a bound, so that a block of many calls costs linear time
@@ -64,8 +64,6 @@ SYNC_WALK_LIMIT = 32
 # without one of these words no loop of a file steps over data (unless the
 # project says a call steps, which then reads the file again)
 TRIGGER_WORDS = ("backward", ".step(", "loader", "Loader", "_dl", "yield")
-# the words of a step itself: without one, and without facts, no loop of a file trains (`_Hotness.may_step`)
-_STEP_WORDS = ("backward", ".step(")
 # "backward" is also a word of prose ("backward compatible"): a file starts a
 # step by calling it
 _BACKWARD_CALL = re.compile(r"backward\s*\(")
@@ -111,7 +109,7 @@ def may_start_steps(text: str) -> bool:
 # rules only (through `Loops.every_step`, `runs_repeatedly`, `CallFacts`)
 _NOT_READ_BY_SUMMARIES = frozenset({"every_step", "grad_off", "evaluated", "feeds_env", "device_side", "layers", "cuda_nearby",
                                     "precision_calls", "opt_in", "returns_moved"})
-# calls that start a step by their name alone (`_Hotness.own_step`)
+# calls that start a step by their name alone (`Hotness.own_step`)
 _STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
 
 
@@ -121,7 +119,7 @@ def summary_stands(fa: "FileModel", refs: FileRefs, old: dict, new: dict, new_is
     or generators (`graph.answers_nothing`): the tables differ only in what
     summaries never read and in the classes of parameters, none of which
     `refs` was asked about; and where one table is empty and the other is
-    not, the file's hotness is read the same way either way (`_Hotness`:
+    not, the file's hotness is read the same way either way (`Hotness`:
     it names a word of a step, so it is not read `light`; and it calls no
     `backward` or `step` that its text does not show as one). `fa` is read
     with `old`; `new_is_empty`: `new` tells the model nothing
@@ -130,25 +128,20 @@ def summary_stands(fa: "FileModel", refs: FileRefs, old: dict, new: dict, new_is
            for k in set(old) | set(new) if k not in _NOT_READ_BY_SUMMARIES and k != "params"):
         return False
     if fa.facts.empty != new_is_empty:
-        if not _mentions_any(fa, TRIGGER_WORDS):
+        if not mentions_any(fa, TRIGGER_WORDS):
             return False
-        if not _mentions_any(fa, _STEP_WORDS) and any(
+        if not mentions_any(fa, STEP_WORDS) and any(
                 isinstance(c.func, ast.Attribute) and c.func.attr in _STEP_ATTRS for c in fa.index.nodes_of(ast.Call)):
             return False
     before, after = old.get("params") or {}, new.get("params") or {}
     return all(before.get(q, {}).get(n) == after.get(q, {}).get(n) for q, n in refs.asked_params)
 
 
-def _mentions_any(fa: "FileModel", words: Sequence[str]) -> bool:
-    """The file's text holds one of `words` (what `_Hotness` and `summary_stands` read alike)."""
-    return any(fa.index.mentions(w) for w in words)
-
-
 def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     """The file's summary: one walk over the nodes the index holds (calls,
     returns, yields, loops), each given to the def (or the module code) it
     belongs to; nodes in lambdas and class bodies belong to neither."""
-    hot = _Hotness(fa, refs, light=not _mentions_any(fa, TRIGGER_WORDS) and fa.facts.empty)
+    hot = Hotness(fa, refs, light=not mentions_any(fa, TRIGGER_WORDS) and fa.facts.empty)
     scopes: Dict[ast.AST, _Scope] = {fa.tree: _Scope()}
     for func in fa.index.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
         scopes[func] = _Scope()
@@ -253,6 +246,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     tested = tested_flags(fa.index)
     if tested:
         out["tests_flags"] = sorted(tested)  # what such a flag of another file could guard here
+    if sets_program_default_device(fa):
+        out["default_device"] = True  # (for the files of its program: `Programs.default_device`)
     if not fa.index.may_use_accelerator:
         out["host_only"] = True  # nothing in the file can put a tensor on an accelerator
     elif fa.index.uses_cuda:
@@ -291,7 +286,7 @@ class _Scope:
             self.params = unbound_parameters(fa, scope)
         return self.params
 
-    def summary(self, fa: "FileModel", hot: "_Hotness", scope: ast.AST) -> dict:
+    def summary(self, fa: "FileModel", hot: "Hotness", scope: ast.AST) -> dict:
         out: dict = {
             "steps": self.steps,
             "drives": any(hot.kind(loop) is not None for loop in self.loops),
@@ -337,7 +332,7 @@ class _Scope:
         return out
 
 
-def _call(fa: "FileModel", refs: FileRefs, hot: "_Hotness", node: ast.Call, scope: ast.AST, sc: _Scope,
+def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope: ast.AST, sc: _Scope,
           grad_words: bool = False, switches: bool = False) -> None:
     """Add the call `node` of `scope` to its summary `sc`. `switches`: the
     file may switch a model to eval mode, so which arguments are such models
@@ -567,172 +562,13 @@ def _is_method(fa: "FileModel", func: ast.AST) -> bool:
     )
 
 
-def _where(fa: "FileModel", hot: "_Hotness", node: ast.AST, ancestors, scope: ast.AST) -> str:
+def _where(fa: "FileModel", hot: "Hotness", node: ast.AST, ancestors, scope: ast.AST) -> str:
     region = fa.loops.region(node, ancestors, hot.is_hot, hot.contains_hot, hot.block_steps)
     if region is None or _under_option(fa, node, ancestors, region) or under_once_guard(node, ancestors, fa.index):
         return SOME  # (`if self.step == 0: self.plot_train_batch(...)`: the first step only)
     if isinstance(region, LOOPS):
         return hot.kind(region) or SOME
     return BODY if region is scope else SOME
-
-
-class _Hotness:
-    """Which loops step over data, by tests that need no type inference (the
-    call graph reads every call of every file, where the rules read only
-    the loops they look at): a loop is a training loop when its own body
-    calls `.backward()`, `manual_backward`, `<optimizer or scaler>.step()`
-    or a function that steps; an evaluation loop when it iterates a
-    DataLoader (`loader`, `val_loader`, `DataLoader(...)`, through
-    `enumerate`, `tqdm` and generators that yield their argument, or a call
-    the project knows returns one)."""
-
-    def __init__(self, fa: "FileModel", refs: FileRefs, light: bool = False) -> None:
-        self.fa = fa
-        self.refs = refs
-        # no word of a loop that steps over data in the file, and no facts from elsewhere:
-        # no loop of it can be hot, and its calls are read without looking at loops
-        self.light = light
-        self._kinds: Dict[ast.AST, Optional[str]] = {}
-        self.with_facts = not fa.facts.empty
-        self.may_step = self.with_facts or _mentions_any(fa, _STEP_WORDS)
-        self._contains: Dict[ast.AST, bool] = {}
-        # found once per file from the index, not by walking each loop's body
-        self._step_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a step
-        self._every_pass_step_loops: Optional[Set[ast.AST]] = None  # ... on every pass
-        self._drive_loops: Optional[Set[ast.AST]] = None  # loops whose own code calls a function that drives one
-        self._inner: Optional[Dict[ast.AST, List[ast.AST]]] = None  # loop -> the loops inside it
-
-    def in_model_class(self, scope: ast.AST) -> bool:
-        """`scope` is a method of an `nn.Module` subclass of this file."""
-        cls = self.fa.index.parents.get(scope)
-        return isinstance(cls, ast.ClassDef) and self.fa.values.is_module_class(cls)
-
-    def own_step(self, call: ast.Call) -> bool:
-        func = call.func
-        if not isinstance(func, ast.Attribute):
-            return self.fa.steps.helper_steps(call)
-        if func.attr in ("backward", "manual_backward"):
-            return True
-        if func.attr == "step" and self.fa.steps.named_optimizer_step(call):
-            return True
-        return self.fa.steps.helper_steps(call)  # (`self.step(batch)`: a trainer's own method that steps)
-
-    def kind(self, loop: ast.AST) -> Optional[str]:
-        if loop not in self._kinds:
-            found: Optional[str] = None
-            if self.may_step and loop in self._loops_calling(self.own_step, "_step_loops"):
-                found = TRAIN
-            elif isinstance(loop, (ast.For, ast.AsyncFor)):
-                base, _ = self.fa.values.unwrap(loop.iter)
-                if self._loader(base, loop):
-                    found = EVAL
-            if found is not None and is_literal_sweep(loop, self.fa.index, self.fa.index.ancestors(loop)):
-                found = None  # `for n in [2048, 4096]: check(n)`: a handful of passes set by hand, not steps
-            self._kinds[loop] = found
-        return self._kinds[loop]
-
-    def _loader(self, expr: ast.AST, loop: ast.AST) -> bool:
-        fa = self.fa
-        if isinstance(expr, ast.Call):
-            return fa.values.is_loader(expr, {})
-        if isinstance(expr, ast.Attribute):  # by its name, also `self.<attr>`: no class inference here
-            return LOADER_NAME_RE.match(expr.attr) is not None
-        if isinstance(expr, ast.Name):
-            if kind_from_name(expr.id) == LOADER:
-                return True
-            # a name bound once, in the function or the module, to `DataLoader(...)`
-            scope = fa.index.enclosing_scope(fa.index.ancestors(loop))
-            held = self.refs.instance_of(expr.id, scope)
-            return held is not None and held.rsplit(".", 1)[-1] in ("DataLoader", "StatefulDataLoader")
-        return False
-
-    def block_steps(self, node: ast.If) -> bool:
-        """The `if`'s body calls a step (`if (i + 1) % accum == 0:` around
-        `optimizer.step()` ends each training step; its body runs every step)."""
-        if not self.may_step:
-            return False
-        return any(isinstance(n, ast.Call) and self.own_step(n) for stmt in node.body for n in walk(stmt))
-
-    def is_hot(self, loop: ast.AST) -> bool:
-        return self.kind(loop) is not None and (not self.contains_hot(loop) or self._steps_itself(loop))
-
-    def _steps_itself(self, loop: ast.AST) -> bool:
-        """A loop around a hot loop is hot itself when its own code runs a step
-        on every pass (gradient accumulation: micro-batches inside, the step
-        after them), not only under an `if` (poutyne's last step of an epoch
-        whose batch count did not divide evenly), or when it iterates a loader."""
-        if self.kind(loop) == TRAIN:
-            return loop in self._loops_calling(self._unconditional_step, "_every_pass_step_loops")
-        return isinstance(loop, (ast.For, ast.AsyncFor)) and self.kind(loop) == EVAL
-
-    def _unconditional_step(self, call: ast.Call) -> bool:
-        """`call` steps and nothing between it and its loop makes it conditional."""
-        if not self.own_step(call):
-            return False
-        parents = self.fa.index.parents
-        p = parents.get(call)
-        while p is not None and not isinstance(p, LOOPS + SCOPES):
-            if isinstance(p, (ast.If, ast.IfExp, ast.ExceptHandler, ast.BoolOp)):
-                return False
-            p = parents.get(p)
-        return True
-
-    def contains_hot(self, loop: ast.AST) -> bool:
-        if loop not in self._contains:
-            facts = self.fa.facts
-            self._contains[loop] = any(self.kind(inner) is not None for inner in self._inner_loops().get(loop, ())) or (
-                self.with_facts and loop in self._loops_calling(facts.drives, "_drive_loops")
-            )
-        return self._contains[loop]
-
-
-    def _loops_calling(self, test: Callable[[ast.Call], bool], slot: str) -> Set[ast.AST]:
-        """The loops with a call that passes `test` in their own code
-        (`order.own_nodes`: their body and `else`, not nested loops, defs or
-        lambdas), from one pass over the file's calls."""
-        found = getattr(self, slot)
-        if found is None:
-            found = set()
-            for call in self.fa.index.nodes_of(ast.Call):
-                if test(call):
-                    loop = self._own_loop(call)
-                    while loop is not None:
-                        found.add(loop)
-                        # a hand-written sweep (`for optimizer_idx in [0, 1]:`, a GAN's two
-                        # updates) is no loop of steps itself: the loop around it steps
-                        loop = self._own_loop(loop) if is_literal_sweep(
-                            loop, self.fa.index, self.fa.index.ancestors(loop)) else None
-            setattr(self, slot, found)
-        return found
-
-    def _own_loop(self, node: ast.AST) -> Optional[ast.AST]:
-        """The loop whose own code `node` is: the innermost loop around it,
-        where `node` is in its body or `else` (not its header), with no def,
-        lambda or class between."""
-        parents = self.fa.index.parents
-        child, p = node, parents.get(node)
-        while p is not None:
-            if isinstance(p, LOOPS):
-                header = (p.test,) if isinstance(p, ast.While) else (p.target, p.iter)  # type: ignore[attr-defined]
-                return None if any(child is h for h in header) else p
-            if isinstance(p, SCOPES):
-                return None
-            child, p = p, parents.get(p)
-        return None
-
-    def _inner_loops(self) -> Dict[ast.AST, List[ast.AST]]:
-        """loop -> the loops inside it at any depth (`order.nested_loops`)."""
-        if self._inner is None:
-            inner: Dict[ast.AST, List[ast.AST]] = {}
-            parents = self.fa.index.parents
-            for loop in self.fa.index.nodes_of(*LOOPS):
-                p = parents.get(loop)
-                while p is not None and not isinstance(p, SCOPES):
-                    if isinstance(p, LOOPS):
-                        inner.setdefault(p, []).append(loop)
-                    p = parents.get(p)
-            self._inner = inner
-        return self._inner
 
 
 def _under_option(fa: "FileModel", node: ast.AST, ancestors, region: ast.AST) -> bool:

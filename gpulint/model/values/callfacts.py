@@ -162,6 +162,12 @@ class CallFacts:
         the top of its body the host has just waited for the GPU."""
         return False
 
+    def default_device(self) -> bool:
+        """A file of the file's program sets a default device that is not
+        the CPU (`torch.set_default_tensor_type("torch.cuda.FloatTensor")` in
+        the script that imports it): its factories build there."""
+        return False
+
     def opt_in_flags(self) -> FrozenSet[str]:
         """The command-line flags, off by default, that other files of the
         file's program define for logging, debugging or saving
@@ -171,3 +177,15 @@ class CallFacts:
 
 
 NO_FACTS = CallFacts()
+
+
+class ProgramFacts(CallFacts):
+    """No answer about calls, only what the file's program says of it: a
+    file read without the project's call facts (nothing in it starts a
+    step) whose program sets a default device elsewhere."""
+
+    def __init__(self, default_device: bool) -> None:
+        self._default_device = default_device
+
+    def default_device(self) -> bool:
+        return self._default_device

@@ -523,14 +523,48 @@ _DEFAULT_DEVICE_CALLS = frozenset({"torch.set_default_device", "torch.set_defaul
 def default_device_set(fa: "FileModel", ancestors: Sequence[ast.AST]) -> bool:
     """A factory without `device=` here builds on an accelerator: the file
     sets a default device that is not the CPU (`torch.set_default_device(device)`,
-    `torch.set_default_tensor_type(torch.cuda.FloatTensor)`), or a
-    `with torch.device("cuda"):` block is around it."""
+    `torch.set_default_tensor_type(torch.cuda.FloatTensor)`), or a file of its
+    program does (NeuS's `exp_runner.py` for the renderer it imports:
+    `CallFacts.default_device`), or a `with torch.device("cuda"):` block is
+    around it."""
     for anc in ancestors:
         if isinstance(anc, (ast.With, ast.AsyncWith)) and any(_device_context(fa, i.context_expr) for i in anc.items):
             return True
+    return fa.facts.default_device() or sets_default_device(fa)
+
+
+def sets_default_device(fa: "FileModel") -> bool:
+    """The file sets a default device that is not the CPU."""
     if not (fa.index.mentions("set_default_device") or fa.index.mentions("set_default_tensor_type")):
         return False
     return fa.index.memoized("devices.default_device_set", None, lambda: _sets_default_device(fa))
+
+
+def sets_program_default_device(fa: "FileModel") -> bool:
+    """The file's module code (its `__main__` block too) sets a default
+    device that is not the CPU, to a literal (`torch.set_default_tensor_type(
+    "torch.cuda.FloatTensor")`), and nothing in the file sets it back: the
+    default its whole program runs with (NeuS's `exp_runner.py`). Not a
+    switch while a model is built (LLaMA's `torch.set_default_tensor_type(
+    torch.cuda.HalfTensor)`, then back to `torch.FloatTensor`), nor one a
+    method makes with a value it is given."""
+    if not sets_default_device(fa):
+        return False
+    found = False
+    for call in fa.index.nodes_of(ast.Call):
+        q = fa.imports.call_qualname(call)
+        if q not in _DEFAULT_DEVICE_CALLS or not call.args:
+            continue
+        arg = call.args[0]
+        to_device = not is_cpu_device(arg) if q == "torch.set_default_device" else "cuda" in ast.unparse(arg)
+        if not to_device:
+            return False  # set back to the CPU somewhere
+        literal = isinstance(arg, (ast.Constant, ast.Attribute)) or (
+            isinstance(arg, ast.Call) and all(isinstance(a, ast.Constant) for a in arg.args))
+        if literal and fa.index.enclosing_scope(fa.index.ancestors(call)) is None \
+                and fa.index.enclosing_class(fa.index.ancestors(call)) is None:
+            found = True
+    return found
 
 
 def _sets_default_device(fa: "FileModel") -> bool:

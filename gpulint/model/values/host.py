@@ -55,7 +55,8 @@ class HostValues:
           accelerator after the read (`moved_after`).
 
         False means "not known": it may well be on the host too."""
-        if self.index.mentions("set_default_device") or self.index.mentions("set_default_tensor_type"):
+        if self.index.mentions("set_default_device") or self.index.mentions("set_default_tensor_type") \
+                or self.values.facts.default_device():
             return False
         scope = self.index.enclosing_scope(ancestors)
         scope = scope if scope is not None else self.index.tree

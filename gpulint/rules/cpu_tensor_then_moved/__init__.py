@@ -19,6 +19,7 @@ from gpulint.model.values.devices import (
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.control.syncs import read_earlier_in_statement
 from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like_text, typed_like_message
 from gpulint.model.values.host_built import builds_on_cpu
 from gpulint.rules.cpu_tensor_then_moved.constant_fill import constant_fill, fill_message, stored_under_a_key
@@ -89,7 +90,13 @@ class CpuTensorThenMoved(Rule):
     copy costs microseconds, once; the advice would be noise.
 
     Nor is a placeholder with a literal 0 dimension (`torch.zeros(0)`,
-    `torch.empty((0, d))`): it holds nothing to copy (GPU204 agrees).
+    `torch.empty((0, d))`): it holds nothing to copy (GPU204 agrees). Nor is
+    a factory where the code sets a default device that is not the CPU
+    (`torch.set_default_device("cuda")`, `torch.set_default_tensor_type(
+    "torch.cuda.FloatTensor")`, `with torch.device("cuda"):`): in its file,
+    or in the module code of a script of its program that never sets it back
+    (NeuS's `exp_runner.py`, for the renderer it imports): the factory builds
+    there already (GPU204 agrees).
     A factory given a `generator=` is not flagged: working code that builds
     on the CPU with one uses a CPU generator (`torch.Generator()`), which a
     CUDA tensor cannot draw from, so it has to build on the CPU and copy.
@@ -178,11 +185,15 @@ class CpuTensorThenMoved(Rule):
     not pay. Two literals are no data, and are flagged (without a fix): a
     constant of one repeated number (`torch.tensor([0.]).to(d)`,
     `torch.FloatTensor([0.5]).cuda()`, `torch.tensor([0] * batch_size).cuda()`,
-    `torch.tensor(-100).to(d)`), which `torch.zeros(1, device=d)` or
-    `torch.full((n,), v, device=d)` fills on the GPU with no copy at all
-    (not one stored under a key, `losses["loss_dn"] =
-    torch.as_tensor(0.).to("cuda")`: a zero standing in for a loss the
-    other path computes, read with the rest of the dict); and
+    a loop's counter repeated, `torch.tensor([trg_idx] * n).to(d)` in `for
+    trg_idx, domain in enumerate(domains):`, `torch.tensor(-100).to(d)`),
+    which `torch.zeros(1, device=d)` or `torch.full((n,), v, device=d)` fills
+    on the GPU with no copy at all (not one stored under a key,
+    `losses["loss_dn"] = torch.as_tensor(0.).to("cuda")`: a zero standing in
+    for a loss the other path computes, read with the rest of the dict; nor
+    one sized by a read of device data on the host in the same statement, a
+    detector's per-class `torch.LongTensor(keep.sum().item() * [c]).to(d)`:
+    the host has just waited); and
     a Python range (`torch.LongTensor(range(n))`, `torch.tensor(list(range(n)))`),
     which `torch.arange(n, device=d)` makes there, also where casts or
     reshapes (or the old `Variable(...)`) come between it and the move.
@@ -372,7 +383,7 @@ class CpuTensorThenMoved(Rule):
         fill = constant_fill(fa, inner, ctx.source.node_text)
         if fill is not None:  # `torch.tensor([0.]).to(device)`: a constant, not data
             if _target(node, fa) is not None and not stored_under_a_key(fa, node) \
-                    and runs_repeatedly(fa, node, ctx.ancestors):
+                    and runs_repeatedly(fa, node, ctx.ancestors) and not _sized_by_a_read(fa, node, ctx.ancestors):
                 self.report(ctx, node, message=fill_message(fill, ctx.source.node_text(inner)))
             return
         if (
@@ -437,6 +448,15 @@ class CpuTensorThenMoved(Rule):
         return shaped
 
 
+
+
+def _sized_by_a_read(fa, move: ast.Call, ancestors) -> bool:
+    """The statement reads device data on the host before the copy (a
+    detector's per-class `torch.LongTensor(keep.sum().item() * [c]).to(d)`,
+    sized by the read): the host has just waited, and one small copy after
+    that wait stalls next to nothing."""
+    stmt = next((a for a in reversed(ancestors) if isinstance(a, ast.stmt)), None)
+    return stmt is not None and read_earlier_in_statement(stmt, move, fa)
 
 
 def _legacy_message(ctx, node: ast.Call, inner: ast.Call, legacy: str) -> Optional[str]:

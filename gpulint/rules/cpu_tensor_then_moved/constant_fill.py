@@ -16,6 +16,7 @@ import ast
 from typing import NamedTuple, Optional
 
 from gpulint.model.values.devices import LEGACY_CONSTRUCTORS, legacy_constructor
+from gpulint.model.index.walk import walk
 
 _MAX_TEXT = 30
 
@@ -30,7 +31,7 @@ def constant_fill(fa, call: ast.AST, text_of) -> Optional[Fill]:
     """The fill a call builds from a literal of one repeated number: a
     scalar (`torch.tensor(-100)`; not a legacy constructor's, `FloatTensor(3)`
     is a size), a list or tuple of equal numbers (`[0.]`, `(1, 1)`), or one
-    number repeated (`[0] * n`); else None."""
+    number repeated (`[0] * n`, `[trg_idx] * n`); else None."""
     if not isinstance(call, ast.Call) or len(call.args) != 1 or any(k.arg != "dtype" for k in call.keywords):
         return None
     legacy = legacy_constructor(fa, call)
@@ -50,11 +51,17 @@ def constant_fill(fa, call: ast.AST, text_of) -> Optional[Fill]:
         size, value = str(len(arg.elts)), arg.elts[0].value  # type: ignore[attr-defined]
     elif isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mult):
         literal, times = (arg.left, arg.right) if isinstance(arg.left, ast.List) else (arg.right, arg.left)
-        if not (isinstance(literal, ast.List) and len(literal.elts) == 1 and _number(literal.elts[0])):
+        if not (isinstance(literal, ast.List) and len(literal.elts) == 1):
             return None
         if isinstance(times, (ast.List, ast.Tuple)) or len(text_of(times)) > _MAX_TEXT or "\n" in text_of(times):
             return None
-        size, value = text_of(times), literal.elts[0].value  # type: ignore[attr-defined]
+        one = literal.elts[0]
+        if _number(one):
+            size, value = text_of(times), one.value  # type: ignore[attr-defined]
+        elif _host_scalar(fa, one, call):  # `[trg_idx] * N`: one Python number, repeated
+            size, value = text_of(times), _Named(text_of(one))
+        else:
+            return None
     else:
         return None
     if legacy is not None:
@@ -63,8 +70,41 @@ def constant_fill(fa, call: ast.AST, text_of) -> Optional[Fill]:
     elif call.keywords:
         dtype = text_of(call.keywords[0].value)
     else:
-        dtype = "torch.long" if isinstance(value, int) else None
+        dtype = "torch.long" if isinstance(value, (int, _Named)) else None  # (a counter is an int)
     return Fill(size, value, dtype)
+
+
+class _Named(str):
+    """A fill value named in the code (`trg_idx`), written as it is."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _host_scalar(fa, node: ast.AST, call: ast.Call) -> bool:
+    """`node` is a loop's counter: the name a `for` around `call` binds to
+    `range(...)` or to `enumerate(...)`'s index (`for trg_idx, domain in
+    enumerate(domains)`), and binds nowhere else in the function."""
+    if not isinstance(node, ast.Name):
+        return False
+    ancestors = fa.index.ancestors(call)
+    scope = fa.index.enclosing_scope(ancestors)
+    for loop in reversed(ancestors):
+        if loop is scope:
+            return False
+        if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call) \
+                or not isinstance(loop.iter.func, ast.Name):
+            continue
+        target, iterated = loop.target, loop.iter.func.id
+        if isinstance(target, ast.Tuple) and iterated == "enumerate" and target.elts:
+            target = target.elts[0]
+        elif iterated != "range":
+            continue
+        if isinstance(target, ast.Name) and target.id == node.id:
+            return scope is not None and sum(
+                1 for n in walk(scope) if isinstance(n, ast.Name) and n.id == node.id
+                and isinstance(n.ctx, ast.Store)) == 1
+    return False
 
 
 def stored_under_a_key(fa, move: ast.Call) -> bool:

@@ -278,7 +278,8 @@ class HostSyncInLoop(TruthTests, Rule):
 
     - code under a periodic guard (`if step % log_every == 0:`, also through
       a flag the step sets first, `log_losses = n_iter % print_freq == 0`
-      then `if log_losses:` further down; or after
+      then `if log_losses:` further down, or a property of the trainer that
+      returns one, `if self.log_outputs_now:`; or after
       `if step % n: continue`, or a step counter looked up in a schedule:
       `if global_step in upsample_steps:`), code that runs at most once per loop (a block
       ending in `break`, `return` or `raise`, an `except` handler, an `assert`

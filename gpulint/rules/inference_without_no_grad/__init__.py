@@ -4,7 +4,8 @@ import ast
 from textwrap import dedent
 from typing import List, Optional
 
-from gpulint.model.control.modes import EVAL, eval_before, forward_model_key, mode_before, model_key
+from gpulint.model.control.modes import (EVAL, eval_before, evaluated_at_module_level, forward_model_key, mode_before,
+                                         model_key)
 from gpulint.rules.inference_without_no_grad.grad_mode import (
     evaluated_by_callers,
     grad_explicitly_on,
@@ -51,7 +52,11 @@ class InferenceWithoutNoGrad(Rule):
     through the project: every call of it in the project's other files
     (one at least) hands, for that parameter, a model its caller switched
     to eval mode (`model.eval()` in `main.py`, then `evaluate(model, data)`
-    from `utils.py`). The forward may be in a method of the
+    from `utils.py`). A model of the module switched to eval mode in module
+    code (`net.eval()` after loading it) is in eval mode in the top-level
+    functions that use it, where nothing in the file switches it back to
+    training mode (an evaluation script's `show_performance()` loop over its
+    test sets). The forward may be in a method of the
     same class that the loop calls (`pred = self._process_one_batch(batch)`
     in Informer's `vali`, where that method runs `self.model(...)` with no
     `no_grad` of its own and makes no gradient call): the finding is on the
@@ -246,6 +251,8 @@ class InferenceWithoutNoGrad(Rule):
             method_of = _inference_method(fa, node, scope)  # `model.encode(img)` after `model.eval()`
             if method_of is not None:
                 key, switched = method_of, True
+        if not switched and evaluated_at_module_level(fa, key, scope):
+            switched = True  # `net.eval()` in an evaluation script's module code, `net(data)` in its function
         if not switched:
             if not eval_before(fa, node, scope):
                 if not evaluated_by_callers(fa, scope, key):

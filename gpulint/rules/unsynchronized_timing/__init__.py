@@ -29,7 +29,8 @@ class UnsynchronizedTiming(Rule):
     `torch.cuda.current_stream().synchronize()`, `dist.barrier()`, and host
     reads of a tensor (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
     `float(t)`, printing or formatting a tensor, `if t:`), a blocking
-    `.to(device)` copy, writing a model or tensors out (`torch.save`,
+    `.to(device)` copy (also as the lambda a call maps over a batch,
+    `map_dict(lambda x: x.to(device), batch)`), writing a model or tensors out (`torch.save`,
     `torch.jit.save`, `torch.onnx.export`, and `torch.jit.trace`, which
     checks its trace against the model's outputs: each copies device values
     to the host, so an export script's clock reads the whole export), a

@@ -5,7 +5,8 @@ Small, general queries over a FileModel:
 * `sync_or_work(fa, node, anc)`: SYNC when `node` makes the host wait for the
   GPU (`torch.cuda.synchronize()`, `<event or stream>.synchronize()`,
   `dist.barrier()`, `.item()` / `.tolist()` / `.cpu()` / `.numpy()`, `.to("cpu")`,
-  a blocking `.to(device)` / `.cuda()` (the copy waits for the stream),
+  a blocking `.to(device)` / `.cuda()` (the copy waits for the stream), also
+  as the lambda a call maps over a batch (`map_dict(lambda x: x.to(device), batch)`),
   `float()` / `int()` / `bool()` / `print()` / an f-string of a tensor, `if
   <tensor>:`, writing a model or tensors out (`torch.save`, `torch.jit.save`,
   `torch.onnx.export`, `torch.jit.trace`, which checks its trace against the
@@ -134,6 +135,13 @@ def _transfer(fa: FileModel, call: ast.Call) -> Optional[str]:
     return "cpu" if _is_cpu_device(fa, dev) else "device"
 
 
+def _blocking_copy(fa: FileModel, expr: ast.AST) -> bool:
+    """`x.to(device)` / `x.cuda()` without `non_blocking=True`: a lambda's
+    body that a call maps over a batch."""
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("to", "cuda") \
+        and _transfer(fa, expr) == "device" and not _is_true(_keyword(expr, "non_blocking"))
+
+
 def _tensor_not_batch(fa: FileModel, expr: ast.AST, anc: Sequence[ast.AST]) -> bool:
     """A tensor that work on it may queue GPU kernels: not a batch fresh from
     the loader, nor one known to live in host memory (`torch.from_numpy(a)`,
@@ -204,6 +212,8 @@ def _call_kind(fa: FileModel, call: ast.Call, anc: Sequence[ast.AST], local: boo
         return SYNC
     if fa.facts.returns_synced(call):
         return SYNC  # a project function whose every return reads on the host
+    if any(isinstance(a, ast.Lambda) and _blocking_copy(fa, a.body) for a in call.args):
+        return SYNC  # `map_dict(lambda x: x.to(self.device), batch)`: each element copied, blocking
     if local:
         name = callee_name(call)
         if name is not None and name in sync_functions(fa):
