@@ -70,6 +70,8 @@ def test_lower_bound(requirement, low):
         # the README's own set-up commands (NATSpeech: `pip install torch==1.9.0 # torch >= 1.9.0 recommended`)
         ("README.md", "# Install\n\n```bash\npip install torch==1.10.0 # torch >= 1.10.0 recommended\n```\n"),
         ("INSTALL.md", "Run `pip install torch==1.10.1` first.\n"),
+        # a wheel index built for one torch (ibot's INSTALL.md, for mmcv-full)
+        ("INSTALL.md", "pip3 install -f https://download.openmmlab.com/mmcv/dist/cu110/torch1.10.0/index.html mmcv-full==1.3.9\n"),
     ],
 )
 def test_each_declaration_file(tmp_path, name, text):

@@ -17,7 +17,10 @@ and including the repository's root, the folder holding `.git` or `.hg`):
   or .yaml whose name has "env" or "conda" in it): `pytorch=1.10` and pip lines;
 - shell scripts (`install.sh`, any `*.sh`), Dockerfiles and the README or
   INSTALL page (`README.md`, `INSTALL.rst`): the packages of their `pip
-  install` and `conda install` commands (`pip install torch==1.9.0`), and a Dockerfile's PyTorch base image (`FROM
+  install` and `conda install` commands (`pip install torch==1.9.0`; a
+  wheel index built for one torch, `pip install -f
+  https://download.openmmlab.com/mmcv/dist/cu110/torch1.7.1/index.html
+  mmcv-full`, is that torch), and a Dockerfile's PyTorch base image (`FROM
   pytorch/pytorch:1.5.1-cuda10.1-cudnn7-runtime` is `torch==1.5.1`, NVIDIA's
   `FROM nvcr.io/nvidia/pytorch:20.12-py3` the torch 1.8 it ships): the
   set-up a project's README sends its users to;
@@ -209,6 +212,8 @@ def _environment_requirements(text: str) -> Iterable[str]:
 
 
 # `pip install ...`, `pip3 install`, `python -m pip install`, `conda install ...` (up to `&&`, `;`, `|`)
+# a wheel index built for one torch (OpenMMLab's `.../mmcv/dist/cu110/torch1.7.1/index.html`)
+_WHEEL_INDEX_RE = re.compile(r"^https?://\S*/torch(\d+\.\d+(?:\.\d+)?)/")
 _INSTALL_RE = re.compile(r"\b(?:pip3?|conda|mamba)\s+install\s+([^&;|#\n]*)")
 # the official images: `pytorch/pytorch:1.5.1-cuda10.1-cudnn7-runtime`, `pytorch/pytorch:2.4.1-cuda12.4-...`
 _IMAGE_RE = re.compile(r"^\s*FROM\s+(?:docker\.io/)?pytorch/pytorch:(\d+\.\d+(?:\.\d+)?)\b", re.I | re.M)
@@ -254,7 +259,10 @@ def _installed_requirements(text: str) -> Iterable[str]:
         for m in _INSTALL_RE.finditer(line):
             for word in m.group(1).split():
                 word = word.strip("'\"`")
-                if word and not word.startswith("-"):
+                index = _WHEEL_INDEX_RE.search(word)
+                if index is not None:  # `-f https://download.openmmlab.com/mmcv/dist/cu110/torch1.7.1/index.html`
+                    yield f"torch=={index.group(1)}"
+                elif word and not word.startswith("-"):
                     yield word
 
 

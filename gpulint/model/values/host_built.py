@@ -34,7 +34,7 @@ from gpulint.model.values.devices import (
     has_generator,
     range_tensor,
 )
-from gpulint.model.values.kinds import SIZE_METHODS
+from gpulint.model.values.kinds import SIZE_METHODS, TENSOR_JOINS
 from gpulint.model.index.walk import walk
 
 # torch functions that draw samples from their first argument, where it is (the rest are numbers
@@ -112,6 +112,11 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
         torch_fn = q[6:] if q.startswith("torch.") and q.count(".") == 1 else ""  # `torch.exp`, not `torch.nn.x`
         if (torch_fn in TORCH_SAMPLING or q in _LAYOUT_FUNCTIONS) and expr.args:
             return _walk(fa, expr.args[0], func, tensor_kind, depth, use, nest)
+        if torch_fn in TENSOR_JOINS and expr.args and isinstance(expr.args[0], (ast.List, ast.Tuple)):
+            # `torch.cat((torch.zeros(b, 1), data))`: every part is a tensor, so a part the walk
+            # cannot place (a parameter, `data`) is a tensor the code was handed: data
+            parts = [_walk(fa, e, func, tensor_kind, depth, use, nest) for e in expr.args[0].elts]
+            return _DATA if any(p is _DATA or p is None for p in parts) else next((p for p in parts if p), None)
         if torch_fn in TORCH_ELEMENTWISE:
             return _first(fa, [a for a in expr.args] + [k.value for k in expr.keywords if k.arg != "dim"],
                           func, tensor_kind, depth, use, nest)

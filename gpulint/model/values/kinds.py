@@ -134,7 +134,8 @@ NON_TENSOR_METHODS = frozenset(
     """item tolist numpy size dim ndimension numel nelement element_size data_ptr stride
     storage untyped_storage get_device is_contiguous is_floating_point is_complex
     backward register_hook retain_grad type_as_string __len__ is_pinned is_shared
-    is_set_to equal allclose has_names storage_offset""".split()
+    is_set_to equal allclose has_names storage_offset
+    items keys""".split()  # (no Tensor has `items`/`keys`: what was taken for one is a mapping, a loss dict)
 )
 # tensor methods that give its sizes as Python ints (`x.size(0)`, `x.numel()`): no
 # part of a batch, no device value to wait for

@@ -140,7 +140,9 @@ class CpuTensorThenMoved(Rule):
     pe`), is not repeated code. An operation that mixes a CPU tensor with a
     CUDA one raises, so such an expression runs on the CPU. It is not flagged
     where other tensor data joins the factory's (`(t * torch.arange(n)).cuda()`
-    with `t` a tensor: the data crosses either way), in a function that reads
+    with `t` a tensor: the data crosses either way; every part of a
+    `torch.cat`/`stack` is a tensor, so a part the model cannot place, a
+    batch handed in as a parameter, counts as data), in a function that reads
     device data on the host itself (`.item()`, `.tolist()`, `.cpu()`,
     `.numpy()`, `nonzero`, `unique`, `torch.any`: the host waits there anyway,
     so one more small copy stalls next to nothing), nor in the `forward` of an
