@@ -123,7 +123,11 @@ class DataDependentShapeInLoop(Rule):
 
     Not flagged: code that runs once (`__init__`, set-up), tensors known to
     be in host memory, files that never mention CUDA or a device, test
-    files, `x[mask] = v` (assigning through a mask sizes nothing), a result
+    files, `x[mask] = v` (with a number, a masked fill that sizes nothing;
+    with a tensor value torch finds the mask's positions and the host waits,
+    as `mask.nonzero()` does, which this rule does not flag yet: ibot's
+    `x[mask, :] = self.masked_embed` in every student forward, where
+    `torch.where(mask[..., None], masked_embed, x)` waits for nothing), a result
     read on the host at once (`torch.where(m)[0].tolist()`: the values are
     wanted there), error paths (a block ending in `raise` or
     `torch._assert(False, ...)`), code under a periodic guard, and loops of
