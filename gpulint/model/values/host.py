@@ -482,8 +482,8 @@ def dominating_value(index, name: ast.Name, ancestors: Sequence[ast.AST]) -> Opt
     between (`done = torch.as_tensor([done])` after `s, r, done =
     env.step(a)`, then `if done:`). None when another binding may come
     between (a branch or a loop that binds it), or the search reaches the
-    top of a loop body (a value carried from the last pass may reach) or of
-    the def."""
+    top of a loop body that binds the name (a value carried from the last
+    pass may reach) or of the def."""
     found = _last_binding(index, name, ancestors)
     return None if found is _ENTRY else found
 
@@ -521,26 +521,50 @@ def _last_binding(index, name: ast.Name, ancestors: Sequence[ast.AST], unpack: b
                         return stmt.value
                     continue
                 if unpack and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
-                        and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) \
-                        and all(isinstance(e, ast.Name) for e in stmt.targets[0].elts):
-                    names = [e.id for e in stmt.targets[0].elts]  # type: ignore[attr-defined]
-                    if name.id not in names:
+                        and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) and _plain_target(stmt.targets[0]):
+                    if name.id not in _target_names(stmt.targets[0]):
                         continue
-                    value = stmt.value
-                    if isinstance(value, (ast.Tuple, ast.List)):
-                        if len(value.elts) != len(names) or any(isinstance(e, ast.Starred) for e in value.elts):
-                            return None
-                        return value.elts[names.index(name.id)]
-                    return value
+                    return _unpacked(stmt.targets[0], stmt.value, name.id)
                 if _binds(stmt, name.id):
                     return None
         if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)) and where is not None and where[0] is anc \
                 and where[1] == "body" and any(a.arg == name.id for a in anc.args.posonlyargs + anc.args.args
                                                + anc.args.kwonlyargs):
             return _ENTRY
+        if isinstance(anc, LOOPS) and where is not None and where[1] == "body" and not _binds(anc, name.id):
+            continue  # (a loop that never binds the name carries the value it had before it)
         if isinstance(anc, SCOPES + LOOPS) or isinstance(anc, ast.Module) or (
                 isinstance(anc, ast.Try) and where is not None and where[1] != "body"):
             return None  # (a handler or `finally` may run after any statement of the `try`)
+    return None
+
+
+def _plain_target(target: ast.AST) -> bool:
+    """Names, nested in tuples or lists: `(img1, pos1), cls, idx`."""
+    if isinstance(target, ast.Name):
+        return True
+    return isinstance(target, (ast.Tuple, ast.List)) and all(_plain_target(e) for e in target.elts)
+
+
+def _target_names(target: ast.AST) -> List[str]:
+    return [n.id for n in walk(target) if isinstance(n, ast.Name)]
+
+
+def _unpacked(target: ast.AST, value: ast.AST, name: str) -> Optional[ast.AST]:
+    """What `name` of the unpacking `target = value` takes: the element of
+    a display it lines up with (`a, b = x, y`), or the value it is a part of
+    (`(img1, pos1), cls = data`: `data`); None where a display does not
+    line up."""
+    if isinstance(target, ast.Name):
+        return value
+    if not isinstance(value, (ast.Tuple, ast.List)):
+        return value
+    elts = target.elts  # type: ignore[attr-defined]
+    if len(value.elts) != len(elts) or any(isinstance(e, ast.Starred) for e in value.elts):
+        return None
+    for t, v in zip(elts, value.elts):
+        if name in _target_names(t):
+            return _unpacked(t, v, name)
     return None
 
 
