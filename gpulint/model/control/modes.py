@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
-from gpulint.model.index.order import end_of, scope_nodes, start_of
+from gpulint.model.index.order import end_of, scope_nodes, start_of, stored_names
 from gpulint.model.names import dotted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,8 +116,7 @@ def evaluated_at_module_level(fa: FileModel, key: str, scope: ast.AST) -> bool:
     args = scope.args
     if any(a.arg == key for a in args.posonlyargs + args.args + args.kwonlyargs):
         return False
-    return not any(isinstance(n, ast.Name) and n.id == key and not isinstance(n.ctx, ast.Load)
-                   for n in scope_nodes(scope))
+    return key not in stored_names(fa.index).get(scope, ())
 
 
 def switching_scopes(fa: FileModel) -> Set[Optional[ast.AST]]:

@@ -522,7 +522,7 @@ def _last_binding(index, name: ast.Name, ancestors: Sequence[ast.AST], unpack: b
                     continue
                 if unpack and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
                         and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) and _plain_target(stmt.targets[0]):
-                    if name.id not in _target_names(stmt.targets[0]):
+                    if name.id not in target_names(stmt.targets[0]):
                         continue
                     return _unpacked(stmt.targets[0], stmt.value, name.id)
                 if _binds(stmt, name.id):
@@ -546,10 +546,6 @@ def _plain_target(target: ast.AST) -> bool:
     return isinstance(target, (ast.Tuple, ast.List)) and all(_plain_target(e) for e in target.elts)
 
 
-def _target_names(target: ast.AST) -> List[str]:
-    return [n.id for n in walk(target) if isinstance(n, ast.Name)]
-
-
 def _unpacked(target: ast.AST, value: ast.AST, name: str) -> Optional[ast.AST]:
     """What `name` of the unpacking `target = value` takes: the element of
     a display it lines up with (`a, b = x, y`), or the value it is a part of
@@ -563,7 +559,7 @@ def _unpacked(target: ast.AST, value: ast.AST, name: str) -> Optional[ast.AST]:
     if len(value.elts) != len(elts) or any(isinstance(e, ast.Starred) for e in value.elts):
         return None
     for t, v in zip(elts, value.elts):
-        if name in _target_names(t):
+        if name in target_names(t):
             return _unpacked(t, v, name)
     return None
 
