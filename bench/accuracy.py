@@ -618,10 +618,27 @@ CORPUS_SETS = {
         ("HuCaoFighting/Swin-Unet", "f48f623e226e25b6e395c37207915c50aaa9c776"),
         ("swz30/MPRNet", "43feb2aed45f5e0b9082c78c8c455160e30a3a82"),
     ],
+    # fortieth: labelled at first sight on 39b364a
+    "fortieth": [
+        ("twni2016/pomdp-baselines", "28cb5dda93d8182fbe3e3055b39f839b1274aa94"),
+        ("Sea-Snell/Implicit-Language-Q-Learning", "0dc556150bfbdca5e1e6ee322c9126486c2162f7"),
+        ("tugstugi/pytorch-dc-tts", "f892fd27c768f43056dd6350f1e97dd4c38c5f4d"),
+        ("jaehyun513/STUNT", "e860675d0e390dba5f12eb9fd7bdcdd8d379f012"),
+        ("649453932/Chinese-Text-Classification-Pytorch", "6cb26819af7b646275aff8a4693676f2849e67f6"),
+        ("nnzhan/Graph-WaveNet", "6b162e80c59a1d494809252eca055cff93dc66b1"),
+        ("huangtinglin/NGCF-PyTorch", "f4e7f6960cd8cd443d5537261d30b89cf52ed52d"),
+        ("zsyOAOA/ResShift", "3ce1d81e8402fd50083809ae288a3977f6921bdd"),
+        ("GOATmessi8/RFBNet", "88d5850761c0cc7ec5ca08ae67b1d4c3e3630f0f"),
+        ("yunjey/stargan", "94dd002e93a2863d9b987a937b85925b80f7a19f"),
+        ("Pang-Yatian/Point-MAE", "7445a68068d707da6d959b66773bfef84c4e3e32"),
+        ("hzwer/ECCV2022-RIFE", "5d8adbdd40e12c2c8f91930eff838aebe561c086"),
+        ("facebookresearch/vicreg", "4e12602fd495af83efd1631fbe82523e6db092e0"),
+        ("yinboc/liif", "4c833f8f9d5d038df3ee2b50ebe649c30e628c0f"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
