@@ -141,7 +141,7 @@ def test_invalid_utf8(tmp_path, validator):
 @pytest.mark.parametrize(
     "data, why",
     [
-        (b"# -*- coding: klingon -*-\nx = 1\n", "unknown encoding in coding line: 'klingon'"),
+        (b"# -*- coding: klingon -*-\nx = '\xff'\n", "unknown encoding in coding line: 'klingon', and the file is not UTF-8"),
         (b"# coding: ascii\nx = '\xc3\xa9'\n",
          "cannot decode as ascii: ordinal not in range(128) at line 2 (byte 21)"),
         # a codec that is not a text encoding was an internal error (LookupError) before
@@ -155,6 +155,14 @@ def test_wrong_pep263_coding_line(tmp_path, validator, data, why):
     (tmp_path / "bad.py").write_bytes(data)
     write(tmp_path, "good.py", DP)
     check_all_formats(tmp_path, validator, [("bad.py", why, "io-error")])
+
+
+def test_unknown_codec_over_utf8_text_reads_it_as_utf8(tmp_path, validator):
+    """A codec that a package installs to rewrite UTF-8 source for older
+    Pythons (`# -*- coding: future_fstrings -*-`): the text is read as UTF-8."""
+    (tmp_path / "fstr.py").write_bytes(b"# -*- coding: future_fstrings -*-\n" + DP.encode())
+    write(tmp_path, "good.py", DP)
+    check_all_formats(tmp_path, validator, [], good=[("fstr.py", 5, 9, "GPU001"), GOOD])
 
 
 def test_coding_line_that_fits_the_bytes_is_used(tmp_path, validator):

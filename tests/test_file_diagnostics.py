@@ -256,11 +256,11 @@ def test_internal_errors(tmp_path, monkeypatch):
 
 def test_undecodable_and_unknown_coding_are_io_errors(tmp_path):
     (tmp_path / "latin.py").write_bytes(b"x = '\xff'\n")
-    (tmp_path / "kl.py").write_bytes(b"# -*- coding: klingon -*-\nx = 1\n")
+    (tmp_path / "kl.py").write_bytes(b"# -*- coding: klingon -*-\nx = '\xff'\n")
     res = invoke(["check"], tmp_path)
     assert res.exit_code == 1
     assert diagnostics(res.stdout) == [
-        ("kl.py", 1, 1, "io-error", "unknown encoding in coding line: 'klingon'"),
+        ("kl.py", 1, 1, "io-error", "unknown encoding in coding line: 'klingon', and the file is not UTF-8"),
         ("latin.py", 1, 1, "io-error", "cannot decode as utf-8: invalid start byte at line 1 (byte 5)"),
     ]
 

@@ -192,7 +192,12 @@ def decode_source(data: bytes, path: str) -> str:
     try:
         info = codecs.lookup(encoding)
     except LookupError:
-        raise LintError(f"unknown encoding in coding line: {encoding!r}")
+        # a codec that a package installs to rewrite UTF-8 source for older Pythons
+        # (`future_fstrings`, pomdp-baselines' learner): the text is UTF-8, as Ruff reads it
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise LintError(f"unknown encoding in coding line: {encoding!r}, and the file is not UTF-8")
     if not getattr(info, "_is_text_encoding", True):  # base64, rot13, zlib...: Python refuses them too
         raise LintError(f"coding line names {encoding!r}, which is not a text encoding")
     try:
