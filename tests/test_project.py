@@ -1173,6 +1173,40 @@ def test_a_models_file_asked_for_its_layers_is_read_for_them_only_and_keeps_its_
     assert walked.count("models.py") == 1 and walked.count("train.py") == 2
 
 
+def test_a_trainer_handed_its_model_by_a_script_with_no_def_knows_its_layers(tmp_path):
+    """A script with no def (read for its imports only) that builds the model
+    and hands it to a training function of another file (Swin-Unet's
+    `train.py` and `trainer.py`): the trainer knows the model's layers."""
+    from test_rule_gpu403 import VIT
+
+    trainer = """
+        import torch
+
+        def trainer_main(model, loader):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                x, y = x.cuda(), y.cuda()
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+    """
+    script = """
+        import torch
+        from models import Attention
+        from trainer import trainer_main
+
+        if __name__ == "__main__":
+            net = Attention().cuda()
+            trainer_main(net, torch.load("data.pt"))
+    """
+    write(tmp_path, {"models.py": VIT, "trainer.py": textwrap.dedent(trainer), "train.py": textwrap.dedent(script)})
+    assert check(tmp_path, "--no-cache", "--select", "GPU403", ".") == {("trainer.py", 10, "GPU403")}
+    # without the script, which model the trainer trains is not known
+    (tmp_path / "train.py").unlink()
+    assert check(tmp_path, "--no-cache", "--select", "GPU403", ".") == set()
+
+
 def test_a_helper_in_another_file_that_builds_on_the_host_is_summarized_when_a_forward_moves_its_result(tmp_path):
     # demucs: `create_sin_embedding` (a file with no device word, no step) builds a table on the
     # CPU; the model's forward moves it every step. The project asks for the helper's summary.
@@ -1865,7 +1899,8 @@ def test_a_next_rounds_graph_keeps_which_files_import_which_only_where_that_cann
         "c.py": (["c"], {"functions": {}, "classes": {}, "imports": []}),
     }
     first = ProjectGraph(base)
-    assert first.importers_of("c.py") == ["a.py"] and first.importers_of("b.py") == []
+    # (a file read for its imports only imports too: `b.py` is among `c.py`'s importers)
+    assert sorted(first.importers_of("c.py")) == ["a.py", "b.py"] and first.importers_of("b.py") == []
     grown = dict(base, **{"b.py": (["b"], {"functions": {}, "classes": {}, "imports": ["c"]})})
     again = ProjectGraph(grown, first)
     assert again.importers_of("b.py") == ProjectGraph(grown).importers_of("b.py") == ["a.py"]

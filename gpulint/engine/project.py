@@ -181,7 +181,7 @@ def imported_models(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Di
             if source in asked:
                 continue
             asked.add(source)
-            for module in graph.files[source][1].get("imports", ()):
+            for module in graph.program_files[source][1].get("imports", ()):
                 for name in (module, module.rpartition(".")[0]):
                     found = deferred.get(name)
                     p = module_file(found, source) if found else None

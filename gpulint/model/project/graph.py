@@ -416,7 +416,7 @@ class ProjectGraph:
             layers = self._models().trained_layers(path, summary)
             if layers:
                 table["layers"] = layers
-            if not summary.get("cuda") and any(self.files[p][1].get("cuda") for p in self.model_files(path)):
+            if not summary.get("cuda") and any(self.program_files[p][1].get("cuda") for p in self.model_files(path)):
                 table["cuda_nearby"] = True
         return table
 
@@ -441,7 +441,9 @@ class ProjectGraph:
     def _models(self) -> "ModelFiles":
         """The project's `ModelFiles` (made once, when first asked)."""
         if self._model_files is None:
-            self._model_files = ModelFiles(self.files, self._module_file, self._imports_kept)
+            # (with the scripts read for their imports only: a script with no def that builds
+            # the model and hands it to a trainer in another file, Swin-Unet's `train.py`)
+            self._model_files = ModelFiles(self.program_files, self._module_file, self._imports_kept)
             self._imports_kept = None
         return self._model_files
 
