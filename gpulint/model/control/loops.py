@@ -20,7 +20,6 @@ Definitions (the ones the rule docs promise):
 from __future__ import annotations
 
 import ast
-import re
 from typing import Callable, Dict, List, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
@@ -28,10 +27,10 @@ from gpulint.model.index.order import loops_around, nested_loops, own_nodes, tar
 from gpulint.model.names import dotted, last_name
 from gpulint.model.values.kinds import CRITERION, MODEL, OPTIMIZER_NAME_RE, TENSOR
 from gpulint.model.values.narrowing import tests_parameter_tensor
-from gpulint.model.values.host_built import assigned_value
 from gpulint.model.values.values import Values
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
+from gpulint.model.control.periodic import elapsed_test, held_test, is_periodic_continue, is_periodic_test
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.index.walk import child_nodes, walk
 
@@ -43,80 +42,14 @@ _MODULE_STRUCTURE = frozenset((
 ))
 
 
-def held_test(index, test: ast.AST) -> ast.AST:
-    """The test a name holds, where the `if` tests a name bound a few
-    statements before it in the same block (`should_validate = step %
-    interval == 0` then `if should_validate:`), also each name of an
-    `and`/`or` of names (`early_phase = batch_idx % log_frequency == 0 and
-    step < 2000`, `late_phase = step % 2000 == 0`, then `if early_phase or
-    late_phase:`); and the value a property of the class returns, for
-    `self.<property>` (`if self.log_outputs_now:` with `log_outputs_now`
-    returning `self.global_step % self.log_interval == 0`); else `test`."""
-    stmt = index.parents.get(test)
-    if not isinstance(stmt, ast.If):
-        return test
-    if isinstance(test, ast.BoolOp) and any(isinstance(v, (ast.Name, ast.Attribute)) for v in test.values):
-        values = [_held(index, stmt, v) for v in test.values]
-        return test if all(a is b for a, b in zip(values, test.values)) else ast.BoolOp(op=test.op, values=values)
-    return _held(index, stmt, test)
-
-
-def _held(index, stmt: ast.If, value: ast.AST) -> ast.AST:
-    if isinstance(value, ast.Name):
-        return _held_by_name(index, stmt, value)
-    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
-        return _held_by_property(index, stmt, value)
-    return value
-
-
-def _held_by_property(index, stmt: ast.If, attr: ast.Attribute) -> ast.AST:
-    """What `self.<attr>` holds when it names a property of the class around
-    `stmt` whose body is one `return`: the returned expression; else `attr`."""
-    cls = index.enclosing_class(index.ancestors(stmt))
-    if cls is None:
-        return attr
-    for item in cls.body:
-        if isinstance(item, ast.FunctionDef) and item.name == attr.attr and any(
-                isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list):
-            body = [s for s in item.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-                return body[0].value
-            return attr
-    return attr
-
-
-def _held_by_name(index, stmt: ast.If, name: ast.Name) -> ast.AST:
-    """What `name` holds when `stmt` tests it: the value of its single-name
-    assignment a few statements before `stmt` in the same block; else `name`."""
-    where = index.slot(stmt)
-    if where is None:
-        return name
-    block = getattr(where[0], where[1], None)
-    if not isinstance(block, list):
-        return name
-    for prev in reversed(block[max(0, where[2] - 8): where[2]]):  # a few statements back, no more
-        if isinstance(prev, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and name.id in target_names(
-            prev.targets[0] if isinstance(prev, ast.Assign) else prev.target
-        ):
-            if isinstance(prev, ast.Assign) and len(prev.targets) == 1 and isinstance(prev.targets[0], ast.Name):
-                return prev.value
-            return name
-    # further back: the flag set at the top of the loop's body (`log_losses = i > 0 and
-    # n_iter % args.print_freq == 0`), when every binding of it in the def is a plain one and
-    # the last before the `if` always runs before it (a block around the `if` holds it)
-    ancestors = index.ancestors(stmt)
-    func = index.enclosing_scope(ancestors)
-    if func is None or not loops_around(list(ancestors) + [stmt]):
-        return name  # (no loop between the `if` and its def: it runs once per call, periodic or not)
-    held = assigned_value(index, name, func, stmt)
-    return held if held is not None else name
-
-
 def step_nodes(loop: ast.AST) -> List[ast.AST]:
     """The nodes of the loop's own body (`own_nodes`), and those of a loop in
     it that goes over the step's optimizers (`for opt, sched in
     zip(optimizers, schedulers): opt.step()`): stepping each optimizer is
-    one part of the step around it, not a loop of steps. One walk."""
+    one part of the step around it, not a loop of steps; and those of a
+    hand-written sweep in it (`for dataset in ['CelebA', 'RaFD']:`, StarGAN's
+    `train_multi`), whose every pass each pass of the loop runs, as the
+    project's `Hotness` reads it. One walk."""
     out: List[ast.AST] = []
     stack = [n for n in list(loop.body) + list(getattr(loop, "orelse", [])) if not isinstance(n, SCOPES)]  # type: ignore[attr-defined]
     while stack:
@@ -124,6 +57,8 @@ def step_nodes(loop: ast.AST) -> List[ast.AST]:
         if isinstance(n, LOOPS):
             if isinstance(n, (ast.For, ast.AsyncFor)) and _over_optimizers(n):
                 out.extend(own_nodes(n))
+            elif isinstance(n, (ast.For, ast.AsyncFor)) and is_literal_sweep(n):
+                stack.extend(c for c in list(n.body) + list(n.orelse) if not isinstance(c, SCOPES))
             continue
         out.append(n)
         for child in child_nodes(n):
@@ -470,7 +405,8 @@ class Loops:
         A name bound just before the `if` (eight statements back at most), in
         the same block, is read as the test it holds (`should_validate = step % interval == 0 or ...` then
         `if should_validate:`)."""
-        return self.index.memoized("loops.periodic_test", test, lambda: is_periodic_test(held_test(self.index, test)))
+        return self.index.memoized("loops.periodic_test", test, lambda: is_periodic_test(held_test(self.index, test))
+                                   or elapsed_test(self.index, test))
 
     def _every_pass(
         self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Callable[[ast.AST], bool],
@@ -722,51 +658,3 @@ def iterates_names(loop: ast.AST) -> bool:
                         for b in sides):
                     return True
     return False
-
-
-def is_periodic_test(test: ast.AST) -> bool:
-    """A test true on some passes only: a modulus (`step % 100 == 0`), or a
-    step counter looked up in a schedule (`if global_step in
-    opt.upsample_steps:`, `if epoch in milestones:`)."""
-    return _has_modulus(test) or is_schedule_test(test)
-
-
-def _has_modulus(test: ast.AST) -> bool:
-    for n in walk(test):
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
-            # `"%d" % x` is formatting, not a modulus
-            if isinstance(n.left, ast.Constant) and isinstance(n.left.value, str):
-                continue
-            return True
-    return False
-
-
-# a step, iteration or epoch counter, by its name: the model has no count of
-# passes for an attribute (`self.global_step`) that another method advances
-_COUNTER_WORD_RE = re.compile(r"(^|_)(global_)?(step|steps|iter|iters|iteration|it|epoch|epochs|ep)(_|$)|^(step|iter|epoch)",
-                              re.I)
-
-
-def is_schedule_test(test: ast.AST) -> bool:
-    """`counter in schedule`: a step, iteration or epoch counter looked up in
-    a collection of steps (`if self.global_step in self.opt.upsample_model_steps:`,
-    `if epoch in milestones:`), true on the listed passes only. Not `not in`,
-    which is true on most passes."""
-    for n in walk(test):
-        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
-            word = last_name(n.left) if isinstance(n.left, (ast.Name, ast.Attribute)) else None
-            if word and _COUNTER_WORD_RE.search(word) and not isinstance(n.comparators[0], ast.Constant):
-                return True
-    return False
-
-
-def is_periodic_continue(stmt: ast.AST) -> bool:
-    """`if step % k == 0: continue` (not `if step in skipped: continue`,
-    after which the rest runs on most passes)."""
-    return (
-        isinstance(stmt, ast.If)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], ast.Continue)
-        and not stmt.orelse
-        and _has_modulus(stmt.test)
-    )

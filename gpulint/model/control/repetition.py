@@ -89,7 +89,8 @@ import re
 from typing import TYPE_CHECKING, Optional, Sequence, Set, Tuple
 
 from gpulint.model.control.file_calls import calling_class, calls_by_callee, class_group, object_calls, own_callee_name
-from gpulint.model.control.loops import counts_passes, is_periodic_test, iterates_names
+from gpulint.model.control.loops import counts_passes, iterates_names
+from gpulint.model.control.periodic import is_periodic_test
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import nested_loops, scope_nodes
