@@ -161,7 +161,7 @@ def statement_and_block(chain, analysis):
     return None, None
 
 
-def follows_host_read(node, ancestors, analysis, at=None, limit=None) -> bool:
+def follows_host_read(node, ancestors, analysis, at=None, limit=None, uploads: bool = True) -> bool:
     """The loop has just waited for the GPU, and this read only waits for what
     was queued since, a few small kernels: an earlier statement of the step
     surely read a tensor on the host (`a = x.item()` then `b = y.item()`;
@@ -171,7 +171,9 @@ def follows_host_read(node, ancestors, analysis, at=None, limit=None) -> bool:
     time (`{"a": a.item(), "b": b.item()}`). `at` is the node whose
     evaluation makes the read (default `node`): for an f-string, the first
     tensor it formats. `limit`: at most that many statements are walked back.
-    A function that every per-step caller enters right after a read
+    `uploads`: a blocking copy to the GPU counts as such a read (the copy
+    waits for the queue too); a copy that asks only whether the host read
+    passes False. A function that every per-step caller enters right after a read
     (`CallFacts.entered_synced`) starts synced."""
     chain = list(ancestors) + [node]
     stmt, block = statement_and_block(chain, analysis)
@@ -179,7 +181,7 @@ def follows_host_read(node, ancestors, analysis, at=None, limit=None) -> bool:
         return False
     if queues_model_work(stmt, list(ancestors), analysis):
         return False  # this statement queues real work of its own (before reading, or we cannot tell)
-    return synced_before(chain, analysis, limit) or read_earlier_in_statement(stmt, node if at is None else at, analysis)
+    return synced_before(chain, analysis, limit, uploads) or read_earlier_in_statement(stmt, node if at is None else at, analysis)
 
 
 def sync_follows(node, ancestors, analysis, limit: int = 8) -> bool:
@@ -248,7 +250,7 @@ PASSABLE = (ast.If, ast.With, ast.AsyncWith, ast.Try) + ((ast.TryStar,) if hasat
 LOOP_STMTS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def synced_before(chain, analysis, limit=None) -> bool:
+def synced_before(chain, analysis, limit=None, uploads: bool = True) -> bool:
     """Walking back from the innermost statement of `chain` through the
     statements run before it in this step, a statement that surely read on
     the host (`ends_reading`) comes before any that queues model work.
@@ -262,9 +264,10 @@ def synced_before(chain, analysis, limit=None) -> bool:
     `else` or `finally` block of a `try`, and at a function's body, unless
     the project says every per-step caller enters the function right after
     a read (`entered_synced`). With `limit`, it gives up (False) after that
-    many statements."""
+    many statements. Without `uploads`, a blocking copy to the GPU does not
+    count as a read."""
     budget = limit
-    plain = [True]  # the walk has passed only tensor ops so far (`blocking_upload` counts then)
+    plain = [True] if uploads else None  # the walk has passed only tensor ops so far (`blocking_upload` counts then)
     for depth in range(len(chain) - 1, 0, -1):
         stmt = chain[depth]
         if not isinstance(stmt, ast.stmt):

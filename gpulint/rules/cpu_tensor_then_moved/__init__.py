@@ -19,7 +19,7 @@ from gpulint.model.values.devices import (
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
-from gpulint.model.control.syncs import read_earlier_in_statement
+from gpulint.model.control.syncs import follows_host_read, read_earlier_in_statement
 from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like_text, typed_like_message
 from gpulint.model.values.host_built import builds_on_cpu
 from gpulint.rules.cpu_tensor_then_moved.constant_fill import constant_fill, fill_message, stored_under_a_key
@@ -194,8 +194,10 @@ class CpuTensorThenMoved(Rule):
     `losses["loss_dn"] = torch.as_tensor(0.).to("cuda")`: a zero standing in
     for a loss the other path computes, read with the rest of the dict; nor
     one sized by a read of device data on the host in the same statement, a
-    detector's per-class `torch.LongTensor(keep.sum().item() * [c]).to(d)`:
-    the host has just waited); and
+    detector's per-class `torch.LongTensor(keep.sum().item() * [c]).to(d)`,
+    or copied in the statements right after such a read with no model work
+    queued between, `n = mask.sum().item()` then `torch.tensor(0).to(d)`:
+    the host has just waited, and the copy stalls on nothing); and
     a Python range (`torch.LongTensor(range(n))`, `torch.tensor(list(range(n)))`),
     which `torch.arange(n, device=d)` makes there, also where casts or
     reshapes (or the old `Variable(...)`) come between it and the move.
@@ -453,12 +455,19 @@ class CpuTensorThenMoved(Rule):
 
 
 def _sized_by_a_read(fa, move: ast.Call, ancestors) -> bool:
-    """The statement reads device data on the host before the copy (a
-    detector's per-class `torch.LongTensor(keep.sum().item() * [c]).to(d)`,
-    sized by the read): the host has just waited, and one small copy after
-    that wait stalls next to nothing."""
+    """The statement reads device data on the host before the constant's
+    copy (a detector's per-class `torch.LongTensor(keep.sum().item() *
+    [c]).to(d)`, sized by the read), or the statements just before it did,
+    with no model work queued since (`syncs.follows_host_read`: ILQL's
+    `torch.tensor(0).to(d)` the line after an `.item()`; not a blocking
+    upload of the batch, after which StarGAN v2's per-batch label copy was
+    judged a cost): the host has just waited, and one small copy after that
+    wait stalls next to nothing. (Only constants: a factory sized by a read
+    just before it, fairseq's `torch.arange(lengths.max().item())`, builds
+    a mask as large as the batch, judged a cost.)"""
     stmt = next((a for a in reversed(ancestors) if isinstance(a, ast.stmt)), None)
-    return stmt is not None and read_earlier_in_statement(stmt, move, fa)
+    return stmt is not None and (read_earlier_in_statement(stmt, move, fa)
+                                 or follows_host_read(move, ancestors, fa, uploads=False))
 
 
 def _legacy_message(ctx, node: ast.Call, inner: ast.Call, legacy: str) -> Optional[str]:
