@@ -154,6 +154,18 @@ def test_coding_line_and_missing_final_newline_are_kept(tmp_path):
     )
 
 
+def test_unknown_codec_over_utf8_is_fixed_and_written_back_as_utf8(tmp_path):
+    """A coding line naming a codec Python does not know (`future_fstrings`):
+    the file is read as UTF-8, so the fix is written back as UTF-8, the
+    coding line kept."""
+    p = tmp_path / "fstr.py"
+    src = '# -*- coding: future_fstrings -*-\n# caf\xe9\nimport torch\nscaler = torch.cuda.amp.GradScaler()\n'
+    p.write_bytes(src.encode("utf-8"))
+    res = _invoke(["fix", "--apply", "--no-cache", "fstr.py"], tmp_path)
+    assert res.exit_code == 0, res.output
+    assert p.read_bytes() == src.replace("torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")').encode("utf-8")
+
+
 def test_file_mode_is_kept(tmp_path):
     p = tmp_path / "a.py"
     p.write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")

@@ -82,6 +82,10 @@ def decode_with_encoding(data: bytes, path: str) -> Tuple[str, str, bool]:
             if m:
                 encoding = m.group(1).decode("ascii", "replace")
                 break
+        try:
+            codecs.lookup(encoding)
+        except LookupError:  # a codec Python does not know: `decode_source` read the text as UTF-8
+            encoding = "utf-8"
     return text, encoding, bom
 
 

@@ -387,7 +387,7 @@ class CpuTensorThenMoved(Rule):
         fill = constant_fill(fa, inner, ctx.source.node_text)
         if fill is not None:  # `torch.tensor([0.]).to(device)`: a constant, not data
             if _target(node, fa) is not None and not stored_under_a_key(fa, node) \
-                    and runs_repeatedly(fa, node, ctx.ancestors) and not _sized_by_a_read(fa, node, ctx.ancestors):
+                    and runs_repeatedly(fa, node, ctx.ancestors) and not _right_after_a_read(fa, node, ctx.ancestors):
                 self.report(ctx, node, message=fill_message(fill, ctx.source.node_text(inner)))
             return
         if (
@@ -454,7 +454,7 @@ class CpuTensorThenMoved(Rule):
 
 
 
-def _sized_by_a_read(fa, move: ast.Call, ancestors) -> bool:
+def _right_after_a_read(fa, move: ast.Call, ancestors) -> bool:
     """The statement reads device data on the host before the constant's
     copy (a detector's per-class `torch.LongTensor(keep.sum().item() *
     [c]).to(d)`, sized by the read), or the statements just before it did,
