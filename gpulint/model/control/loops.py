@@ -406,7 +406,7 @@ class Loops:
         the same block, is read as the test it holds (`should_validate = step % interval == 0 or ...` then
         `if should_validate:`)."""
         return self.index.memoized("loops.periodic_test", test, lambda: is_periodic_test(held_test(self.index, test))
-                                   or elapsed_test(self.index, test))
+                                   or elapsed_test(self.index, self.values.imports, test))
 
     def _every_pass(
         self, node: ast.AST, ancestors: Sequence[ast.AST], is_hot: Callable[[ast.AST], bool],

@@ -12,8 +12,9 @@ import re
 
 from gpulint.model.index.order import loops_around, target_names
 from gpulint.model.index.walk import walk
-from gpulint.model.names import last_name
+from gpulint.model.names import ImportTable, last_name
 from gpulint.model.values.host_built import assigned_value
+from gpulint.model.control.contexts import CLOCK_FUNCS
 
 
 def held_test(index, test: ast.AST) -> ast.AST:
@@ -92,20 +93,11 @@ def is_periodic_test(test: ast.AST) -> bool:
     return _has_modulus(test) or is_schedule_test(test)
 
 
-# clocks read for an elapsed time: `time.time()`, `time.perf_counter()`, `timeit.default_timer()`
-_CLOCKS = frozenset({("time", "time"), ("time", "perf_counter"), ("time", "monotonic"), ("timeit", "default_timer")})
-
-
-def _clock_read(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) \
-        and isinstance(node.func.value, ast.Name) and (node.func.value.id, node.func.attr) in _CLOCKS
-
-
-def elapsed_test(index, test: ast.AST) -> bool:
-    """A test of the time passed since an earlier clock read against an
-    interval (`current_time - last_logging > args.log_freq_time`, with
-    `current_time = time.time()` just before, VICReg's logging): true once
-    per interval, not on every pass."""
+def elapsed_test(index, imports: ImportTable, test: ast.AST) -> bool:
+    """A test of the time passed since an earlier clock read (`contexts.CLOCK_FUNCS`)
+    against an interval (`current_time - last_logging > args.log_freq_time`,
+    with `current_time = time.time()` just before, VICReg's logging): true
+    once per interval, not on every pass."""
     stmt = index.parents.get(test)
     while stmt is not None and not isinstance(stmt, (ast.If, ast.IfExp, ast.While)) and isinstance(stmt, ast.expr):
         stmt = index.parents.get(stmt)
@@ -124,7 +116,7 @@ def elapsed_test(index, test: ast.AST) -> bool:
         now = diff.left
         if isinstance(now, ast.Name) and isinstance(stmt, ast.If):
             now = _held_by_name(index, stmt, now)
-        if _clock_read(now):
+        if isinstance(now, ast.Call) and imports.call_qualname(now) in CLOCK_FUNCS:
             return True
     return False
 
