@@ -166,6 +166,18 @@ def test_unknown_codec_over_utf8_is_fixed_and_written_back_as_utf8(tmp_path):
     assert p.read_bytes() == src.replace("torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")').encode("utf-8")
 
 
+def test_coding_comment_after_code_is_not_the_write_back_encoding(tmp_path):
+    """A coding comment on line 2 after a line of code is no PEP 263 line:
+    the text was read as UTF-8, so the fix writes it back as UTF-8 (before,
+    the fix layer read the comment for itself and wrote latin-1)."""
+    p = tmp_path / "late.py"
+    src = "import torch\n# coding: latin-1\n# caf\xe9\nscaler = torch.cuda.amp.GradScaler()\n"
+    p.write_bytes(src.encode("utf-8"))
+    res = _invoke(["fix", "--apply", "--no-cache", "late.py"], tmp_path)
+    assert res.exit_code == 0, res.output
+    assert p.read_bytes() == src.replace("torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")').encode("utf-8")
+
+
 def test_file_mode_is_kept(tmp_path):
     p = tmp_path / "a.py"
     p.write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")

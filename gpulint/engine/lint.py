@@ -172,23 +172,45 @@ def _rules_for(codes: Tuple[str, ...]) -> list:
     return cached
 
 
+def coding_line(data: bytes) -> Optional[str]:
+    """The encoding a PEP 263 coding line of `data` names (on one of its first
+    two lines, the first a comment where it is the second); None where it has
+    none, or starts with a UTF-8 BOM."""
+    if data.startswith(codecs.BOM_UTF8):
+        return None
+    for line in data.split(b"\n", 2)[:2]:
+        m = CODING_RE.match(line)
+        if m:
+            return m.group(1).decode("ascii", "replace")
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            break
+    return None
+
+
+def text_encoding(data: bytes) -> str:
+    """The encoding `decode_source` reads `data` in (and a fix writes it back
+    in): the coding line's, where Python knows that codec; else UTF-8."""
+    declared = coding_line(data)
+    if declared is None:
+        return "utf-8"
+    try:
+        codecs.lookup(declared)
+    except LookupError:
+        return "utf-8"
+    return declared
+
+
 def decode_source(data: bytes, path: str) -> str:
     """Decode bytes as Python does (BOM, PEP 263 coding line, else UTF-8)."""
     if b"\x00" in data:
         raise LintError("source contains NUL bytes")
-    encoding = "utf-8"
     skipped = 0
     if data.startswith(codecs.BOM_UTF8):
         skipped = len(codecs.BOM_UTF8)
         data = data[skipped:]
+        encoding = "utf-8"
     else:
-        for line in data.split(b"\n", 2)[:2]:
-            m = CODING_RE.match(line)
-            if m:
-                encoding = m.group(1).decode("ascii", "replace")
-                break
-            if line.strip() and not line.lstrip().startswith(b"#"):
-                break
+        encoding = coding_line(data) or "utf-8"
     try:
         info = codecs.lookup(encoding)
     except LookupError:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
-from gpulint.engine.lint import LintError, LintOptions, decode_source, lint_source
+from gpulint.engine.lint import LintError, LintOptions, decode_source, lint_source, text_encoding
 from gpulint.fix.apply import FixError, fix_source, newline_of
 from gpulint.fsutil import atomic_write_bytes
 from gpulint.registry import suppression_judges
@@ -71,22 +71,8 @@ def read_with_encoding(path: str) -> Tuple[str, str, bool, Tuple[int, int]]:
 
 def decode_with_encoding(data: bytes, path: str) -> Tuple[str, str, bool]:
     """(text, the encoding to write it back in, whether it had a UTF-8 BOM)."""
-    bom = data.startswith(codecs.BOM_UTF8)
     text = decode_source(data, path)
-    encoding = "utf-8"
-    if not bom:
-        from gpulint.engine.lint import CODING_RE
-
-        for line in data.split(b"\n", 2)[:2]:
-            m = CODING_RE.match(line)
-            if m:
-                encoding = m.group(1).decode("ascii", "replace")
-                break
-        try:
-            codecs.lookup(encoding)
-        except LookupError:  # a codec Python does not know: `decode_source` read the text as UTF-8
-            encoding = "utf-8"
-    return text, encoding, bom
+    return text, text_encoding(data), data.startswith(codecs.BOM_UTF8)
 
 
 def encode_fixed(text: str, encoding: str, bom: bool) -> bytes:
