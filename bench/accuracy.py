@@ -635,10 +635,27 @@ CORPUS_SETS = {
         ("facebookresearch/vicreg", "4e12602fd495af83efd1631fbe82523e6db092e0"),
         ("yinboc/liif", "4c833f8f9d5d038df3ee2b50ebe649c30e628c0f"),
     ],
+    # forty-first: labelled at first sight on c5ddecd
+    "forty-first": [
+        ("ikostrikov/pytorch-a3c", "48d95844755e2c3e2c7e48bbd1a7141f7212b63f"),
+        ("rasbt/LLMs-from-scratch", "28c65cdfbc3338e2e040016eea4b7fdf556e4d57"),
+        ("yl4579/StyleTTS", "8460ae0b6d0512b956ac5ca0b7243768dff8895e"),
+        ("puhsu/tabular-dl-pretrain-objectives", "3f503d197867c341b4133efcafd3243eb5bb93de"),
+        ("649453932/Bert-Chinese-Text-Classification-Pytorch", "050a7b0dc75d8a2d7fd526002c4642d5329a0c27"),
+        ("thuml/iTransformer", "c2426e68ca13f74aaec08045c5c724d8ad328124"),
+        ("guoyang9/NCF", "89ff06ffcd2bca6bb773b54925265c208a28d318"),
+        ("facebookresearch/moco-v3", "c349e6e24f40d3fedb22d973f92defa4cedf37a7"),
+        ("NVlabs/stylegan3", "c233a919a6faee6e36a316ddd4eddababad1adf9"),
+        ("yulequan/UA-MT", "88ed29ad794f877122e542a7fa9505a76fa83515"),
+        ("princeton-vl/RAFT", "2888e15a51fa41140771d3f498ed8023cff098d1"),
+        ("AnTao97/dgcnn.pytorch", "07d534c2702905010ec9991619f552d8cacae45b"),
+        ("ZhendongWang6/Uformer", "65fc970a8ffc09605faca74ed016ee93c9ad8a36"),
+        ("weihua916/powerful-gnns", "9a2ce8ac3e99278307093a464a95caf0fb04b602"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
