@@ -70,6 +70,9 @@ def test_lower_bound(requirement, low):
         # the README's own set-up commands (NATSpeech: `pip install torch==1.9.0 # torch >= 1.9.0 recommended`)
         ("README.md", "# Install\n\n```bash\npip install torch==1.10.0 # torch >= 1.10.0 recommended\n```\n"),
         ("INSTALL.md", "Run `pip install torch==1.10.1` first.\n"),
+        # a README's requirement list written as pins (NCF, NGCF)
+        ("README.md", "## Requirements\n\t* python==3.6\n\t* pytorch==1.10.1\n"),
+        ("README.md", "## Environment\n- numpy == 1.19\n- torch == 1.10.0\n"),
         # a wheel index built for one torch (ibot's INSTALL.md, for mmcv-full)
         ("INSTALL.md", "pip3 install -f https://download.openmmlab.com/mmcv/dist/cu110/torch1.10.0/index.html mmcv-full==1.3.9\n"),
     ],
@@ -79,6 +82,26 @@ def test_each_declaration_file(tmp_path, name, text):
     version, source = pin_in(str(tmp_path))
     assert version[:2] == (1, 10)
     assert source.startswith(str(tmp_path / name) + ": ")
+
+
+@pytest.mark.parametrize("text", [
+    # prose says what the authors ran, not what the code needs (TD3, BLIP, stylegan2-pytorch)
+    "This repository is based on PyTorch 0.4.1.\n",
+    "The code has been tested with CUDA 10.2/CuDNN 7.6.5, PyTorch 1.9.0 and timm 0.4.9.\n",
+    "- PyTorch 1.3.1\n",
+    "The agents were trained using [PyTorch 1.2](https://github.com/pytorch/pytorch).\n",
+    "* 64-bit Python 3.8 and PyTorch 1.9.0 (or later).\n",
+    "- PyTorch >= 1.2\n",
+    "| PyTorch 1.6+ |\n",
+    "- **PyTorch 1.0:** RPN and Faster R-CNN\n",
+    "* pytorch 1.12 and above\n",
+    "Then, install PyTorch 1.5+ and torchvision.\n",
+    "This code requires PyTorch 1.0 and python 3+.\n",
+    "- PyTorch 2.0 or 2.1\n",
+])
+def test_a_readme_naming_torch_in_prose_or_a_minimum_declares_none(tmp_path, text):
+    write(tmp_path, "README.md", text)
+    assert pin_in(str(tmp_path)) is None
 
 
 def test_a_set_up_script_counts_only_where_no_requirement_names_torch(tmp_path):

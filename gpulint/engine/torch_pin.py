@@ -15,6 +15,10 @@ and including the repository's root, the folder holding `.git` or `.hg`):
 - setup.py: string literals such as `"torch>=1.8"` (never run);
 - conda environment files (environment.yml, env.yaml, conda_env.yml: a .yml
   or .yaml whose name has "env" or "conda" in it): `pytorch=1.10` and pip lines;
+- a README's or INSTALL page's requirement list written as pins (`*
+  pytorch==1.0.1`, NCF's); not prose ("tested on PyTorch 1.10", a bare `-
+  PyTorch 1.3.1`: what the authors ran, not what the code needs) nor a
+  minimum (`PyTorch >= 1.7`);
 - shell scripts (`install.sh`, any `*.sh`), Dockerfiles and the README or
   INSTALL page (`README.md`, `INSTALL.rst`): the packages of their `pip
   install` and `conda install` commands (`pip install torch==1.9.0`; a
@@ -266,6 +270,24 @@ def _installed_requirements(text: str) -> Iterable[str]:
                     yield word
 
 
+# a README's requirement list written as pins (`* pytorch==1.0.1`, `- torch = 1.3.1`):
+# the torch the code runs on. Prose does not pin: "tested on PyTorch 1.10" or a bare
+# `- PyTorch 1.3.1` says what the authors ran, and users run such code on newer torch
+# (labelled real problems in bench/labels-* stand on it: TD3, BLIP, stylegan2-pytorch)
+_README_PIN_RE = re.compile(
+    r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+`?(?:py)?[Tt]orch[ \t]*(==|=)[ \t]*v?(\d+\.\d+(?:\.\d+)?)(?![\d.]*[ \t]*[,;]?[ \t]*[<>])",
+    re.I | re.M)
+
+
+def _readme_requirements(text: str) -> Iterable[str]:
+    """What a README or INSTALL page declares: its set-up commands
+    (`_installed_requirements`), and a requirement list written as pins
+    (`_README_PIN_RE`), as `torch==<version>`."""
+    yield from _installed_requirements(text)
+    for m in _README_PIN_RE.finditer(text):
+        yield f"torch=={m.group(2)}"
+
+
 def _is_install_script(name: str) -> bool:
     """A shell script, a Dockerfile, or the README or INSTALL page whose
     set-up commands a user copies (`pip install torch==1.9.0`)."""
@@ -289,7 +311,8 @@ def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Itera
         if reader is None and name.endswith((".yml", ".yaml")) and ("env" in name.lower() or "conda" in name.lower()):
             reader = _environment_requirements
         if reader is None and _is_install_script(name):
-            reader = _installed_requirements
+            low = name.lower()
+            reader = _readme_requirements if low.startswith(("readme", "install")) else _installed_requirements
         if reader is None:
             continue
         text = _read_text(os.path.join(directory, name))
