@@ -51,7 +51,10 @@ def test_an_unused_comment_in_a_test_file_is_reported():
 def test_a_script_named_like_a_test_is_a_test_only_with_a_test_framework():
     """Research code names its evaluation scripts `test_net.py` and its tools
     `split_train_test.py`: by its name alone such a file is a test only when
-    it uses pytest or unittest. Under `tests/` or `test/`, every file is."""
+    it uses pytest or unittest. Under `tests/`, every file is; under `test/`,
+    every file but a program of its own (a `__main__` block or a command
+    line) that uses no test framework and defines no test function: Uformer
+    keeps its evaluation scripts in `test/`."""
     script = CODE.replace("def test_training_step", "def evaluate")
     assert is_test_path("test_net.py") and not is_test_path("test_net.py", script)
     assert not is_test_path("tools/split_train_test.py", "import random\n")
@@ -59,3 +62,10 @@ def test_a_script_named_like_a_test_is_a_test_only_with_a_test_framework():
     assert is_test_path("pkg/test_model.py", "import unittest\nclass T(unittest.TestCase): pass\n")
     assert is_test_path("tests/helpers.py", "") and is_test_path("test/run.py", "") and is_test_path("conftest.py", "")
     assert "GPU101" in {f.code for f in lint(script, path="test_net.py")}  # an evaluation script is read
+    program = script + "\n\nif __name__ == \"__main__\":\n    evaluate(None, [], None)\n"
+    assert not is_test_path("test/test_sidd.py", program) and not is_test_path("test/eval.py", program)
+    assert is_test_path("tests/eval.py", program)  # a library's test scripts (open_clip's `tests/util_test.py`)
+    assert not is_test_path("test/test_sidd.py", "import argparse\nparser = argparse.ArgumentParser()\n")
+    assert is_test_path("test/test_sidd.py", program + "\ndef test_eval():\n    pass\n")  # pytest collects it
+    assert is_test_path("test/test_sidd.py", "import pytest\n" + program)
+    assert is_test_path("test_utils/scripts/test_script.py", program)  # a test suite's own scripts

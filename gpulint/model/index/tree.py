@@ -89,7 +89,12 @@ def _word_char(c: str) -> bool:
 _TEST_FRAMEWORK = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:pytest|unittest)\b|\bTestCase\b", re.M)
 
 
-_TEST_FOLDERS = frozenset(["tests", "test", "testing", "test_utils"])
+# a test function pytest collects without an import; a program's entry
+_TEST_FUNCTION = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+test_", re.M)
+# folders every file of which is a test suite's (accelerate's `test_utils/scripts/`);
+# research code keeps evaluation scripts in `test/` (`is_test_path`)
+_TEST_ONLY_FOLDERS = frozenset(["tests", "testing", "test_utils"])
+_PROGRAM = re.compile(r"^if[ \t]+__name__[ \t]*==|ArgumentParser|parse_args", re.M)
 
 
 def is_test_path(path: str, text: Optional[str] = None) -> bool:
@@ -98,14 +103,26 @@ def is_test_path(path: str, text: Optional[str] = None) -> bool:
     `test_*.py` / `*_test.py`. With `text`, a file that only its name
     calls a test is one when it uses a test framework (pytest, unittest):
     research code names its evaluation scripts `test_net.py` or
-    `test_ddgan.py`, and its tools `split_train_test.py`."""
+    `test_ddgan.py`, and its tools `split_train_test.py`. A file in a
+    `test/` folder is one unless it is a program of its own (an `if
+    __name__ == "__main__":` block or a command line) that uses no test
+    framework and defines no test function: research code keeps its
+    evaluation scripts there (Uformer's `test/test_sidd.py`). Under
+    `tests/`, `testing/` or `test_utils/`, every file is (a library's test
+    helpers and scripts)."""
     p = path.replace("\\", "/")
     parts = p.split("/")
     base = parts[-1]
-    if base == "conftest.py" or any(d in _TEST_FOLDERS for d in parts[:-1]):
+    folders = parts[:-1]
+    if base == "conftest.py" or any(d in _TEST_ONLY_FOLDERS for d in folders):
         return True
+    in_folder = "test" in folders
     named = base.startswith("test_") or base.endswith("_test.py")
-    return named and (text is None or _TEST_FRAMEWORK.search(text) is not None)
+    if not (in_folder or named) or text is None:
+        return in_folder or named
+    if _TEST_FRAMEWORK.search(text) is not None:
+        return True
+    return in_folder and (_TEST_FUNCTION.search(text) is not None or _PROGRAM.search(text) is None)
 
 
 class TreeIndex:
