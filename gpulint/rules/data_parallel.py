@@ -45,7 +45,8 @@ class DataParallel(Rule):
     wrapped only to be evaluated or for its keys: `net =
     nn.DataParallel(net)` in a scope that runs no backward, hands the
     wrapper nowhere else, and calls it (or its `forward`) only with
-    gradients off, only once from a script's own code outside any loop,
+    gradients off, after switching it to eval mode (`model = model.eval()`,
+    DGCNN's `test()`), only once from a script's own code outside any loop,
     or never (wrapped only so that `load_state_dict` accepts, or
     `state_dict()` gives, `module.` keys): an `eval.py`, a `validate()`
     helper over a pretrained model, a converter that saves a checkpoint.
@@ -231,9 +232,10 @@ _EVAL_ONLY_METHODS = _SAME_MODULE_METHODS | _KEY_METHODS
 
 def _only_evaluated(ctx, node: ast.Call) -> bool:
     """`model = nn.DataParallel(model)` (or `nn.DataParallel(model).to(d)`)
-    in a scope that calls the wrapped model only with gradients off, runs no
-    backward, and lets it go nowhere else (not returned, stored, passed on,
-    trained or read in a nested function): an evaluation pass over a
+    in a scope that calls the wrapped model only with gradients off (or
+    switches it to eval mode, `model = model.eval()`: DGCNN's `test()`), runs
+    no backward, and lets it go nowhere else (not returned, stored, passed
+    on, trained or read in a nested function): an evaluation pass over a
     pretrained model (a `verify.py`, an `eval_*.py`, a `validate()` helper).
     DataParallel's cost is its per-step replication and gradient reduction
     in training; a one-pass evaluation is not what the rule is about."""
@@ -253,6 +255,7 @@ def _only_evaluated(ctx, node: ast.Call) -> bool:
     own = set()
     calls = []
     keyed = False  # its `module.` keys read or written
+    switched = False  # `model.eval()`
     inside = {id(n) for n in walk(stmt)}
     if _runs_backward(fa, scope):
         return False
@@ -273,12 +276,15 @@ def _only_evaluated(ctx, node: ast.Call) -> bool:
             return False  # `return model.cuda()`: the wrapper itself, handed on
         elif parent.attr in _KEY_METHODS:
             keyed = True
+        elif parent.attr == "eval":
+            switched = True
     if any(isinstance(n, ast.Name) and n.id == name and id(n) not in own for n in walk(scope)):
         return False  # read in a nested function (defined before or after), which may do anything with it
     # never called: wrapped for its `module.` keys only (`load_state_dict`, `state_dict()`);
     # called with gradients off; or called once by a script's own code, outside any loop
-    return (bool(calls) or keyed) and all(fa.contexts.grad_disabled(ancs) or (isinstance(scope, ast.Module) and not any(
-        isinstance(a, _LOOPS) for a in ancs)) for c in calls for ancs in (index.ancestors(c),))
+    return (bool(calls) or keyed) and (switched or all(fa.contexts.grad_disabled(ancs) or (
+        isinstance(scope, ast.Module) and not any(isinstance(a, _LOOPS) for a in ancs))
+        for c in calls for ancs in (index.ancestors(c),)))
 
 
 # `torch.nn.parallel.data_parallel(module, inputs, device_ids)`: DataParallel's
