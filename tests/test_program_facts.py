@@ -115,3 +115,35 @@ def test_a_file_gets_only_the_flags_its_tests_could_name():
     assert programs.facts("lm/train.py") == {"opt_in": ["log_logit_mean"]}
     assert programs.facts("lm/model.py") == {}
     assert programs.facts("lm/params.py") == {}  # its own flags: read from its own text
+
+
+MODEL_WITH_SELF_TEST = """\
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        shift = torch.zeros((1, x.shape[1], 1)).type_as(x)
+        return self.proj(x + shift)
+
+
+if __name__ == "__main__":
+    model = Block()
+    print(sum(p.numel() for p in model.parameters()))
+"""
+
+
+def test_a_self_test_block_of_an_imported_module_does_not_make_it_a_cpu_program(tmp_path):
+    """Uformer's `model.py` prints its model's size on the CPU in a `__main__`
+    block that takes no input; `train.py` imports the model and trains it on
+    the GPU. Alone, the file is a CPU program; in its project, the block is
+    a self-test and the forward's factory builds on the CPU every call."""
+    write(tmp_path, "model.py", MODEL_WITH_SELF_TEST)
+    assert _flagged(tmp_path, "GPU204") == []
+    write(tmp_path, "train.py", "import torch\nfrom model import Block\n\nmodel = Block().cuda()\n")
+    assert _flagged(tmp_path, "GPU204") == [("model.py", 11)]

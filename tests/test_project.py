@@ -2970,3 +2970,102 @@ def test_a_default_device_set_by_the_entry_script_holds_in_the_files_it_imports(
     (tmp_path / "runner.py").write_text(textwrap.dedent(files["runner.py"]).replace(
         '    torch.set_default_tensor_type("torch.cuda.FloatTensor")\n', ""))
     assert rows_by_path(tmp_path, "GPU204") == [("models/renderer.py", 9), ("models/renderer.py", 10)]
+
+
+def test_a_name_bound_to_one_of_several_classes_builds_one_of_them(tmp_path):
+    """iTransformer's `run.py` binds `Exp` to one of two experiment classes in
+    the branches of an `if`, then builds `exp = Exp(args)` and calls
+    `exp.train(setting)` once per repetition: each class's `train` runs a
+    whole training, so the loop around it is one of experiments, and the
+    `empty_cache()` after each is not per step (GPU103)."""
+    exp = """
+        import torch
+
+
+        class {name}:
+            def __init__(self, args):
+                self.model = torch.nn.Linear(4, 4).cuda()
+                self.opt = torch.optim.Adam(self.model.parameters())
+
+            def train(self, loader):
+                for x in loader:
+                    loss = self.model(x.cuda()).sum()
+                    loss.backward()
+                    self.opt.step()
+    """
+    write(tmp_path, {
+        "exps/__init__.py": "",
+        "exps/a.py": exp.format(name="ExpA"),
+        "exps/b.py": exp.format(name="ExpB"),
+        "run.py": """
+            import argparse
+            import torch
+            from exps.a import ExpA
+            from exps.b import ExpB
+
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--name", default="a")
+                args = parser.parse_args()
+                if args.name == "b":
+                    Exp = ExpB
+                else:
+                    Exp = ExpA
+                for ii in range(3):
+                    exp = Exp(args)
+                    exp.train([])
+                    torch.cuda.empty_cache()
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU103") == []
+    # an `Exp` bound to a class and, in another branch, to something else builds nothing known
+    (tmp_path / "run.py").write_text((tmp_path / "run.py").read_text().replace("Exp = ExpB", "Exp = make_exp"))
+    assert rows_by_path(tmp_path, "GPU103") == [("run.py", 18)]
+
+
+def test_a_class_a_layer_builds_every_call_runs_its_init_every_forward(tmp_path):
+    """The Informer family's attention layers build `TriangularCausalMask(B, L,
+    device=...)` in every `forward`; the mask class (another file, which no
+    step word reaches) builds its mask on the CPU in `__init__` and copies it
+    to the GPU. Built so, its `__init__` runs every forward (GPU203); a class
+    only `__init__` builds stays set-up."""
+    write(tmp_path, {
+        "utils/__init__.py": "",
+        "utils/masking.py": """
+            import torch
+
+
+            class TriangularCausalMask():
+                def __init__(self, B, L, device="cpu"):
+                    mask_shape = [B, 1, L, L]
+                    with torch.no_grad():
+                        self._mask = torch.triu(torch.ones(mask_shape, dtype=torch.bool), diagonal=1).to(device)
+
+                @property
+                def mask(self):
+                    return self._mask
+
+
+            class Table():
+                def __init__(self, n, device="cpu"):
+                    self.table = torch.arange(n).float().to(device)
+        """,
+        "layers.py": """
+            import torch
+            import torch.nn as nn
+            from utils.masking import TriangularCausalMask, Table
+
+
+            class FullAttention(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.table = Table(n)
+
+                def forward(self, queries, keys):
+                    B, L = queries.shape[:2]
+                    scores = torch.einsum("ble,bse->bls", queries, keys)
+                    mask = TriangularCausalMask(B, L, device=queries.device)
+                    return scores.masked_fill(mask.mask[:, 0], -1e9)
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU203") == [("utils/masking.py", 9)]

@@ -417,9 +417,11 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
         options = dataclasses.replace(options, torch_version=ceiling, torch_newest=ceiling)
         own_pin = ceiling
     program_pin = project.table.get("torch_pin") if project is not None and project.table else None
-    # a default device that a file of the program sets (the rules of a file read without facts see it)
-    program = ProgramFacts(True) if project is not None and project.table and project.table.get("default_device") \
-        else NO_FACTS
+    # a default device that a file of the program sets, a self-test block other files import
+    # past, the classes their layers build every call (the rules of a file read without facts see them)
+    told_alone = {k: v for k in TOLD_ALONE if k != "torch_pin"
+                  for v in ((project.table or {}).get(k) if project is not None else None,) if v}
+    program = ProgramFacts(told_alone) if told_alone else NO_FACTS
     if program_pin is not None and tuple(program_pin[0]) < options.torch_version:
         # a file its program runs with pins an older torch (`ProjectGraph.program_facts`)
         options = dataclasses.replace(options, torch_version=tuple(program_pin[0]))
@@ -438,7 +440,7 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
             # the model read to tell is the one the rules read
             deferred = True
         else:
-            told = {"default_device": True} if program is not NO_FACTS and facts is None else None
+            told = told_alone if told_alone and facts is None else None
             model, summary, table = model_with_facts(tree, text, path, project.names, project.package, facts,
                                                      like=probe, told=told)  # (which it closes)
             if program_pin is not None:
@@ -459,7 +461,7 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     if read is None and program is not NO_FACTS and selected and not project.summary_only:
         read = FileModel(tree, text, path, program)
     findings = [] if not selected or project.summary_only else _lint_tree(text, path, options, tree, selected, read)
-    if findings and facts is not None and facts.get("self_test"):
+    if findings and project.table and project.table.get("self_test"):
         findings = _outside_self_test(findings, tree, {r.code for r, _ in selected if r.skips_test_files})
     if read is not None:
         read.close()

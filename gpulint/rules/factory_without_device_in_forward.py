@@ -122,7 +122,10 @@ class FactoryWithoutDeviceInForward(Rule):
     - test files (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`), whose
       modules run on the CPU, as GPU203 does, and a script (an `if __name__
       == "__main__":` block or a top-level loop) that never names a device
-      and that no device code calls: a CPU program;
+      and that no device code calls: a CPU program. A module whose `__main__`
+      block takes no input and that other files of the project import is not
+      one: the block is its self-test (Uformer's `model.py` prints its model's
+      size), and the importers choose the device;
     - any factory in a `forward` that moves data to the host itself
       (`.cpu()`, `.numpy()`, SciPy), as matchers and post-processing modules
       do on purpose;
@@ -245,7 +248,7 @@ class FactoryWithoutDeviceInForward(Rule):
         the module to the call's parent."""
         fa = ctx.analysis
         name = factory_name(fa, node)
-        if name is not None and fa.index.is_cpu_script() and not any(
+        if name is not None and fa.index.is_cpu_script() and not fa.facts.self_test() and not any(
                 isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)) and fa.facts.device_side(a) for a in ancestors):
             return None  # a CPU program, which no device code calls: its modules run on the CPU
         if name is not None and default_device_set(fa, ancestors):

@@ -11,7 +11,8 @@ import ast
 import re
 
 from gpulint.model.index.order import loops_around, target_names
-from gpulint.model.index.walk import walk
+from gpulint.model.index.nodes import SCOPES
+from gpulint.model.index.walk import child_nodes, walk
 from gpulint.model.names import ImportTable, last_name
 from gpulint.model.values.host_built import assigned_value
 from gpulint.model.control.contexts import CLOCK_FUNCS
@@ -160,3 +161,37 @@ def is_periodic_continue(stmt: ast.AST) -> bool:
         and not stmt.orelse
         and _has_modulus(stmt.test)
     )
+
+
+def returns_off_period(stmt: ast.AST) -> bool:
+    """`stmt` holds (outside nested defs) `if <periodic test>: return`."""
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.If) and off_period(n.test) and any(isinstance(b, ast.Return) for b in n.body):
+            return True
+        if not isinstance(n, SCOPES):
+            stack.extend(c for c in child_nodes(n) if isinstance(c, ast.stmt))
+    return False
+
+
+def off_period(test: ast.AST) -> bool:
+    """True on every pass but the n-th: `step % n != 0`, `step % n`,
+    `not step % n == 0`, or an `or` with such a part."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(off_period(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        t = test.operand
+        return (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)
+                and _zero(t.comparators[0]) and _modulus_test(t.left))
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq):
+        return _zero(test.comparators[0]) and _modulus_test(test.left)
+    return _modulus_test(test)
+
+
+def _modulus_test(e: ast.AST) -> bool:
+    return isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod) and is_periodic_test(e)
+
+
+def _zero(e: ast.AST) -> bool:
+    return isinstance(e, ast.Constant) and e.value == 0 and not isinstance(e.value, bool)

@@ -7,7 +7,11 @@ Read from the file, and from what the project's facts say of its functions:
   one) named `__init__`, `__post_init__`, `_init_weights`,
   `reset_parameters`, `init*` / `_init*`, `setup*` / `_setup*`, `export*`,
   `fuse*`, `load_model*` / `load_weights*` / `load_state_dict*` /
-  `load_checkpoint*` / `load_pretrained*` or `*dummy*` never runs repeatedly.
+  `load_checkpoint*` / `load_pretrained*` or `*dummy*` never runs repeatedly,
+  but a method (not a dunder nor `*dummy*`) its class's `forward` calls in a
+  plain statement of its body (StyleTTS's `initialize_decoder_states`), and
+  the `__init__` of a class that a layer of the project builds on every call
+  (`CallFacts.built_per_call`: the Informer family's `TriangularCausalMask`).
 * **Export stand-ins**: the `forward` of an autograd Function that defines
   `symbolic` and draws random numbers is a placeholder run while an ONNX
   export traces the model (YOLO's `ORT_NMS`).
@@ -90,7 +94,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Set, Tuple
 
 from gpulint.model.control.file_calls import calling_class, calls_by_callee, class_group, object_calls, own_callee_name
 from gpulint.model.control.loops import counts_passes, iterates_names
-from gpulint.model.control.periodic import is_periodic_test
+from gpulint.model.control.periodic import is_periodic_test, off_period, returns_off_period
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import nested_loops, scope_nodes
@@ -182,12 +186,40 @@ def _traces_model(fa: "FileModel", func: ast.AST) -> bool:
 def _once_only_function(fa: "FileModel", ancestors: Sequence[ast.AST]) -> bool:
     """Some function around the node runs once: by its name, because it
     traces a model, because it stands in for an exported operator, or once
-    per arguments, as a `functools.lru_cache` / `cache` keeps its results."""
+    per arguments, as a `functools.lru_cache` / `cache` keeps its results.
+    A name does not say so of a method its class's `forward` calls
+    unconditionally (`_named_once_called_hot`: `self.initialize_decoder_states(memory)`
+    builds those states on every call, StyleTTS's aligner), nor of the
+    `__init__` of a class the project's layers build every call."""
     return any(
-        isinstance(a, FUNCS) and (is_once_only_name(a.name) or _traces_model(fa, a) or _export_stand_in(fa, a)
-                                  or _memoized(fa, a))
+        isinstance(a, FUNCS) and ((is_once_only_name(a.name) and not _named_once_called_hot(fa, a)
+                                   and not _built_per_call(fa, a))
+                                  or _traces_model(fa, a) or _export_stand_in(fa, a) or _memoized(fa, a))
         for a in ancestors
     )
+
+
+def _built_per_call(fa: "FileModel", func: ast.AST) -> bool:
+    """`func` is the `__init__` of a class that layers of the project build on
+    every call (`CallFacts.built_per_call`: an attention mask class)."""
+    return func.name == "__init__" and fa.facts.built_per_call(fa.index.parents.get(func))  # type: ignore[attr-defined]
+
+
+def _named_once_called_hot(fa: "FileModel", func: ast.AST) -> bool:
+    """`func`, a method named like set-up (not a dunder: `__init__` runs when
+    its class is built; not a `*dummy*` one), is called as `self.<name>(...)`
+    by a statement of its class's `forward` itself, outside any branch or
+    loop: every forward runs it."""
+    name = func.name  # type: ignore[attr-defined]
+    cls = fa.index.parents.get(func)
+    if name.startswith("__") or "dummy" in name.lower() or not isinstance(cls, ast.ClassDef):
+        return False
+    forward = next((b for b in cls.body if isinstance(b, FUNCS) and b.name == "forward"), None)
+    return forward is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+        for stmt in forward.body if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return))
+        for n in walk(stmt))
 
 
 _MEMOIZERS = frozenset(("functools.lru_cache", "functools.cache", "functools.cached_property"))
@@ -690,43 +722,9 @@ def after_periodic_return(fa: "FileModel", node: ast.AST, ancestors: Sequence[as
     kohya's `sample_images` is called every step and returns at once on all
     steps but every n-th, so what comes after runs only then."""
     if not fa.index.memoized("repetition.periodic_return", "file", lambda: any(
-            _off_period(n.test) and any(isinstance(b, ast.Return) for b in n.body) for n in fa.index.nodes(ast.If))):
+            off_period(n.test) and any(isinstance(b, ast.Return) for b in n.body) for n in fa.index.nodes(ast.If))):
         return False  # (no `if <off period>: return` in the whole file: one pass over its `if`s)
-    return _after_statement(fa, node, ancestors, "repetition.periodic_return", _returns_off_period)
-
-
-def _returns_off_period(stmt: ast.AST) -> bool:
-    """`stmt` holds (outside nested defs) `if <periodic test>: return`."""
-    stack = [stmt]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.If) and _off_period(n.test) and any(isinstance(b, ast.Return) for b in n.body):
-            return True
-        if not isinstance(n, SCOPES):
-            stack.extend(c for c in child_nodes(n) if isinstance(c, ast.stmt))
-    return False
-
-
-def _off_period(test: ast.AST) -> bool:
-    """True on every pass but the n-th: `step % n != 0`, `step % n`,
-    `not step % n == 0`, or an `or` with such a part."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return any(_off_period(v) for v in test.values)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        t = test.operand
-        return (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)
-                and _zero(t.comparators[0]) and _modulus(t.left))
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq):
-        return _zero(test.comparators[0]) and _modulus(test.left)
-    return _modulus(test)
-
-
-def _modulus(e: ast.AST) -> bool:
-    return isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod) and is_periodic_test(e)
-
-
-def _zero(e: ast.AST) -> bool:
-    return isinstance(e, ast.Constant) and e.value == 0 and not isinstance(e.value, bool)
+    return _after_statement(fa, node, ancestors, "repetition.periodic_return", returns_off_period)
 
 
 def after_cache_hit(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
@@ -781,6 +779,6 @@ def runs_repeatedly(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]
         return False
     if not in_loop and _passes_over_data(fa, func):
         return False  # once per pass over a loader (bertology's `compute_heads_importance`)
-    if fa.facts.every_step(func) is not None:
-        return True  # the project says so: called every step of a loop, in this file or another
+    if fa.facts.every_step(func) is not None or _built_per_call(fa, func):
+        return True  # the project says so: called every step of a loop (or built every forward), here or elsewhere
     return func.name not in _ENTRY_POINTS and _is_hot_callee(fa, func)

@@ -15,12 +15,14 @@ import ast
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from gpulint.model.file import FileModel
+from gpulint.model.index.nodes import self_test_block
 from gpulint.model.names import ImportTable
 from gpulint.model.control.options import opt_in_destinations
 from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
 from gpulint.model.project.imports import bound_dotted, import_bindings, imported_modules, star_imported, used_names
 from gpulint.model.project.refs import FileRefs
 from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
+from gpulint.model.project.per_call import built_per_call
 from gpulint.model.project.exports import EXTERNAL_ROOTS, exports_summary
 from gpulint.model.project.summary import summarize, summary_stands
 from gpulint.model.values.callfacts import CallFacts
@@ -145,6 +147,12 @@ class ProjectFacts(CallFacts):
     def opt_in_flags(self) -> FrozenSet[str]:
         return frozenset(self.table.get("opt_in", ()))
 
+    def self_test(self) -> bool:
+        return bool(self.table.get("self_test"))
+
+    def built_per_call(self, cls: ast.AST) -> bool:
+        return getattr(cls, "name", None) in self.table.get("per_call", ())
+
     def default_device(self) -> bool:
         return bool(self.table.get("default_device"))
 
@@ -240,6 +248,8 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in tree.body):
         out["defines"] = True  # (a factory of the project's objects, `make_agent(env)`: `_importing_steps`)
+    if "__main__" in text and self_test_block(tree, text):
+        out["self_test"] = True  # (`Programs.self_tested`)
     if "add_argument" in text:  # its opt-in command-line flags, for the files of its program
         flags = opt_in_destinations(n for n in ast.walk(tree) if isinstance(n, ast.Call))
         if flags:
@@ -255,6 +265,10 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
     if not package:  # what it imports: where the models it builds may have more layers, and
         # whether it imports a training file (a subclass of a trainer, whose models the project asks for)
         out["imports"] = sorted(imported_modules(top, module, package))
+    if "Module" in text:  # the classes its layers build on every call (`Programs.per_call`)
+        per_call = built_per_call(tree, module, import_bindings(top, module, package))
+        if per_call:
+            out["per_call"] = per_call
     if layers:
         per_class = class_layer_counts(tree, ImportTable(tree))
         out["layers"] = total_layers(per_class)  # {} too: asked, and there are none

@@ -410,8 +410,6 @@ class ProjectGraph:
             if quals:
                 table[key] = sorted(quals)
         table.update(self.program_facts(path))
-        if summary.get("self_test") and self.importers_of(path):
-            table["self_test"] = True  # its `__main__` block checks a module the project uses
         if trains(summary):  # the models its training loop trains (only such a file asks)
             layers = self._models().trained_layers(path, summary)
             if layers:
@@ -422,7 +420,8 @@ class ProjectGraph:
 
     def program_facts(self, path: str) -> dict:
         """`Programs.facts`: the lowest torch pinned in `path`'s program, below its own
-        (`torch_pin`), and the opt-in flags the program's other files define (`opt_in`)."""
+        (`torch_pin`), the opt-in flags the program's other files define (`opt_in`), a default
+        device one sets (`default_device`), and whether other files import its self-test (`self_test`)."""
         self._programs = self._programs or Programs(self.program_files)
         return self._programs.facts(path)
 
@@ -771,7 +770,7 @@ ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_bu
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off", "called_off_step")
 # ... and all that a table can say about a file (what rules ask besides)
 TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in", "default_device",
-                          "returns_moved", "evaluated", "forwards")
+                          "returns_moved", "evaluated", "forwards", "self_test")
 
 
 def is_empty(table: dict) -> bool:

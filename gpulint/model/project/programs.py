@@ -8,8 +8,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 
 # what a program tells a file that is read without facts of its calls (no
-# step starts in it): the torch it runs on, and a default device set elsewhere
-TOLD_ALONE = ("torch_pin", "default_device")
+# step starts in it): the torch it runs on, a default device set elsewhere, that
+# its self-test block is not the program its code runs in, and which of its
+# classes other files' layers build on every call
+TOLD_ALONE = ("torch_pin", "default_device", "self_test", "per_call")
 
 
 class Programs:
@@ -23,8 +25,9 @@ class Programs:
         self._devices: Optional[Dict[str, bool]] = None
         self._defined: Optional[frozenset] = None  # every flag a file of the project defines
         self._imports: Optional[Tuple[Dict[str, List[str]], Dict[str, List[str]]]] = None
+        self._per_call: Optional[Dict[str, List[str]]] = None
 
-    READS = ("imports", "pin", "flags", "tests_flags", "default_device")  # what it reads of a summary
+    READS = ("imports", "pin", "flags", "tests_flags", "default_device", "self_test", "per_call")  # what it reads of a summary
 
     @classmethod
     def same_part(cls, before: dict, now: dict) -> bool:
@@ -34,7 +37,7 @@ class Programs:
 
     def facts(self, path: str) -> dict:
         """What `path`'s program tells its files: `torch_pin` (`pin`),
-        `opt_in` (`flags`) and `default_device`, where there is something to tell."""
+        `opt_in` (`flags`), `default_device`, `self_test` and `per_call`, where there is something to tell."""
         out: dict = {}
         pin = self.pin(path)
         if pin is not None:
@@ -44,7 +47,42 @@ class Programs:
             out["opt_in"] = flags
         if self.default_device(path):
             out["default_device"] = True
+        if self.self_tested(path):
+            out["self_test"] = True
+        per_call = self.per_call(path)
+        if per_call:
+            out["per_call"] = per_call
         return out
+
+    def per_call(self, path: str) -> List[str]:
+        """The classes of `path` that the layers of a file of the project build
+        on every call (a summary's `per_call`, `project.per_call`): an
+        attention layer's `forward` builds `TriangularCausalMask(...)`, so the
+        mask class's `__init__` runs every forward."""
+        if self._per_call is None:
+            self._per_call = {}
+            if any(s.get("per_call") for _, s in self.files.values()):
+                named: Dict[str, List[str]] = {}
+                for p, (names, _) in self.files.items():
+                    for n in names:
+                        named.setdefault(n, []).append(p)
+                for _, s in self.files.values():
+                    for ref in s.get("per_call", ()):
+                        module, _, cls = ref.rpartition(".")
+                        for p in named.get(module, ()):
+                            found = self._per_call.setdefault(p, [])
+                            if cls not in found:
+                                found.append(cls)
+        return sorted(self._per_call.get(path, ()))
+
+    def self_tested(self, path: str) -> bool:
+        """`path` has a self-test block (a summary's `self_test`: an `if
+        __name__ == "__main__":` that takes no input) and other files of the
+        project import it: the block checks a module that their programs run,
+        so it says nothing of the device the module's code runs on (Uformer's
+        `model.py` prints its model's size on the CPU; `train.py` trains it
+        on the GPU)."""
+        return bool(self.files[path][1].get("self_test")) and bool(self._import_graph()[1].get(path))
 
     def default_device(self, path: str) -> bool:
         """A file of `path`'s program (a summary's `default_device`), other

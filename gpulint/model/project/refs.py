@@ -399,6 +399,7 @@ def _read_bindings(refs: "FileRefs") -> None:
     built: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}
     aliases: Dict[str, ast.AST] = {}
     local_aliases: Dict[ast.AST, Dict[str, ast.AST]] = {}
+    every_alias: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}  # scope -> name -> each name it is bound to
     attr_counts: Dict[ast.AST, Dict[str, int]] = {}
     attr_params: Dict[ast.AST, Dict[str, Tuple[ast.AST, str]]] = {}  # `self.<attr> = <parameter>`
     parents = refs.fa.index.parents
@@ -450,6 +451,7 @@ def _read_bindings(refs: "FileRefs") -> None:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                     c[n.id] = c.get(n.id, 0) + weight
             if isinstance(t, ast.Name) and isinstance(value, (ast.Name, ast.Attribute)):
+                every_alias.setdefault(scope, {}).setdefault(t.id, []).append(value)
                 if isinstance(scope, ast.Module):
                     aliases[t.id] = value  # `Exp = Exp_Informer`
                 elif isinstance(scope, FUNCS):
@@ -469,12 +471,24 @@ def _read_bindings(refs: "FileRefs") -> None:
             refs.names[name] = target
     for scope, funcs in built.items():
         # a name of the def bound once, to a class of the file or an imported one
-        # (`Exp = Exp_Main` then `exp = Exp(args)`): calls of it build that class
+        # (`Exp = Exp_Main` then `exp = Exp(args)`): calls of it build that class; bound
+        # to one of several, in the branches of an `if` (iTransformer's `Exp = Exp_Long_Term_Forecast`
+        # or `Exp_Long_Term_Forecast_Partial`), one of those
         local = {name: value for name, value in local_aliases.get(scope, {}).items()
                  if counts.get(scope, {}).get(name) == 1}
+        several = {name: values for name, values in every_alias.get(scope, {}).items()
+                   if len(values) > 1 and counts.get(scope, {}).get(name) == len(values)}
         for name, found in funcs.items():
-            found = [local.get(f.id, f) if isinstance(f, ast.Name) else f for f in found]
-            targets = [t for t in map(refs._built_all, found) if t]  # (per binding: its classes)
+            targets = []  # (per binding: its classes)
+            for f in found:
+                if isinstance(f, ast.Name) and f.id in several:
+                    classes = [refs._built_all(v) for v in several[f.id]]
+                    if all(classes):
+                        targets.append(tuple(sorted({c for cs in classes for c in cs})))
+                    continue
+                t = refs._built_all(local.get(f.id, f) if isinstance(f, ast.Name) else f)
+                if t:
+                    targets.append(t)
             if targets:
                 every.setdefault(scope, {})[name] = targets
     for scope, names in every.items():

@@ -38,6 +38,7 @@ from gpulint.model.control.syncs import follows_host_read, may_read_by_form
 from gpulint.model.index.nodes import FUNCS, LOOPS, abstract_method, self_test_block
 from gpulint.model.project.builds import built_object
 from gpulint.model.project.layers import class_layer_counts, total_layers
+from gpulint.model.project.per_call import built_per_call
 from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed, unbound_parameters
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
 from gpulint.model.project.hotness import EVAL, STEP_WORDS, TRAIN, Hotness, mentions_any
@@ -233,6 +234,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     if per_class:
         out["layers"] = total_layers(per_class)
         out["class_layers"] = per_class
+    per_call = built_per_call(fa.tree, refs.module, refs.names) if fa.values.module_classes else ()
+    if per_call:
+        out["per_call"] = per_call  # the classes its layers build on every call (`Programs.per_call`)
     exports = package_exports(fa.tree, refs.module, refs.package)
     if exports:
         out["exports"] = exports

@@ -168,6 +168,19 @@ class CallFacts:
         the script that imports it): its factories build there."""
         return False
 
+    def self_test(self) -> bool:
+        """The file's `if __name__ == "__main__":` block takes no input, and
+        other files of the project import the file: the block is the
+        module's self-test, and the module's code runs in their programs, on
+        the device they choose (not a CPU script, `TreeIndex.is_cpu_script`)."""
+        return False
+
+    def built_per_call(self, cls: ast.AST) -> bool:
+        """The layers of a file of the project build objects of the class on
+        every call (`Programs.per_call`: `TriangularCausalMask(...)` in an
+        attention layer's `forward`): its `__init__` runs every forward."""
+        return False
+
     def opt_in_flags(self) -> FrozenSet[str]:
         """The command-line flags, off by default, that other files of the
         file's program define for logging, debugging or saving
@@ -184,8 +197,15 @@ class ProgramFacts(CallFacts):
     file read without the project's call facts (nothing in it starts a
     step) whose program sets a default device elsewhere."""
 
-    def __init__(self, default_device: bool) -> None:
-        self._default_device = default_device
+    def __init__(self, told: dict) -> None:
+        """`told`: what the program tells the file (`programs.TOLD_ALONE`)."""
+        self.told = told
 
     def default_device(self) -> bool:
-        return self._default_device
+        return bool(self.told.get("default_device"))
+
+    def self_test(self) -> bool:
+        return bool(self.told.get("self_test"))
+
+    def built_per_call(self, cls: ast.AST) -> bool:
+        return getattr(cls, "name", None) in self.told.get("per_call", ())

@@ -75,7 +75,9 @@ class CpuTensorThenMoved(Rule):
     Code that runs once is not flagged: module level outside a loop,
     `__init__`, `_init_weights`, `reset_parameters`, `init*`, `setup*`,
     `export*`, `fuse*`, `load_model*`-style loaders, `*dummy*` functions (even
-    with a loop inside), functions that trace or export a model each time they
+    with a loop inside; but a method, not `*dummy*`, that its class's `forward`
+    calls unconditionally, StyleTTS's `initialize_decoder_states`, and the `__init__` of a class a layer
+    of the project builds every call, Informer's `TriangularCausalMask`, run every forward), functions that trace or export a model each time they
     run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export` outside
     any `if` or loop of theirs: a dummy input for a graph trace), the `forward`
     of an autograd Function that defines `symbolic` and returns random numbers

@@ -35,7 +35,7 @@ def candidate(ctx, ancestors) -> bool:
     facts = analysis.facts
     per_step = func is not None and facts.every_step(func) is not None and facts.project_uses_accelerator()
     if not (analysis.index.may_use_accelerator or (func is not None and facts.device_side(func))
-            or (per_step and not analysis.index.is_cpu_script())):
+            or (per_step and not (analysis.index.is_cpu_script() and not facts.self_test()))):
         # a script that never names a device is a program of its own that runs on the CPU (the
         # CPU-only examples of a repository whose other scripts use a GPU); a library module's
         # per-step code may run on tensors its callers moved
