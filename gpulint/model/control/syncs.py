@@ -16,9 +16,14 @@ from gpulint.model.index.order import loops_around, scope_nodes
 from gpulint.model.names import dotted
 from gpulint.model.values.devices import move_target
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
+from gpulint.model.values.shapes import CALL_NAMES, data_dependent_op
 from gpulint.model.control.eval_order import evaluation_order
 from gpulint.model.index.walk import child_nodes, walk
 
+
+
+# how many statements back an operation sized by the data still counts as a read (`_step_back`)
+SIZES_NEAR = 6
 
 
 def on_host_already(expr: ast.AST) -> bool:
@@ -61,6 +66,65 @@ def _converts_tensor(n: ast.AST, analysis) -> bool:
     if not (isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords):
         return False
     return analysis.imports.qualname(n.func) in CONVERSIONS and device_tensor(n.args[0], analysis)
+
+
+def _slices_by_tensor(n: ast.AST, analysis) -> bool:
+    """`x[:length]` with a device tensor `length` as a bound (a name, or a
+    name plus or minus a number; `slice_bound_tensor`): Python reads its
+    `__index__` on the host."""
+    if not isinstance(n, ast.Slice):
+        return False
+    for bound in (n.lower, n.upper, n.step):
+        if isinstance(bound, ast.BinOp) and isinstance(bound.right, ast.Constant):
+            bound = bound.left
+        if isinstance(bound, ast.Name) and slice_bound_tensor(bound, analysis.index.ancestors(bound), analysis):
+            return True
+    return False
+
+
+def slice_bound_tensor(name: ast.Name, ancestors, analysis) -> bool:
+    """The name holds a device tensor (`device_tensor`), or is bound by a loop
+    over `zip(...)` to the elements of a name that does (`for pred, length
+    in zip(preds, lengths)` over CUDA `lengths`: an element of a tensor is a
+    tensor, on its device). A parameter the function never binds again says
+    nothing of its device (flair's `_get_scores_from_features(features,
+    lengths)`, handed CPU lengths): not one."""
+    if analysis.values.kind_at(name, ancestors) == TENSOR:
+        return not analysis.host.is_host_tensor(name, ancestors) and not _unbound_parameter(name, ancestors)
+    source = _zipped_from(name, ancestors)
+    return (source is not None and device_tensor(source, analysis)
+            and not _unbound_parameter(source, analysis.index.ancestors(source)))
+
+
+def _unbound_parameter(name: ast.Name, ancestors) -> bool:
+    """`name` is a parameter of the innermost def around it that its body never binds."""
+    func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
+    if func is None:
+        return False
+    args = func.args  # type: ignore[attr-defined]
+    if name.id not in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
+        return False
+    return not any(isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+                   for n in walk(func))
+
+
+def _zipped_from(name: ast.Name, ancestors) -> Optional[ast.AST]:
+    """The argument of `zip(a, b, ...)` whose elements the innermost loop
+    around `name` binding it (`for x, y in zip(a, b):`) binds it to, where
+    that argument is a name; else None."""
+    for anc in reversed(ancestors):
+        if isinstance(anc, FUNCS):
+            return None
+        if not isinstance(anc, (ast.For, ast.AsyncFor)) or not isinstance(anc.target, ast.Tuple):
+            continue
+        it = anc.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "zip"
+                and len(it.args) == len(anc.target.elts) and not it.keywords):
+            continue
+        for t, a in zip(anc.target.elts, it.args):
+            if isinstance(t, ast.Name) and t.id == name.id:
+                return a if isinstance(a, ast.Name) else None
+    return None
 
 
 def _logs_device_tensor(n: ast.AST, analysis) -> bool:
@@ -138,7 +202,7 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
         if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)
-                                     or _formats_device_tensor(n, analysis)):
+                                     or _formats_device_tensor(n, analysis) or _slices_by_tensor(n, analysis)):
             return True
         if analysis is not None and isinstance(n, ast.Call) and analysis.facts.returns_synced(n):
             return True  # a call whose every return reads on the host (`clip_gradient(...)` returning `.item()`)
@@ -149,6 +213,42 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
         elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             stack.extend(child_nodes(n))
     return False
+
+
+def _sizes_surely(stmt: ast.AST, analysis) -> bool:
+    """A simple statement that surely runs an operation sized by the data
+    (`sizes_from_values`), as `has_host_read` reads a statement."""
+    if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return False
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if sizes_from_values(n, analysis):
+            return True
+        if isinstance(n, ast.IfExp):
+            stack.append(n.test)
+        elif isinstance(n, ast.BoolOp):
+            stack.append(n.values[0])
+        elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            stack.extend(child_nodes(n))
+    return False
+
+
+def sizes_from_values(n: ast.AST, analysis) -> bool:
+    """`x[mask]` with a bool tensor `mask`, `torch.nonzero(x)`, one-argument
+    `torch.where(m)`, `masked_select`, `unique` (`shapes.data_dependent_op`)
+    of a tensor not known to be in host memory: before it can size the
+    result, the host waits for the GPU to count (RAFT's `epe[valid]`), as a
+    read does."""
+    if isinstance(n, ast.Subscript):
+        if not isinstance(n.ctx, ast.Load) or isinstance(n.slice, (ast.Constant, ast.Slice)):
+            return False
+    elif not isinstance(n, ast.Call) or (
+            n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) not in CALL_NAMES:
+        return False
+    ancestors = analysis.index.ancestors(n)
+    found = data_dependent_op(analysis, n, ancestors)
+    return found is not None and not analysis.host.is_host_tensor(found[1], ancestors)
 
 
 def statement_and_block(chain, analysis):
@@ -268,6 +368,7 @@ def synced_before(chain, analysis, limit=None, uploads: bool = True) -> bool:
     count as a read."""
     budget = limit
     plain = [True] if uploads else None  # the walk has passed only tensor ops so far (`blocking_upload` counts then)
+    near = [SIZES_NEAR]  # statements left within which an operation sized by the data counts as a read
     for depth in range(len(chain) - 1, 0, -1):
         stmt = chain[depth]
         if not isinstance(stmt, ast.stmt):
@@ -280,7 +381,7 @@ def synced_before(chain, analysis, limit=None, uploads: bool = True) -> bool:
         block = getattr(parent, field)
         outer = chain[: depth - 1]
         for j in range(k - 1, -1, -1):  # the statements before, nearest first
-            found, budget = _step_back(block[j], chain[:depth], analysis, budget, plain)
+            found, budget = _step_back(block[j], chain[:depth], analysis, budget, plain, near)
             if found is not None:
                 return found
         # the top of the block: leave it for the statements before `parent`?
@@ -319,19 +420,26 @@ def synced_before(chain, analysis, limit=None, uploads: bool = True) -> bool:
     return False
 
 
-def _step_back(b, chain, analysis, budget, plain=None):
+def _step_back(b, chain, analysis, budget, plain=None, near=None):
     """One statement `b` of a walk back (`synced_before`): (True: it surely
     read on the host; False: the walk stops here; None: go on before it,
     the budget left). `plain`: [whether every statement passed so far ran
     tensor ops only], for which a blocking copy to the GPU counts as a read
     (after a helper's call, it may have queued model work the walk cannot
-    see: `outputs = self._predict(x)`)."""
+    see: `outputs = self._predict(x)`). `near`: [how many more statements
+    back an operation sized by the data (`sizes_from_values`: `keep =
+    torch.where(label != 255)[0]`) counts as a read]; the host waited for
+    the GPU there, but what many statements queued since is no longer little."""
     if budget is not None:
         budget -= 1
         if budget < 0:
             return False, budget
     if ends_reading(b, analysis) or (plain is not None and plain[0] and blocking_upload(b, analysis)):
         return True, budget
+    if near is not None:
+        near[0] -= 1
+        if near[0] >= 0 and _sizes_surely(b, analysis):
+            return True, budget
     if not isinstance(b, PASSABLE) and is_compound(b) and not _only_host_loops(b, analysis):
         return False, budget  # a loop, a def, a `match`: stop
     if (holds_loop(b) and not _only_host_loops(b, analysis)) or queues_model_work(b, chain, analysis):

@@ -416,6 +416,14 @@ class Values:
             return expr.func.attr not in SIZE_METHODS and self.is_batch_expr(expr.func.value, kinds, batch)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "next" and expr.args:
             return self.is_loader(expr.args[0], kinds) or self.classify(expr.args[0], kinds, batch) == LOADER_ITER
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp)) and len(expr.generators) == 1:
+            # `[b.to(device) for b in batch]`: the batch's tensors, moved, in order
+            gen = expr.generators[0]
+            elt = expr.elt
+            return (not gen.ifs and isinstance(gen.target, ast.Name) and isinstance(elt, ast.Call)
+                    and isinstance(elt.func, ast.Attribute) and elt.func.attr in ("to", "cuda")
+                    and isinstance(elt.func.value, ast.Name) and elt.func.value.id == gen.target.id
+                    and self.is_batch_expr(gen.iter, kinds, batch))
         return False
 
     def is_loader(self, expr, kinds) -> bool:

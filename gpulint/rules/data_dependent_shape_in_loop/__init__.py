@@ -6,7 +6,7 @@ from textwrap import dedent
 
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.control.repetition import runs_repeatedly
-from gpulint.rules.data_dependent_shape_in_loop.shapes import (
+from gpulint.model.values.shapes import (
     CALL_NAMES,
     MASK_INDEX,
     MASKED_SELECT,

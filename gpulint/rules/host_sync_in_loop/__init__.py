@@ -17,6 +17,7 @@ from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
 from gpulint.rules.host_sync_in_loop.reads import MAX_SNIPPET, candidate, is_device_tensor, snippet
+from gpulint.rules.host_sync_in_loop.slicing import SliceReads
 from gpulint.rules.host_sync_in_loop.truth import TruthTests
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import HOST_PIPELINE_TRAINING
@@ -210,7 +211,7 @@ BENCH = Bench(
     )
 
 
-class HostSyncInLoop(TruthTests, Rule):
+class HostSyncInLoop(TruthTests, SliceReads, Rule):
     """
     ## What it does
     Flags code that copies a CUDA tensor's value to the host on every step of a
@@ -225,6 +226,8 @@ class HostSyncInLoop(TruthTests, Rule):
     - `float(t)`, `int(t)`, `bool(t)` of a tensor, and `math.isfinite(t)`,
       `math.isnan(t)`, `math.isinf(t)`, which convert it to a float first
       (RT-DETR's `if not math.isfinite(loss_value):` on the summed loss);
+    - a tensor as a slice bound (`pred[:length]` over `zip(preds, lengths)`
+      of CUDA lengths: Python reads its `__index__`), once per statement;
     - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
       or as a value of the dict `wandb.log({"loss": t})` is given, which
       turn it into a number on the host;
@@ -348,7 +351,10 @@ class HostSyncInLoop(TruthTests, Rule):
       of a project function whose every return reads on the host (`s =
       score(model, x)` returning `out.item()`), or that reads on the host
       after its model work, a few statements before it returns (`correct =
-      (logits.argmax(1) == y).sum().item()` ... `return loss, correct`);
+      (logits.argmax(1) == y).sum().item()` ... `return loss, correct`), and
+      at most six statements after an operation sized by the data (`keep =
+      torch.where(label != 255)[0]`, `x[mask]`, `nonzero`: GPU105's), with
+      no model work between;
     - the exit test of a loop that trains nothing (`if is_finished.all():
       break` in a decoding loop, `while not converged.all():` in a search):
       the host needs it to know whether to go on. A training loop's own
@@ -458,6 +464,7 @@ class HostSyncInLoop(TruthTests, Rule):
 
     def begin_file(self, ctx) -> None:
         self._element_statements = set()
+        self._sliced = set()  # (`SliceReads`: one finding per statement)
         self._region = None  # what the last `_hot` found: a loop, or an every-step function
 
     def report(self, ctx, node, message=None, fix=None, **fmt) -> None:
