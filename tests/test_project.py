@@ -3069,3 +3069,43 @@ def test_a_class_a_layer_builds_every_call_runs_its_init_every_forward(tmp_path)
         """,
     })
     assert rows_by_path(tmp_path, "GPU203") == [("utils/masking.py", 9)]
+
+
+def test_the_cache_reads_again_a_mask_file_when_a_layer_stops_building_its_class(tmp_path):
+    """`per_call` is what the project tells the file defining the class:
+    a cached result must not outlive it (the layer's file changes, the mask
+    file does not)."""
+    write(tmp_path, {
+        "masking.py": """
+            import torch
+
+
+            class Mask():
+                def __init__(self, n, device="cpu"):
+                    self.m = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1).to(device)
+        """,
+        "layer.py": """
+            import torch
+            import torch.nn as nn
+            from masking import Mask
+
+
+            class Attention(nn.Module):
+                def forward(self, q, k):
+                    mask = Mask(q.shape[1], device=q.device)
+                    return torch.matmul(q, k.transpose(1, 2)).masked_fill(mask.m, -1e9)
+        """,
+    })
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        def rows():
+            res = CliRunner().invoke(cli, ["check", "--output-format", "json", "--select", "GPU203", "."])
+            return sorted((f["filename"].replace(os.sep, "/").split("/")[-1], f["location"]["row"])
+                          for f in json.loads(res.stdout))
+        assert rows() == [("masking.py", 7)]
+        (tmp_path / "layer.py").write_text((tmp_path / "layer.py").read_text().replace(
+            "mask = Mask(q.shape[1], device=q.device)", "mask = self.mask"))
+        assert rows() == []
+    finally:
+        os.chdir(cwd)
