@@ -196,9 +196,7 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
     `analysis`, nor do reads known not to wait for the GPU (`may_sync`), and
     `float(t)` of a device tensor counts, and so does a call of a function
     whose every return reads on the host (`CallFacts.returns_synced`)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
+    for n in _surely_evaluated(node):
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
         if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)
@@ -206,32 +204,30 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
             return True
         if analysis is not None and isinstance(n, ast.Call) and analysis.facts.returns_synced(n):
             return True  # a call whose every return reads on the host (`clip_gradient(...)` returning `.item()`)
+    return False
+
+
+def _surely_evaluated(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and the nodes below it that run whenever it runs: not the
+    branches of `x if c else y`, what follows the first operand of
+    `and`/`or`, or the bodies of lambdas and comprehensions."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
         if isinstance(n, ast.IfExp):
             stack.append(n.test)
         elif isinstance(n, ast.BoolOp):
             stack.append(n.values[0])
         elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             stack.extend(child_nodes(n))
-    return False
 
 
 def _sizes_surely(stmt: ast.AST, analysis) -> bool:
     """A simple statement that surely runs an operation sized by the data
     (`sizes_from_values`), as `has_host_read` reads a statement."""
-    if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
-        return False
-    stack = [stmt]
-    while stack:
-        n = stack.pop()
-        if sizes_from_values(n, analysis):
-            return True
-        if isinstance(n, ast.IfExp):
-            stack.append(n.test)
-        elif isinstance(n, ast.BoolOp):
-            stack.append(n.values[0])
-        elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            stack.extend(child_nodes(n))
-    return False
+    return isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+        sizes_from_values(n, analysis) for n in _surely_evaluated(stmt))
 
 
 def sizes_from_values(n: ast.AST, analysis) -> bool:
