@@ -195,7 +195,8 @@ NO_FACTS = CallFacts()
 class ProgramFacts(CallFacts):
     """No answer about calls, only what the file's program says of it: a
     file read without the project's call facts (nothing in it starts a
-    step) whose program sets a default device elsewhere."""
+    step) whose program sets a default device elsewhere, imports it past
+    its self-test block, or builds its classes in every call of a layer."""
 
     def __init__(self, told: dict) -> None:
         """`told`: what the program tells the file (`programs.TOLD_ALONE`)."""
