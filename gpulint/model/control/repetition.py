@@ -215,11 +215,11 @@ def _named_once_called_hot(fa: "FileModel", func: ast.AST) -> bool:
     if name.startswith("__") or "dummy" in name.lower() or not isinstance(cls, ast.ClassDef):
         return False
     forward = next((b for b in cls.body if isinstance(b, FUNCS) and b.name == "forward"), None)
-    return forward is not None and any(
+    return forward is not None and fa.index.memoized("repetition.forward_calls", func, lambda: any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name
         and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
         for stmt in forward.body if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return))
-        for n in walk(stmt))
+        for n in walk(stmt)))
 
 
 _MEMOIZERS = frozenset(("functools.lru_cache", "functools.cache", "functools.cached_property"))
