@@ -12,6 +12,7 @@ from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import is_one_shot_test
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.values.callfacts import TRAIN
+from gpulint.model.values.kinds import MODEL
 from gpulint.rule import TIME, UNSAFE, Bench, Example, Rule
 from gpulint.model.index.walk import child_nodes, walk
 
@@ -135,17 +136,38 @@ def _after_offload(node: ast.AST, ancestors, loop: ast.AST) -> bool:
     by layer pass) within the GPU's memory, and the cache is emptied so
     what was moved off makes room for what comes next. The call is the
     point of the offload, not a habit."""
+    return any(_moves_to_host(s) for s in _earlier_in_block(node, ancestors, loop))
+
+
+def _earlier_in_block(node: ast.AST, ancestors, loop: ast.AST) -> list:
+    """The statements before `node`'s own in the block of the loop's body that holds it."""
     chain = list(ancestors) + [node]
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
         for field in ("body", "orelse", "finalbody"):
             block = getattr(anc, field, None)
             if isinstance(block, list) and any(child is s for s in block):
-                k = next(j for j, s in enumerate(block) if s is child)
-                return any(_moves_to_host(s) for s in block[:k])
+                return block[:next(j for j, s in enumerate(block) if s is child)]
         if anc is loop:
-            return False
-    return False
+            return []
+    return []
+
+
+def _frees_a_model_built_each_pass(node: ast.AST, ancestors, loop: ast.AST, ctx) -> bool:
+    """Earlier in its own block, `del model` of a model the loop's body
+    builds again on each pass (`model = GPTModel(cfg).to(device)`): a sweep
+    over model sizes or a search for the largest batch that fits, which
+    returns the last model's memory before it builds the next. A training
+    loop keeps its model from one step to the next."""
+    deleted = [t for s in _earlier_in_block(node, ancestors, loop) if isinstance(s, ast.Delete)
+               for t in s.targets for t in (t.elts if isinstance(t, ast.Tuple) else [t])
+               if isinstance(t, ast.Name) and ctx.analysis.values.kind_at(t, ctx.analysis.index.ancestors(t)) == MODEL]
+    if not deleted:
+        return False
+    names = {t.id for t in deleted}
+    return any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+               and any(isinstance(t, ast.Name) and t.id in names for t in n.targets)
+               for n in walk_scope(loop.body))  # type: ignore[attr-defined]
 
 
 # a load of a model's weights: `AutoModel.from_pretrained(...)`, `torch.load(path)`,
@@ -259,7 +281,9 @@ class EmptyCacheInLoop(Rule):
     weights on each pass (`from_pretrained`, `torch.load`,
     `load_state_dict`, a loader named `load_model*`/`load_checkpoint*`): a
     loop over models or checkpoints, which returns the last one's memory
-    before the next.
+    before the next. Nor is one right after `del model` of a model the
+    loop's body builds again on each pass (a sweep over model sizes, a
+    search for the largest batch that fits): once per model.
     Nor is one in an epoch loop: a loop whose body runs a loop of training or evaluation
     steps (in the same function, or through a call that does) but takes no
     step itself, so it empties the cache once per many steps. Nor is one
@@ -430,6 +454,8 @@ class EmptyCacheInLoop(Rule):
             return  # `feats[-1] = feats[-1].cpu(); empty_cache()`: room made for what comes next
         if not loops.is_step_loop(loop) and _loads_a_model_each_pass(loop, ctx):
             return  # `for model in models: empty_cache(); load(model)`: the last model's memory, once per model
+        if _frees_a_model_built_each_pass(node, ctx.ancestors, loop, ctx):
+            return  # `del model; empty_cache()` in a sweep over model sizes: once per model
         fix = None
         parent = ctx.ancestors[-1] if ctx.ancestors else None
         if isinstance(parent, ast.Expr) and parent.value is node:
