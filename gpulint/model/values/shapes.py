@@ -247,3 +247,14 @@ def data_dependent_op(
         return REPEAT_INTERLEAVE, repeats
     return None
 
+
+def device_data_dependent_op(
+    fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST]
+) -> Optional[Tuple[str, ast.AST]]:
+    """`data_dependent_op`, where the tensor whose values size the result is
+    not known to be in host memory (`HostValues.is_host_tensor`): the host
+    waits for the GPU to count it."""
+    found = data_dependent_op(fa, node, ancestors)
+    if found is None or fa.host.is_host_tensor(found[1], ancestors):
+        return None
+    return found

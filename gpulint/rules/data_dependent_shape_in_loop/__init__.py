@@ -14,7 +14,7 @@ from gpulint.model.values.shapes import (
     REPEAT_INTERLEAVE,
     UNIQUE,
     WHERE,
-    data_dependent_op,
+    device_data_dependent_op,
 )
 from gpulint.model.values.kinds import HOST_METHODS
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
@@ -308,12 +308,10 @@ class DataDependentShapeInLoop(Rule):
         ancestors = ctx.ancestors
         if not any(isinstance(a, LOOPS) for a in ancestors):
             return
-        found = data_dependent_op(analysis, node, ancestors)
+        found = device_data_dependent_op(analysis, node, ancestors)
         if found is None:
             return
-        op, operand = found
-        if analysis.host.is_host_tensor(operand, ancestors):
-            return
+        op = found[0]
         stmt = next((a for a in reversed(ancestors) if isinstance(a, ast.stmt)), None)
         if id(stmt) in self._statements:
             return  # `F.cross_entropy(logits[keep], labels[keep])`: one finding per statement
