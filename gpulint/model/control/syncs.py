@@ -12,11 +12,11 @@ from bisect import bisect_left
 from typing import Iterator, List, Optional
 
 from gpulint.model.index.nodes import FUNCS
-from gpulint.model.index.order import loops_around, scope_nodes
+from gpulint.model.index.order import loops_around, scope_nodes, unbound_parameters
 from gpulint.model.names import dotted
 from gpulint.model.values.devices import move_target
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
-from gpulint.model.values.shapes import CALL_NAMES, data_dependent_op
+from gpulint.model.values.shapes import CALL_NAMES, device_data_dependent_op
 from gpulint.model.control.eval_order import evaluation_order
 from gpulint.model.index.walk import child_nodes, walk
 
@@ -90,22 +90,17 @@ def slice_bound_tensor(name: ast.Name, ancestors, analysis) -> bool:
     nothing of its device (flair's `_get_scores_from_features(features,
     lengths)`, handed CPU lengths): not one."""
     if analysis.values.kind_at(name, ancestors) == TENSOR:
-        return not analysis.host.is_host_tensor(name, ancestors) and not _unbound_parameter(name, ancestors)
+        return not analysis.host.is_host_tensor(name, ancestors) and not _unbound_parameter(name, ancestors, analysis)
     source = _zipped_from(name, ancestors)
     return (source is not None and device_tensor(source, analysis)
-            and not _unbound_parameter(source, analysis.index.ancestors(source)))
+            and not _unbound_parameter(source, analysis.index.ancestors(source), analysis))
 
 
-def _unbound_parameter(name: ast.Name, ancestors) -> bool:
-    """`name` is a parameter of the innermost def around it that its body never binds."""
+def _unbound_parameter(name: ast.Name, ancestors, analysis) -> bool:
+    """`name` is a parameter of the innermost def around it that its own code
+    never binds again (`index.order.unbound_parameters`)."""
     func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
-    if func is None:
-        return False
-    args = func.args  # type: ignore[attr-defined]
-    if name.id not in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
-        return False
-    return not any(isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
-                   for n in walk(func))
+    return func is not None and name.id in unbound_parameters(analysis.index, func)
 
 
 def _zipped_from(name: ast.Name, ancestors) -> Optional[ast.AST]:
@@ -242,9 +237,7 @@ def sizes_from_values(n: ast.AST, analysis) -> bool:
     elif not isinstance(n, ast.Call) or (
             n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) not in CALL_NAMES:
         return False
-    ancestors = analysis.index.ancestors(n)
-    found = data_dependent_op(analysis, n, ancestors)
-    return found is not None and not analysis.host.is_host_tensor(found[1], ancestors)
+    return device_data_dependent_op(analysis, n, analysis.index.ancestors(n)) is not None
 
 
 def statement_and_block(chain, analysis):

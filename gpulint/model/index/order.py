@@ -75,6 +75,17 @@ def stored_names(index) -> Dict[Optional[ast.AST], Set[str]]:
     return index.memoized("order.stored_names", None, compute)
 
 
+def unbound_parameters(index, scope: ast.AST) -> Set[str]:
+    """The parameters of the def `scope` (not `self` / `cls`) that its own
+    code never binds again (`stored_names`): wherever it reads one, it
+    holds the argument."""
+    a = scope.args  # type: ignore[attr-defined]
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self", "cls"}
+    if params:
+        params -= stored_names(index).get(scope, set())
+    return params
+
+
 def callee_name(call: ast.Call) -> Optional[str]:
     """`f` for `f(...)`, `m` for `obj.m(...)`."""
     if isinstance(call.func, ast.Name):

@@ -12,26 +12,15 @@ import ast
 from typing import TYPE_CHECKING, Optional, Set
 
 from gpulint.model.control.modes import EVAL, mode_before, model_key, switching_scopes
-from gpulint.model.index.order import stored_names
 from gpulint.model.values.kinds import HOST_TENSOR, TENSOR
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
 
 
-def unbound_parameters(fa: "FileModel", scope: ast.AST) -> Set[str]:
-    """The parameters of the def `scope` (not `self` / `cls`) that its own
-    code never binds again: wherever it reads one, it holds the argument."""
-    a = scope.args  # type: ignore[attr-defined]
-    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self", "cls"}
-    if params:
-        params -= stored_names(fa.index).get(scope, set())
-    return params
-
-
 def forwarded(call: ast.Call, params: Set[str]) -> Optional[tuple]:
     """For a call on every run of a def whose `params` are never bound again
-    (`unbound_parameters`): ((position or keyword, "=" + parameter), ...)
+    (`index.order.unbound_parameters`): ((position or keyword, "=" + parameter), ...)
     where an argument is one of them (`self._train_step(model, loss)` in
     `__call__(self, model, loss)`), "?" for the other arguments; None where
     no argument is such a parameter. The callee's parameter then holds what

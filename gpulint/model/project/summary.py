@@ -36,10 +36,11 @@ from gpulint.model.control.options import OPTION_WORD_RE, opt_in_flags, tested_f
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
 from gpulint.model.index.nodes import FUNCS, LOOPS, abstract_method, self_test_block
+from gpulint.model.index.order import unbound_parameters
 from gpulint.model.project.builds import built_object
 from gpulint.model.project.layers import class_layer_counts, total_layers
 from gpulint.model.project.per_call import built_per_call
-from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed, unbound_parameters
+from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
 from gpulint.model.project.hotness import EVAL, STEP_WORDS, TRAIN, Hotness, mentions_any
 from gpulint.model.project.imports import MODULE_CODE, star_imported, used_names
@@ -287,7 +288,7 @@ class _Scope:
 
     def own_parameters(self, fa: "FileModel", scope: ast.AST) -> Set[str]:
         if self.params is None:
-            self.params = unbound_parameters(fa, scope)
+            self.params = unbound_parameters(fa.index, scope)
         return self.params
 
     def summary(self, fa: "FileModel", hot: "Hotness", scope: ast.AST) -> dict:
