@@ -419,8 +419,8 @@ def lint_module(text: str, path: str, options: LintOptions, tree: Optional[ast.M
     program_pin = project.table.get("torch_pin") if project is not None and project.table else None
     # a default device that a file of the program sets, a self-test block other files import
     # past, the classes their layers build every call (the rules of a file read without facts see them)
-    told_alone = {k: v for k in TOLD_ALONE if k != "torch_pin"
-                  for v in ((project.table or {}).get(k) if project is not None else None,) if v}
+    told_table = project.table if project is not None and project.table else {}
+    told_alone = {k: told_table[k] for k in TOLD_ALONE if k != "torch_pin" and told_table.get(k)}
     program = ProgramFacts(told_alone) if told_alone else NO_FACTS
     if program_pin is not None and tuple(program_pin[0]) < options.torch_version:
         # a file its program runs with pins an older torch (`ProjectGraph.program_facts`)

@@ -292,8 +292,14 @@ def _is_install_script(name: str) -> bool:
     """A shell script, a Dockerfile, or the README or INSTALL page whose
     set-up commands a user copies (`pip install torch==1.9.0`)."""
     low = name.lower()
-    return low.endswith((".sh", COMMENTED)) or low.startswith("dockerfile") or low.endswith(".dockerfile") or (
-        low.startswith(("readme", "install")) and low.endswith((".md", ".rst")))
+    return (low.endswith((".sh", COMMENTED)) or low.startswith("dockerfile") or low.endswith(".dockerfile")
+            or _is_readme(low))
+
+
+def _is_readme(name: str) -> bool:
+    """The README or INSTALL page (`README.md`, `INSTALL.rst`)."""
+    low = name.lower()
+    return low.startswith(("readme", "install")) and low.endswith((".md", ".rst"))
 
 
 def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Iterable[str]]]:
@@ -311,8 +317,7 @@ def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Itera
         if reader is None and name.endswith((".yml", ".yaml")) and ("env" in name.lower() or "conda" in name.lower()):
             reader = _environment_requirements
         if reader is None and _is_install_script(name):
-            low = name.lower()
-            reader = _readme_requirements if low.startswith(("readme", "install")) else _installed_requirements
+            reader = _readme_requirements if _is_readme(name) else _installed_requirements
         if reader is None:
             continue
         text = _read_text(os.path.join(directory, name))

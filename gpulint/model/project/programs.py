@@ -26,6 +26,7 @@ class Programs:
         self._defined: Optional[frozenset] = None  # every flag a file of the project defines
         self._imports: Optional[Tuple[Dict[str, List[str]], Dict[str, List[str]]]] = None
         self._per_call: Optional[Dict[str, List[str]]] = None
+        self._named_memo: Optional[Dict[str, List[str]]] = None  # (`_named`)
 
     READS = ("imports", "pin", "flags", "tests_flags", "default_device", "self_test", "per_call")  # what it reads of a summary
 
@@ -62,10 +63,7 @@ class Programs:
         if self._per_call is None:
             self._per_call = {}
             if any(s.get("per_call") for _, s in self.files.values()):
-                named: Dict[str, List[str]] = {}
-                for p, (names, _) in self.files.items():
-                    for n in names:
-                        named.setdefault(n, []).append(p)
+                named = self._named()
                 for _, s in self.files.values():
                     for ref in s.get("per_call", ()):
                         module, _, cls = ref.rpartition(".")
@@ -190,10 +188,7 @@ class Programs:
     def _import_graph(self) -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
         """(path -> the project files it imports, path -> those that import it), made once."""
         if self._imports is None:
-            named: Dict[str, List[str]] = {}
-            for p, (names, _) in self.files.items():
-                for n in names:
-                    named.setdefault(n, []).append(p)
+            named = self._named()
             parts_of = {p: p.replace("\\", "/").split("/") for p in self.files}
             imports = {p: self._importable_files(p, named, parts_of) for p in self.files}
             importers: Dict[str, List[str]] = {}
@@ -202,6 +197,15 @@ class Programs:
                     importers.setdefault(q, []).append(p)
             self._imports = (imports, importers)
         return self._imports
+
+    def _named(self) -> Dict[str, List[str]]:
+        """module name -> the project files of that name, made once."""
+        if self._named_memo is None:
+            self._named_memo = {}
+            for p, (names, _) in self.files.items():
+                for n in names:
+                    self._named_memo.setdefault(n, []).append(p)
+        return self._named_memo
 
     def _importable_files(self, path: str, named: Dict[str, List[str]], parts_of: Dict[str, List[str]]) -> List[str]:
         """The project files `path` imports that Python could find from where
