@@ -652,10 +652,27 @@ CORPUS_SETS = {
         ("ZhendongWang6/Uformer", "65fc970a8ffc09605faca74ed016ee93c9ad8a36"),
         ("weihua916/powerful-gnns", "9a2ce8ac3e99278307093a464a95caf0fb04b602"),
     ],
+    # forty-second: labelled at first sight on 881933f
+    "forty-second": [
+        ("facebookresearch/online-dt", "c376fa113ba34bcd422da44598e8c2433c06a590"),
+        ("epfml/llm-baselines", "c8a5105d8125a49e5263daec9f7313471e72612e"),
+        ("p0p4k/vits2_pytorch", "1f4f3790568180f8dec4419d5cad5d0877b034bb"),
+        ("alanjeffares/TANGOS", "2c523a2045ab7d5e369b746ec385f33df4c534aa"),
+        ("lonePatient/BERT-NER-Pytorch", "7c938a2ded28d8d379fef1879e07da08df5a1eb8"),
+        ("yuezhihan/ts2vec", "b0088e14a99706c05451316dc6db8d3da9351163"),
+        ("CRIPAC-DIG/SR-GNN", "e21cfa431f74c25ae6e4ae9261deefe11d1cb488"),
+        ("layumi/Person_reID_baseline_pytorch", "82ff40fb11b7353400dc8670dcec620d97285096"),
+        ("tkipf/pygcn", "1600b5b748b3976413d1e307540ccc62605b4d6d"),
+        ("sthalles/SimCLR", "1848fc934ad844ae630e6c452300433fe99acfd9"),
+        ("fxia22/pointnet.pytorch", "bafbf401e0af19be3262e448c59313fd2be0e421"),
+        ("Daniil-Osokin/lightweight-human-pose-estimation.pytorch", "d23c284b09acf27a163e1febd511e7482cac25ed"),
+        ("Lornatang/SRGAN-PyTorch", "8842030eb433f8578a77328060121fa5a9a3cb43"),
+        ("4uiiurz1/pytorch-nested-unet", "557ea02f0b5d45ec171aae2282d2cd21562a633e"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
