@@ -121,7 +121,8 @@ def test_reported_without_fix(line):
         "w = torch.zeros(3).to(other)",
         "w = torch.from_numpy(a).cuda()",
         # host data: with device= it is still built on the CPU and copied
-        "t = torch.tensor([1.0, 2.0]).cuda()",
+        "t = torch.tensor([x0, 2.0]).cuda()",
+        "t = torch.FloatTensor([1.0, 2.0]).cuda()",  # a legacy constructor given data (issue 19's measurement)
         "t = torch.as_tensor(arr, torch.float32).to(device)",
         "n = torch.tensor(batch_len).cuda()",
         "w = torch.load(p).to(device)",
@@ -135,6 +136,16 @@ def test_reported_without_fix(line):
 )
 def test_not_flagged(line):
     assert one(line, imports="import numpy as np\nimport torch") == []
+
+
+def test_a_table_of_literals_is_kept_on_the_device_not_copied_every_step():
+    """A table of literal numbers copied in a loop is a constant: each copy
+    from pageable memory blocks, where a buffer (or a table built once) would
+    copy nothing. No `device=` fix: that still copies."""
+    for line in ("t = torch.tensor([1.0, 2.0]).cuda()", "k = torch.tensor([[1., 4.], [4., 16.]]).to(x.device)",
+                 "i = torch.from_numpy(np.array([1, 0, 0, 1]).astype(np.float32)).cuda()"):
+        [finding] = one(line, imports="import numpy as np\nimport torch")
+        assert finding.fix is None and "a constant" in finding.message, line
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ import ast
 from typing import Optional
 
 from gpulint.model.index.order import target_names
+from gpulint.model.names import last_name
 from gpulint.model.values.devices import (
     CPU,
     DTYPE,
@@ -35,6 +36,7 @@ from gpulint.model.values.devices import (
     range_tensor,
 )
 from gpulint.model.values.kinds import SIZE_METHODS, TENSOR_JOINS
+from gpulint.model.values.literals import constant_table, numpy_source
 from gpulint.model.index.walk import walk
 
 # torch functions that draw samples from their first argument, where it is (the rest are numbers
@@ -96,6 +98,8 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
     if isinstance(expr, ast.Call):
         if range_tensor(fa, expr):
             return expr  # `torch.LongTensor(range(n))`: an arange built on the host
+        if host_constant(fa, expr, func, use):
+            return expr  # `torch.tensor([[1., 4.], ...])`, `torch.from_numpy(np.eye(k))`: made to be copied
         name = factory_name(fa, expr)
         if name is not None:
             return expr if builds_on_cpu(fa, name, expr) else _DATA
@@ -175,6 +179,20 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
             return None  # `x.shape`, `x.dtype`: host facts about a tensor, no data of it
         return _DATA if tensor_kind(expr) is not False else None
     return _DATA
+
+
+def host_constant(fa, call: ast.Call, func, use: ast.AST) -> bool:
+    """`call` makes a CPU tensor of a table of literals or of an array numpy
+    made only to be copied (`literals`), through names assigned once in
+    `func` before `use` and not written into after (an array filled with a
+    server's answers, item by item, holds data)."""
+    def value_of(name: ast.Name) -> Optional[ast.AST]:
+        if func is not None and (_item_writes(fa, func).get(name.id) or any(
+                isinstance(b, ast.AugAssign) for b in plain_bindings(fa, func).get(name.id, ()))):
+            return None  # `actual = np.full(...)`, then `actual[i, :n] = ...`: filled with data
+        return assigned_value(fa.index, name, func, use)
+
+    return constant_table(fa, call) or numpy_source(fa, call, value_of) is not None
 
 
 def _first(fa, parts, func, tensor_kind, depth: int, use: ast.AST, nest: int):
@@ -343,11 +361,14 @@ def defs_building_on_cpu(fa) -> frozenset:
             name = factory_name(fa, call)
             drawn = isinstance(call.func, ast.Attribute) and call.func.attr in _DRAWS  # type: ignore[attr-defined]
             ranged = name is None and not drawn and ranges and range_tensor(fa, call)
-            if name is None and not drawn and not ranged:
+            of_data = len(call.args) == 1 and (name in HOST_DATA_FACTORIES
+                                               or name is None and last_name(call.func) == "from_numpy")
+            if name is None and not drawn and not ranged and not of_data:
                 continue
             func = next((a for a in reversed(fa.index.ancestors(call))
                          if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-            if ranged or (builds_on_cpu(fa, name, call) if name is not None else distribution_draw(fa, call, func)):
+            if ranged or (builds_on_cpu(fa, name, call) if name is not None else distribution_draw(fa, call, func)) \
+                    or of_data and host_constant(fa, call, func, call):
                 owners.add(func)
         return frozenset(owners)
 

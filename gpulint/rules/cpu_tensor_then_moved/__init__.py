@@ -22,6 +22,7 @@ from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.control.syncs import follows_host_read, read_earlier_in_statement
 from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like_text, typed_like_message
 from gpulint.model.values.host_built import builds_on_cpu
+from gpulint.model.values.literals import NUMPY_DRAWS, constant_table, numpy_draw
 from gpulint.rules.cpu_tensor_then_moved.constant_fill import constant_fill, fill_message, stored_under_a_key
 from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
 from gpulint.rules.cpu_tensor_then_moved.indexed import index_copied, index_message
@@ -31,27 +32,6 @@ from gpulint.rule import SAFE, TIME, UNSAFE, Bench, Edit, Example, Rule
 # factories whose values are the same in every dtype: `.to(dev, dtype)` can
 # become `device=dev, dtype=dtype` on them
 _EXACT_IN_ANY_DTYPE = frozenset(("zeros", "ones", "empty", "eye"))
-# numpy calls that make fresh data on the host, and what draws or builds the same on the GPU
-_NUMPY_DRAWS = {
-    "numpy.random.normal": "torch.normal", "numpy.random.randn": "torch.randn",
-    "numpy.random.standard_normal": "torch.randn", "numpy.random.rand": "torch.rand",
-    "numpy.random.random": "torch.rand", "numpy.random.uniform": "torch.rand",
-    "numpy.random.randint": "torch.randint", "numpy.random.permutation": "torch.randperm",
-    "numpy.random.binomial": "torch.bernoulli",
-    "numpy.ones": "torch.ones", "numpy.zeros": "torch.zeros", "numpy.full": "torch.full",
-    "numpy.arange": "torch.arange", "numpy.linspace": "torch.linspace", "numpy.eye": "torch.eye",
-}
-
-
-def numpy_draw(fa, expr: ast.AST) -> Optional[str]:
-    """The numpy function of `np.random.normal(...)`, `np.ones(...)`, ...: data
-    made on the host only to be copied (see `_NUMPY_DRAWS`); else None."""
-    if not isinstance(expr, ast.Call):
-        return None
-    q = fa.imports.qualname(expr.func)
-    return q if q in _NUMPY_DRAWS else None
-
-
 class CpuTensorThenMoved(Rule):
     """
     ## What it does
@@ -102,17 +82,15 @@ class CpuTensorThenMoved(Rule):
     A factory given a `generator=` is not flagged: working code that builds
     on the CPU with one uses a CPU generator (`torch.Generator()`), which a
     CUDA tensor cannot draw from, so it has to build on the CPU and copy.
-    `.to(dtype)`, `.to("cpu")` and `.to(other_tensor)` are not flagged;
-    `*_like` and `new_*`
-    already build on their input's device. `torch.tensor(data)` and
-    `torch.as_tensor(data)` are not flagged either: their data lives on the
-    host, and with `device=` PyTorch still builds the tensor on the CPU and
-    copies it over (as `torch.from_numpy(a).cuda()` does), so `device=`
-    would save nothing, unless numpy makes the data only to be copied:
-    `Tensor(np.random.normal(...))` (a CUDA tensor type) or
-    `torch.from_numpy(np.ones(n)).cuda()` in repeated code is flagged, with
-    the torch factory to use and no fix (other random numbers; other
-    arguments). Test files are skipped.
+    `.to(dtype)`, `.to("cpu")` and `.to(other_tensor)` are not flagged; `*_like`
+    and `new_*` already build on their input's device. `torch.tensor(data)` and
+    `torch.as_tensor(data)` are not flagged: host data crosses anyway (with
+    `device=` PyTorch still builds on the CPU and copies). But numpy data made
+    only to be copied is (`Tensor(np.random.normal(...))`, a CUDA tensor
+    type; `torch.from_numpy(np.eye(k).flatten()).cuda()`, through casts and
+    names: PointNet's identity in every forward), and so is a table of
+    literals (`torch.tensor([[1., 4.], [4., 16.]])`, `np.array([1, 0, 1])`),
+    a constant a buffer would keep on the device; no fix. Tests are skipped.
 
     An index built on the CPU (`arange`, `randint`, `randperm`, or a project
     helper returning one) that indexes a tensor known to be on the device is
@@ -187,8 +165,9 @@ class CpuTensorThenMoved(Rule):
     device=...)` measured 2x slower than `torch.LongTensor(list).cuda()` at
     262,144 elements (41.6 vs 20.8 ms) and the same at 64, so the rewrite would
     not pay. Two literals are no data, and are flagged (without a fix): a
-    constant of one repeated number (`torch.tensor([0.]).to(d)`,
-    `torch.FloatTensor([0.5]).cuda()`, `torch.tensor([0] * batch_size).cuda()`,
+    constant of one repeated number (`torch.tensor([0.]).to(d)`, with
+    `requires_grad=True` too, `torch.FloatTensor([0.5]).cuda()`,
+    `torch.tensor([0] * batch_size).cuda()`,
     a loop's counter repeated, `torch.tensor([trg_idx] * n).to(d)` in `for
     trg_idx, domain in enumerate(domains):`, `torch.tensor(-100).to(d)`),
     which `torch.zeros(1, device=d)` or `torch.full((n,), v, device=d)` fills
@@ -236,16 +215,13 @@ class CpuTensorThenMoved(Rule):
     and unsafe for random factories (the CPU and CUDA generators give
     different numbers for the same seed) and for computed floating-point
     values (`linspace`, `logspace`, window functions, a float `arange`), which
-    the CUDA kernels may round differently in the last bit.
-
-    Legacy constructors are reported without a fix; the message names the
-    `torch.empty(...)` call to write instead.
+    the CUDA kernels may round differently in the last bit. Legacy
+    constructors are reported without a fix (the message names the call).
 
     ## References
     - [CUDA semantics: device-agnostic code](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
     - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
     - [The legacy `torch.Tensor` constructor](https://pytorch.org/docs/stable/tensors.html#torch.Tensor.__init__)
-    - [torch.empty](https://pytorch.org/docs/stable/generated/torch.empty.html)
     - [PyTorch performance tuning guide: create tensors directly on the target device](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device)
     - [Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
     """
@@ -397,8 +373,12 @@ class CpuTensorThenMoved(Rule):
             and fa.imports.qualname(inner.func) in ("torch.from_numpy", "torch.tensor", "torch.as_tensor")
             and _target(node, fa) is not None
         ):
+            if numpy_draw(fa, inner.args[0]) is None:
+                return self._computed(ctx, node, inner)  # `torch.from_numpy(np.eye(k).flatten())`, through a cast
             self._numpy_draw(ctx, node, inner.args[0], ctx.source.node_text(inner.func))
             return
+        if constant_table(fa, inner):
+            return self._computed(ctx, node, inner)  # `torch.FloatTensor([1, 0, 0, 1]).cuda()`: a table of literals
         name = factory_name(fa, inner)
         if name is None:
             legacy = legacy_constructor(fa, inner)
@@ -515,7 +495,7 @@ def _numpy_draw_message(ctx, node: ast.Call, data: ast.AST, copier: str) -> Opti
         return None
     short = draw.replace("numpy.", "np.", 1)
     return (f"`{short}()` makes the data on the CPU and `{copier}(...)` copies it to the GPU; build it there with "
-            f"`{_NUMPY_DRAWS[draw]}(..., device=...)` instead")
+            f"`{NUMPY_DRAWS[draw]}(..., device=...)` instead")
 
 def _sizes_text(src, call: ast.Call) -> str:
     """The size arguments of a legacy constructor as the message quotes them ("..." when long)."""

@@ -25,14 +25,18 @@ class Fill(NamedTuple):
     size: str  # the size as the fix writes it: "()", "1", "args.batch_size"
     value: object  # the number
     dtype: Optional[str]  # "torch.long", or None for the default
+    grad: Optional[str] = None  # the `requires_grad=` given, as written
 
 
 def constant_fill(fa, call: ast.AST, text_of) -> Optional[Fill]:
     """The fill a call builds from a literal of one repeated number: a
     scalar (`torch.tensor(-100)`; not a legacy constructor's, `FloatTensor(3)`
     is a size), a list or tuple of equal numbers (`[0.]`, `(1, 1)`), or one
-    number repeated (`[0] * n`, `[trg_idx] * n`); else None."""
-    if not isinstance(call, ast.Call) or len(call.args) != 1 or any(k.arg != "dtype" for k in call.keywords):
+    number repeated (`[0] * n`, `[trg_idx] * n`); else None. A
+    `requires_grad=` given with it (TANGOS's `torch.tensor(0.,
+    requires_grad=True).to(device)`, a loss term's start) goes with the fill."""
+    if not isinstance(call, ast.Call) or len(call.args) != 1 \
+            or any(k.arg not in ("dtype", "requires_grad") for k in call.keywords):
         return None
     legacy = legacy_constructor(fa, call)
     if legacy is None and (fa.imports.qualname(call.func) or "") not in ("torch.tensor", "torch.as_tensor"):
@@ -67,11 +71,14 @@ def constant_fill(fa, call: ast.AST, text_of) -> Optional[Fill]:
     if legacy is not None:
         base = LEGACY_CONSTRUCTORS[legacy]
         dtype = f"torch.{base}" if base and base != "float32" else None
-    elif call.keywords:
-        dtype = text_of(call.keywords[0].value)
     else:
-        dtype = "torch.long" if isinstance(value, (int, _Named)) else None  # (a counter is an int)
-    return Fill(size, value, dtype)
+        given = next((k.value for k in call.keywords if k.arg == "dtype"), None)
+        if given is not None:
+            dtype = text_of(given)
+        else:
+            dtype = "torch.long" if isinstance(value, (int, _Named)) else None  # (a counter is an int)
+    grad = next((text_of(k.value) for k in call.keywords if k.arg == "requires_grad"), None)
+    return Fill(size, value, dtype, grad)
 
 
 class _Named(str):
@@ -125,6 +132,8 @@ def fill_message(fill: Fill, built: str) -> str:
     """The finding's message: what fills the same tensor on the GPU."""
     built = built if len(built) <= 40 and "\n" not in built else "torch.tensor(...)"
     dtype = f", dtype={fill.dtype}" if fill.dtype else ""
+    if fill.grad is not None:
+        dtype += f", requires_grad={fill.grad}"
     if fill.value == 0 and fill.size != "()":
         fix = f"torch.zeros({fill.size}{dtype}, device=...)"
     elif fill.value == 1 and fill.size != "()":

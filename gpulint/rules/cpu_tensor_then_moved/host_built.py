@@ -22,6 +22,7 @@ from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.values.devices import default_device_set, factory_name, range_tensor
 from gpulint.model.values.host_built import defs_building_on_cpu, distribution_draw, host_factory
+from gpulint.model.values.literals import NUMPY_DRAWS, constant_table, numpy_source
 
 def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.Call]:
     """The CPU factory that `moved` (what a `.to(<device>)` / `.cuda()`
@@ -37,7 +38,7 @@ def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Opt
     factory = host_factory(fa, moved, func, lambda e: fa.values.is_tensor(e, ancestors))
     if factory is None or not runs_repeatedly(fa, moved, ancestors) or waits_anyway(fa, func):
         return None
-    if factory_name(fa, factory) is not None and in_module_forward(fa, func):
+    if factory_name(fa, factory) not in (None, "tensor", "as_tensor") and in_module_forward(fa, func):
         return None  # a factory in a module's forward: GPU204 reports it (a helper's is GPU203's)
     reported = fa.index.memo("gpu203.computed")
     if factory in reported:
@@ -60,6 +61,25 @@ def builds_on_cpu_somewhere(fa, func: Optional[ast.AST]) -> bool:
 
 
 def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
+    line = move.func.value.end_lineno  # type: ignore[attr-defined]
+    if constant_table(fa, factory):
+        return (
+            f"`{_callee_text(factory)}([...])` builds a constant table on the CPU, copied to the GPU at line {line} "
+            "each time, a blocking copy; keep it on the device (a buffer, or built once outside the loop)"
+        )
+    made = numpy_source(fa, factory, lambda n: None)
+    instead = NUMPY_DRAWS.get(fa.imports.qualname(made.func) or "") if made is not None else None
+    if instead is not None:
+        maker = ast.unparse(made.func).replace("numpy.", "np.", 1)  # type: ignore[union-attr]
+        return (
+            f"`{maker}()` makes the data on the CPU and `{_callee_text(factory)}(...)` copies it to the GPU at "
+            f"line {line}, a blocking copy each time; build it there with `{instead}(..., device=...)`"
+        )
+    if made is not None or _callee_text(factory).endswith("from_numpy"):  # a table of literals, or through names
+        return (
+            f"`{_callee_text(factory)}(...)` makes a constant on the CPU from numpy, copied to the GPU at line {line} "
+            "each time, a blocking copy; keep it on the device (a buffer, or built once outside the loop)"
+        )
     if distribution_draw(fa, factory, function_around(fa.index.ancestors(factory))):
         return (
             f"`{_callee_text(factory)}()` draws a tensor on the CPU (a distribution built from Python numbers), "

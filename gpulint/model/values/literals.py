@@ -1,0 +1,119 @@
+"""Tensors whose values the code writes out, or has numpy make, on the host
+only for them to be copied to the GPU (the values layer's question, asked
+by `host_built` of what a move copies):
+
+    iden = torch.from_numpy(np.eye(k).flatten().astype(np.float32))   # numpy made it
+    kernel = torch.tensor([[1., 4., 6., 4., 1.], [4., 16., 24., 16., 4.], ...])   # a table of literals
+
+Unlike host data (a batch, labels read from a file, sizes computed on the
+host), which has to cross anyway, these are constants or fresh numbers the
+GPU can make itself: a table of literals kept on the device (a buffer, or
+built once outside the loop), `torch.eye(..., device=...)` for numpy's
+`eye`, `torch.rand(..., device=...)` for its random draws. A literal of
+one repeated number is the rule's constant fill, not a table.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+# numpy calls that make fresh data on the host, and what draws or builds the same on the GPU
+NUMPY_DRAWS = {
+    "numpy.random.normal": "torch.normal", "numpy.random.randn": "torch.randn",
+    "numpy.random.standard_normal": "torch.randn", "numpy.random.rand": "torch.rand",
+    "numpy.random.random": "torch.rand", "numpy.random.uniform": "torch.rand",
+    "numpy.random.randint": "torch.randint", "numpy.random.permutation": "torch.randperm",
+    "numpy.random.binomial": "torch.bernoulli",
+    "numpy.ones": "torch.ones", "numpy.zeros": "torch.zeros", "numpy.full": "torch.full",
+    "numpy.arange": "torch.arange", "numpy.linspace": "torch.linspace", "numpy.eye": "torch.eye",
+}
+# torch calls that take host data and make a CPU tensor of it
+_TENSOR_OF_DATA = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor"))
+# numpy array methods that keep the data, cast or laid out anew (their arguments are dtypes and sizes)
+_NUMPY_LAYOUT = frozenset("astype flatten ravel reshape copy squeeze transpose".split())
+# numpy functions that make an array of the literal they are given
+_NUMPY_ARRAY = frozenset(("numpy.array", "numpy.asarray", "numpy.float32", "numpy.float64"))
+_MIN_TABLE = 2  # numbers in a table, at least
+
+
+def numpy_draw(fa, expr: ast.AST) -> Optional[str]:
+    """The numpy function of `np.random.normal(...)`, `np.ones(...)`, ...: data
+    made on the host only to be copied (see `NUMPY_DRAWS`); else None."""
+    if not isinstance(expr, ast.Call):
+        return None
+    q = fa.imports.qualname(expr.func)
+    return q if q in NUMPY_DRAWS else None
+
+
+def literal_table(node: ast.AST) -> bool:
+    """`[[1., 4.], [4., 16.]]`, `(1, 0, 0, 1)`: a list or tuple, nested or
+    not, of two or more number literals, not all one number (that is a
+    fill)."""
+    numbers: list = []
+    if not _numbers(node, numbers, 0) or len(numbers) < _MIN_TABLE:
+        return False
+    return len(set(numbers)) > 1 or isinstance(node, (ast.List, ast.Tuple)) and any(
+        isinstance(e, (ast.List, ast.Tuple)) for e in node.elts)
+
+
+def _numbers(node: ast.AST, out: list, depth: int) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        out.append(node.value)
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+        return all(_numbers(e, out, depth + 1) for e in node.elts)
+    return False
+
+
+def constant_table(fa, call: ast.AST) -> bool:
+    """`torch.tensor([[1., 4.], [4., 16.]])`: a CPU tensor of a table of
+    literals (`literal_table`), with no other argument than a dtype or
+    `requires_grad`. Not a legacy typed constructor's
+    (`torch.FloatTensor([0.485, 0.456, 0.406])`): those given data stay
+    unflagged, by the measurement in GPU203's doc."""
+    if not isinstance(call, ast.Call) or len(call.args) != 1 or not literal_table(call.args[0]):
+        return False
+    if any(k.arg not in ("dtype", "requires_grad") for k in call.keywords):
+        return False
+    return (fa.imports.qualname(call.func) or "") in ("torch.tensor", "torch.as_tensor")
+
+
+def numpy_source(fa, call: ast.AST, value_of) -> Optional[ast.Call]:
+    """For `torch.from_numpy(a)` (or `torch.tensor(a)`, `torch.as_tensor(a)`;
+    not a legacy constructor's, as in `constant_table`) of an array numpy made
+    only to be copied: the numpy call that made it, a draw or a constant
+    (`NUMPY_DRAWS`: `np.eye(k)`, `np.random.binomial(...)`) or an array of a
+    table of literals (`np.array([1, 0, 0, 0, 1, 0, 0, 0, 1])`), through
+    casts and layouts (`.astype(np.float32)`, `.flatten()`, `.reshape(...)`)
+    and names (`value_of(name)`: the value a name was assigned, or None);
+    else None."""
+    if not (isinstance(call, ast.Call) and len(call.args) == 1):
+        return None
+    q = fa.imports.qualname(call.func) or ""
+    if q not in _TENSOR_OF_DATA:
+        return None
+    arr = call.args[0]
+    for _ in range(8):
+        if isinstance(arr, ast.Name):
+            arr = value_of(arr)
+            if arr is None:
+                return None
+            continue
+        if not isinstance(arr, ast.Call):
+            return None
+        if numpy_draw(fa, arr) is not None:
+            return arr
+        f = arr.func
+        if isinstance(f, ast.Attribute) and f.attr in _NUMPY_LAYOUT:
+            arr = f.value
+            continue
+        made = fa.imports.qualname(f) or ""
+        if made in _NUMPY_ARRAY and len(arr.args) == 1:
+            return arr if literal_table(arr.args[0]) else None
+        return None
+    return None
