@@ -1912,7 +1912,9 @@ def test_a_files_own_graph_is_not_summarized_again_for_parameter_classes_it_neve
     """A file's own call graph that finds only which classes its functions'
     parameters hold is read again for them only where the summary asked
     about such a parameter (`summary_stands`); either way the summary and
-    the table are those of a full fixpoint."""
+    the table are those of a full fixpoint. (What `log` is handed is of no
+    kind the project can tell: a model's tensor would be a parameter kind,
+    which a summary reads.)"""
     import gpulint.model.project.facts as facts_module
 
     asked = """
@@ -1940,7 +1942,8 @@ def test_a_files_own_graph_is_not_summarized_again_for_parameter_classes_it_neve
         def train(loader, model):
             m = Meter()
             for x in loader:
-                log(m, model(x))
+                model(x)
+                log(m, model.stats)
     """
     summarized = []
     real = facts_module.summarize
@@ -3109,3 +3112,46 @@ def test_the_cache_reads_again_a_mask_file_when_a_layer_stops_building_its_class
         assert rows() == []
     finally:
         os.chdir(cwd)
+
+
+TENSOR_CALLERS = {
+    "utils.py": """
+        import torch
+
+
+        def take_per_row(A, indx, num_elem):
+            all_indx = indx[:, None] + torch.arange(num_elem, device=A.device)
+            return A[torch.arange(all_indx.shape[0])[:, None], all_indx]
+    """,
+    "train.py": """
+        import torch
+        from utils import take_per_row
+
+
+        def train(model, loader, optimizer):
+            for x, idx in loader:
+                x = x.cuda(non_blocking=True)
+                out = model(x)
+                loss = take_per_row(out, idx.cuda(non_blocking=True), 3).mean()
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+    """,
+}
+
+
+def test_a_parameter_every_per_step_caller_hands_a_device_tensor_holds_one(tmp_path):
+    """`take_per_row(out, ...)` is handed the model's output on every per-step
+    path: its `A` is a tensor not in host memory, so a CPU `arange` indexing
+    it is copied there every step."""
+    write(tmp_path, TENSOR_CALLERS)
+    found = check(tmp_path, "--no-cache", "--select", "GPU203", ".")
+    assert ("utils.py", 7, "GPU203") in found
+    graph, _ = _graph({"utils": TENSOR_CALLERS["utils.py"], "train": TENSOR_CALLERS["train.py"]})
+    assert graph.param_kinds["utils.take_per_row"]["A"] == "tensor"
+    # a caller handing a host tensor (a batch never moved) leaves the parameter unknown
+    files = dict(TENSOR_CALLERS)
+    files["train.py"] = files["train.py"].rstrip() + "\n" + " " * 16 + "take_per_row(idx, idx, 3)\n"
+    write(tmp_path, files)
+    assert ("utils.py", 7, "GPU203") not in check(tmp_path, "--no-cache", "--select", "GPU203", ".")
+

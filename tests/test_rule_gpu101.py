@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from helpers import lint
+from helpers import lint, src
 
 
 # GPU101 covers training loops and GPU104 evaluation/inference loops with the
@@ -1403,3 +1403,29 @@ def test_a_per_parameter_loop_after_a_read_still_syncs_on_each_parameter():
                 optimizer.step()
         """
     )
+
+
+def test_a_field_of_what_every_caller_hands_is_not_known_to_be_a_tensor():
+    """`log_step(batch, out)` is handed a batch moved to the device and a
+    model's output on every step: `out` is a tensor (formatting it reads it),
+    but a field of the handed batch (sam2's `batch.dict_key`, a str) is not
+    known to be one."""
+    code = src("""
+        import torch
+
+        def log_step(batch, out):
+            key = batch.dict_key
+            print(f"{key}")
+            print(f"{out}")
+
+        def train(model, loader, opt):
+            for batch in loader:
+                batch = batch.to("cuda")
+                out = model(batch)
+                loss = out.mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                log_step(batch, out)
+    """)
+    assert [f.row for f in lint(code, codes=["GPU101"])] == [6]

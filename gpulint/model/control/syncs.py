@@ -98,9 +98,13 @@ def slice_bound_tensor(name: ast.Name, ancestors, analysis) -> bool:
 
 def _unbound_parameter(name: ast.Name, ancestors, analysis) -> bool:
     """`name` is a parameter of the innermost def around it that its own code
-    never binds again (`index.order.unbound_parameters`)."""
+    never binds again (`index.order.unbound_parameters`), and that the
+    project does not say every per-step caller hands a tensor not in host
+    memory (`CallFacts.parameter_kind`: vits2's `slice_segments(x, ids_str)`,
+    handed the CUDA starts the model drew)."""
     func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
-    return func is not None and name.id in unbound_parameters(analysis.index, func)
+    return func is not None and name.id in unbound_parameters(analysis.index, func) \
+        and analysis.facts.parameter_kind(func, name.id) != TENSOR
 
 
 def _zipped_from(name: ast.Name, ancestors) -> Optional[ast.AST]:
@@ -488,11 +492,29 @@ def _only_host_loops(stmt, analysis) -> bool:
     loops = [n for n in walk(stmt) if isinstance(n, LOOP_STMTS)]
     if loops == [stmt] and isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and _reads_every_pass(stmt, analysis):
         return True
+    if loops and _over_host_values(stmt, loops, analysis):
+        return True
     return bool(loops) and all(
         isinstance(n, (ast.For, ast.AsyncFor))
         and analysis.values.kind_at(n.iter, analysis.index.ancestors(n.iter)) == PARAM_GROUPS
         for n in loops
     )
+
+
+def _over_host_values(stmt, loops, analysis) -> bool:
+    """Every loop in `stmt` is a `for` over values the block read on the host
+    before it, or over its own loops' targets (`start_pred = ....cpu().numpy()`,
+    then `for i, s in enumerate(start_pred): for j, e in
+    enumerate(end_pred[i:]):`, a span decoder's): host data, no GPU work
+    queued by the walk itself (`queues_model_work` judges the bodies)."""
+    if not all(isinstance(n, (ast.For, ast.AsyncFor)) for n in loops):
+        return False
+    bound = {name for n in loops for t in walk(n.target) if isinstance(t, ast.Name) for name in (t.id,)}
+    called = {id(n.func) for n in loops for n in walk(n.iter) if isinstance(n, ast.Call)}
+    used = {n.id for loop in loops for n in walk(loop.iter) if isinstance(n, ast.Name) and id(n) not in called}
+    ancestors = analysis.index.ancestors(stmt.iter) if isinstance(stmt, (ast.For, ast.AsyncFor)) else None
+    return bool(used - bound) and ancestors is not None and all(
+        derived_from_host_read(name, ancestors, analysis) for name in used - bound)
 
 
 def _reads_every_pass(loop, analysis) -> bool:
@@ -590,7 +612,11 @@ def _cuda_branch(stmt: ast.If) -> Optional[list]:
     """The block of an `if`/`elif` chain that runs when the code runs on
     CUDA (`if device == "cuda":`, `elif device_type == "cuda":`, `if
     torch.cuda.is_available():`): the other branches run where no CUDA work
-    is queued, so a read or sync on that path is the one that matters."""
+    is queued, so a read or sync on that path is the one that matters. So
+    does the block of a type check of the value it reads (`if
+    torch.is_tensor(output): output = output.cpu().numpy()`, a metric
+    helper's): a read that takes the value for a device tensor takes that
+    path, and the host has waited there."""
     branch: Optional[ast.AST] = stmt
     while isinstance(branch, ast.If):
         if _tests_for_cuda(branch.test):
@@ -601,6 +627,10 @@ def _cuda_branch(stmt: ast.If) -> Optional[list]:
 
 
 def _tests_for_cuda(test: ast.AST) -> bool:
+    if isinstance(test, ast.Call) and len(test.args) in (1, 2) and isinstance(test.args[0], ast.Name) and (
+            dotted(test.func) == "torch.is_tensor" and len(test.args) == 1
+            or dotted(test.func) == "isinstance" and len(test.args) == 2 and dotted(test.args[1]) == "torch.Tensor"):
+        return True  # `if torch.is_tensor(output):`, `if isinstance(x, torch.Tensor):`
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
         sides = [test.left, test.comparators[0]]
         named = [s for s in sides if not isinstance(s, ast.Constant)]

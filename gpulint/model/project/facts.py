@@ -24,7 +24,7 @@ from gpulint.model.project.refs import FileRefs
 from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
 from gpulint.model.project.per_call import built_per_call
 from gpulint.model.project.exports import EXTERNAL_ROOTS, exports_summary
-from gpulint.model.project.summary import summarize, summary_stands
+from gpulint.model.project.summary import reads_newly_every_step, summarize, summary_stands
 from gpulint.model.values.callfacts import CallFacts
 
 MAX_ROUNDS = 4
@@ -225,11 +225,12 @@ def model_with_facts(
             found = dict(found, **told)
         if found == table or (is_empty(found) and is_empty(table)):
             return fa, summary, table
-        if _same_but_every_step(found, table):
+        newly = reads_newly_every_step(fa, refs, table, found)  # (a helper's `returns_synced` may change)
+        if _same_but_every_step(found, table) and not newly:
             facts.with_every_step(found)  # the summary and the model's answers stand
             return fa, summary, found
         if answers_nothing(found) and answers_nothing(table):
-            stands = summary_stands(fa, refs, table, found, tells_the_model_nothing(found))
+            stands = not newly and summary_stands(fa, refs, table, found, tells_the_model_nothing(found))
             facts.with_parameters(found)  # the same model, its calls' references read again
             if stands:  # (and its summary as it was: the table it gives is `found`)
                 return fa, summary, found

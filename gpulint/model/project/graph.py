@@ -52,7 +52,7 @@ from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
 from gpulint.model.project.callers import called_off_step, device_side
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
-from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, LOADER, NUMBER, NUMPY, OTHER
+from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, LOADER, NUMBER, NUMPY, OTHER, TENSOR
 
 # the kinds of return value the values layer takes from the project: a
 # DataLoader, a Python number (`loss = self._train_batch(x)` returning
@@ -556,7 +556,9 @@ def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
     `self._train_step(model, loss)` in `__call__`, which then holds what
     that parameter holds), and all that pass the parameter
     pass a host value (a number, a string, ...: `values.kinds.HOST_KINDS`): `NUMBER` where all pass
-    numbers, else `OTHER`, a host tensor where all pass one; for the
+    numbers, else `OTHER`, a host tensor where all pass one; `TENSOR` where all pass a
+    tensor not known to be in host memory (a batch moved to the device, a model's
+    output: what `take_per_row(out, idx, n)` indexes every step); for the
     `**kwargs` parameter, `HOST_MAPPING`. A call that unpacks arguments or
     does not record them leaves the function out; one that passes a value
     of unknown kind leaves that parameter out."""
@@ -599,6 +601,9 @@ def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
             kinds = {}
             for name, pairs in ps.items():
                 ks = {out.get(fid, {}).get(k[1:], "?") if k[:1] == "=" else k for fid, k in pairs}
+                if ks == {TENSOR} and name != "**":
+                    kinds[name] = TENSOR  # a tensor not known to be in host memory, on every per-step path
+                    continue
                 if not ks <= HOST_KINDS:
                     continue  # a tensor, a model, ... or a value of unknown kind ("?")
                 if name == "**":

@@ -442,8 +442,20 @@ def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
     return first_read_lines(fa, _READ_METHODS)
 
 
+def reads_newly_every_step(fa: "FileModel", refs: FileRefs, before: dict, after: dict) -> bool:
+    """A function that the facts table `after`, and not `before`, says runs
+    every step may read on the host before a `return` of a value: its `returns_synced`
+    (asked of per-step functions only, `_after_read`) may change, so a
+    summary read with `before` does not stand for `after`."""
+    new = set(after.get("every_step", {})) - set(before.get("every_step", {}))
+    return bool(new) and any(
+        isinstance(scope, FUNCS) and refs.qualname(scope) in new and any(
+            isinstance(n, ast.Return) and n.value is not None and n.lineno >= line for n in walk(scope))
+        for scope, line in _first_reads(fa).items())
+
+
 # how many statements before a `return` its function's last host read may be (`_after_read`)
-RETURN_READ_LIMIT = 4
+RETURN_READ_LIMIT = 6
 
 
 def _after_read(fa: "FileModel", ret: ast.Return, scope: ast.AST) -> bool:

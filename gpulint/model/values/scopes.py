@@ -8,7 +8,7 @@ import ast
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
-from gpulint.model.index.order import target_names, walk_scope
+from gpulint.model.index.order import target_names, unbound_parameters, walk_scope
 from gpulint.model.index.walk import walk
 from gpulint.model.names import ImportTable
 from gpulint.model.values.kinds import (
@@ -29,6 +29,15 @@ from gpulint.model.values.kinds import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.values.values import Values
+
+
+class ScopeKinds(dict):
+    """name -> kind, and `handed`: the parameters that hold a tensor only
+    because every per-step caller hands one (`CallFacts.parameter_kind`),
+    never bound again: a tensor, or an object moved to the device (a batch
+    dataclass), whose fields are not known to be tensors."""
+
+    handed: frozenset = frozenset()
 
 
 class FunctionInfo:
@@ -89,6 +98,10 @@ class KindsAt:
             return self.info.kinds.get(name, default)
         return kind if kind is not None else default
 
+    @property
+    def handed(self) -> frozenset:
+        return getattr(self.info.kinds, "handed", frozenset())
+
     def __contains__(self, name: str) -> bool:
         return self.get(name) is not None
 
@@ -101,7 +114,8 @@ class KindsAt:
 
 def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
     """What each name of `scope` (a def, a lambda or the module) holds, statement by statement."""
-    kinds: Dict[str, str] = {}
+    kinds: Dict[str, str] = ScopeKinds()
+    handed = set()
     batch: Set[str] = set()
     history: Dict[str, List[tuple]] = {}
     # inherit from the enclosing function for closures, and from module level
@@ -118,11 +132,14 @@ def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
             batch.discard(a.arg)
             # what it declares, else what every caller in the project passes, else what its name says
             passed = facts.parameter_kind(scope, a.arg)
+            declared = kind_from_annotation(a.annotation, values.imports)
             k = (
-                kind_from_annotation(a.annotation, values.imports)
+                declared
                 or (TENSOR if passed == HOST_TENSOR else passed)  # where it lives: `HostValues`
                 or kind_from_name(a.arg)
             )
+            if passed == TENSOR and declared is None and a.arg in unbound_parameters(values.index, scope):
+                handed.add(a.arg)
             if k is not None:
                 kinds[a.arg] = k
             history.setdefault(a.arg, []).append(((0, 0), k))
@@ -131,6 +148,8 @@ def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
             k = facts.parameter_kind(scope, args.kwarg.arg)
             if k is not None:
                 kinds[args.kwarg.arg] = k
+    if handed:
+        kinds.handed = frozenset(handed)  # type: ignore[attr-defined]
     body = scope.body if isinstance(scope.body, list) else [scope.body]
     # names bound to a wrapped loader (`pbar = tqdm(enumerate(loader)) if is_train
     # else enumerate(loader)`): a loop over the name iterates what it wraps

@@ -161,10 +161,9 @@ class Values:
                 stub = stub_attribute_kind(expr.attr)
                 if stub is not None:
                     return stub
-                if isinstance(expr.value, ast.Attribute) and expr.value.attr not in TENSOR_ATTRS:
-                    # `outputs.cache.is_croppable`: a field of a field of a model
-                    # output is some object, not known to be a tensor
-                    return None
+                if isinstance(expr.value, ast.Name) and expr.value.id in getattr(kinds, "handed", ()) or (
+                        isinstance(expr.value, ast.Attribute) and expr.value.attr not in TENSOR_ATTRS):
+                    return None  # a field of what every caller hands (`batch.dict_key`), or of a field: not known
                 return TENSOR  # a ModelOutput field (.loss, .logits)
             if base == MODEL and expr.attr in ("module", "_orig_mod"):
                 return MODEL

@@ -291,9 +291,8 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
       still counts), and code under a command-line flag that is off by
       default and names a logging, printing, debugging, saving, plotting or
       viewing mode (`if args.print_loss:` with `action="store_true"`,
-      `--vis_tgt`), defined in the
-      same file or in another file of its program (`--log-logit-mean` in a
-      `params.py` that the same script imports): the user opts into it
+      `--vis_tgt`), defined in the same file or in another file of its
+      program (`--log-logit-mean` in a `params.py` the script imports): the user opts into it
       (`--amp` and other modes of the step still count);
     - values known to be numpy arrays, Python numbers or models
       (`probs.tolist()` after `.numpy()`, `np.finfo(np.float32).eps.item()`,
@@ -312,8 +311,7 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
       compares its elements one by one on the host, and is flagged);
     - a `for` loop over a CUDA tensor on its own (`for row in logits:`):
       iterating a tensor takes views of its rows (`t.unbind(0)`) and reads
-      nothing on the host; reading each element it takes is what syncs (see
-      below);
+      nothing on the host; reading each element is what syncs (below);
     - files that never mention CUDA, a device, `.to(...)` or a library that
       places tensors (accelerate, Lightning): they compute on the CPU, unless
       the call graph says the function runs every step of a training loop
@@ -387,8 +385,9 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
       several statements back (`pg_losses.append(policy_loss.item())`, then
       `value_loss = F.mse_loss(...)`, then `value_losses.append(value_loss.item())`)
       as long as none in between calls a model, `backward()` or an optimizer
-      step, or holds a loop; small tensor ops (`clamp`, `mse_loss`, `mean`)
-      and `if`/`with`/`try` statements of such ops are fine. The walk back
+      step, or holds a loop (one over values read on the host before it, a
+      span decoder's, is passed); small tensor ops and `if`/`with`/`try`
+      statements of such ops are fine. The walk back
       also leaves an `if`, `with` or `try` body for the statements before it
       (a read at the top of `with torch.no_grad():` follows a read just
       before it; so does a read in the body of `if loss.item() > 0:`), but
@@ -399,7 +398,8 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
       `f"{loss=}"`) is such a read. The same holds after an `if`/`else`, `try` or
       `with` each of whose paths ends with such a statement (a branch
       ending in `continue`, `break`, `return` or `raise` does not reach
-      the next one), and within one statement for the reads
+      the next one; the branch of `if torch.is_tensor(x):` is the path a
+      device tensor takes), and within one statement for the reads
       Python evaluates after a read of that statement that always runs:
       in `log({"loss": loss.item(), "norm": norm.item()})`, in
       `f(x.item()) + y.item()` or in `y.item() if x.item() > 0 else 0` only
