@@ -3155,3 +3155,71 @@ def test_a_parameter_every_per_step_caller_hands_a_device_tensor_holds_one(tmp_p
     write(tmp_path, files)
     assert ("utils.py", 7, "GPU203") not in check(tmp_path, "--no-cache", "--select", "GPU203", ".")
 
+
+LAYER_HELPERS = {
+    "commons.py": """
+        import torch
+
+
+        def subsequent_mask(length):
+            mask = torch.tril(torch.ones(length, length)).unsqueeze(0).unsqueeze(0)
+            return mask
+    """,
+    "attentions.py": """
+        from torch import nn
+        import commons
+
+
+        class Decoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x, x_mask):
+                mask = commons.subsequent_mask(x_mask.size(2)).to(device=x.device, dtype=x.dtype)
+                return self.proj(x) * mask
+    """,
+    "models.py": """
+        from torch import nn
+        import attentions
+
+
+        class Synthesizer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.dec = attentions.Decoder()
+
+            def forward(self, x, x_mask):
+                return self.dec(x, x_mask)
+    """,
+    "train.py": """
+        from models import Synthesizer
+
+
+        def run(loader, optimizer):
+            net_g = Synthesizer().cuda()
+            train_and_evaluate([net_g, None], loader, optimizer)
+
+
+        def train_and_evaluate(nets, loader, optimizer):
+            net_g, _ = nets  # (the loop's model is of no class the project can tell)
+            for x, m in loader:
+                loss = net_g(x.cuda(non_blocking=True), m.cuda(non_blocking=True)).mean()
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+    """,
+}
+
+
+def test_a_layer_calling_a_helper_of_another_file_gets_its_summary(tmp_path):
+    """Nothing in `attentions.py` starts a step, so its summary waits until
+    the project asks; a layer's `forward` runs on every call of the layer,
+    so what it calls of another file is asked for (the model's layer in
+    `attentions.py`, then its helper in `commons.py`), even where the
+    training loop's model is of no class the project can tell (vits2's
+    `net_g, net_d = nets`): `subsequent_mask` builds its mask on the host,
+    and the forward copies it every call."""
+    write(tmp_path, LAYER_HELPERS)
+    found = check(tmp_path, "--no-cache", "--select", "GPU203", ".")
+    assert ("attentions.py", 12, "GPU203") in found
