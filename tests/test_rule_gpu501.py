@@ -362,3 +362,18 @@ def test_a_function_every_caller_of_another_file_calls_under_no_grad(tmp_path):
     """
     write(tmp_path / "b", {"utils/__init__.py": "", "utils/validation.py": validation, "utils/train.py": again})
     assert check_project(tmp_path / "b", "--no-cache", "--select", CODE, ".") == {("validation.py", 9, CODE)}
+
+
+def test_the_message_names_no_grad_where_the_torch_predates_inference_mode():
+    code = src("""
+        import torch
+
+        def evaluate(model, loader):
+            model.eval()
+            for x in loader:
+                print(model(x.cuda()).sum())
+    """)
+    [new] = lint(code, codes=["GPU501"])
+    [old] = lint(code, codes=["GPU501"], torch_version=(1, 8))
+    assert "torch.inference_mode()" in new.message
+    assert "torch.no_grad()" in old.message and "inference_mode" not in old.message

@@ -59,7 +59,9 @@ class InferenceWithoutNoGrad(Rule):
     test sets). The forward may be in a method of the
     same class that the loop calls (`pred = self._process_one_batch(batch)`
     in Informer's `vali`, where that method runs `self.model(...)` with no
-    `no_grad` of its own and makes no gradient call): the finding is on the
+    `no_grad` of its own and makes no gradient call), or in a function of
+    the file that the loop hands the model (SR-GNN's `forward(model, i,
+    test_data)`, which runs `model(items, A)` so): the finding is on the
     call.
 
     It does not flag:
@@ -106,7 +108,8 @@ class InferenceWithoutNoGrad(Rule):
     the outputs are later used with autograd).
 
     ## Fix safety
-    No automatic fix. Wrapping the loop in `with torch.inference_mode():`
+    No automatic fix (the message names `torch.no_grad()` where the
+    project's torch predates `inference_mode`, 1.9). Wrapping the loop in `with torch.inference_mode():`
     changes what the outputs are: tensors created in inference mode cannot be
     used later in autograd-recorded computations, and with `no_grad` they have
     no `grad_fn`. Whether the loop's outputs are used for gradients elsewhere
@@ -270,6 +273,9 @@ class InferenceWithoutNoGrad(Rule):
             return
         if self._gradients_needed(fa, node, loops, scope):
             return
+        if ctx.torch_version < _INFERENCE_MODE_SINCE:  # (a project pinned to an older torch: no inference_mode)
+            return self.report(ctx, node, message=self.message.format(model=key).replace(
+                "torch.inference_mode()", "torch.no_grad()"))
         self.report(ctx, node, model=key)
 
     @staticmethod
@@ -304,6 +310,8 @@ class InferenceWithoutNoGrad(Rule):
         return False
 
 
+# the torch release that added `torch.inference_mode`; before it, the message says `no_grad`
+_INFERENCE_MODE_SINCE = (1, 9)
 # what a model built on the CPU may be asked and stay there
 _STAYS_PUT = frozenset(("eval", "train", "load_state_dict", "parameters", "named_parameters", "state_dict",
                         "requires_grad_", "zero_grad"))
@@ -377,8 +385,18 @@ def _helper_forward(fa, call: ast.Call, ancestors) -> Optional[str]:
     of one model of the object (`self.model(...)`) with autograd as its
     caller has it (no `no_grad` of its own) and needs no gradient: that
     model's key. Informer's `vali` puts `self.model` in eval mode and calls
-    `self._process_one_batch(...)`, whose forward is the loop's."""
+    `self._process_one_batch(...)`, whose forward is the loop's. So does a
+    function of the file handed the model, that runs its parameter's
+    forward so (SR-GNN's `forward(model, i, test_data)`): the key of the
+    model handed to it."""
     func = call.func
+    if isinstance(func, ast.Name):
+        helper = next((d for d in fa.tree.body if isinstance(d, FUNCS) and d.name == func.id), None)
+        if helper is None:
+            return None
+        param = fa.index.memoized("GPU501.helper_parameter", helper, lambda: _forwarded_parameter(fa, helper))
+        arg = _argument_for(call, helper, param) if param is not None else None
+        return model_key(arg) if arg is not None else None
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
         return None
     cls = fa.index.enclosing_class(ancestors)
@@ -388,6 +406,38 @@ def _helper_forward(fa, call: ast.Call, ancestors) -> Optional[str]:
     if method is None:
         return None
     return fa.index.memoized("GPU501.helper_forward", method, lambda: _forwarded_model(fa, method))
+
+
+def _forwarded_parameter(fa, helper: ast.AST) -> Optional[str]:
+    """The parameter of `helper` whose forward it runs (`model(items, A)`)
+    with autograd as its caller has it and no gradient call; None where it
+    runs none, or more than one."""
+    params = {a.arg for a in helper.args.posonlyargs + helper.args.args}  # type: ignore[attr-defined]
+    keys = set()
+    for node in scope_nodes(helper):
+        if not isinstance(node, ast.Call):
+            continue
+        anc = fa.index.ancestors(node)
+        if needs_grad_call(fa, node, anc):
+            return None
+        key = forward_model_key(node)
+        if key in params and fa.steps.is_model_call(node, anc):
+            if runs_with_grad_off(fa, anc, own_only=True) or loops_around(anc + [node]):
+                return None  # (a forward in a loop of its own is reported there: pose's `infer` over scales)
+            keys.add(key)
+    return keys.pop() if len(keys) == 1 else None
+
+
+def _argument_for(call: ast.Call, helper: ast.AST, param: str) -> Optional[ast.AST]:
+    """What `call` hands `helper` for its parameter `param`, by position or keyword."""
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value
+    names = [a.arg for a in helper.args.posonlyargs + helper.args.args]  # type: ignore[attr-defined]
+    i = names.index(param)
+    if any(isinstance(a, ast.Starred) for a in call.args[: i + 1]) or i >= len(call.args):
+        return None
+    return call.args[i]
 
 
 def _forwarded_model(fa, method: ast.AST) -> Optional[str]:
