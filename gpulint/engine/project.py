@@ -95,11 +95,8 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     for fid, f in graph.functions.items():
         per_step = fid in graph.every_step
         drives = fid in graph.drives  # (what it builds before its loop: the model `build_model(cfg)` returns)
-        # a layer's `forward` runs on every call of the layer: what it calls of another file (an
-        # attention mask helper, `commons.subsequent_mask(n)`) may build on the host every step
-        forward = fid.split("@", 1)[0].rsplit(".", 1)[-1] == "forward" and "." in fid.split("@", 1)[0]
         for call in f.get("calls", ()):
-            if call[1] in ("train", "eval") or ((per_step or drives or forward) and call[1] == "body"):
+            if call[1] in ("train", "eval") or ((per_step or drives) and call[1] == "body"):
                 ask(call[0], graph.owner[fid])
             elif len(call) > 2 and any(graph.class_alias.get(c, c) in stepping for c in call[2].values()):
                 # it hands an object whose method steps (`fit_one_epoch(model, train_util, ...)`
