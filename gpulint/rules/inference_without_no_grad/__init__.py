@@ -410,22 +410,11 @@ def _helper_forward(fa, call: ast.Call, ancestors) -> Optional[str]:
 
 def _forwarded_parameter(fa, helper: ast.AST) -> Optional[str]:
     """The parameter of `helper` whose forward it runs (`model(items, A)`)
-    with autograd as its caller has it and no gradient call; None where it
-    runs none, or more than one."""
+    with autograd as its caller has it and no gradient call, outside a loop
+    of its own (one there is reported there: pose's `infer` over scales);
+    None where it runs none, or more than one."""
     params = {a.arg for a in helper.args.posonlyargs + helper.args.args}  # type: ignore[attr-defined]
-    keys = set()
-    for node in scope_nodes(helper):
-        if not isinstance(node, ast.Call):
-            continue
-        anc = fa.index.ancestors(node)
-        if needs_grad_call(fa, node, anc):
-            return None
-        key = forward_model_key(node)
-        if key in params and fa.steps.is_model_call(node, anc):
-            if runs_with_grad_off(fa, anc, own_only=True) or loops_around(anc + [node]):
-                return None  # (a forward in a loop of its own is reported there: pose's `infer` over scales)
-            keys.add(key)
-    return keys.pop() if len(keys) == 1 else None
+    return _one_forwarded(fa, helper, params.__contains__, own_loops=True)
 
 
 def _argument_for(call: ast.Call, helper: ast.AST, param: str) -> Optional[ast.AST]:
@@ -441,16 +430,23 @@ def _argument_for(call: ast.Call, helper: ast.AST, param: str) -> Optional[ast.A
 
 
 def _forwarded_model(fa, method: ast.AST) -> Optional[str]:
+    return _one_forwarded(fa, method, lambda key: key.startswith("self."), own_loops=False)
+
+
+def _one_forwarded(fa, func: ast.AST, counts, own_loops: bool) -> Optional[str]:
+    """The one model key (`counts(key)`) whose forward `func` runs with
+    autograd as its caller has it, where `func` makes no gradient call (and,
+    with `own_loops`, runs it in no loop of its own); else None."""
     keys = set()
-    for node in scope_nodes(method):
+    for node in scope_nodes(func):
         if not isinstance(node, ast.Call):
             continue
         anc = fa.index.ancestors(node)
         if needs_grad_call(fa, node, anc):
             return None
         key = forward_model_key(node)
-        if key is not None and key.startswith("self.") and fa.steps.is_model_call(node, anc):
-            if runs_with_grad_off(fa, anc, own_only=True):
+        if key is not None and counts(key) and fa.steps.is_model_call(node, anc):
+            if runs_with_grad_off(fa, anc, own_only=True) or (own_loops and loops_around(anc + [node])):
                 return None
             keys.add(key)
     return keys.pop() if len(keys) == 1 else None
