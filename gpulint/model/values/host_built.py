@@ -102,7 +102,9 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
             return expr  # `torch.tensor([[1., 4.], ...])`, `torch.from_numpy(np.eye(k))`: made to be copied
         name = factory_name(fa, expr)
         if name is not None:
-            return expr if builds_on_cpu(fa, name, expr) else _DATA
+            if builds_on_cpu(fa, name, expr) or _on_a_host_tensors_device(fa, name, expr, func, tensor_kind, depth, use, nest):
+                return expr
+            return _DATA
         if fa.facts.host_built(expr):
             return expr  # a project function that returns a tensor it built on the host
         if distribution_draw(fa, expr, func):
@@ -179,6 +181,18 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
             return None  # `x.shape`, `x.dtype`: host facts about a tensor, no data of it
         return _DATA if tensor_kind(expr) is not False else None
     return _DATA
+
+
+def _on_a_host_tensors_device(fa, name: str, call: ast.Call, func, tensor_kind, depth: int, use, nest: int) -> bool:
+    """`torch.arange(end, device=freqs.device)` where `freqs` is itself
+    computed on the host from a CPU factory (llama's `precompute_freqs_cis`):
+    the device of a CPU tensor is the CPU."""
+    built_on = factory_device_arg(name, call)
+    if not (isinstance(built_on, ast.Attribute) and built_on.attr == "device" and isinstance(built_on.value, ast.Name)):
+        return False
+    if name in HOST_DATA_FACTORIES or any(kw.arg in ("out", None) for kw in call.keywords) or has_generator(call):
+        return False
+    return isinstance(_walk(fa, built_on.value, func, tensor_kind, depth, use, nest), ast.Call)
 
 
 def host_constant(fa, call: ast.Call, func, use: ast.AST) -> bool:

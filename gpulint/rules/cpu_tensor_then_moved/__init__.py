@@ -23,6 +23,7 @@ from gpulint.model.control.syncs import follows_host_read, read_earlier_in_state
 from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like_text, typed_like_message
 from gpulint.model.values.host_built import builds_on_cpu
 from gpulint.model.values.literals import NUMPY_DRAWS, constant_table, numpy_draw
+from gpulint.rules.cpu_tensor_then_moved.attribute import kept_attribute, kept_message
 from gpulint.rules.cpu_tensor_then_moved.constant_fill import constant_fill, fill_message, stored_under_a_key
 from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
 from gpulint.rules.cpu_tensor_then_moved.indexed import index_copied, index_message
@@ -115,7 +116,8 @@ class CpuTensorThenMoved(Rule):
     tensor, and nothing else, is flagged at the call, without a fix (demucs'
     `create_2d_sin_embedding(...)` moved in every forward: the helper should
     build on the device); the project reads the helper's file for it, even one
-    that names no device. A table rebuilt only on a cache miss, after an early
+    that names no device; so is a move of one `__init__` keeps as a plain
+    attribute (`self.freqs_cis.to(x.device)`): make it a buffer. A table rebuilt only on a cache miss, after an early
     return of the cached value (`if pe is not None: if pe.size(1) >= n: return
     pe`), is not repeated code. An operation that mixes a CPU tensor with a
     CUDA one raises, so such an expression runs on the CPU. It is not flagged
@@ -353,13 +355,16 @@ class CpuTensorThenMoved(Rule):
         fa = ctx.analysis
         if len(node.args) == 1 and is_cuda_tensor_type(fa, func):
             # `torch.cuda.FloatTensor(np.random.normal(...))`, or with `Tensor = torch.cuda.FloatTensor`
-            self._numpy_draw(ctx, node, node.args[0], ctx.source.node_text(func))
+            self._report_if(ctx, node, _numpy_draw_message(ctx, node, node.args[0], ctx.source.node_text(func)))
             return
         if isinstance(func, ast.Attribute) and func.attr == "type_as":
             return self._report_if(ctx, node, typed_like_message(fa, node, ctx.ancestors, ctx.source.node_text))
         if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to")):
             return
         inner = func.value
+        kept = kept_attribute(fa, node, ctx.ancestors) if _target(node, fa) is not None else None
+        if kept is not None:  # `self.freqs_cis.to(x.device)`, built in `__init__`
+            return self.report(ctx, node, message=kept_message(kept, node))
         if range_tensor(fa, inner):
             return self._computed(ctx, node, inner)  # `torch.LongTensor(range(n)).cuda()`: an arange
         fill = constant_fill(fa, inner, ctx.source.node_text)
@@ -375,7 +380,7 @@ class CpuTensorThenMoved(Rule):
         ):
             if numpy_draw(fa, inner.args[0]) is None:
                 return self._computed(ctx, node, inner)  # `torch.from_numpy(np.eye(k).flatten())`, through a cast
-            self._numpy_draw(ctx, node, inner.args[0], ctx.source.node_text(inner.func))
+            self._report_if(ctx, node, _numpy_draw_message(ctx, node, inner.args[0], ctx.source.node_text(inner.func)))
             return
         if constant_table(fa, inner):
             return self._computed(ctx, node, inner)  # `torch.FloatTensor([1, 0, 0, 1]).cuda()`: a table of literals
@@ -411,9 +416,6 @@ class CpuTensorThenMoved(Rule):
         if message is not None:
             self.report(ctx, node, message=message)
 
-    def _numpy_draw(self, ctx, node: ast.Call, data: ast.AST, copier: str) -> None:
-        self._report_if(ctx, node, _numpy_draw_message(ctx, node, data, copier))
-
     def _computed(self, ctx, node: ast.Call, inner: ast.AST) -> None:
         """`torch.exp(-k * torch.arange(half) / half).to(t.device)` (`host_built`):
         reported at the factory, without a fix (on the GPU the last bits may differ)."""
@@ -424,10 +426,8 @@ class CpuTensorThenMoved(Rule):
             self.report(ctx, factory, message=computed_message(ctx.analysis, factory, node))
 
     def _legacy_filled(self, ctx, node: ast.Call, inner: ast.AST) -> bool:
-        """`torch.FloatTensor(b, n).fill_(0).to(device)` (`.zero_()` too): a
-        tensor built and filled on the CPU, then copied. Reported without a fix;
-        the message names the `torch.zeros` / `torch.full` call. True when
-        `inner` has that shape (reported or not)."""
+        """`torch.FloatTensor(b, n).fill_(0).to(device)` (`.zero_()` too), reported
+        without a fix; True when `inner` has that shape (reported or not)."""
         shaped, message = _legacy_filled_message(ctx, node, inner)
         if message is not None:
             self.report(ctx, node, message=message)

@@ -1,0 +1,114 @@
+"""GPU203's kept case: a tensor that `__init__` builds on the host and keeps
+as a plain attribute, copied to the device on every call:
+
+    self.freqs_cis = precompute_freqs_cis(dim, n)      # in __init__: a CPU tensor
+    freqs_cis = self.freqs_cis.to(x.device)[pos]       # in forward: copied every call
+
+`model.to(device)` moves parameters and buffers, not plain attributes, so the
+table stays on the CPU and every call copies it again, a blocking copy from
+pageable memory. `self.register_buffer(...)` keeps it on the model's device
+(and keeps it out of the state dict with `persistent=False`). Only an
+attribute the class binds nowhere but in `__init__`, each time to what a CPU
+factory computes there (`values.host_built`): one bound again, a cache
+filled on first use, or a parameter on another path is left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Sequence, Tuple
+
+from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.values.devices import default_device_set
+from gpulint.model.values.host_built import TENSOR_ELEMENTWISE, host_factory
+
+# methods between the attribute and the move that keep its data where it is
+_KEEPING = TENSOR_ELEMENTWISE | {"clone", "detach", "expand", "expand_as", "view_as", "reshape_as"}
+
+
+def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[str]:
+    """For a move (`.to(<device>)` / `.cuda()`, the caller checks the
+    target) of `self.<name>`, through casts and layouts, in code that runs
+    repeatedly: `name`, where the class binds it only in `__init__`, each
+    time to a tensor a CPU factory computes there; else None."""
+    recv = move.func.value  # type: ignore[attr-defined]
+    while True:
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and recv.func.attr in _KEEPING:
+            recv = recv.func.value
+        elif isinstance(recv, ast.BinOp) and isinstance(recv.left, ast.Constant):
+            recv = recv.right  # `(1.0 * self.anchors).to(device)`
+        elif isinstance(recv, ast.BinOp) and isinstance(recv.right, ast.Constant):
+            recv = recv.left
+        else:
+            break
+    if not (isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self"):
+        return None
+    cls = next((a for a in reversed(ancestors) if isinstance(a, ast.ClassDef)), None)
+    if cls is None or default_device_set(fa, ancestors):
+        return None
+    init = next((m for m in cls.body if isinstance(m, FUNCS) and m.name == "__init__"), None)
+    if init is None:
+        return None
+    bindings = _bindings(cls, recv.attr)
+    if not bindings or any(not _within(stmt, init) for stmt, _ in bindings):
+        return None  # bound again (a cache, a move stored back) or elsewhere: not known to stay on the CPU
+    for _, value in bindings:
+        if value is None or not _built_on_host(fa, value, init):
+            return None
+    if not runs_repeatedly(fa, move, ancestors):
+        return None
+    return recv.attr
+
+
+def _built_on_host(fa, value: ast.AST, init: ast.AST) -> bool:
+    """`value` is computed on the host from a CPU factory (`host_factory`),
+    or is a call of a function of the file every `return` of which is (a
+    model file's `precompute_freqs_cis(dim, n)`, whose summary the project
+    may not have read)."""
+    def tensor_kind(e: ast.AST):
+        return fa.values.is_tensor(e, fa.index.ancestors(e))
+
+    if host_factory(fa, value, init, tensor_kind) is not None:
+        return True
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return False
+    helper = next((d for d in fa.tree.body if isinstance(d, FUNCS) and d.name == value.func.id), None)
+    if helper is None:
+        return False
+    returns = [n for n in ast.walk(helper) if isinstance(n, ast.Return)]
+    return bool(returns) and all(r.value is not None and host_factory(fa, r.value, helper, tensor_kind) is not None
+                                 for r in returns)
+
+
+def _bindings(cls: ast.ClassDef, name: str) -> List[Tuple[ast.AST, Optional[ast.AST]]]:
+    """(statement, value) for each statement of the class's methods that
+    binds `self.<name>`; the value is None where it is not one plain value
+    (unpacked, updated in place, annotated only)."""
+    out: List[Tuple[ast.AST, Optional[ast.AST]]] = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if _is_self_attr(t, name):
+                    out.append((node, node.value if len(node.targets) == 1 else None))
+                elif isinstance(t, (ast.Tuple, ast.List)) and any(_is_self_attr(e, name) for e in t.elts):
+                    out.append((node, None))
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and _is_self_attr(node.target, name):
+            out.append((node, node.value if isinstance(node, ast.AnnAssign) else None))
+    return out
+
+
+def _is_self_attr(t: ast.AST, name: str) -> bool:
+    return isinstance(t, ast.Attribute) and t.attr == name and isinstance(t.value, ast.Name) and t.value.id == "self"
+
+
+def _within(stmt: ast.AST, func: ast.AST) -> bool:
+    return func.lineno <= stmt.lineno <= func.end_lineno  # type: ignore[attr-defined]
+
+
+def kept_message(name: str, move: ast.Call) -> str:
+    return (
+        f"`self.{name}` is a tensor `__init__` builds on the CPU and keeps as a plain attribute, so this copies it "
+        f"to the GPU on every call; register it as a buffer (`self.register_buffer(\"{name}\", ..., "
+        "persistent=False)`), which `model.to(device)` moves once"
+    )
