@@ -15,6 +15,7 @@ from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes, unbound_parameters
 from gpulint.model.names import dotted
 from gpulint.model.values.devices import move_target
+from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
 from gpulint.model.values.shapes import CALL_NAMES, device_data_dependent_op
 from gpulint.model.control.eval_order import evaluation_order
@@ -199,7 +200,8 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
         if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)
-                                     or _formats_device_tensor(n, analysis) or _slices_by_tensor(n, analysis)):
+                                     or _formats_device_tensor(n, analysis) or _slices_by_tensor(n, analysis)
+                                     or tensor_of_device_tensors(n, analysis)):
             return True
         if analysis is not None and isinstance(n, ast.Call) and analysis.facts.returns_synced(n):
             return True  # a call whose every return reads on the host (`clip_gradient(...)` returning `.item()`)

@@ -11,12 +11,18 @@ GPU can make itself: a table of literals kept on the device (a buffer, or
 built once outside the loop), `torch.eye(..., device=...)` for numpy's
 `eye`, `torch.rand(..., device=...)` for its random draws. A literal of
 one repeated number is the rule's constant fill, not a table.
+
+The other way round, a list written out of device tensors
+(`torch.tensor([loss_a, loss_b])`) is read on the host element by element
+(`tensor_of_device_tensors`, a host read for `control.syncs`).
 """
 
 from __future__ import annotations
 
 import ast
 from typing import Optional
+
+from gpulint.model.values.kinds import TENSOR
 
 # numpy calls that make fresh data on the host, and what draws or builds the same on the GPU
 NUMPY_DRAWS = {
@@ -117,3 +123,26 @@ def numpy_source(fa, call: ast.AST, value_of) -> Optional[ast.Call]:
             return arr if literal_table(arr.args[0]) else None
         return None
     return None
+
+
+# calls that build a new tensor from a Python list of numbers (`torch.tensor([a, b])`)
+_FROM_LIST = frozenset(("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor",
+                        "torch.DoubleTensor", "torch.IntTensor"))
+
+
+def tensor_of_device_tensors(n: ast.AST, fa) -> bool:
+    """`torch.tensor([loss_giou, loss_conf, loss])` (or `torch.Tensor([...])`)
+    of a list or tuple holding a tensor not known to be in host memory: torch
+    reads each such element on the host (`.item()` of each), one wait per
+    element; `torch.stack` keeps them on the device."""
+    if not (isinstance(n, ast.Call) and len(n.args) == 1 and isinstance(n.args[0], (ast.List, ast.Tuple))):
+        return False
+    if fa.imports.qualname(n.func) not in _FROM_LIST:
+        return False
+    for e in n.args[0].elts:
+        if isinstance(e, (ast.Constant, ast.Starred)):
+            continue
+        ancestors = fa.index.ancestors(e)
+        if fa.values.kind_at(e, ancestors) == TENSOR and not fa.host.is_host_tensor(e, ancestors):
+            return True
+    return False

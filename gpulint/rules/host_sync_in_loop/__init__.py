@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List
+from typing import List, Optional
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import scope_nodes
@@ -13,6 +13,7 @@ from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, TENSOR, TENSOR
 from gpulint.model.control.syncs import (
     follows_host_read, logged_values, on_host_already, statement_and_block, sync_follows,
 )
+from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
@@ -230,7 +231,7 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
       of CUDA lengths: Python reads its `__index__`), once per statement;
     - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
       or as a value of the dict `wandb.log({"loss": t})` is given, which
-      turn it into a number on the host;
+      turn it into a number on the host; `torch.tensor([loss_a, loss_b])` of device tensors, each read;
     - `print()` of a tensor, `str(t)` / `repr(t)`, and formatting a tensor in
       an f-string (or with `str.format` / `%`, also `"%(loss).3f" % {...}`);
     - a tensor's truth value taken by a condition: `if t:` / `while t:`
@@ -543,9 +544,9 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
             elif func.attr in ("add_scalar", "log") and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
-            elif _math_test_of_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
-                if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
-                    self.report(ctx, node, expr=_callsnippet(ctx, node))
+            elif (_math_test_of_tensor(node, ctx) or tensor_of_device_tensors(node, ctx.analysis)) \
+                    and self._in_covered_loop(ctx.analysis, ctx.ancestors) and self._hot(ctx.analysis, node, ctx.ancestors):
+                self.report(ctx, node, message=_stacked_message(ctx, node), expr=_callsnippet(ctx, node))
             return
         if not isinstance(func, ast.Name) or func.id not in _BUILTIN_NAMES:
             return
@@ -642,6 +643,15 @@ def _cpu_type_cast(node: ast.Call, ctx) -> bool:
         len(node.args) == 1 and not node.keywords and is_cpu_tensor_type(ctx.analysis, node.args[0])
         and candidate(ctx, ctx.ancestors) and is_device_tensor(node.func.value, ctx)  # type: ignore[attr-defined]
     )
+
+
+def _stacked_message(ctx, node: ast.Call) -> Optional[str]:
+    """The message for `torch.tensor([a, b])` of device tensors (`syncs.tensor_of_device_tensors`);
+    None for another read (the rule's own message)."""
+    if not tensor_of_device_tensors(node, ctx.analysis):
+        return None
+    return (f"`{_callsnippet(ctx, node)}` reads each device tensor of the list on the host, one GPU sync per "
+            "element, every step; `torch.stack([...])` keeps them on the device")
 
 
 def _math_test_of_tensor(node: ast.Call, ctx) -> bool:
