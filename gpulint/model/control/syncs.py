@@ -15,6 +15,7 @@ from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes, unbound_parameters
 from gpulint.model.names import dotted
 from gpulint.model.values.devices import move_target
+from gpulint.model.values.host import device_tensor
 from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
 from gpulint.model.values.shapes import CALL_NAMES, device_data_dependent_op
@@ -141,12 +142,6 @@ def _formats_device_tensor(n: ast.AST, analysis) -> bool:
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print":
         return any(not isinstance(a, ast.Starred) and device_tensor(a, analysis) for a in n.args)
     return False
-
-
-def device_tensor(expr: ast.AST, analysis) -> bool:
-    """Known to be a tensor where it is read, and not known to be in host memory."""
-    ancestors = analysis.index.ancestors(expr)
-    return analysis.values.kind_at(expr, ancestors) == TENSOR and not analysis.host.is_host_tensor(expr, ancestors)
 
 
 def logged_values(call: ast.AST) -> List[ast.AST]:
@@ -511,8 +506,8 @@ def _over_host_values(stmt, loops, analysis) -> bool:
     queued by the walk itself (`queues_model_work` judges the bodies)."""
     if not all(isinstance(n, (ast.For, ast.AsyncFor)) for n in loops):
         return False
-    bound = {name for n in loops for t in walk(n.target) if isinstance(t, ast.Name) for name in (t.id,)}
-    called = {id(n.func) for n in loops for n in walk(n.iter) if isinstance(n, ast.Call)}
+    bound = {t.id for loop in loops for t in walk(loop.target) if isinstance(t, ast.Name)}
+    called = {id(c.func) for loop in loops for c in walk(loop.iter) if isinstance(c, ast.Call)}
     used = {n.id for loop in loops for n in walk(loop.iter) if isinstance(n, ast.Name) and id(n) not in called}
     ancestors = analysis.index.ancestors(stmt.iter) if isinstance(stmt, (ast.For, ast.AsyncFor)) else None
     return bool(used - bound) and ancestors is not None and all(

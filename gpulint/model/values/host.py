@@ -20,6 +20,12 @@ from gpulint.model.values.scopes import hands_back_moved_into
 from gpulint.model.values.values import Values
 from gpulint.model.index.walk import walk
 
+
+def device_tensor(expr: ast.AST, fa) -> bool:
+    """Known to be a tensor where it is read, and not known to be in host memory."""
+    ancestors = fa.index.ancestors(expr)
+    return fa.values.kind_at(expr, ancestors) == TENSOR and not fa.host.is_host_tensor(expr, ancestors)
+
 LOADER_BATCH = object()  # a binding by a DataLoader loop (see HostValues.host_bindings)
 HOST_ARGUMENT = object()  # a parameter that every per-step caller passes a host tensor for
 

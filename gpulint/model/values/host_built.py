@@ -190,9 +190,7 @@ def _on_a_host_tensors_device(fa, name: str, call: ast.Call, func, tensor_kind, 
     built_on = factory_device_arg(name, call)
     if not (isinstance(built_on, ast.Attribute) and built_on.attr == "device" and isinstance(built_on.value, ast.Name)):
         return False
-    if name in HOST_DATA_FACTORIES or any(kw.arg in ("out", None) for kw in call.keywords) or has_generator(call):
-        return False
-    return isinstance(_walk(fa, built_on.value, func, tensor_kind, depth, use, nest), ast.Call)
+    return _fresh(name, call) and isinstance(_walk(fa, built_on.value, func, tensor_kind, depth, use, nest), ast.Call)
 
 
 def host_constant(fa, call: ast.Call, func, use: ast.AST) -> bool:
@@ -248,12 +246,18 @@ def builds_on_cpu(fa, name: str, call: ast.Call) -> bool:
     which `device=` would build on the GPU instead: not host data
     (`HOST_DATA_FACTORIES`), no `out=` or `**kwargs`, no CPU generator, and
     no device or the CPU given."""
-    if name in HOST_DATA_FACTORIES:
+    if not _fresh(name, call):
         return False
-    if any(kw.arg in ("out", None) for kw in call.keywords) or has_generator(call):
-        return False  # (drawn from a CPU generator, a tensor has to be built on the CPU)
     built_on = factory_device_arg(name, call)
     return built_on is None or device_arg_kind(fa, built_on) == CPU
+
+
+def _fresh(name: str, call: ast.Call) -> bool:
+    """The factory call makes fresh values where it builds: not host data
+    (`HOST_DATA_FACTORIES`), no `out=` or `**kwargs`, no CPU generator (drawn
+    from one, a tensor has to be built on the CPU)."""
+    return name not in HOST_DATA_FACTORIES and not any(kw.arg in ("out", None) for kw in call.keywords) \
+        and not has_generator(call)
 
 
 def _dtype_only(fa, call: ast.Call) -> bool:

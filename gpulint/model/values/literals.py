@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from gpulint.model.values.kinds import TENSOR
+from gpulint.model.values.host import device_tensor
 
 # numpy calls that make fresh data on the host, and what draws or builds the same on the GPU
 NUMPY_DRAWS = {
@@ -35,7 +35,7 @@ NUMPY_DRAWS = {
     "numpy.arange": "torch.arange", "numpy.linspace": "torch.linspace", "numpy.eye": "torch.eye",
 }
 # torch calls that take host data and make a CPU tensor of it
-_TENSOR_OF_DATA = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor"))
+TENSOR_OF_DATA = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor"))
 # numpy array methods that keep the data, cast or laid out anew (their arguments are dtypes and sizes)
 _NUMPY_LAYOUT = frozenset("astype flatten ravel reshape copy squeeze transpose".split())
 # numpy functions that make an array of the literal they are given
@@ -101,7 +101,7 @@ def numpy_source(fa, call: ast.AST, value_of) -> Optional[ast.Call]:
     if not (isinstance(call, ast.Call) and len(call.args) == 1):
         return None
     q = fa.imports.qualname(call.func) or ""
-    if q not in _TENSOR_OF_DATA:
+    if q not in TENSOR_OF_DATA:
         return None
     arr = call.args[0]
     for _ in range(8):
@@ -139,10 +139,4 @@ def tensor_of_device_tensors(n: ast.AST, fa) -> bool:
         return False
     if fa.imports.qualname(n.func) not in _FROM_LIST:
         return False
-    for e in n.args[0].elts:
-        if isinstance(e, (ast.Constant, ast.Starred)):
-            continue
-        ancestors = fa.index.ancestors(e)
-        if fa.values.kind_at(e, ancestors) == TENSOR and not fa.host.is_host_tensor(e, ancestors):
-            return True
-    return False
+    return any(not isinstance(e, (ast.Constant, ast.Starred)) and device_tensor(e, fa) for e in n.args[0].elts)

@@ -22,7 +22,7 @@ from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.control.syncs import follows_host_read, read_earlier_in_statement
 from gpulint.rules.cpu_tensor_then_moved.moved_like import moved_like_text, typed_like_message
 from gpulint.model.values.host_built import builds_on_cpu
-from gpulint.model.values.literals import NUMPY_DRAWS, constant_table, numpy_draw
+from gpulint.model.values.literals import NUMPY_DRAWS, TENSOR_OF_DATA, constant_table, numpy_draw
 from gpulint.rules.cpu_tensor_then_moved.attribute import kept_attribute, kept_message
 from gpulint.rules.cpu_tensor_then_moved.constant_fill import constant_fill, fill_message, stored_under_a_key
 from gpulint.rules.cpu_tensor_then_moved.host_built import computed_message, computed_then_moved
@@ -375,7 +375,7 @@ class CpuTensorThenMoved(Rule):
             return
         if (
             isinstance(inner, ast.Call) and len(inner.args) == 1
-            and fa.imports.qualname(inner.func) in ("torch.from_numpy", "torch.tensor", "torch.as_tensor")
+            and fa.imports.qualname(inner.func) in TENSOR_OF_DATA
             and _target(node, fa) is not None
         ):
             if numpy_draw(fa, inner.args[0]) is None:
@@ -383,7 +383,7 @@ class CpuTensorThenMoved(Rule):
             self._report_if(ctx, node, _numpy_draw_message(ctx, node, inner.args[0], ctx.source.node_text(inner.func)))
             return
         if constant_table(fa, inner):
-            return self._computed(ctx, node, inner)  # `torch.FloatTensor([1, 0, 0, 1]).cuda()`: a table of literals
+            return self._computed(ctx, node, inner)  # `torch.tensor([1, 0, 0, 1]).cuda()`: a table of literals
         name = factory_name(fa, inner)
         if name is None:
             legacy = legacy_constructor(fa, inner)

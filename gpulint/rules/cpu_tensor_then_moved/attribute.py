@@ -20,6 +20,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.index.nodes import FUNCS
+from gpulint.model.values.attributes import is_self_attr
 from gpulint.model.values.devices import default_device_set
 from gpulint.model.values.host_built import TENSOR_ELEMENTWISE, host_factory
 
@@ -42,23 +43,26 @@ def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional
             recv = recv.left
         else:
             break
-    if not (isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self"):
+    if not is_self_attr(recv):
         return None
     cls = next((a for a in reversed(ancestors) if isinstance(a, ast.ClassDef)), None)
     if cls is None or default_device_set(fa, ancestors):
         return None
+    if not fa.index.memoized("gpu203.kept", (cls, recv.attr), lambda: _kept_on_host(fa, cls, recv.attr)):
+        return None
+    return recv.attr if runs_repeatedly(fa, move, ancestors) else None
+
+
+def _kept_on_host(fa, cls: ast.ClassDef, name: str) -> bool:
+    """The class binds `self.<name>` only in `__init__`, each time to a tensor
+    a CPU factory computes there (`_built_on_host`)."""
     init = next((m for m in cls.body if isinstance(m, FUNCS) and m.name == "__init__"), None)
     if init is None:
-        return None
-    bindings = _bindings(cls, recv.attr)
+        return False
+    bindings = _bindings(cls, name)
     if not bindings or any(not _within(stmt, init) for stmt, _ in bindings):
-        return None  # bound again (a cache, a move stored back) or elsewhere: not known to stay on the CPU
-    for _, value in bindings:
-        if value is None or not _built_on_host(fa, value, init):
-            return None
-    if not runs_repeatedly(fa, move, ancestors):
-        return None
-    return recv.attr
+        return False  # bound again (a cache, a move stored back) or elsewhere: not known to stay on the CPU
+    return all(value is not None and _built_on_host(fa, value, init) for _, value in bindings)
 
 
 def _built_on_host(fa, value: ast.AST, init: ast.AST) -> bool:
@@ -99,7 +103,7 @@ def _bindings(cls: ast.ClassDef, name: str) -> List[Tuple[ast.AST, Optional[ast.
 
 
 def _is_self_attr(t: ast.AST, name: str) -> bool:
-    return isinstance(t, ast.Attribute) and t.attr == name and isinstance(t.value, ast.Name) and t.value.id == "self"
+    return is_self_attr(t) and t.attr == name  # type: ignore[attr-defined]
 
 
 def _within(stmt: ast.AST, func: ast.AST) -> bool:

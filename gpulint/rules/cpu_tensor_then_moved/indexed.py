@@ -22,10 +22,11 @@ import ast
 from typing import Dict, List, Optional, Sequence
 
 from gpulint.model.control.repetition import runs_repeatedly
-from gpulint.model.control.syncs import device_tensor, waits_on_host
+from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import LOOPS
 from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.devices import default_device_set, factory_name
+from gpulint.model.values.host import device_tensor
 from gpulint.model.values.host_built import host_factory
 
 from gpulint.rules.cpu_tensor_then_moved.host_built import (
