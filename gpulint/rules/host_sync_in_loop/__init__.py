@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional
+from typing import List
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.index.order import scope_nodes
@@ -544,9 +544,9 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
             elif func.attr in ("add_scalar", "log") and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
-            elif (_math_test_of_tensor(node, ctx) or tensor_of_device_tensors(node, ctx.analysis)) \
+            elif ((stacked := tensor_of_device_tensors(node, ctx.analysis)) or _math_test_of_tensor(node, ctx)) \
                     and self._in_covered_loop(ctx.analysis, ctx.ancestors) and self._hot(ctx.analysis, node, ctx.ancestors):
-                self.report(ctx, node, message=_stacked_message(ctx, node), expr=_callsnippet(ctx, node))
+                self.report(ctx, node, message=_stacked_message(ctx, node) if stacked else None, expr=_callsnippet(ctx, node))
             return
         if not isinstance(func, ast.Name) or func.id not in _BUILTIN_NAMES:
             return
@@ -645,11 +645,8 @@ def _cpu_type_cast(node: ast.Call, ctx) -> bool:
     )
 
 
-def _stacked_message(ctx, node: ast.Call) -> Optional[str]:
-    """The message for `torch.tensor([a, b])` of device tensors (`syncs.tensor_of_device_tensors`);
-    None for another read (the rule's own message)."""
-    if not tensor_of_device_tensors(node, ctx.analysis):
-        return None
+def _stacked_message(ctx, node: ast.Call) -> str:
+    """The message for `torch.tensor([a, b])` of device tensors (`literals.tensor_of_device_tensors`)."""
     return (f"`{_callsnippet(ctx, node)}` reads each device tensor of the list on the host, one GPU sync per "
             "element, every step; `torch.stack([...])` keeps them on the device")
 
