@@ -669,10 +669,27 @@ CORPUS_SETS = {
         ("Lornatang/SRGAN-PyTorch", "8842030eb433f8578a77328060121fa5a9a3cb43"),
         ("4uiiurz1/pytorch-nested-unet", "557ea02f0b5d45ec171aae2282d2cd21562a633e"),
     ],
+    # forty-third: labelled at first sight on c3015de
+    "forty-third": [
+        ("denisyarats/proto", "e9899b422e5710d115eb22c13ff32d64cbcaa5c7"),
+        ("huggingface/picotron", "59714b1bf25541dbeb6f5a721ed15f6d0768e786"),
+        ("facebookresearch/svoice", "1e381907afeb85fe89e9f0b44af6c3bc96b3693f"),
+        ("hyunwoongko/transformer", "63286547b9cd174a6cfc204832271814d685181f"),
+        ("thuml/Anomaly-Transformer", "b0ee470c8012bff857fb600462aec6209c4a18d9"),
+        ("HKUDS/LightGCL", "5590453ad86782f58017e58d0b698d7f32175be3"),
+        ("leoxiaobin/deep-high-resolution-net.pytorch", "6f69e4676ad8d43d0d61b64b1b9726f0c369e7b1"),
+        ("damo-cv/TransReID", "dec55046fcdfadee14e2c28e2df89305d8f7557a"),
+        ("haofeixu/gmflow", "b5123431164d01ec14526a1c3d22218aecb62024"),
+        ("ma-xu/pointMLP-pytorch", "1ab7f04e88d2aeb8fd16921a2b2fc4fba950b6df"),
+        ("LeeJunHyun/Image_Segmentation", "5e9da9395c52b119d55dfc6532c34ac0e88f446e"),
+        ("Janspiry/Image-Super-Resolution-via-Iterative-Refinement", "01d27a7cbfa8502be1d8dbd4ee02fcbd5e44389d"),
+        ("WhatAShot/DANet", "b007c57121ec9082f6ef19ec7465d9df70767c26"),
+        ("DeNA/PyTorch_YOLOv3", "1a3cd6e465db0b67ab783d92076c6ebfae9359a2"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
