@@ -73,6 +73,8 @@ def test_lower_bound(requirement, low):
         # a README's requirement list written as pins (NCF, NGCF)
         ("README.md", "## Requirements\n\t* python==3.6\n\t* pytorch==1.10.1\n"),
         ("README.md", "## Environment\n- numpy == 1.19\n- torch == 1.10.0\n"),
+        # ... or as requirement lines of their own, in a fenced block (LightGCL)
+        ("README.md", "We develop in this environment:\n\n```\nPython version 3.9.12\ntorch==1.10.0+cu113\nnumpy==1.21.5\n```\n"),
         # a wheel index built for one torch (ibot's INSTALL.md, for mmcv-full)
         ("INSTALL.md", "pip3 install -f https://download.openmmlab.com/mmcv/dist/cu110/torch1.10.0/index.html mmcv-full==1.3.9\n"),
     ],
@@ -98,6 +100,10 @@ def test_each_declaration_file(tmp_path, name, text):
     "Then, install PyTorch 1.5+ and torchvision.\n",
     "This code requires PyTorch 1.0 and python 3+.\n",
     "- PyTorch 2.0 or 2.1\n",
+    "torch>=1.10\n",  # a minimum on a line of its own
+    "Our torch==1.10 results are in the paper, but any torch works.\n",  # not at the start of a line
+    # one environment per variant of the code (DRL-Pytorch's gym 0.1x and 0.2x versions): none for all
+    "## gym 0.1x\n```\npytorch==1.11.0\n```\n## gym 0.2x\n```\npytorch==2.1.0\n```\n",
 ])
 def test_a_readme_naming_torch_in_prose_or_a_minimum_declares_none(tmp_path, text):
     write(tmp_path, "README.md", text)

@@ -16,7 +16,9 @@ and including the repository's root, the folder holding `.git` or `.hg`):
 - conda environment files (environment.yml, env.yaml, conda_env.yml: a .yml
   or .yaml whose name has "env" or "conda" in it): `pytorch=1.10` and pip lines;
 - a README's or INSTALL page's requirement list written as pins (`*
-  pytorch==1.0.1`, NCF's); not prose ("tested on PyTorch 1.10", a bare `-
+  pytorch==1.0.1`, NCF's; a line `torch==1.12.0+cu113` of its own,
+  LightGCL's, where no other such line names another torch: one
+  environment per variant of the code sets none for all); not prose ("tested on PyTorch 1.10", a bare `-
   PyTorch 1.3.1`: what the authors ran, not what the code needs) nor a
   minimum (`PyTorch >= 1.7`);
 - shell scripts (`install.sh`, any `*.sh`), Dockerfiles and the README or
@@ -59,7 +61,9 @@ from the importer's folder count, so a sibling project does not take it.
 The code pins too: a file that imports, at its top level and outside a
 `try`, a module torch has removed (`from torch._six import inf`, gone in
 2.0: MAE's and ConvNeXt's `util/misc.py`) runs on the torch before the
-removal (1.13) only, and that pin reaches its program the same way
+removal (1.13) only, and so does one that imports torchtext's legacy API
+(`from torchtext.legacy.data import Field`, gone from the torchtext built
+for torch 1.11: torch 1.10 at most), and that pin reaches its program the same way
 (`names.torch_ceiling`).
 """
 
@@ -270,12 +274,14 @@ def _installed_requirements(text: str) -> Iterable[str]:
                     yield word
 
 
-# a README's requirement list written as pins (`* pytorch==1.0.1`, `- torch = 1.3.1`):
+# a README's requirement list written as pins (`* pytorch==1.0.1`, `- torch = 1.3.1`, or a
+# requirement line of its own, `torch==1.12.0+cu113` in a fenced block of LightGCL's README):
 # the torch the code runs on. Prose does not pin: "tested on PyTorch 1.10" or a bare
 # `- PyTorch 1.3.1` says what the authors ran, and users run such code on newer torch
 # (labelled real problems in bench/labels-* stand on it: TD3, BLIP, stylegan2-pytorch)
 _README_PIN_RE = re.compile(
-    r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+`?(?:py)?[Tt]orch[ \t]*(==|=)[ \t]*v?(\d+\.\d+(?:\.\d+)?)(?![\d.]*[ \t]*[,;]?[ \t]*[<>])",
+    r"^[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+`?(?:py)?[Tt]orch[ \t]*(==|=)|(?:py)?[Tt]orch[ \t]*(==))"
+    r"[ \t]*v?(\d+\.\d+(?:\.\d+)?)(?![\d.]*[ \t]*[,;]?[ \t]*[<>])",
     re.I | re.M)
 
 
@@ -284,8 +290,14 @@ def _readme_requirements(text: str) -> Iterable[str]:
     (`_installed_requirements`), and a requirement list written as pins
     (`_README_PIN_RE`), as `torch==<version>`."""
     yield from _installed_requirements(text)
+    bare = set()
     for m in _README_PIN_RE.finditer(text):
-        yield f"torch=={m.group(2)}"
+        if m.group(2):  # a requirement line of its own (`torch==1.12.0+cu113`)
+            bare.add(m.group(3))
+        else:
+            yield f"torch=={m.group(3)}"
+    if len(bare) == 1:  # (lines naming several: one environment per variant of the code, none for all)
+        yield f"torch=={bare.pop()}"
 
 
 def _is_install_script(name: str) -> bool:

@@ -83,7 +83,12 @@ def _imports(body, out: list) -> list:
 
 # modules that torch removed, and the last torch that had each: a file that
 # imports one at its top level runs on that torch or older only
-REMOVED_TORCH_MODULES: Dict[str, Tuple[int, ...]] = {"torch._six": (1, 13)}  # (gone in 2.0)
+REMOVED_TORCH_MODULES: Dict[str, Tuple[int, ...]] = {
+    "torch._six": (1, 13),  # (gone in 2.0)
+    # torchtext's legacy API, gone in torchtext 0.12, released with torch 1.11 (each
+    # torchtext release builds against one torch): `from torchtext.legacy.data import Field`
+    "torchtext.legacy": (1, 10), "torchtext.legacy.data": (1, 10), "torchtext.legacy.datasets": (1, 10),
+}
 
 
 def torch_ceiling(tree: ast.Module, text: str) -> Optional[Tuple[int, ...]]:
@@ -91,7 +96,7 @@ def torch_ceiling(tree: ast.Module, text: str) -> Optional[Tuple[int, ...]]:
     torch removed at its top level (`from torch._six import inf`: torch 1.13
     at most). An import under a `try` (a fallback for newer torch) or in a
     function does not count."""
-    if "_six" not in text:
+    if "_six" not in text and "legacy" not in text:
         return None
     out: Optional[Tuple[int, ...]] = None
     for node in tree.body:
