@@ -17,6 +17,7 @@ from gpulint.model.values.devices import (
     factory_name,
     has_generator,
     param_used_as_tensor,
+    type_move_target,
     values_depend_on_device,
     zero_dim_size,
 )
@@ -573,6 +574,8 @@ def _needed_on_host(ctx, node: ast.Call, forward: ast.FunctionDef) -> bool:
                     parents.get(p), ast.Call
                 ):
                     return True
+                if cur is node and p.attr == "type" and type_move_target(fa, parents.get(p)) is not None:
+                    return True  # `.type(torch.cuda.FloatTensor)`: moved at once, as `.cuda()` (GPU203's)
                 cur = p
                 continue
             if isinstance(p, ast.Call):

@@ -8,9 +8,9 @@ its relatives, not in every class with a method of the same name.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, TypeVar
 
-from gpulint.model.index.nodes import class_method_aliases
+from gpulint.model.index.nodes import FUNCS, class_method_aliases
 from gpulint.model.index.tree import TreeIndex
 
 
@@ -101,3 +101,28 @@ def class_group(index: TreeIndex, name: str) -> str:
         return {n: find(n) for n in parent}
 
     return index.memoized("file_calls.groups", "file", compute).get(name, name)  # type: ignore[union-attr]
+
+
+def in_forward(ancestors: Sequence[ast.AST]) -> bool:
+    """The innermost def around is a method named `forward`."""
+    at = next((i for i in range(len(ancestors) - 1, -1, -1) if isinstance(ancestors[i], FUNCS)), None)
+    return at is not None and at > 0 and ancestors[at].name == "forward" and isinstance(  # type: ignore[attr-defined]
+        ancestors[at - 1], ast.ClassDef)
+
+
+_K = TypeVar("_K")
+
+
+def reached_below(seeds: Set[_K], edges: Iterable[Tuple[_K, _K]]) -> Set[_K]:
+    """The callees reached from `seeds` through (callee, caller) `edges`,
+    however deep (the seeds not included unless reached)."""
+    edges = list(edges)
+    reached: Set[_K] = set()
+    frontier = set(seeds)
+    while frontier:
+        new = {callee for callee, caller in edges if caller in frontier and callee not in reached
+               and callee not in seeds}
+        reached |= new
+        frontier = new
+    return reached
+

@@ -92,7 +92,9 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional, Sequence, Set, Tuple
 
-from gpulint.model.control.file_calls import calling_class, calls_by_callee, class_group, object_calls, own_callee_name
+from gpulint.model.control.caches import COUNTER_HINTS, cache_guard
+from gpulint.model.control.file_calls import (
+    calling_class, calls_by_callee, class_group, in_forward, object_calls, own_callee_name, reached_below)
 from gpulint.model.control.loops import counts_passes, iterates_names
 from gpulint.model.control.periodic import is_periodic_test, off_period, returns_off_period
 from gpulint.model.control.sweeps import is_literal_sweep
@@ -259,7 +261,6 @@ def _in_loop_body(loop: ast.AST, child: ast.AST) -> bool:
     return True
 
 
-_COUNTER_HINTS = ("step", "iter", "update", "idx", "count")
 
 
 def is_one_shot_test(test: ast.AST) -> bool:
@@ -279,7 +280,7 @@ def is_one_shot_test(test: ast.AST) -> bool:
         name = target.attr.lower()
     else:
         name = ast.unparse(target).lower().rsplit(".", 1)[-1]
-    return name in ("i", "it", "n") or any(h in name for h in _COUNTER_HINTS)
+    return name in ("i", "it", "n") or any(h in name for h in COUNTER_HINTS)
 
 
 def _equal_to_an_int(test: ast.AST):
@@ -321,70 +322,6 @@ def _is_once_guard(test: ast.AST) -> bool:
         ):
             return True
     return False
-
-
-def _fills_its_cache(test: ast.AST, stmt: ast.AST) -> bool:
-    """`if key not in cache: cache[key] = value`: the value is built once per
-    key. Only when the store uses the key and the mapping that the test
-    reads (a store under another key misses the cache every time)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn)):
-        return False
-    if not isinstance(stmt, ast.Assign):
-        return False
-    key, cache = ast.dump(test.left), ast.dump(test.comparators[0])
-    return any(
-        isinstance(t, ast.Subscript) and ast.dump(t.value) == cache and ast.dump(t.slice) == key
-        for t in stmt.targets
-    )
-
-
-def _refreshes_its_cache(test: ast.AST, stmt: ast.AST, fa: Optional["FileModel"] = None) -> bool:
-    """`if self.grid[i].shape[2:4] != x.shape[2:4]: self.grid[i] = ...`: the object's state is rebuilt only
-    when what it was built for changes (a YOLO head's grid, per feature-map size): the test compares (`!=`, or
-    `>`/`<` for a cache that grows: `if seq_len > self.max_seq_len_cached:`) a part of the object's state
-    (`self.<...>`) that the statement stores, itself or through a method of the file it calls on `self` (a
-    rotary embedding's `self._set_cos_sin_cache(seq_len)`)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], (ast.NotEq, ast.Gt, ast.GtE, ast.Lt, ast.LtE))):
-        return False
-    read = {ast.unparse(n) for n in walk(test) if isinstance(n, (ast.Attribute, ast.Subscript)) and _on_self(n)}
-    if not read:
-        return False
-    if isinstance(stmt, ast.Assign):
-        return any(_on_self(t) and ast.unparse(t) in read for t in stmt.targets)
-    if not isinstance(test.ops[0], ast.NotEq) and fa is not None and isinstance(stmt, ast.Expr) \
-            and isinstance(stmt.value, ast.Call):
-        f = stmt.value.func
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
-            return any(isinstance(d, FUNCS) and d.name == f.attr and any(
-                isinstance(n, ast.Assign) and any(_on_self(t) and ast.unparse(t) in read for t in n.targets)
-                for n in walk(d)) for d in fa.index.nodes(*FUNCS))
-    return False
-
-
-def _block_refreshes_its_cache(test: ast.AST, block: Sequence[ast.AST]) -> bool:
-    """`if seq_len > self.max_seq_len_cached: self.max_seq_len_cached = seq_len; self.yarn(...)`: a statement of
-    the block stores into the state the test compares (`_refreshes_its_cache`) what the test compared it with,
-    so the whole block runs only when the state is stale, what it calls included. Not a counter reset (`if
-    self.delay_counter > self.delay_freq: ...; self.delay_counter = 0`, TD3's delayed update), which stores
-    something else, nor a step counter's advance (`if global_step > self.target_update_step:`)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return False
-    others = {n.id for side in (test.left, test.comparators[0]) if not _on_self(side)
-              for n in walk(side) if isinstance(n, ast.Name)}
-    if not others or any(h in name.lower() for name in others for h in _COUNTER_HINTS):
-        return False  # `if global_step > self.target_update_step:`: once per step, not a cache (a counter's name)
-    return any(
-        isinstance(stmt, ast.Assign) and _refreshes_its_cache(test, stmt)
-        and any(isinstance(n, ast.Name) and n.id in others for n in walk(stmt.value)) for stmt in block)
-
-
-def _on_self(node: ast.AST) -> bool:
-    """`self.<...>`: an attribute (or a part of one) of the object."""
-    root = node
-    while isinstance(root, (ast.Attribute, ast.Subscript)):
-        root = root.value
-    return node is not root and isinstance(root, ast.Name) and root.id == "self"
 
 
 def _directly_repeated(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST], per_step: bool = False) -> bool:
@@ -590,8 +527,8 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
     for i in range(len(ancestors) - 1, -1, -1):
         anc = ancestors[i]
         if isinstance(anc, ast.If) and child is not anc.test and child in anc.body and (
-            _is_once_guard(anc.test) or _fills_its_cache(anc.test, child) or _first_pass(anc.test, ancestors[:i])
-            or _refreshes_its_cache(anc.test, child, fa) or _block_refreshes_its_cache(anc.test, anc.body)
+            _is_once_guard(anc.test) or _first_pass(anc.test, ancestors[:i])
+            or cache_guard(anc.test, child, anc.body, fa, _is_once_guard)
         ):
             return _ONCE, False
         if (isinstance(anc, ast.If) and child in anc.body and not in_loop and fa is not None
@@ -681,12 +618,26 @@ def _hot_callees(fa: "FileModel") -> Set[Tuple[Optional[str], str]]:
     if "hot_callees" in cache:
         return cache["hot_callees"]  # type: ignore[return-value]
     out: Set[Tuple[Optional[str], str]] = set()
+    rest = []  # the calls not in repeated code themselves: (callee, the def they are in)
+    per_forward: Set[Tuple[Optional[str], str]] = set()  # the callees a `forward` calls, and theirs
     for name, calls in calls_by_callee(fa.index).items():
         for c in calls:
             ancestors = fa.index.ancestors(c)
+            cls = calling_class(c, ancestors)
+            key = (class_group(fa.index, cls) if cls is not None else None, name)
             if _repeated_call(fa, c, ancestors):
-                cls = calling_class(c, ancestors)
-                out.add((class_group(fa.index, cls) if cls is not None else None, name))
+                out.add(key)
+                if in_forward(ancestors):
+                    per_forward.add(key)
+                continue
+            func, _ = _guarded_context(c, ancestors, fa, per_step=True)
+            if func is not _ONCE and func is not None and not _under_periodic_guard(c, ancestors):
+                owner = fa.index.parents.get(func)
+                rest.append((key, (class_group(fa.index, owner.name) if isinstance(owner, ast.ClassDef) else None,
+                                   func.name)))  # type: ignore[attr-defined]
+    # and what those call on every call, below a layer's `forward` (svoice's `forward` calls `create_chuncks`,
+    # which calls `pad_segment`); not below other hot code (a sampler's loop over whole samplings)
+    out |= reached_below(per_forward, rest)
     cache["hot_callees"] = out
     return out
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set
 
 from gpulint.model.names import last_name
 from gpulint.model.values.kinds import MODEL, NUMBER, SIZE_METHODS, TENSOR, is_cpu_device, is_tensor_returning_torch
+from gpulint.model.index.order import scope_nodes
 from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -413,6 +414,11 @@ def is_cuda_tensor_type(fa: "FileModel", expr: ast.AST, follow: bool = True) -> 
     if isinstance(expr, ast.IfExp):
         return is_cuda_tensor_type(fa, expr.body, False) or is_cuda_tensor_type(fa, expr.orelse, False)
     if follow and isinstance(expr, ast.Name):
+        owner = fa.index.owner(expr)
+        if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local = fa.index.memoized("devices.local_cuda_tensor_types", owner, lambda: _bound_once(fa, owner))
+            if expr.id in local:  # `dtype = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor` in the def
+                return local[expr.id]
         types = fa.index.memo("devices.cuda_tensor_types")
         if "names" not in types:
             bound: Dict[str, List[ast.AST]] = {}
@@ -424,6 +430,22 @@ def is_cuda_tensor_type(fa: "FileModel", expr: ast.AST, follow: bool = True) -> 
             types["names"] = {n: len(v) == 1 and is_cuda_tensor_type(fa, v[0], False) for n, v in bound.items()}
         return bool(types["names"].get(expr.id))  # type: ignore[union-attr]
     return False
+
+
+def _bound_once(fa: "FileModel", func: ast.AST) -> Dict[str, bool]:
+    """{name: bound to a CUDA tensor type} for the plain names that `func`'s
+    own code binds (a name bound more than once, or otherwise than by a
+    plain assignment, is no such type)."""
+    count: Dict[str, int] = {}
+    value: Dict[str, ast.AST] = {}
+    parents = fa.index.parents
+    for node in scope_nodes(func):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            count[node.id] = count.get(node.id, 0) + 1
+            stmt = parents.get(node)
+            if isinstance(stmt, ast.Assign) and stmt.targets == [node]:
+                value[node.id] = stmt.value
+    return {n: c == 1 and n in value and is_cuda_tensor_type(fa, value[n], False) for n, c in count.items()}
 
 
 # helpers whose name says they move a (nested) batch to a device:

@@ -30,6 +30,7 @@ from gpulint.model.values.devices import (
     CPU,
     DTYPE,
     device_arg_kind,
+    is_cpu_tensor_type,
     factory_device_arg,
     factory_name,
     has_generator,
@@ -55,7 +56,7 @@ TORCH_ELEMENTWISE = frozenset(
 TENSOR_ELEMENTWISE = frozenset(
     """float double half bfloat16 long int short bool byte type_as exp exp2 log log2 log1p sin cos tan sigmoid sqrt
     rsqrt pow abs neg floor ceil round clamp clamp_min clamp_max mul add sub div mul_ add_ sub_ div_ pow_ exp_
-    unsqueeze squeeze view reshape expand repeat t transpose permute flip contiguous cumsum cumprod""".split()
+    unsqueeze squeeze view reshape expand repeat t transpose permute flip contiguous cumsum cumprod clone detach""".split()
 )
 # factories of host data: `device=` still builds them on the CPU and copies
 # them synchronously (PyTorch's `tensor(data, device=...)` does exactly
@@ -78,7 +79,7 @@ _DATA = object()  # the expression holds tensor data that is not a CPU factory's
 _VARIABLE = frozenset(("torch.autograd.Variable", "torch.autograd.variable.Variable"))
 # tensor methods that lay their receiver out anew, taking only sizes and dims
 _LAYOUT_METHODS = frozenset(
-    "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous".split()) | (_SPLITTING - {"meshgrid"}) | {
+    "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous unfold".split()) | (_SPLITTING - {"meshgrid"}) | {
     "expand_as", "view_as", "reshape_as"}  # (these read only the other tensor's shape)
 # attributes of a tensor that are host facts about it (a torch.Size, a dtype, a device)
 _TENSOR_FACTS = frozenset(("shape", "dtype", "device", "ndim", "is_cuda"))
@@ -132,6 +133,10 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
             return _first(fa, [f.value] + list(expr.args) + [k.value for k in expr.keywords],
                           func, tensor_kind, depth, use, nest)
         if isinstance(f, ast.Attribute) and f.attr == "to" and _dtype_only(fa, expr):
+            return _walk(fa, f.value, func, tensor_kind, depth, use, nest)
+        if isinstance(f, ast.Attribute) and f.attr == "type" and len(expr.args) == 1 and (
+                is_cpu_tensor_type(fa, expr.args[0]) or device_arg_kind(fa, expr.args[0]) == DTYPE):
+            # `.type(torch.ByteTensor)`, `.type(torch.uint8)`: a cast that stays on the host
             return _walk(fa, f.value, func, tensor_kind, depth, use, nest)
         if isinstance(f, ast.Attribute) and f.attr in ("to", "cuda", "cpu"):
             return _DATA  # moved already: not what the factory built where it built it

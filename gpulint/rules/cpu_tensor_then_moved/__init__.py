@@ -16,6 +16,7 @@ from gpulint.model.values.devices import (
     legacy_constructor,
     legacy_size_args,
     range_tensor,
+    type_move_target,
     values_depend_on_device,
 )
 from gpulint.model.control.repetition import runs_repeatedly
@@ -133,10 +134,19 @@ class CpuTensorThenMoved(Rule):
     (`torch.zeros(1, 1, n, k).to(mask)` in a layer's forward, every call) is
     flagged without a fix: `device=mask.device, dtype=mask.dtype` keeps the
     dtype that `.to(mask)` also takes; so is one in a method that the class's
-    `forward` calls on `self` (Chronos-2's padding helper), and a factory's
-    tensor, laid out with `repeat`/`view`, cast with `.type_as(x)` to such a
-    tensor in such a helper (a YOLO loss's grids, per level of every step): the
-    cast takes `x`'s device too. A loop around a loop of steps (an epoch loop,
+    `forward` calls on `self`, directly or through another such method
+    (Chronos-2's padding helper; svoice's `pad_segment`, which `forward` reaches
+    through `create_chuncks`), and a factory's
+    tensor, laid out with `repeat`/`view`, cast with `.type_as(x)` or
+    `.type(x.type())` to such a tensor in such a helper (a YOLO loss's grids,
+    per level of every step; svoice's padding): the cast takes `x`'s device
+    too. `.type(torch.cuda.FloatTensor)` moves as `.cuda()` does, also through
+    a name the function binds once to a CUDA tensor type (the YOLOv3 layer's
+    `dtype = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor`,
+    then `torch.zeros(b, a, f, f, 85).type(dtype)` in every training
+    forward); it is flagged without a fix, since `device=` alone would not
+    keep the cast's dtype, and a host read elsewhere in that forward does not
+    pay for copying buffers of the batch's size. A loop around a loop of steps (an epoch loop,
     an RL loop over episodes around its loop over environment steps) does not
     make what its own body builds repeated: the hidden state `torch.zeros(1, 1,
     h).cuda()` reset before each episode is built once per episode. What a
@@ -232,7 +242,7 @@ class CpuTensorThenMoved(Rule):
     name = "cpu-tensor-then-moved"
     message = "`torch.{factory}()` builds the tensor on the CPU and then copies it to the GPU; pass `device=` instead"
     fix_safety = SAFE
-    needles = (".cuda(", ".to(", ".type_as(", "arange(", "randint(", "randperm(")
+    needles = (".cuda(", ".to(", ".type_as(", ".type(", "arange(", "randint(", "randperm(")
     examples = (
         Example(
             bad="""
@@ -359,14 +369,18 @@ class CpuTensorThenMoved(Rule):
             return
         if isinstance(func, ast.Attribute) and func.attr == "type_as":
             return self._report_if(ctx, node, typed_like_message(fa, node, ctx.ancestors, ctx.source.node_text))
-        if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to")):
+        if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to", "type")):
             return
+        if func.attr == "type" and type_move_target(fa, node) is None:
+            # `.type(x.type())` casts to x's type, its device included; `.type(torch.cuda.FloatTensor)`
+            # (or a name bound to it) moves as `.cuda()` does; other casts stay where they are
+            return self._report_if(ctx, node, typed_like_message(fa, node, ctx.ancestors, ctx.source.node_text))
         inner = func.value
         kept = kept_attribute(fa, node, ctx.ancestors) if _target(node, fa) is not None else None
         if kept is not None:  # `self.freqs_cis.to(x.device)`, built in `__init__`
             return self.report(ctx, node, message=kept_message(kept, node))
         if range_tensor(fa, inner):
-            return self._computed(ctx, node, inner)  # `torch.LongTensor(range(n)).cuda()`: an arange
+            return _computed(self, ctx, node, inner)  # `torch.LongTensor(range(n)).cuda()`: an arange
         fill = constant_fill(fa, inner, ctx.source.node_text)
         if fill is not None:  # `torch.tensor([0.]).to(device)`: a constant, not data
             if _target(node, fa) is not None and not stored_under_a_key(fa, node) \
@@ -379,18 +393,18 @@ class CpuTensorThenMoved(Rule):
             and _target(node, fa) is not None
         ):
             if numpy_draw(fa, inner.args[0]) is None:
-                return self._computed(ctx, node, inner)  # `torch.from_numpy(np.eye(k).flatten())`, through a cast
+                return _computed(self, ctx, node, inner)  # `torch.from_numpy(np.eye(k).flatten())`, through a cast
             self._report_if(ctx, node, _numpy_draw_message(ctx, node, inner.args[0], ctx.source.node_text(inner.func)))
             return
         if constant_table(fa, inner):
-            return self._computed(ctx, node, inner)  # `torch.tensor([1, 0, 0, 1]).cuda()`: a table of literals
+            return _computed(self, ctx, node, inner)  # `torch.tensor([1, 0, 0, 1]).cuda()`: a table of literals
         name = factory_name(fa, inner)
         if name is None:
             legacy = legacy_constructor(fa, inner)
             if legacy is not None:
                 self._report_if(ctx, node, _legacy_message(ctx, node, inner, legacy))
-            elif not self._legacy_filled(ctx, node, inner):
-                self._computed(ctx, node, inner)
+            elif not _legacy_filled(self, ctx, node, inner):
+                _computed(self, ctx, node, inner)
             return
         assert isinstance(inner, ast.Call)
         if not builds_on_cpu(fa, name, inner) or empty_placeholder(name, inner):
@@ -416,24 +430,27 @@ class CpuTensorThenMoved(Rule):
         if message is not None:
             self.report(ctx, node, message=message)
 
-    def _computed(self, ctx, node: ast.Call, inner: ast.AST) -> None:
-        """`torch.exp(-k * torch.arange(half) / half).to(t.device)` (`host_built`):
-        reported at the factory, without a fix (on the GPU the last bits may differ)."""
-        if _target(node, ctx.analysis) is None:
-            return
-        factory = computed_then_moved(ctx.analysis, inner, ctx.ancestors)
-        if factory is not None:
-            self.report(ctx, factory, message=computed_message(ctx.analysis, factory, node))
-
-    def _legacy_filled(self, ctx, node: ast.Call, inner: ast.AST) -> bool:
-        """`torch.FloatTensor(b, n).fill_(0).to(device)` (`.zero_()` too), reported
-        without a fix; True when `inner` has that shape (reported or not)."""
-        shaped, message = _legacy_filled_message(ctx, node, inner)
-        if message is not None:
-            self.report(ctx, node, message=message)
-        return shaped
 
 
+
+
+def _computed(rule, ctx, node: ast.Call, inner: ast.AST) -> None:
+    """`torch.exp(-k * torch.arange(half) / half).to(t.device)` (`host_built`):
+    reported at the factory, without a fix (on the GPU the last bits may differ)."""
+    if _target(node, ctx.analysis) is None:
+        return
+    factory = computed_then_moved(ctx.analysis, inner, ctx.ancestors)
+    if factory is not None:
+        rule.report(ctx, factory, message=computed_message(ctx.analysis, factory, node))
+
+
+def _legacy_filled(rule, ctx, node: ast.Call, inner: ast.AST) -> bool:
+    """`torch.FloatTensor(b, n).fill_(0).to(device)` (`.zero_()` too), reported
+    without a fix; True when `inner` has that shape (reported or not)."""
+    shaped, message = _legacy_filled_message(ctx, node, inner)
+    if message is not None:
+        rule.report(ctx, node, message=message)
+    return shaped
 
 
 def _right_after_a_read(fa, move: ast.Call, ancestors) -> bool:
@@ -513,6 +530,8 @@ def _device_fix(rule, ctx, node: ast.Call, inner: ast.Call, name: str, built_on)
         ):
             return None
     method = node.func.attr  # type: ignore[attr-defined]
+    if method == "type":
+        return None  # `.type(torch.cuda.FloatTensor)` casts too: `device=` alone would not keep its dtype
     device_text: Optional[str] = None
     dtype_text: Optional[str] = None
     if method == "cuda":
@@ -589,8 +608,8 @@ def _target(node: ast.Call, fa) -> Optional[str]:
     """DEVICE when the call moves to an accelerator, else None."""
     if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
         return None
-    if node.func.attr == "cuda":  # type: ignore[attr-defined]
-        return DEVICE
+    if node.func.attr in ("cuda", "type"):  # type: ignore[attr-defined]
+        return DEVICE  # (`.type(...)`: only a CUDA tensor type gets here)
     dev = next((kw.value for kw in node.keywords if kw.arg == "device"), None)
     if dev is None and node.args:
         dev = node.args[0]

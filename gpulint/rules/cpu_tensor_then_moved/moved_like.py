@@ -7,7 +7,7 @@ dtype that `.to(mask)` also takes."""
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence, Tuple
+from typing import FrozenSet, Optional, Sequence, Set, Tuple
 
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.index.order import scope_nodes
@@ -34,10 +34,16 @@ def typed_like(fa, node: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[Tup
     `moved_like` would take `.to(x)`: the factory's result, through casts
     and reshapes, cast to `x`'s type, which moves it to `x`'s device (YOLO
     losses' grids, rebuilt per level of every step): (x, the factory)."""
-    if not (isinstance(node.func, ast.Attribute) and node.func.attr == "type_as"
+    if not (isinstance(node.func, ast.Attribute) and node.func.attr in ("type_as", "type")
             and len(node.args) == 1 and not node.keywords):
         return None
-    like = _like_in_layer(fa, node, node.args[0], ancestors)
+    other = node.args[0]
+    if node.func.attr == "type":  # `.type(x.type())`: x's type name, its device included
+        if not (isinstance(other, ast.Call) and isinstance(other.func, ast.Attribute)
+                and other.func.attr == "type" and not other.args and not other.keywords):
+            return None
+        other = other.func.value
+    like = _like_in_layer(fa, node, other, ancestors)
     if like is None:
         return None
     parent = ancestors[-1] if ancestors else None
@@ -69,7 +75,8 @@ def typed_like_message(fa, node: ast.Call, ancestors: Sequence[ast.AST], text_of
     if factory in reported:
         return None
     reported[factory] = True
-    return moved_like_message(text_of(like), factory_name(fa, factory), "type_as")
+    method = "type_as" if node.func.attr == "type_as" else "type"  # type: ignore[attr-defined]
+    return moved_like_message(text_of(like), factory_name(fa, factory), method)
 
 
 def _like_in_layer(fa, node: ast.Call, like: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
@@ -88,8 +95,9 @@ def _like_in_layer(fa, node: ast.Call, like: ast.AST, ancestors: Sequence[ast.AS
 
 def moved_like_message(other: str, factory: str, method: str = "to") -> str:
     other = other if len(other) <= 20 else "..."
+    cast = f".type({other}.type())" if method == "type" else f".{method}({other})"
     return (
-        f"`torch.{factory}()` builds the tensor on the CPU and `.{method}({other})` then copies it to the GPU; "
+        f"`torch.{factory}()` builds the tensor on the CPU and `{cast}` then copies it to the GPU; "
         f"pass `device={other}.device, dtype={other}.dtype` instead"
     )
 
@@ -102,14 +110,25 @@ def _called_by_forward(fa, func: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     cls = ancestors[at - 1] if at > 0 else None
     if not isinstance(cls, ast.ClassDef):
         return False
-    forward = next((b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == "forward"), None)
-    if forward is None:
-        return False
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == func.name  # type: ignore[attr-defined]
-        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
-        for n in scope_nodes(forward)
-    )
+    return func.name in fa.index.memoized("gpu203.forward_helpers", cls, lambda: _forward_helpers(cls))  # type: ignore[attr-defined]
+
+
+def _forward_helpers(cls: ast.ClassDef) -> FrozenSet[str]:
+    """The methods of `cls` that its `forward` calls on `self`, directly or
+    through other such methods (svoice's `pad_segment`, which
+    `create_chuncks` calls for `forward`)."""
+    methods = {b.name: b for b in cls.body if isinstance(b, ast.FunctionDef)}
+    if "forward" not in methods:
+        return frozenset()
+    seen: Set[str] = set()
+    todo = ["forward"]
+    while todo:
+        for n in scope_nodes(methods[todo.pop()]):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self" and n.func.attr in methods and n.func.attr not in seen):
+                seen.add(n.func.attr)
+                todo.append(n.func.attr)
+    return frozenset(seen)
 
 
 def _parameter_of_forward(expr: ast.AST, func: ast.AST) -> bool:
