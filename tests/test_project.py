@@ -2055,6 +2055,7 @@ def test_an_action_computed_from_the_read_is_still_the_action(tmp_path):
     # `select_actions` copies the Q-values to the host and returns the argmax of
     # them: the returned action is computed from the read, which the host needs
     # for `env.step`; the copy in `log_values`, whose result is only printed, is a sync
+    # (after the next forward: right after `select_actions` it would wait for nothing new)
     write(tmp_path, {
         "dqn/utils.py": """
             import random
@@ -2088,8 +2089,8 @@ def test_an_action_computed_from_the_read_is_still_the_action(tmp_path):
                             action_value = net(torch.tensor(obs).cuda())
                         action = select_actions(action_value, 0.1)
                         obs, reward, done, _ = env.step(action)
-                        print(log_values(action_value))
                         loss = net(torch.tensor(obs).cuda()).sum()
+                        print(log_values(action_value))
                         optimizer.zero_grad()
                         loss.backward()
                         optimizer.step()

@@ -59,7 +59,14 @@ class Fp32WithoutTf32OrAmp(Rule):
     sets the matmul precision or `allow_tf32` to any
     value, including `"highest"` / `False`, made a deliberate choice and is not
     flagged, nor one whose names show it handles precision elsewhere
-    (`with amp_autocast():`, `args.amp`, `use_fp16`, `mixed_precision`).
+    (`with amp_autocast():`, `args.amp`, `use_fp16`, `mixed_precision`; a
+    `precision` variable or sklearn's `precision_recall_fscore_support` is
+    the metric, not such a name), nor one whose functions a file of the
+    project that names a reduced precision calls (picotron's `train.py`
+    casts the model to bfloat16, then calls the pipeline step of
+    `pipeline_parallel.py`). A file that names no device of its own uses
+    CUDA when a file it imports, directly or through imports, names it (a
+    `device` set in `conf.py` and star-imported).
     A loop in a function that never touches a device (a CPU loop in a file
     that also has GPU code) is not flagged. Test files are not flagged (they
     often check FP32 numerics on purpose), nor code targeting torch < 1.12,
@@ -393,6 +400,11 @@ def _mentions_device(fa, scope: ast.AST) -> bool:
     return False
 
 
+# names of the precision metric, not of a numeric precision: `precision`,
+# sklearn's `precision_recall_fscore_support`, `precision_score`, `average_precision`
+_PRECISION_METRIC_RE = re.compile(r"^(average_)?precision(_(recall|score|at)\w*)?$", re.I)
+
+
 def _precision_managed(ctx) -> bool:
     """Does anything in the file choose a precision (autocast, TF32, half/bf16, a framework),
     or call a function of the project that does (an FSDP mixed-precision policy)?"""
@@ -401,6 +413,8 @@ def _precision_managed(ctx) -> bool:
         return True
     if fa.facts.calls_precision_choice():
         return True  # `parallelize_model(...)` of another file wraps the model with `MixedPrecisionPolicy`
+    if fa.facts.called_in_low_precision():
+        return True  # the trainer that calls this file's step casts the model to bf16 (picotron's `train.py`)
     if any(TRANSFORMERS_TRAINERS.match(q) for q in fa.imports.names.values()):  # `from transformers import Trainer`
         return True
     if autocast_uses(fa):
@@ -412,8 +426,9 @@ def _precision_managed(ctx) -> bool:
             else node.arg if isinstance(node, (ast.arg, ast.keyword))
             else None
         )
-        if ident and PRECISION_IDENT_RE.search(ident):
-            return True
+        if ident and PRECISION_IDENT_RE.search(ident) and not (
+                isinstance(node, (ast.Name, ast.arg)) and _PRECISION_METRIC_RE.match(ident)):
+            return True  # (a `precision` variable is the metric: `precision, recall, f1, _ = ...`)
         if isinstance(node, (ast.Name, ast.Attribute)):
             q = fa.imports.qualname(node) or ""
             if q.startswith(("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.")):

@@ -60,3 +60,12 @@ def called_off_step(graph: "ProjectGraph") -> Set[str]:
                 unseen.add(cid)
                 todo.append(cid)
     return {cid for cid in called if cid not in graph.every_step and cid not in unseen}
+
+
+def called_in_low_precision(graph: "ProjectGraph") -> Set[str]:
+    """The functions that a function of a file naming a reduced precision
+    calls (`low_precision` in its summary: a trainer script that casts the
+    model to bfloat16, then calls another file's pipeline step)."""
+    return {cid for fid, path in graph.owner.items() if graph.files[path][1].get("low_precision")
+            for cid, _, _ in graph.resolved_calls(fid)}
+

@@ -20,7 +20,7 @@ from gpulint.model.names import ImportTable
 from gpulint.model.control.options import opt_in_destinations
 from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
 from gpulint.model.project.imports import bound_dotted, import_bindings, imported_modules, star_imported, used_names
-from gpulint.model.project.refs import FileRefs
+from gpulint.model.project.refs import FileRefs, star_refs
 from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
 from gpulint.model.project.per_call import built_per_call
 from gpulint.model.project.exports import EXTERNAL_ROOTS, exports_summary
@@ -80,7 +80,13 @@ class ProjectFacts(CallFacts):
     def _ref(self, call: ast.Call) -> Optional[str]:
         key = id(call)
         if key not in self._refs_of:
-            self._refs_of[key] = self.refs.call_ref(call) if self.refs is not None else None
+            ref = self.refs.call_ref(call) if self.refs is not None else None
+            if ref is None and self.refs is not None and isinstance(call.func, ast.Name) and self.refs.star_modules:
+                # a name only a star import binds (`from evaluation import *`, then `get_accuracy(SR, GT)`):
+                # the function of the one module that may define it
+                found = star_refs(self.refs, call.func.id)
+                ref = found[0] if len(found) == 1 else None
+            self._refs_of[key] = ref
         return self._refs_of[key]
 
     def _any_of(self, call: ast.Call, found) -> bool:
@@ -161,6 +167,11 @@ class ProjectFacts(CallFacts):
 
     def cuda_nearby(self) -> bool:
         return bool(self.table.get("cuda_nearby"))
+
+    def called_in_low_precision(self) -> bool:
+        """A file that names a reduced precision (a bf16 model, autocast, TF32)
+        calls a function of this file: the precision is chosen there."""
+        return bool(self.table.get("low_precision_callers"))
 
     def calls_precision_choice(self) -> bool:
         """The file calls a function of the project that chooses the model's
@@ -251,6 +262,8 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
         out["defines"] = True  # (a factory of the project's objects, `make_agent(env)`: `_importing_steps`)
     if "__main__" in text and self_test_block(tree, text):
         out["self_test"] = True  # (`Programs.self_tested`)
+    if "cuda" in text:
+        out["cuda"] = True  # (as a full summary says it: for the files that import it, `Programs.imports_one_saying`)
     if "add_argument" in text:  # its opt-in command-line flags, for the files of its program
         flags = opt_in_destinations(n for n in ast.walk(tree) if isinstance(n, ast.Call))
         if flags:

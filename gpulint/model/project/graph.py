@@ -50,7 +50,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from gpulint.model.project.hierarchy import overrides, subclasses
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
-from gpulint.model.project.callers import called_off_step, device_side
+from gpulint.model.project.callers import called_in_low_precision, called_off_step, device_side
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
 from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, LOADER, NUMBER, NUMPY, OTHER, TENSOR
 
@@ -124,6 +124,7 @@ class ProjectGraph:
         # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
         self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
         self._programs: Optional[Programs] = None
+        self._low_precision: Optional[Set[str]] = None  # (`callers.called_in_low_precision`, when asked)
         if previous is not None:
             _resolved_from(self, previous)
         self._model_files: Optional[ModelFiles] = None
@@ -414,16 +415,26 @@ class ProjectGraph:
             layers = self._models().trained_layers(path, summary)
             if layers:
                 table["layers"] = layers
-            if not summary.get("cuda") and any(self.program_files[p][1].get("cuda") for p in self.model_files(path)):
-                table["cuda_nearby"] = True
+            if not summary.get("cuda") and (
+                    any(self.program_files[p][1].get("cuda") for p in self.model_files(path))
+                    or self._program_set().imports_one_saying(path, "cuda")):
+                table["cuda_nearby"] = True  # (a model file names CUDA, or a file it imports: its `device`)
+            if not summary.get("low_precision"):
+                if self._low_precision is None:
+                    self._low_precision = called_in_low_precision(self)
+                if any(self.id_of(path, qual) in self._low_precision for qual in summary.get("functions", {})):
+                    table["low_precision_callers"] = True
         return table
 
     def program_facts(self, path: str) -> dict:
         """`Programs.facts`: the lowest torch pinned in `path`'s program, below its own
         (`torch_pin`), the opt-in flags the program's other files define (`opt_in`), a default
         device one sets (`default_device`), and whether other files import its self-test (`self_test`)."""
+        return self._program_set().facts(path)
+
+    def _program_set(self) -> Programs:
         self._programs = self._programs or Programs(self.program_files)
-        return self._programs.facts(path)
+        return self._programs
 
     def _module_file(self, module: str, importer: str) -> Optional[str]:
         """The file `import module` in `importer` reads (`module_file`)."""

@@ -28,7 +28,7 @@ class Programs:
         self._per_call: Optional[Dict[str, List[str]]] = None
         self._named_memo: Optional[Dict[str, List[str]]] = None  # (`_named`)
 
-    READS = ("imports", "pin", "flags", "tests_flags", "default_device", "self_test", "per_call")  # what it reads of a summary
+    READS = ("imports", "pin", "flags", "tests_flags", "default_device", "self_test", "per_call", "cuda")  # what it reads of a summary
 
     @classmethod
     def same_part(cls, before: dict, now: dict) -> bool:
@@ -113,6 +113,24 @@ class Programs:
             self._flags = self._over_programs(lambda p: frozenset(self.files[p][1].get("flags", ())),
                                               lambda a, b: a | b if a and b else a or b)
         return sorted((self._flags.get(path) or frozenset()) & tested)
+
+    def imports_one_saying(self, path: str, key: str) -> bool:
+        """A project file that `path` imports, directly or through the files
+        it imports, has `key` in its summary (the transformer repository's
+        `train.py` takes `device` from `conf.py`, through `from data import *`,
+        and `conf.py` names CUDA)."""
+        imports = self._import_graph()[0]
+        seen = {path}
+        todo = list(imports.get(path, ()))
+        while todo:
+            q = todo.pop()
+            if q in seen:
+                continue
+            seen.add(q)
+            if self.files[q][1].get(key):
+                return True
+            todo.extend(imports.get(q, ()))
+        return False
 
     def pin(self, path: str) -> Optional[List]:
         """[version, file] of the lowest torch that a file of `path`'s program

@@ -632,8 +632,12 @@ def _keeps_object(value: Optional[ast.AST], name: str) -> bool:
         return (isinstance(innermost, ast.Attribute) and innermost.attr in _SELF_RETURNING
                 and isinstance(innermost.value, ast.Name) and innermost.value.id == name)
     last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    return (last in _MODULE_WRAPPERS and bool(value.args) and isinstance(value.args[0], ast.Name)
-            and value.args[0].id == name)
+    if last not in _MODULE_WRAPPERS or not value.args:
+        return False
+    wrapped = value.args[0]  # `DDP(model)`, `DDP(model.to(device), ...)`
+    return (isinstance(wrapped, ast.Name) and wrapped.id == name) or (
+        isinstance(wrapped, ast.Call) and isinstance(wrapped.func, ast.Attribute)
+        and wrapped.func.attr in _SELF_RETURNING and _keeps_object(wrapped, name))
 
 
 def _held_name(value: Optional[ast.AST]) -> Optional[str]:

@@ -76,6 +76,17 @@ _BACKWARD_CALL = re.compile(r"backward\s*\(")
 _PRECISION_POLICIES = frozenset({"MixedPrecision", "MixedPrecisionPolicy"})
 
 
+
+# words of code that chooses a reduced precision for what it runs: a half or
+# bf16 model or dtype, autocast, TF32 (read as text: a file that names one is
+# evidence enough that the functions it calls need not run in full FP32)
+LOW_PRECISION_WORDS = ("bfloat16", "float16", ".half()", "autocast", "allow_tf32", "set_float32_matmul_precision")
+
+def _item_read(value: Optional[ast.AST]) -> bool:
+    """`<tensor>.item()`: the Python number a tensor holds."""
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "item"
+            and not value.args and not value.keywords)
+
 def _choosing_precision(fa: "FileModel", refs: FileRefs) -> Set[str]:
     """The functions of the file that build an FSDP mixed-precision policy
     (`MixedPrecisionPolicy(param_dtype=...)`, `MixedPrecision(...)`): a
@@ -167,7 +178,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     for scope, sc in scopes.items():
         # what a function returns, where a loop would read it: a loader (where the file
         # builds any), or what a step function gives back (its loss, as a tensor or a number)
-        if sc.return_nodes and arrays and not (loaders or sc.steps):
+        if sc.return_nodes and not sc.steps and all(_item_read(n.value) for n in sc.return_nodes):
+            sc.returns.append(NUMBER)  # `return reduced_loss.item()`: a Python number, however it was computed
+        elif sc.return_nodes and arrays and not (loaders or sc.steps):
             # read for what a loader may take: an array, by its numpy call alone (no inference)
             made = [numpy_made(fa, n.value, scope) for n in sc.return_nodes]
             sc.returns = [NUMPY] if all(made) else [None]
@@ -251,6 +264,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     tested = tested_flags(fa.index)
     if tested:
         out["tests_flags"] = sorted(tested)  # what such a flag of another file could guard here
+    if any(fa.index.mentions(w) for w in LOW_PRECISION_WORDS):
+        out["low_precision"] = True  # (for the files whose functions it calls: `CallFacts.called_in_low_precision`)
     if sets_program_default_device(fa):
         out["default_device"] = True  # (for the files of its program: `Programs.default_device`)
     if not fa.index.may_use_accelerator:
@@ -334,6 +349,10 @@ class _Scope:
             i = _iterated_parameter(fa, scope, self.loops)
             if i is not None:
                 out["iterates"] = i
+        elif isinstance(scope, FUNCS) and scope.name == "__init__":
+            i = _wrapped_iterable(fa, scope)
+            if i is not None:
+                out["iterates"] = i  # (a call of the class: `LogProgress(logger, loader)`)
         return out
 
 
@@ -412,7 +431,8 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
     # whether a per-step call comes right after a host read of the caller (`entered_synced`)
     synced: Optional[bool] = None
     if where in (TRAIN, EVAL):  # (from a loop's step; a per-step function's own calls are not asked: cost)
-        first = _first_reads(fa).get(scope)
+        first = min((line for line in (_first_reads(fa).get(scope), _first_synced_calls(fa).get(scope))
+                     if line is not None), default=None)
         synced = first is not None and first <= node.lineno and follows_host_read(node, ancestors, fa, limit=SYNC_WALK_LIMIT)
     # whether a per-step call's result is the action an environment's step takes
     env = feeds_environment_step(fa.index, node, ancestors) if where in (TRAIN, EVAL) else None
@@ -440,6 +460,25 @@ def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
     a call before none of them cannot follow a read, and needs no walk back
     (`follows_host_read`)."""
     return first_read_lines(fa, _READ_METHODS)
+
+
+def _first_synced_calls(fa: "FileModel") -> Dict[ast.AST, int]:
+    """scope -> the first line of a call in it of a project function that
+    returns right after a host read (`CallFacts.returns_synced`: the
+    segmentation metrics' `get_accuracy(SR, GT)`, which returns
+    `float(corr) / n`): the calls after it may follow a read too."""
+    def compute() -> Dict[ast.AST, int]:
+        found: Dict[ast.AST, int] = {}
+        if fa.facts.empty:
+            return found
+        for call in fa.index.nodes_of(ast.Call):
+            if fa.facts.returns_synced(call):
+                scope = fa.index.owner(call)
+                if scope is not None and (scope not in found or call.lineno < found[scope]):
+                    found[scope] = call.lineno
+        return found
+
+    return fa.index.memoized("summary.first_synced_calls", None, compute)
 
 
 def reads_newly_every_step(fa: "FileModel", refs: FileRefs, before: dict, after: dict) -> bool:
@@ -631,6 +670,41 @@ def _words(test: ast.AST) -> List[str]:
         elif isinstance(n, ast.Attribute):
             out.append(n.attr)
     return out
+
+
+def _wrapped_iterable(fa: "FileModel", init: ast.AST) -> Optional[int]:
+    """For the `__init__` of a class whose `__iter__` iterates an attribute
+    that `__init__` sets to one of its parameters (`self.iterable =
+    iterable`, then `iter(self.iterable)`: svoice's `LogProgress`, a
+    progress logger around the loader): the position of that parameter at
+    a call of the class. Its objects step over what that parameter holds."""
+    cls = fa.index.parents.get(init)
+    if not isinstance(cls, ast.ClassDef):
+        return None
+    it = next((b for b in cls.body if isinstance(b, FUNCS) and b.name == "__iter__"), None)
+    if it is None:
+        return None
+    iterated = set()
+    for n in walk(it):
+        target = None
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "iter" and len(n.args) == 1:
+            target = n.args[0]  # `return iter(self.iterable)`, `self._it = iter(self.iterable)`
+        elif isinstance(n, (ast.For, ast.AsyncFor)):
+            target = n.iter  # `for x in self.iterable: yield x`
+        elif isinstance(n, ast.YieldFrom):
+            target = n.value
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            iterated.add(target.attr)
+    if not iterated:
+        return None
+    positional = [a.arg for a in list(init.args.posonlyargs) + list(init.args.args)][1:]  # type: ignore[attr-defined]
+    for stmt in init.body:  # type: ignore[attr-defined]
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+                and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == "self"
+                and stmt.targets[0].attr in iterated and isinstance(stmt.value, ast.Name)
+                and stmt.value.id in positional):
+            return positional.index(stmt.value.id)
+    return None
 
 
 def _iterated_parameter(fa: "FileModel", func: ast.AST, loops: List[ast.AST]) -> Optional[int]:

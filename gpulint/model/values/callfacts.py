@@ -117,6 +117,13 @@ class CallFacts:
         `engine.py`, whose device `main.py` chooses)."""
         return False
 
+    def called_in_low_precision(self) -> bool:
+        """A file that names a reduced precision (a bf16 model, autocast,
+        TF32) calls a function of this file: it chooses the precision that
+        this file's code runs in (picotron's `train.py` casts the model,
+        then calls the pipeline step of another file)."""
+        return False
+
     def device_side(self, func: ast.AST) -> bool:
         """The function is in a file that never mentions a device, and a
         function of a file that can use one calls it, directly or through

@@ -695,7 +695,8 @@ def reads_on_return(fa, value: ast.AST) -> bool:
     """`value`, what a function returns, is read from the device on the host
     as it is computed: `x.item()`, `x.cpu()`, `x.cpu().numpy()`, `x.tolist()`,
     `float(x)` of a tensor not known to live on the host, a tuple of such
-    values, or a name whose last binding on every path is one (`out =
+    values, arithmetic of one with host numbers (`float(corr) / n`), or a
+    name whose last binding on every path is one (`out =
     logits.cpu().numpy()` ... `return out`). Such a read waits for all the
     work queued before it, so when the function returns the host is in step
     with the device."""
@@ -706,6 +707,10 @@ def reads_on_return(fa, value: ast.AST) -> bool:
     if isinstance(value, ast.Name):
         bound = dominating_value(fa.index, value, fa.index.ancestors(value))
         return bound is not None and not isinstance(bound, ast.Name) and reads_on_return(fa, bound)
+    if isinstance(value, ast.BinOp):  # `float(corr) / n`: arithmetic of what was read, and of host numbers
+        sides = (value.left, value.right)
+        return any(reads_on_return(fa, v) for v in sides) and all(
+            reads_on_return(fa, v) or fa.values.kind(v, fa.index.ancestors(v)) != TENSOR for v in sides)
     if not isinstance(value, ast.Call):
         return False
     func = value.func

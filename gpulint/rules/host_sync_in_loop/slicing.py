@@ -38,9 +38,14 @@ class SliceReads:
 
 def _bound_tensors(bound: ast.AST) -> List[ast.AST]:
     """The names a slice bound reads as its value: `length`, `length - 1`
-    (arithmetic of a tensor is a tensor); not `len(x)`, `x.shape[1]`, `n.item()`."""
+    (arithmetic of a tensor is a tensor), `lengths[i]` (an element of a
+    tensor is a tensor: svoice's `mask[i, :, source_lengths[i]:] = 0`); not
+    `len(x)`, `x.shape[1]`, `n.item()`."""
     if isinstance(bound, ast.Name):
         return [bound]
+    if isinstance(bound, ast.Subscript) and isinstance(bound.value, ast.Name) and not isinstance(
+            bound.slice, (ast.Slice, ast.Tuple)):
+        return [bound.value]
     if isinstance(bound, ast.BinOp):
         return _bound_tensors(bound.left) + _bound_tensors(bound.right)
     if isinstance(bound, ast.UnaryOp):

@@ -1,0 +1,310 @@
+"""What a project's other files tell a file: the device and precision its
+program chooses, what a helper of another file returns, and the torch an
+import pins."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cli_helpers import findings, invoke, write as write_one
+
+
+def write(root: Path, files) -> None:
+    for rel, text in files.items():
+        write_one(root, rel, text)
+
+
+def found(root: Path, *codes: str):
+    """{(path below root, row, code)} of `gpulint check --preview .` with `codes` selected."""
+    res = invoke(["check", "--preview", "--select", ",".join(codes), "."], root)
+    assert res.exit_code in (0, 1), res.output
+    return {(path.replace(os.sep, "/"), row, code) for path, row, _, code in findings(res.stdout)}
+
+
+def test_a_helper_returning_a_read_number_hands_back_no_tensor(tmp_path):
+    """`average_loss(loss, device)` returns `reduced.item()`: the caller's
+    `loss`, a tensor the step returned just before, is now a Python number,
+    and formatting it reads nothing from the GPU (picotron's step print)."""
+    write(tmp_path, {
+        "utils.py": """
+            import torch
+
+
+            def average_loss(loss, device):
+                reduced = torch.tensor([loss if loss is not None else 0.0], dtype=torch.float32, device=device)
+                return reduced.item()
+        """,
+        "engine.py": """
+            def train_step(model, data_loader, device):
+                acc = 0.0
+                for batch in data_loader:
+                    loss = model(batch.to(device)).sum()
+                    loss.backward()
+                    acc += loss.detach()
+                return acc
+        """,
+        "train.py": """
+            from engine import train_step
+            from utils import average_loss
+
+
+            def main(model, data_loader, optimizer, device, steps):
+                for step in range(steps):
+                    optimizer.zero_grad(set_to_none=True)
+                    loss = train_step(model, data_loader, device)
+                    loss = average_loss(loss, device)
+                    optimizer.step()
+                    print(f"Step: {step:<5d} | Loss: {loss:6.4f}")
+        """,
+    })
+    assert found(tmp_path, "GPU101") == {("utils.py", 7, "GPU101")}
+
+
+# a transformer trained by a pipeline step of another file (picotron): the trainer
+# script chooses the precision, the step's file names none
+PIPELINE = {
+    "engine.py": """
+        import torch
+
+
+        def train_step(model, data_loader, device):
+            total = 0.0
+            for batch in data_loader:
+                out = model(batch["x"].to(device))
+                loss = out.sum()
+                loss.backward()
+                total += loss.detach()
+            return total
+    """,
+    "model.py": """
+        import torch
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(d, 8)
+                self.up = nn.Linear(d, 4 * d)
+                self.down = nn.Linear(4 * d, d)
+
+            def forward(self, x):
+                a, _ = self.attn(x, x, x)
+                return self.down(self.up(a))
+    """,
+    "train.py": """
+        import torch
+        from engine import train_step
+        from model import Block
+
+
+        def main(loader, steps):
+            device = torch.device("cuda")
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+            model = Block(512).to(dtype).to(device)
+            optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+            for _ in range(steps):
+                optimizer.zero_grad(set_to_none=True)
+                loss = train_step(model, loader, device)
+                optimizer.step()
+    """,
+}
+
+
+def test_a_step_called_by_a_file_that_chooses_a_reduced_precision_is_not_full_fp32(tmp_path):
+    write(tmp_path, PIPELINE)
+    assert not any(code == "GPU403" for _, _, code in found(tmp_path, "GPU403"))
+    # the same trainer in full FP32: the step's file is flagged
+    files = dict(PIPELINE)
+    files["train.py"] = PIPELINE["train.py"].replace(
+        "dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32", "dtype = torch.float32")
+    write(tmp_path, files)
+    assert ("engine.py", 10, "GPU403") in found(tmp_path, "GPU403")
+
+
+def test_a_device_a_star_import_brings_from_a_config_file_is_cuda(tmp_path):
+    """`train.py` names no device of its own: `device` comes from `conf.py`
+    through `from data import *`, and `conf.py` names CUDA."""
+    write(tmp_path, {
+        "conf.py": """
+            import torch
+
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            batch_size = 128
+        """,
+        "data.py": """
+            from conf import *
+
+            loader = [(i, i) for i in range(10)]
+        """,
+        "model.py": PIPELINE["model.py"],
+        "train.py": """
+            from torch.optim import Adam
+            from data import *
+            from model import Block
+
+            model = Block(512).to(device)
+            optimizer = Adam(model.parameters(), lr=1e-4, fused=True)
+
+
+            def train(iterator):
+                model.train()
+                for src, trg in iterator:
+                    optimizer.zero_grad(set_to_none=True)
+                    loss = model(src.to(device)).sum()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    })
+    assert ("train.py", 15, "GPU403") in found(tmp_path, "GPU403")
+
+
+def test_a_metric_named_precision_is_no_precision_choice(tmp_path):
+    """sklearn's `precision_recall_fscore_support` and a `precision` variable
+    are the metric: they say nothing of the matmul precision."""
+    files = {"model.py": PIPELINE["model.py"], "solver.py": """
+        import torch
+        from sklearn.metrics import precision_recall_fscore_support
+        from model import Block
+
+
+        def train(loader):
+            model = Block(512).cuda()
+            optimizer = torch.optim.Adam(model.parameters(), fused=True)
+            for x in loader:
+                optimizer.zero_grad(set_to_none=True)
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+
+        def test(gt, pred):
+            precision, recall, f_score, support = precision_recall_fscore_support(gt, pred)
+            return precision
+    """}
+    write(tmp_path, files)
+    assert ("solver.py", 13, "GPU403") in found(tmp_path, "GPU403")
+
+
+def test_a_model_wrapped_around_its_own_move_keeps_its_class(tmp_path):
+    """`model = DDP(model.to(device), ...)` still holds the `Flow` built
+    above, so its forward runs every step, and the constant table its
+    helper of another file builds is copied every step (gmflow)."""
+    write(tmp_path, {
+        "utils.py": """
+            import torch
+
+
+            def normalize_img(img):
+                mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1).to(img.device)
+                return img - mean
+        """,
+        "flow.py": """
+            from torch import nn
+            from utils import normalize_img
+
+
+            class Flow(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 8, 3)
+
+                def forward(self, img):
+                    return self.conv(normalize_img(img))
+        """,
+        "main.py": """
+            import torch
+            from flow import Flow
+
+
+            def main(args, loader, device):
+                model = Flow().to(device)
+                if args.distributed:
+                    model = torch.nn.parallel.DistributedDataParallel(model.to(device), device_ids=[0])
+                optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+                for img, target in loader:
+                    loss = (model(img.to(device)) - target.to(device)).abs().mean()
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+        """,
+    })
+    assert ("utils.py", 6, "GPU203") in found(tmp_path, "GPU203")
+
+
+def test_torchtext_legacy_pins_the_torch_of_the_program_that_imports_it(tmp_path):
+    """`torchtext.legacy` is gone from the torchtext of torch 1.11: a
+    program that imports it runs on torch 1.10, which has no fused Adam."""
+    files = {
+        "util/data_loader.py": """
+            from torchtext.legacy.data import Field, BucketIterator
+        """,
+        "data.py": """
+            from util.data_loader import Field
+        """,
+        "train.py": """
+            import torch
+            from torch.optim import Adam
+            from data import Field
+
+
+            def train(loader):
+                model = torch.nn.Linear(4, 4).cuda()
+                optimizer = Adam(model.parameters(), lr=1e-4)
+                for x in loader:
+                    optimizer.zero_grad(set_to_none=True)
+                    model(x.cuda()).sum().backward()
+                    optimizer.step()
+        """,
+    }
+    write(tmp_path, files)
+    assert not any(code == "GPU405" for _, _, code in found(tmp_path, "GPU405"))
+    files["util/data_loader.py"] = "import numpy\n"
+    write(tmp_path, files)
+    assert ("train.py", 9, "GPU405") in found(tmp_path, "GPU405")
+
+
+def test_metric_helpers_called_right_after_one_that_read_wait_for_nothing_new(tmp_path):
+    """The segmentation metrics imported with `*`: `get_accuracy` reads on
+    the host after the step (the wait), and `get_specificity`, called right
+    after it returned, waits only for its few comparison kernels. A star
+    import finds the project's facts of what it binds."""
+    write(tmp_path, {
+        "evaluation.py": """
+            import torch
+
+
+            def get_accuracy(SR, GT, threshold=0.5):
+                SR = SR > threshold
+                GT = GT == torch.max(GT)
+                corr = torch.sum(SR == GT)
+                return float(corr) / SR.numel()
+
+
+            def get_specificity(SR, GT, threshold=0.5):
+                SR = SR > threshold
+                GT = GT == torch.max(GT)
+                TN = ((SR == 0) + (GT == 0)) == 2
+                FP = ((SR == 1) + (GT == 0)) == 2
+                return float(torch.sum(TN)) / (float(torch.sum(TN + FP)) + 1e-6)
+        """,
+        "solver.py": """
+            import torch
+            from evaluation import *
+
+
+            def train(unet, loader, optimizer, criterion, device):
+                acc = SP = 0.0
+                for images, GT in loader:
+                    images, GT = images.to(device), GT.to(device)
+                    SR = unet(images)
+                    loss = criterion(SR, GT)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                    acc += get_accuracy(SR, GT)
+                    SP += get_specificity(SR, GT)
+        """,
+    })
+    assert found(tmp_path, "GPU101") == {("evaluation.py", 9, "GPU101")}
