@@ -76,6 +76,13 @@ class UnsynchronizedTiming(Rule):
       shrinks with every pass. One restarted another way (`self.iter_time =
       tnow`) is read as before, and a never-restarted meter in a loop that
       does not sync every pass is flagged;
+    - a step timer started and read in every pass, with a host sync of the
+      pass between the two and no model forward or backward after that
+      sync (picotron's `step_start_time`, a loss read through a helper that
+      returns `.item()`, then the optimizer step): the sync waits for the
+      pass's work and the previous pass's tail, so each reading is one
+      pass's worth of work. A request timed from its blocking upload to
+      after its forward is flagged: the reading misses the forward;
     - model calls on raw inputs (`model("bus.jpg")`, `model(numpy_image)`):
       predictors that do their own pre- and post-processing;
     - differences that are compared (`if time.time() - t0 > timeout:`):

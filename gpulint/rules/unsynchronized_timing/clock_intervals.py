@@ -565,7 +565,7 @@ def _one_pass_between_syncs(fa: FileModel, scope: ast.AST, interval: Interval) -
     = tnow`) is not taken here."""
     loop = interval.loop or _loop_read_in(fa, interval)
     if loop is None:
-        return False
+        return _synced_within_each_pass(fa, scope, interval)
     if interval.loop is None:
         if not _restarted_every_pass(fa, interval.start, loop) and _rebound_in(interval.start, loop):
             return False  # restarted some other way (`self.iter_time = tnow`): read as before
@@ -574,6 +574,37 @@ def _one_pass_between_syncs(fa: FileModel, scope: ast.AST, interval: Interval) -
     elif not (contains(loop, interval.start) and _every_pass(fa, interval.start, loop)):
         return False
     return _every_pass(fa, interval.end, loop) and _syncs_every_pass(fa, scope, loop)
+
+
+def _synced_within_each_pass(fa: FileModel, scope: ast.AST, interval: Interval) -> bool:
+    """A meter started and read in every pass of a loop, with a host read in
+    every pass between the two (picotron's `step_start_time = time.time()`
+    at the top of the step, `average_loss(...)`, which returns `.item()`,
+    then the optimizer step and `time.time() - step_start_time`): the read
+    waits for the pass's work and the previous pass's tail, so each reading
+    spans one pass's worth of work, shifted by where the read sits in the
+    pass (on average, the pass). Where the model's forward or backward comes
+    after the last such read (a served request's forward after its blocking
+    upload), the reading misses the pass itself: not taken here."""
+    around = loops_around(fa.index.ancestors(interval.end) + [interval.end])
+    loop = next((lp for lp in around if isinstance(lp, LOOPS) and contains(lp, interval.start)), None)
+    if loop is None or not (_every_pass(fa, interval.start, loop) and _every_pass(fa, interval.end, loop)):
+        return False
+    lo, hi = end_of(interval.start), start_of(interval.end)
+    calls = [n for n in walk(loop) if isinstance(n, ast.Call) and lo < start_of(n) < hi]
+    reads = [n for n in calls if _host_read(fa, n) and _every_pass(fa, n, loop)]
+    if not reads:
+        return False
+    last = max(start_of(n) for n in reads)
+    return not any(start_of(n) > last and (fa.steps.is_model_call(n, fa.index.ancestors(n))
+                                           or fa.steps.is_backward_call(n)) for n in calls)
+
+
+def _host_read(fa: FileModel, call: ast.Call) -> bool:
+    """`x.item()`, `x.tolist()`, an explicit sync, or a project function
+    whose every return reads on the host: a wait for what the pass queued."""
+    return (isinstance(call.func, ast.Attribute) and call.func.attr in ("item", "tolist") and not call.args) \
+        or is_explicit_sync(call, fa) or fa.facts.returns_synced(call)
 
 
 def _rebound_in(start: ast.AST, loop: ast.AST) -> bool:
