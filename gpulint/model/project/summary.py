@@ -74,18 +74,17 @@ _BACKWARD_CALL = re.compile(r"backward\s*\(")
 # what sets a model's precision where it is wrapped or run: FSDP's mixed-precision
 # policies (`fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))`)
 _PRECISION_POLICIES = frozenset({"MixedPrecision", "MixedPrecisionPolicy"})
-
-
-
 # words of code that chooses a reduced precision for what it runs: a half or
 # bf16 model or dtype, autocast, TF32 (read as text: a file that names one is
 # evidence enough that the functions it calls need not run in full FP32)
 LOW_PRECISION_WORDS = ("bfloat16", "float16", ".half()", "autocast", "allow_tf32", "set_float32_matmul_precision")
 
+
 def _item_read(value: Optional[ast.AST]) -> bool:
     """`<tensor>.item()`: the Python number a tensor holds."""
     return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "item"
             and not value.args and not value.keywords)
+
 
 def _choosing_precision(fa: "FileModel", refs: FileRefs) -> Set[str]:
     """The functions of the file that build an FSDP mixed-precision policy
