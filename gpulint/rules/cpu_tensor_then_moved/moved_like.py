@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import FrozenSet, Optional, Sequence, Set, Tuple
 
-from gpulint.model.control.repetition import runs_repeatedly
+from gpulint.model.control.repetition import called_repeatedly, runs_repeatedly
 from gpulint.model.index.order import scope_nodes
 from gpulint.model.values.devices import device_arg_kind, factory_name
 from gpulint.model.values.host_built import host_factory
@@ -110,25 +110,32 @@ def _called_by_forward(fa, func: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
     cls = ancestors[at - 1] if at > 0 else None
     if not isinstance(cls, ast.ClassDef):
         return False
-    return func.name in fa.index.memoized("gpu203.forward_helpers", cls, lambda: _forward_helpers(cls))  # type: ignore[attr-defined]
+    direct, deeper = fa.index.memoized("gpu203.forward_helpers", cls, lambda: _forward_helpers(cls))
+    # (a method further down runs every forward unless a cache guard stands between: RT-DETR's
+    # `_generate_anchors`, called by `_get_decoder_input` only when the feature shapes change)
+    return func.name in direct or (func.name in deeper and called_repeatedly(fa, func))  # type: ignore[attr-defined]
 
 
-def _forward_helpers(cls: ast.ClassDef) -> FrozenSet[str]:
-    """The methods of `cls` that its `forward` calls on `self`, directly or
-    through other such methods (svoice's `pad_segment`, which
-    `create_chuncks` calls for `forward`)."""
+def _forward_helpers(cls: ast.ClassDef) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """(the methods of `cls` that its `forward` calls on `self`, those it
+    calls through other such methods): svoice's `pad_segment`, which
+    `create_chuncks` calls for `forward`, is of the second."""
     methods = {b.name: b for b in cls.body if isinstance(b, ast.FunctionDef)}
     if "forward" not in methods:
-        return frozenset()
+        return frozenset(), frozenset()
     seen: Set[str] = set()
+    direct: Set[str] = set()
     todo = ["forward"]
     while todo:
-        for n in scope_nodes(methods[todo.pop()]):
+        caller = todo.pop()
+        for n in scope_nodes(methods[caller]):
             if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
                     and n.func.value.id == "self" and n.func.attr in methods and n.func.attr not in seen):
                 seen.add(n.func.attr)
                 todo.append(n.func.attr)
-    return frozenset(seen)
+                if caller == "forward":
+                    direct.add(n.func.attr)
+    return frozenset(direct), frozenset(seen - direct)
 
 
 def _parameter_of_forward(expr: ast.AST, func: ast.AST) -> bool:
