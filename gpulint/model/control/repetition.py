@@ -618,7 +618,7 @@ def _hot_callees(fa: "FileModel") -> Set[Tuple[Optional[str], str]]:
     if "hot_callees" in cache:
         return cache["hot_callees"]  # type: ignore[return-value]
     out: Set[Tuple[Optional[str], str]] = set()
-    rest = []  # the calls not in repeated code themselves: (callee, the def they are in)
+    others = []  # the calls not in repeated code themselves: (callee, the call, its ancestors)
     per_forward: Set[Tuple[Optional[str], str]] = set()  # the callees a `forward` calls, and theirs
     for name, calls in calls_by_callee(fa.index).items():
         for c in calls:
@@ -629,15 +629,20 @@ def _hot_callees(fa: "FileModel") -> Set[Tuple[Optional[str], str]]:
                 out.add(key)
                 if in_forward(ancestors):
                     per_forward.add(key)
-                continue
+            else:
+                others.append((key, c, ancestors))
+    # and what those call on every call, below a layer's `forward` (svoice's `forward` calls `create_chuncks`,
+    # which calls `pad_segment`); not below other hot code (a sampler's loop over whole samplings). The
+    # calls' guards are read only in a file where a `forward` calls a function of its own
+    if per_forward:
+        rest = []  # (callee, the def the call is in), for the calls not under a once or periodic guard
+        for key, c, ancestors in others:
             func, _ = _guarded_context(c, ancestors, fa, per_step=True)
             if func is not _ONCE and func is not None and not _under_periodic_guard(c, ancestors):
                 owner = fa.index.parents.get(func)
                 rest.append((key, (class_group(fa.index, owner.name) if isinstance(owner, ast.ClassDef) else None,
                                    func.name)))  # type: ignore[attr-defined]
-    # and what those call on every call, below a layer's `forward` (svoice's `forward` calls `create_chuncks`,
-    # which calls `pad_segment`); not below other hot code (a sampler's loop over whole samplings)
-    out |= reached_below(per_forward, rest)
+        out |= reached_below(per_forward, rest)
     cache["hot_callees"] = out
     return out
 
