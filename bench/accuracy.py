@@ -686,10 +686,27 @@ CORPUS_SETS = {
         ("WhatAShot/DANet", "b007c57121ec9082f6ef19ec7465d9df70767c26"),
         ("DeNA/PyTorch_YOLOv3", "1a3cd6e465db0b67ab783d92076c6ebfae9359a2"),
     ],
+    # forty-fourth: labelled at first sight on b3bfa25
+    "forty-fourth": [
+        ("starry-sky6688/MARL-Algorithms", "e9e32e122f1b25e1139b82bebbb7ed81dc1e2320"),
+        ("imoneoi/openchat", "47a3596168ed90d8f948f63f458948c3db98e2b8"),
+        ("gentaiscool/end2end-asr-pytorch", "2f78c6bd15b4026c8ddecd428800fcaa4331f6ad"),
+        ("aigc-apps/AMFormer", "afd31a30aa0942ee8274fe2e0e0fb044ea9c21ee"),
+        ("songyouwei/ABSA-PyTorch", "9a7c6c1c993ad772d5f439d32af4899b6698ea67"),
+        ("LeiBAI/AGCRN", "7fbbf2aeb099242098a3cf482b55cd45d7295c28"),
+        ("Coder-Yu/SELFRec", "5b0229423cb1c727e85a704d63e460368c8b9dde"),
+        ("marcoamonteiro/pi-GAN", "0800af72b8a9371b2b62fec2ae69c32994bb802f"),
+        ("Kai-46/nerfplusplus", "ebf2f3e75fd6c5dfc8c9d0b533800daaf17bd95f"),
+        ("TengdaHan/DPC", "1592e5f5443c1a121d61c5b3a27b3be43f0e5fb5"),
+        ("twitter-research/tgn", "d55bbe678acabb9fc3879c408fd1f2e15919667c"),
+        ("McGregorWwww/UCTransNet", "493bd8136b2bb7265d7876104f56688363c8d0d1"),
+        ("zhilin007/FFA-Net", "6651bcf693edd3ba2d097f728676942bd40e6e99"),
+        ("facebookresearch/VideoPose3D", "1afb1ca0f1237776518469876342fc8669d3f6a9"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
