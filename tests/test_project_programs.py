@@ -308,3 +308,65 @@ def test_metric_helpers_called_right_after_one_that_read_wait_for_nothing_new(tm
         """,
     })
     assert found(tmp_path, "GPU101") == {("evaluation.py", 9, "GPU101")}
+
+
+def test_a_dataset_class_of_another_file_serving_stored_items_needs_no_workers(tmp_path):
+    """ABSA-PyTorch's `ABSADataset` tokenizes everything in `__init__` and
+    its `__getitem__` returns `self.data[index]`: a loader over it (bound to
+    a `self` attribute, then split) is in memory. A dataset class of another
+    file that decodes per item still is not."""
+    write(tmp_path, {
+        "data_utils.py": """
+            from PIL import Image
+            from torch.utils.data import Dataset
+
+
+            class TokenizedDataset(Dataset):
+                def __init__(self, lines, tokenizer):
+                    self.data = [tokenizer(line) for line in lines]
+
+                def __getitem__(self, index):
+                    return self.data[index]
+
+                def __len__(self):
+                    return len(self.data)
+
+
+            class ImageDataset(Dataset):
+                def __init__(self, paths):
+                    self.paths = paths
+
+                def __getitem__(self, index):
+                    return Image.open(self.paths[index])
+
+                def __len__(self):
+                    return len(self.paths)
+        """,
+        "train.py": """
+            import torch
+            from torch.utils.data import DataLoader, random_split
+            from data_utils import ImageDataset, TokenizedDataset
+
+
+            class Instructor:
+                def __init__(self, lines, paths, tokenizer):
+                    self.trainset = TokenizedDataset(lines, tokenizer)
+                    self.trainset, self.valset = random_split(self.trainset, (90, 10))
+                    self.images = ImageDataset(paths)
+
+                def run(self, model, optimizer):
+                    texts = DataLoader(dataset=self.trainset, batch_size=16, shuffle=True)
+                    images = DataLoader(dataset=self.images, batch_size=16, shuffle=True)
+                    for batch in texts:
+                        loss = model(batch.cuda()).mean()
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+                    for batch in images:
+                        loss = model(batch.cuda()).mean()
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+        """,
+    })
+    assert found(tmp_path, "GPU202") == {("train.py", 15, "GPU202")}

@@ -8,8 +8,8 @@ from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import scope_nodes
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import has_star_args, helper_move_target, keyword_value, move_target
-from gpulint.model.values.kinds import NUMPY, TENSOR
-from gpulint.model.values.loaders import DATALOADER_NAMES, gpu_fed_loaders, is_torch_dataloader_call
+from gpulint.model.values.kinds import IN_MEMORY_DATASET, NUMPY, TENSOR
+from gpulint.model.values.loaders import DATALOADER_NAMES, gpu_fed_loaders, is_torch_dataloader_call, serves_stored_items
 from gpulint.model.control.repetition import called_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Rule
@@ -36,7 +36,7 @@ def _is_in_memory_dataset(fa, dataset: Optional[ast.AST]) -> bool:
     `ConcatDataset`), followed through the names it was assigned to."""
     if dataset is None:
         return False
-    if _has_tensor_dataset(dataset):
+    if _has_tensor_dataset(dataset) or _builds_in_memory_dataset(fa, dataset):
         return True
     bindings = [(_refs(t), v) for t, v in _bindings(fa)]
     returns = _returned(fa)
@@ -52,11 +52,18 @@ def _is_in_memory_dataset(fa, dataset: Optional[ast.AST]) -> bool:
         # of the file the loader's dataset comes from (`load_and_cache_examples(...)`)
         found = [v for bound, v in bindings if bound & todo] + [v for n in todo for v in returns.get(n, ())]
         for value in found:
-            if _has_tensor_dataset(value):
+            if _has_tensor_dataset(value) or _builds_in_memory_dataset(fa, value):
                 return True
             nxt |= _refs(value)
         todo = nxt
     return False
+
+
+def _builds_in_memory_dataset(fa, value: ast.AST) -> bool:
+    """`value` builds a dataset class of another project file whose samples
+    are in memory (`self.trainset = ABSADataset(fname, tokenizer)`, its
+    `__getitem__` a lookup of what its `__init__` tokenized), as the project says."""
+    return isinstance(value, ast.Call) and fa.facts.returns(value) == IN_MEMORY_DATASET
 
 
 def _returned(fa) -> Dict[str, List[ast.AST]]:
@@ -69,29 +76,6 @@ def _returned(fa) -> Dict[str, List[ast.AST]]:
         return out
 
     return fa.index.memoized("placement", "gpu202_returns", build)  # type: ignore[return-value]
-
-
-# cheap conversions of a stored item (not decoding, tokenizing or augmenting it)
-_SERVING_CALLS = frozenset({"len", "int", "float", "tuple", "list", "dict", "tensor", "as_tensor", "from_numpy"})
-
-
-def _serves_stored_items(cls: ast.AST) -> bool:
-    """A dataset class whose `__getitem__` only looks up what `__init__` stored
-    (`return self.input_ids[idx], self.masks[idx]`), calling nothing but
-    conversions: trlx's pre-tokenized `PairwiseDataset`, PPLM's cache of
-    representations. Its samples are in memory, like a `TensorDataset`'s."""
-    if not isinstance(cls, ast.ClassDef):
-        return False
-    get = next((f for f in cls.body if isinstance(f, FUNCS) and f.name == "__getitem__"), None)
-    if get is None:
-        return False
-    reads_self = False
-    for n in walk(get):
-        if isinstance(n, ast.Call) and last_name(n.func) not in _SERVING_CALLS:
-            return False
-        reads_self = reads_self or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute)
-                                    and isinstance(n.value.value, ast.Name) and n.value.value.id == "self")
-    return reads_self
 
 
 def _moves_to_gpu(fa, node: ast.AST) -> bool:
@@ -168,8 +152,10 @@ class DataloaderWithoutWorkers(Rule):
     a dataset that is itself an array or tensor (`DataLoader(windows)`, where
     the file builds `windows` with numpy, or a function of the project
     returns it: `get_sub_seqs(x)` ending in `np.array(...)`),
-    or a dataset class of the file whose `__getitem__` only looks up what its
-    `__init__` stored (pre-tokenized tensors), whose samples are already in memory; a dataset class or `collate_fn` of the same file that
+    or a dataset class of the project whose `__getitem__` only looks up what its
+    `__init__` stored (pre-tokenized tensors), whose samples are already in memory
+    (followed through the names and `self` attributes it is assigned to, and
+    splits of it: `random_split`); a dataset class or `collate_fn` of the same file that
     moves samples to the GPU itself (workers could not run it); a
     `DataLoader` given `**kwargs` or a non-literal `num_workers` (it is
     configured elsewhere); a loader whose batches are not moved to a GPU in
@@ -316,7 +302,7 @@ class DataloaderWithoutWorkers(Rule):
         if _inference_pass(fa, move):
             return
         _, dataset = keyword_value(node, "dataset", 0)
-        if _is_in_memory_dataset(fa, dataset) or _serves_stored_items(_local_def(fa, dataset)):
+        if _is_in_memory_dataset(fa, dataset) or serves_stored_items(_local_def(fa, dataset)):
             return
         if dataset is not None and fa.values.kind(dataset, list(ctx.ancestors) + [node]) in (NUMPY, TENSOR):
             return  # the dataset is an array (`DataLoader(make_windows(x))` returning one): its rows are in memory

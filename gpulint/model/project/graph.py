@@ -52,13 +52,13 @@ from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
 from gpulint.model.project.callers import called_in_low_precision, called_off_step, device_side
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
-from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, LOADER, NUMBER, NUMPY, OTHER, TENSOR
+from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, IN_MEMORY_DATASET, LOADER, NUMBER, NUMPY, OTHER, TENSOR
 
 # the kinds of return value the values layer takes from the project: a
 # DataLoader, a Python number (`loss = self._train_batch(x)` returning
 # `loss.item()`: reading it waits for nothing), and a tensor in host memory
 # (`return loss.detach().cpu()`), a tuple of numbers (`return l1.item(), l2.item()`), or an array
-RETURN_KINDS = frozenset({LOADER, NUMBER, HOST_TENSOR, HOST_NUMBERS, NUMPY})
+RETURN_KINDS = frozenset({LOADER, NUMBER, HOST_TENSOR, HOST_NUMBERS, NUMPY, IN_MEMORY_DATASET})
 # a parameter the project's calls hand objects of more classes than this holds none known
 MAX_UNION = 8
 

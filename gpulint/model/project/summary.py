@@ -49,8 +49,8 @@ from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.devices import hands_back_moved, moved_return_positions, sets_program_default_device
 from gpulint.model.values.host import first_read_lines, reads_on_return
 from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
-from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, NUMBER, NUMPY
-from gpulint.model.values.loaders import dataset_sources, numpy_made
+from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, IN_MEMORY_DATASET, NUMBER, NUMPY
+from gpulint.model.values.loaders import dataset_sources, numpy_made, serves_stored_items
 from gpulint.model.index.walk import walk
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -227,6 +227,12 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         if sc.return_nodes and not sc.generator and isinstance(scope, FUNCS):
             # the object every return builds (`return Net(cfg).cuda()`), or one of several
             functions[qual].update(built_object(refs, sc.return_nodes, scope))
+    if fa.index.mentions("__getitem__"):
+        for cls in fa.index.nodes(ast.ClassDef):
+            init = next((f for f in cls.body if isinstance(f, FUNCS) and f.name == "__init__"), None)
+            if init is not None and serves_stored_items(cls) and refs.qualname(init) in functions:
+                # building it builds a dataset of samples in memory (a loader of another file need no workers)
+                functions[refs.qualname(init)]["returns"] = IN_MEMORY_DATASET
     for qual in _choosing_precision(fa, refs):
         if qual in functions:
             functions[qual]["precision"] = True

@@ -50,6 +50,11 @@ HOST_TENSOR = "host_tensor"
 # returns (`return qf1_loss.item(), qf2_loss.item(), alpha.item()`); each
 # element unpacked from it is a NUMBER
 HOST_NUMBERS = "host_numbers"
+# a dataset whose samples are in memory, as the project knows it: what a
+# class of the project builds whose `__getitem__` only looks up what its
+# `__init__` stored (`loaders.serves_stored_items`); the values layer reads
+# it as OTHER, and GPU202 asks for it
+IN_MEMORY_DATASET = "in_memory_dataset"
 # kinds of value that live on the host: reading them waits for nothing
 HOST_KINDS = frozenset({NUMBER, OTHER, NUMPY, HOST_TENSOR})
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.index.nodes import SCOPES
+from gpulint.model.index.nodes import FUNCS, SCOPES
 from gpulint.model.index.order import nodes_in_order
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import helper_move_target, move_target, type_move_target
@@ -665,3 +665,27 @@ def numpy_made(fa: "FileModel", value: Optional[ast.AST], scope: ast.AST) -> boo
         return False
     found = plain_bindings(fa, scope).get(value.id)  # (None: bound some other way too)
     return bool(found) and all(stmt is not None and by_numpy(stmt.value) for stmt in found)
+
+
+# cheap conversions of a stored item (not decoding, tokenizing or augmenting it)
+_SERVING_CALLS = frozenset({"len", "int", "float", "tuple", "list", "dict", "tensor", "as_tensor", "from_numpy"})
+
+
+def serves_stored_items(cls: Optional[ast.AST]) -> bool:
+    """A dataset class whose `__getitem__` only looks up what `__init__` stored
+    (`return self.input_ids[idx], self.masks[idx]`), calling nothing but
+    conversions: trlx's pre-tokenized `PairwiseDataset`, PPLM's cache of
+    representations. Its samples are in memory, like a `TensorDataset`'s
+    (the project tells other files as `kinds.IN_MEMORY_DATASET`)."""
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    get = next((f for f in cls.body if isinstance(f, FUNCS) and f.name == "__getitem__"), None)
+    if get is None:
+        return False
+    reads_self = False
+    for n in walk(get):
+        if isinstance(n, ast.Call) and last_name(n.func) not in _SERVING_CALLS:
+            return False
+        reads_self = reads_self or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute)
+                                    and isinstance(n.value.value, ast.Name) and n.value.value.id == "self")
+    return reads_self

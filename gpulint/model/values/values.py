@@ -20,6 +20,7 @@ from gpulint.model.names import LOCAL, ImportTable, dotted, last_name
 from gpulint.model.values.kinds import (
     CRITERION,
     HOST_TENSOR,
+    IN_MEMORY_DATASET,
     LOADER,
     LOADER_ITER,
     LOADER_NAME_RE,
@@ -297,7 +298,7 @@ class Values:
     def _returned(self, call: ast.Call) -> Optional[str]:
         """What the project says the callee returns (a host tensor is a tensor)."""
         k = self.facts.returns(call)
-        return TENSOR if k == HOST_TENSOR else k
+        return TENSOR if k == HOST_TENSOR else OTHER if k == IN_MEMORY_DATASET else k
 
     def _kind_of_qualified_call(self, q: str, call: ast.Call, kinds, batch) -> Optional[str]:
         last = q.rsplit(".", 1)[-1]
