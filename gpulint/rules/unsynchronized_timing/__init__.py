@@ -81,8 +81,14 @@ class UnsynchronizedTiming(Rule):
       sync (picotron's `step_start_time`, a loss read through a helper that
       returns `.item()`, then the optimizer step): the sync waits for the
       pass's work and the previous pass's tail, so each reading is one
-      pass's worth of work. A request timed from its blocking upload to
-      after its forward is flagged: the reading misses the forward;
+      pass's worth of work. In a training loop, whose every pass
+      backpropagates, with the clock read every `print_freq` passes (DPC's
+      `T:`, with the loss read before the backward), the backward after that
+      sync is waited for by the reading pass's sync, so that timer is not
+      flagged either; read on every pass, it is (a printout after the reading
+      may wait for the backward outside every reading: tacotron2's
+      `duration`). A request timed from its blocking
+      upload to after its forward is flagged: the reading misses the forward;
     - model calls on raw inputs (`model("bus.jpg")`, `model(numpy_image)`):
       predictors that do their own pre- and post-processing;
     - differences that are compared (`if time.time() - t0 > timeout:`):

@@ -584,11 +584,24 @@ def _synced_within_each_pass(fa: FileModel, scope: ast.AST, interval: Interval) 
     waits for the pass's work and the previous pass's tail, so each reading
     spans one pass's worth of work, shifted by where the read sits in the
     pass (on average, the pass). Where the model's forward or backward comes
-    after the last such read (a served request's forward after its blocking
-    upload), the reading misses the pass itself: not taken here."""
+    after the last such read, the reading misses it (a served request's forward
+    after its blocking upload), except in a training loop whose clock is read
+    every n-th pass: the reading pass's read waits for the pass before."""
     around = loops_around(fa.index.ancestors(interval.end) + [interval.end])
     loop = next((lp for lp in around if isinstance(lp, LOOPS) and contains(lp, interval.start)), None)
-    if loop is None or not (_every_pass(fa, interval.start, loop) and _every_pass(fa, interval.end, loop)):
+    if loop is None or not _every_pass(fa, interval.start, loop):
+        return False
+    # a training loop, whose every pass backpropagates, with the clock read every
+    # `print_freq` passes: what the pass before a reading queues after its read (the
+    # backward, the optimizer step) is waited for by the reading pass's read, so each
+    # reading is one pass's worth of work, on average one step (DPC's `T:`, with
+    # `loss.item()` before `loss.backward()`). Not where the clock is read every pass:
+    # a sync after the reading (a printout of the gradient norm) may take the
+    # backward out of every reading (tacotron2's `duration`)
+    every = _every_pass(fa, interval.end, loop)
+    periodic = not every and _periodic_reading(fa, interval.end, loop) and any(
+        isinstance(n, ast.Call) and fa.steps.is_backward_call(n) and _every_pass(fa, n, loop) for n in walk(loop))
+    if not (every or periodic):
         return False
     lo, hi = end_of(interval.start), start_of(interval.end)
     calls = [n for n in walk(loop) if isinstance(n, ast.Call) and lo < start_of(n) < hi]
@@ -596,8 +609,20 @@ def _synced_within_each_pass(fa: FileModel, scope: ast.AST, interval: Interval) 
     if not reads:
         return False
     last = max(start_of(n) for n in reads)
-    return not any(start_of(n) > last and (fa.steps.is_model_call(n, fa.index.ancestors(n))
-                                           or fa.steps.is_backward_call(n)) for n in calls)
+    return periodic or not any(start_of(n) > last and (fa.steps.is_model_call(n, fa.index.ancestors(n))
+                                                       or fa.steps.is_backward_call(n)) for n in calls)
+
+
+def _periodic_reading(fa: FileModel, end: ast.AST, loop: ast.AST) -> bool:
+    """The clock is read under an `if step % n == 0:` of the loop's body."""
+    chain = fa.index.ancestors(end)
+    for i in range(len(chain) - 1, -1, -1):
+        anc = chain[i]
+        if anc is loop:
+            return False
+        if isinstance(anc, ast.If) and fa.loops.periodic_block(anc, chain[:i]):
+            return True
+    return False
 
 
 def _host_read(fa: FileModel, call: ast.Call) -> bool:
