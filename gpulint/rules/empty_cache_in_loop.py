@@ -115,9 +115,20 @@ def runs_at_most_once(loop: ast.AST) -> bool:
 def _moves_to_host(stmt: ast.AST) -> bool:
     """The statement moves a tensor or module to the CPU and keeps it there:
     `x = x.cpu()`, `feats[-1] = feats[-1].cpu()`, `layers[i] = layer.to("cpu")`,
-    `layer.cpu()`. Not a copy made for a logger or a printout inside
+    `layer.cpu()`, also kept in a list (`outs[k].append(ret[k].cpu())`,
+    `outs[k] = [ret[k].cpu()]`). Not a copy made for a logger or a printout inside
     another call (`wandb.Image(img.cpu())`): that is a read, not an offload."""
     value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) else None
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(value, (ast.List, ast.Tuple)):
+        return any(_to_host(e) for e in value.elts)  # `merged[key] = [ret[key].cpu()]`: kept in a list
+    if (isinstance(stmt, ast.Expr) and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "append" and len(value.args) == 1):
+        return _to_host(value.args[0])  # `merged[key].append(ret[key].cpu())`: kept in a list
+    return _to_host(value)
+
+
+def _to_host(value: ast.AST) -> bool:
+    """`x.cpu()`, `x.to("cpu")`."""
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
         return False
     if value.func.attr == "cpu" and not value.args:
@@ -132,11 +143,25 @@ def _moves_to_host(stmt: ast.AST) -> bool:
 def _after_offload(node: ast.AST, ancestors, loop: ast.AST) -> bool:
     """Earlier in its own block of the loop's body, a statement moves data
     or a layer off the GPU (`feats[-1] = feats[-1].cpu()`, `hr = hr.cpu()`,
-    `layer.cpu()`): an offload that keeps a long run (a long video, a layer
+    `layer.cpu()`; also in a loop or `if` of that block: nerfplusplus moves
+    each output of a chunk to the host before the next chunk): an offload
+    that keeps a long run (a long video, a layer
     by layer pass) within the GPU's memory, and the cache is emptied so
     what was moved off makes room for what comes next. The call is the
     point of the offload, not a habit."""
-    return any(_moves_to_host(s) for s in _earlier_in_block(node, ancestors, loop))
+    return any(_moves_to_host(n) for s in _earlier_in_block(node, ancestors, loop) for n in _statements(s))
+
+
+def _statements(stmt: ast.AST):
+    """`stmt` and the statements of its blocks (a loop over a chunk's outputs
+    that moves each off the GPU), not those of nested defs."""
+    todo = [stmt]
+    while todo:
+        s = todo.pop()
+        yield s
+        if not isinstance(s, SCOPES):
+            todo.extend(c for field in ("body", "orelse", "finalbody") for c in getattr(s, field, None) or ()
+                        if isinstance(c, ast.stmt))
 
 
 def _earlier_in_block(node: ast.AST, ancestors, loop: ast.AST) -> list:
@@ -275,8 +300,9 @@ class EmptyCacheInLoop(Rule):
     GPU and returning the last one's memory is the point. Nor is one that
     follows, in its own block of a loop that takes no optimizer step, a
     statement moving data or a layer off the GPU (`feats[-1] =
-    feats[-1].cpu()`, `layers[i] = layer.to("cpu")`): an offload that keeps a
-    long run (a long video, a layer-by-layer pass) within the GPU's memory.
+    feats[-1].cpu()`, `layers[i] = layer.to("cpu")`, also in a loop of that
+    block or kept in a list: `outs[k].append(ret[k].cpu())` for each output
+    of a rendered chunk): an offload that keeps a long run (a long video, a layer-by-layer pass) within the GPU's memory.
     Nor is one in a loop that takes no optimizer step and loads a model's
     weights on each pass (`from_pretrained`, `torch.load`,
     `load_state_dict`, a loader named `load_model*`/`load_checkpoint*`): a
