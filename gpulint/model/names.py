@@ -113,6 +113,10 @@ def torch_ceiling(tree: ast.Module, text: str) -> Optional[Tuple[int, ...]]:
     return out
 
 
+# the names a star import of a project module gives a torch program, by convention
+_STAR_ALIASES = {"nn": "torch.nn", "F": "torch.nn.functional"}
+
+
 class ImportTable:
     """Maps each name bound by an import (or a module-level def) to what it is."""
 
@@ -148,6 +152,11 @@ class ImportTable:
             # `from utils import *` where utils imports torch (PyTorch-RL's examples): a name
             # `torch` the file never binds itself is torch, as the star import gave it
             self.names["torch"] = "torch"
+        if star:
+            # ... and so are its conventional aliases (DPC's `main.py` takes `nn` from
+            # `from model_3d import *`, whose `import torch.nn as nn` it then wraps with)
+            for alias, module in _STAR_ALIASES.items():
+                self.names.setdefault(alias, module)
 
     def imports_module(self, prefix: str) -> bool:
         return any(m == prefix or m.startswith(prefix + ".") for m in self.modules_imported)

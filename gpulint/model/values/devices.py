@@ -289,8 +289,8 @@ def device_arg_kind(fa: "FileModel", expr: Optional[ast.AST]) -> Optional[str]:
         return DTYPE
     if isinstance(expr, ast.Attribute) and name == "device":
         return DEVICE  # x.device, self.device, accelerator.device, args.device
-    if DEVICE_NAME_RE.match(name):
-        return DEVICE
+    if DEVICE_NAME_RE.match(name) or (name == "cuda" and isinstance(expr, ast.Name)):
+        return DEVICE  # (`.to(cuda)`, DPC's `cuda = torch.device('cuda')`: `.to()` takes no flag)
     return None
 
 
