@@ -28,6 +28,7 @@ from gpulint.model.names import dotted, last_name
 from gpulint.model.values.kinds import CRITERION, MODEL, OPTIMIZER_NAME_RE, TENSOR
 from gpulint.model.values.narrowing import tests_parameter_tensor
 from gpulint.model.values.values import Values
+from gpulint.model.control.defaults import by_default
 from gpulint.model.control.distributed import turns_on_distributed
 from gpulint.model.control.steps import Steps
 from gpulint.model.control.periodic import elapsed_test, held_test, is_periodic_continue, is_periodic_test
@@ -455,8 +456,7 @@ class Loops:
                 return None
             if body is not None and body and (isinstance(body[-1], (ast.Return, ast.Raise)) or exits(body[-1])) and not (
                 isinstance(body[-1], ast.Return) and isinstance(anc, ast.If) and child in anc.body
-                and (turns_on_distributed(anc.test) or tests_parameter_tensor(
-                    anc.test, next((a for a in reversed(chain[:i]) if isinstance(a, FUNCS)), None), self.values.imports))
+                and _taken_path(self, anc.test, next((a for a in reversed(chain[:i]) if isinstance(a, FUNCS)), None))
                 and not loops_around(chain[: i + 1])
             ) and not (isinstance(anc, (ast.With, ast.AsyncWith, ast.Try)) and body is anc.body
                        and not loops_around(chain[: i + 1])):
@@ -464,8 +464,9 @@ class Loops:
                 # path, which every call takes: `with torch.no_grad(): ...; return acc`)
                 # a block that leaves the function runs once, except the distributed path of a
                 # helper's own flow (`if world_size > 1: ... return x.item()`), which a
-                # distributed run takes on every call, and the path a tensor takes
-                # (`if torch.is_tensor(x): return x.item()`), on every call with one
+                # distributed run takes on every call, the path a tensor takes
+                # (`if torch.is_tensor(x): return x.item()`), on every call with one, and
+                # the path the function's defaults take (`if loss_type == "ce": ... return`)
                 return None
             if body is not None and body and isinstance(body[-1], ast.Break):
                 once_per_loop = True
@@ -658,3 +659,11 @@ def iterates_names(loop: ast.AST) -> bool:
                         for b in sides):
                     return True
     return False
+
+
+def _taken_path(loops: "Loops", test: ast.AST, func: Optional[ast.AST]) -> bool:
+    """An `if` test of `func` whose block a caller takes on every call:
+    a distributed switch, a test that the value is a tensor, or a test that
+    holds when the parameters keep their defaults (`defaults.by_default`)."""
+    return (turns_on_distributed(test) or tests_parameter_tensor(test, func, loops.values.imports)
+            or by_default(test, func, loops.index) is True)

@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, SCOPES
 from gpulint.model.index.order import target_names, walk_scope
 from gpulint.model.values.attributes import is_self_attr
-from gpulint.model.values.devices import move_target
+from gpulint.model.values.devices import helper_move_target, move_target
 from gpulint.model.values.kinds import (
     CONVERSIONS, HOST_FACTORIES, HOST_METHODS, HOST_TENSOR, LOADER, LOADER_ITER, NON_TENSOR_ATTRS, NUMBER, SIZE_METHODS, TENSOR, TENSOR_JOINS,
     is_cpu_device,
@@ -360,6 +360,13 @@ class HostValues:
                         bind(t, ast.copy_location(ast.Subscript(value=it, slice=ast.Constant(0), ctx=ast.Load()), it))
                 else:
                     bind(target, base)
+            elif isinstance(node, ast.comprehension) and not isinstance(node.target, ast.Starred):
+                base, n_skip = self.values.unwrap(node.iter)
+                target = node.target
+                if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+                    bind(target.elts[0], None)  # the enumerate index
+                    target = target.elts[1]
+                bind(target, base)  # (`[data[i:i + n] for i in ix]`: each `i` an element of `ix`)
         for node in nodes:
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in claimed:
                 out.setdefault(node.id, []).append(None)
@@ -369,14 +376,17 @@ class HostValues:
         self._bindings[scope] = out
         return out
 
-    def tensor_loop_element(self, expr: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+    def tensor_loop_element(self, expr: ast.AST, ancestors: Sequence[ast.AST],
+                            anywhere: bool = False) -> Optional[ast.AST]:
         """`expr` is the element a `for` loop takes from a tensor, as that loop
         bound it: in `for idx in hits: idx.item()` (also `enumerate(hits)`),
         the name `idx` read in the loop's body, with `hits` known to be a tensor
-        and not known to be in host memory. Returns the iterated expression, or
-        None. The name must not be rebound in the loop before the read (a
-        rebinding later in the same statement, `idx = idx.item()`, is fine), nor
-        anywhere in an inner loop around the read, nor by a comprehension."""
+        and not known to be in host memory (with `anywhere`, wherever it is);
+        also the element a comprehension takes (`[v[int(x)] for x in seq]`).
+        Returns the iterated expression, or None. The name must not be rebound
+        in the loop before the read (a rebinding later in the same statement,
+        `idx = idx.item()`, is fine), nor anywhere in an inner loop around the
+        read, nor by an inner comprehension."""
         if not isinstance(expr, ast.Name):
             return None
         name = expr.id
@@ -387,8 +397,10 @@ class HostValues:
             if isinstance(anc, SCOPES):
                 return None
             if isinstance(anc, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                if any(name in target_names(g.target) for g in anc.generators):
-                    return None
+                gen = next((g for g in anc.generators if name in target_names(g.target)), None)
+                if gen is not None:
+                    # `[id2label[int(x)] for x in seq]`: an element of a tensor, one per pass
+                    return _comprehension_element(self, gen, name, chain[:i], anywhere)
             elif isinstance(anc, (ast.For, ast.AsyncFor)) and name in target_names(anc.target):
                 if not self.index.in_block(child, anc):
                     return None  # the iterable, or the `else` after the last element
@@ -399,7 +411,7 @@ class HostValues:
                 if not (isinstance(target, ast.Name) and target.id == name):
                     return None  # the index of `enumerate`, or a part of an unpacked row
                 loop_anc = chain[:i]
-                if self.values.kind_at(base, loop_anc) != TENSOR or self.is_host_tensor(base, loop_anc):
+                if self.values.kind_at(base, loop_anc) != TENSOR or (not anywhere and self.is_host_tensor(base, loop_anc)):
                     return None
                 # rebinding inside the loop: before the read, or in an inner loop around it
                 for n in walk_scope(anc.body):
@@ -416,6 +428,22 @@ class HostValues:
                 return base
             child = anc
         return None
+
+
+def _comprehension_element(host: "HostValues", gen: ast.comprehension, name: str, outer: Sequence[ast.AST],
+                           anywhere: bool) -> Optional[ast.AST]:
+    """The tensor that the comprehension's generator `gen` takes `name` from, one
+    element per pass (plainly, or as the value of `enumerate`), if it is one
+    not known to be in host memory."""
+    base, n_skip = host.values.unwrap(gen.iter)
+    target = gen.target
+    if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+        target = target.elts[1]
+    if not (isinstance(target, ast.Name) and target.id == name):
+        return None
+    if host.values.kind_at(base, outer) != TENSOR or (not anywhere and host.is_host_tensor(base, outer)):
+        return None
+    return base
 
 
 # list methods that add elements: the argument that is the element
@@ -603,6 +631,12 @@ def moved_after(values: Values, name: ast.Name, ancestors: Sequence[ast.AST]) ->
     slot = values.index.slot(stmt) if stmt is not None else None
     if slot is None or isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.Try)):
         return False  # (a read in a compound statement's header or body: not one plain statement)
+    while isinstance(slot[0], (ast.If, ast.With, ast.AsyncWith)):
+        # a read in the block of an `if` or `with`: the move may come after that statement
+        # (OLMo's `if self.indices_file is not None:` reads the batch's indices, then moves it)
+        slot = values.index.slot(slot[0])
+        if slot is None:
+            return False
     parent, field, i = slot
     if isinstance(parent, ast.ClassDef) or isinstance(parent, ast.Module) and not values.index.mentions("cuda"):
         return False
@@ -645,7 +679,8 @@ def _bound_names(stmt: ast.AST) -> Set[str]:
 
 
 def _moves_name(values: Values, stmt: ast.AST, name: str) -> bool:
-    """`name = name.cuda()` / `name = name.to(device)` (or one element of
+    """`name = name.cuda()` / `name = name.to(device)` / `name =
+    move_to_device(name, device)` (or one element of
     `a, name = a.cuda(), name.cuda()`), or `a, name = f(a, name)` where the
     project says `f` returns what it is given, moved."""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
@@ -656,7 +691,7 @@ def _moves_name(values: Values, stmt: ast.AST, name: str) -> bool:
         and len(target.elts) == len(value.elts)) else []
     for t, v in pairs:
         if isinstance(t, ast.Name) and t.id == name:
-            moved = move_target(values, v)  # type: ignore[arg-type]
+            moved = move_target(values, v) or helper_move_target(values, v)  # type: ignore[arg-type]
             return moved is not None and isinstance(moved[0], ast.Name) and moved[0].id == name
     return (isinstance(target, (ast.Tuple, ast.List)) and any(isinstance(t, ast.Name) and t.id == name for t in target.elts)
             and hands_back_moved_into(values, target, value))

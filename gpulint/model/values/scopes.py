@@ -174,7 +174,7 @@ def build_function_info(values: "Values", scope: ast.AST) -> FunctionInfo:
             it = node.iter
             if isinstance(it, ast.Name) and it.id in wrapped:
                 it = wrapped[it.id]
-            _bind_loop_target(values, node.target, it, kinds, batch)
+            _bind_loop_target(values, node.target, it, kinds, batch, rows=True)
         elif isinstance(node, ast.comprehension):
             _bind_loop_target(values, node.target, node.iter, kinds, batch)
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
@@ -295,7 +295,9 @@ def _updates_number(values: "Values", name: str, value: ast.AST, kinds, batch) -
     return uses
 
 
-def _bind_loop_target(values: "Values", target, it, kinds, batch) -> None:
+def _bind_loop_target(values: "Values", target, it, kinds, batch, rows: bool = False) -> None:
+    """`rows`: a `for` statement, whose target over a tensor takes its rows
+    (`HostValues.host_bindings` follows it to the tensor's device)."""
     held = _element_kinds(values, target, it, kinds, batch)
     if held is not None:
         for name, k in held:
@@ -307,6 +309,10 @@ def _bind_loop_target(values: "Values", target, it, kinds, batch) -> None:
     # (`for item in caption.split("====="):` strings, whatever `caption` is)
     from_batch = values.is_batch_expr(base, kinds, batch) and not splits_a_string(base)
     if not (from_loader or from_batch):
+        if rows and not n_skip and isinstance(target, ast.Name) and values.classify(it, kinds, batch) == TENSOR:
+            kinds[target.id] = TENSOR  # a row of a tensor (`for ut_gold in gold_seq:`) is one
+            batch.discard(target.id)
+            return
         for name in target_names(target):
             kinds.pop(name, None)
             batch.discard(name)

@@ -17,7 +17,8 @@ from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
-from gpulint.rules.host_sync_in_loop.reads import MAX_SNIPPET, candidate, is_device_tensor, snippet
+from gpulint.rules.host_sync_in_loop.reads import MAX_SNIPPET, candidate, indexed_element, is_device_tensor, snippet
+from gpulint.rules.host_sync_in_loop.scaler import scale_read
 from gpulint.rules.host_sync_in_loop.slicing import SliceReads
 from gpulint.rules.host_sync_in_loop.truth import TruthTests
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
@@ -229,6 +230,8 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
       (RT-DETR's `if not math.isfinite(loss_value):` on the summed loss);
     - a tensor as a slice bound (`pred[:length]` over `zip(preds, lengths)`
       of CUDA lengths: Python reads its `__index__`), once per statement;
+    - `scaler.get_scale()` of a `GradScaler`, which returns `.item()` of the
+      scale tensor (pi-GAN's `if scaler.get_scale() < 1:` every step);
     - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
       or as a value of the dict `wandb.log({"loss": t})` is given, which
       turn it into a number on the host; `torch.tensor([loss_a, loss_b])` of device tensors, each read;
@@ -266,7 +269,11 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
     It also flags, in any loop and not only a training loop, a `for` loop over
     a tensor that reads each element it takes on the host:
     `for idx in expert_hit: e = int(idx.item())`, `int(idx)`, `float(idx)`,
-    `idx.tolist()` (also through `enumerate`). Each iteration is a sync, where
+    `idx.tolist()` (also through `enumerate`, and each row's elements in a
+    loop over the rows: `for x in row: int(x)`), or that reads the element at
+    the loop's own index where the loop does device work between the reads
+    (`for i in range(k): torch.roll(v, -int(index[i]))`, Autoformer's top-k
+    delays; not a loop that only fills host records). Each iteration is a sync, where
     `for e in expert_hit.tolist():` reads them all with one. Only the loop's
     own name counts (not other tensors, not the name once rebound, not an
     alias), the tensor must be known to be one and not known to be in host
@@ -480,13 +487,16 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
     # the message for a read in such a function (the loop that runs it is elsewhere)
     function_message = "`{expr}` in `{function}`, which runs every training step, waits for the GPU (host-device sync)"
 
-    def _hot(self, analysis, node, ancestors, at=None, per_element=False):
+    def _hot(self, analysis, node, ancestors, at=None, per_element=False, scan=False):
         """The hot loop around `node` if it is one this rule covers, or the
         function around it when that runs every step of such a loop
         elsewhere (in this file or another). `at`: the part of `node` whose
         evaluation reads on the host, when not all of it. `per_element`: the
         read copies the tensor element by element (`min(y)`), one wait per
-        element, however little is queued."""
+        element, however little is queued. `scan`: the read takes each element
+        of a loop over a tensor (`for x in seq: if int(x) == PAD: break`),
+        which one `.tolist()` replaces, even where it decides whether the
+        loop goes on."""
         loop = self._region = analysis.loops.every_step(node, ancestors)
         if loop is None:
             return None
@@ -502,7 +512,8 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
             return None
         if feeds_environment_step(analysis.index, node, ancestors) or exports_outputs(analysis.index, node) or (
                 keys_a_mapping(analysis.index, node) or _returns_the_action(analysis, loop, node, ancestors)
-                or sets_learning_rate(analysis.index, node, ancestors) or _stops_search(analysis, node, ancestors)):
+                or sets_learning_rate(analysis.index, node, ancestors)
+                or (not scan and _stops_search(analysis, node, ancestors))):
             return None  # actions for the environment; predictions kept on the host; keys of a dict; an lr;
             # whether a decoding or search loop goes on
         return loop
@@ -538,6 +549,8 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
             elif func.attr == "type" and _cpu_type_cast(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
+            elif func.attr == "get_scale" and scale_read(self, node, ctx):
+                self.report(ctx, node, expr=_callsnippet(ctx, node))
             elif func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                 self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
@@ -548,44 +561,8 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
                     and self._in_covered_loop(ctx.analysis, ctx.ancestors) and self._hot(ctx.analysis, node, ctx.ancestors):
                 self.report(ctx, node, message=_stacked_message(ctx, node) if stacked else None, expr=_callsnippet(ctx, node))
             return
-        if not isinstance(func, ast.Name) or func.id not in _BUILTIN_NAMES:
-            return
-        if not candidate(ctx, ctx.ancestors):
-            return
-        q = ctx.analysis.imports.qualname(func)
-        if q in CONVERSIONS and len(node.args) == 1 and not node.keywords and _element_read(self, node, node.args[0], ctx):
-            return  # int(idx) of a tensor's element, in a loop over that tensor
-        if not self._in_covered_loop(ctx.analysis, ctx.ancestors):
-            return
-        if q in CONVERSIONS:
-            if len(node.args) != 1 or node.keywords or not is_device_tensor(node.args[0], ctx):
-                return
-        elif q == "builtins.print":
-            if not any(is_device_tensor(a, ctx) for a in node.args):
-                return
-        elif q in _TEXT_CONVERSIONS:
-            if len(node.args) != 1 or node.keywords or not is_device_tensor(node.args[0], ctx):
-                return
-        elif q in _COMPARING_BUILTINS:
-            # `max(best, acc)` compares the two (`acc > best`) and takes the truth
-            # value of the result; one argument is an iterable, `key=` compares keys
-            if (len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
-                    and is_device_tensor(node.args[0], ctx)):
-                # `min(y)` of a device tensor walks its elements on the host, comparing each
-                if self._hot(ctx.analysis, node, ctx.ancestors, per_element=True) is not None:
-                    name = q.rsplit(".", 1)[-1]
-                    self.report(ctx, node, message=(
-                        f"`{_callsnippet(ctx, node)}` compares the tensor's elements one by one on the host, one "
-                        f"GPU sync per element, every step; use `{snippet(ctx.node_text(node.args[0]))}.{name}()`"))
-                return
-            if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-                return
-            if not any(is_device_tensor(a, ctx) for a in node.args):
-                return
-        else:
-            return
-        if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
-            self.report(ctx, node, expr=_callsnippet(ctx, node))
+        if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES:
+            _builtin_read(self, node, ctx)
 
     # ------------------------------------------------------------ formatting
     def visit_JoinedStr(self, node: ast.JoinedStr, ctx) -> None:
@@ -620,20 +597,29 @@ def _element_read(rule, node: ast.Call, value: ast.AST, ctx) -> bool:
     if not rule.element_reads:
         return False
     analysis = ctx.analysis
-    iterated = analysis.host.tensor_loop_element(value, ctx.ancestors)
+    iterated = analysis.host.tensor_loop_element(value, ctx.ancestors) or indexed_element(analysis, value, ctx.ancestors)
     if iterated is None or not runs_repeatedly(analysis, node, ctx.ancestors):
         return False
-    if not (analysis.values.in_model_code(ctx.ancestors) or rule._hot(analysis, node, ctx.ancestors) is not None):
+    if not (analysis.values.in_model_code(ctx.ancestors) or rule._hot(analysis, node, ctx.ancestors, scan=True) is not None):
         return False
     if follows_host_read(node, ctx.ancestors, analysis):
         return False
     stmt, _ = statement_and_block(list(ctx.ancestors) + [node], analysis)
-    key = (id(stmt), value.id)  # type: ignore[attr-defined]
+    key = (id(stmt), ast.unparse(value))
     if key in rule._element_statements:
         return True  # `e.item() + 1 if c else e.item()`: one read per statement and iteration
     rule._element_statements.add(key)
     rule.report(ctx, node, message=_element_message(ctx, node, iterated))
     return True
+
+
+def _element_of_a_tensor(rule, node: ast.Call, value: ast.AST, ctx) -> bool:
+    """`_element_read` (reported), or the element of a loop over a tensor that
+    is in host memory: either way the element-by-element reading decides it
+    (the batch's indices read before the batch is moved, OLMo's)."""
+    return _element_read(rule, node, value, ctx) or (
+        rule.element_reads and isinstance(value, ast.Name)
+        and ctx.analysis.host.tensor_loop_element(value, ctx.ancestors, anywhere=True) is not None)
 
 
 def _cpu_type_cast(node: ast.Call, ctx) -> bool:
@@ -676,7 +662,7 @@ def _host_method(rule: HostSyncInLoop, node: ast.Call, ctx) -> None:
     if not candidate(ctx, ctx.ancestors):
         return
     recv = func.value
-    if func.attr in _ELEMENT_READ_METHODS and _element_read(rule, node, recv, ctx):
+    if func.attr in _ELEMENT_READ_METHODS and _element_of_a_tensor(rule, node, recv, ctx):
         return
     if on_host_already(recv) or not rule._in_covered_loop(ctx.analysis, ctx.ancestors):
         return
@@ -691,6 +677,49 @@ def _host_method(rule: HostSyncInLoop, node: ast.Call, ctx) -> None:
     if rule._hot(ctx.analysis, node, ctx.ancestors) is None:
         return
     rule.report(ctx, node, expr=_callsnippet(ctx, node))
+
+
+def _builtin_read(rule: HostSyncInLoop, node: ast.Call, ctx) -> None:
+    """`float(t)`, `int(t)`, `print(t)`, `str(t)`, `min(t)`, `max(best, t)`, ...
+    of a device tensor in a hot loop (also `int(idx)` of each element of a
+    loop over a tensor): reported by `rule`."""
+    func = node.func
+    if not candidate(ctx, ctx.ancestors):
+        return
+    q = ctx.analysis.imports.qualname(func)
+    if q in CONVERSIONS and len(node.args) == 1 and not node.keywords and _element_of_a_tensor(rule, node, node.args[0], ctx):
+        return  # int(idx) of a tensor's element, in a loop over that tensor: read one by one, or on the host
+    if not rule._in_covered_loop(ctx.analysis, ctx.ancestors):
+        return
+    if q in CONVERSIONS:
+        if len(node.args) != 1 or node.keywords or not is_device_tensor(node.args[0], ctx):
+            return
+    elif q == "builtins.print":
+        if not any(is_device_tensor(a, ctx) for a in node.args):
+            return
+    elif q in _TEXT_CONVERSIONS:
+        if len(node.args) != 1 or node.keywords or not is_device_tensor(node.args[0], ctx):
+            return
+    elif q in _COMPARING_BUILTINS:
+        # `max(best, acc)` compares the two (`acc > best`) and takes the truth
+        # value of the result; one argument is an iterable, `key=` compares keys
+        if (len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+                and is_device_tensor(node.args[0], ctx)):
+            # `min(y)` of a device tensor walks its elements on the host, comparing each
+            if rule._hot(ctx.analysis, node, ctx.ancestors, per_element=True) is not None:
+                name = q.rsplit(".", 1)[-1]
+                rule.report(ctx, node, message=(
+                    f"`{_callsnippet(ctx, node)}` compares the tensor's elements one by one on the host, one "
+                    f"GPU sync per element, every step; use `{snippet(ctx.node_text(node.args[0]))}.{name}()`"))
+            return
+        if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            return
+        if not any(is_device_tensor(a, ctx) for a in node.args):
+            return
+    else:
+        return
+    if rule._hot(ctx.analysis, node, ctx.ancestors) is not None:
+        rule.report(ctx, node, expr=_callsnippet(ctx, node))
 
 
 def _stops_search(analysis, node: ast.AST, ancestors) -> bool:

@@ -31,7 +31,9 @@ class TruthTests:
             return
         analysis = ctx.analysis
         if not any(
-            is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.index.ancestors(t)) is not None
+            (is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.index.ancestors(t)) is not None)
+            or (_element_of_a_device_tensor(t, analysis)  # (one read per element, however little is queued)
+                and self._hot(analysis, t, analysis.index.ancestors(t), per_element=True) is not None)
             for t in truth_operands(test)
         ):
             return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
@@ -53,3 +55,9 @@ class TruthTests:
                 "which waits for the GPU every step (host-device sync)"
             ),
         )
+
+
+def _element_of_a_device_tensor(t: ast.AST, analysis) -> bool:
+    """An element a loop or comprehension takes from a device tensor (varibad's
+    `[[0.0] if done_ else [1.0] for done_ in done]` over the CUDA `done`)."""
+    return isinstance(t, ast.Name) and analysis.host.tensor_loop_element(t, analysis.index.ancestors(t)) is not None
