@@ -413,7 +413,8 @@ def is_cuda_tensor_type(fa: "FileModel", expr: ast.AST, follow: bool = True) -> 
         return True
     if isinstance(expr, ast.IfExp):
         return is_cuda_tensor_type(fa, expr.body, False) or is_cuda_tensor_type(fa, expr.orelse, False)
-    if follow and isinstance(expr, ast.Name):
+    if follow and isinstance(expr, ast.Name) and fa.index.memoized(
+            "devices.names_cuda_types", None, lambda: _CUDA_TYPE_TEXT_RE.search(fa.index.text) is not None):
         owner = fa.index.owner(expr)
         if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
             local = fa.index.memoized("devices.local_cuda_tensor_types", owner, lambda: _bound_once(fa, owner))
@@ -430,6 +431,11 @@ def is_cuda_tensor_type(fa: "FileModel", expr: ast.AST, follow: bool = True) -> 
             types["names"] = {n: len(v) == 1 and is_cuda_tensor_type(fa, v[0], False) for n, v in bound.items()}
         return bool(types["names"].get(expr.id))  # type: ignore[union-attr]
     return False
+
+
+# a legacy CUDA tensor type in a file's text (`torch.cuda.FloatTensor`, or its name as a
+# string): without one, no name of the file is bound to such a type
+_CUDA_TYPE_TEXT_RE = re.compile(r"cuda\.[A-Z]\w*Tensor")
 
 
 def _bound_once(fa: "FileModel", func: ast.AST) -> Dict[str, bool]:

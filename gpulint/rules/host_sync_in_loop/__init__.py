@@ -557,8 +557,9 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
             elif func.attr in ("add_scalar", "log") and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
-            elif ((stacked := tensor_of_device_tensors(node, ctx.analysis)) or _math_test_of_tensor(node, ctx)) \
-                    and self._in_covered_loop(ctx.analysis, ctx.ancestors) and self._hot(ctx.analysis, node, ctx.ancestors):
+            elif self._in_covered_loop(ctx.analysis, ctx.ancestors) and (
+                    (stacked := tensor_of_device_tensors(node, ctx.analysis)) or _math_test_of_tensor(node, ctx)) \
+                    and self._hot(ctx.analysis, node, ctx.ancestors):
                 self.report(ctx, node, message=_stacked_message(ctx, node) if stacked else None, expr=_callsnippet(ctx, node))
             return
         if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES:
