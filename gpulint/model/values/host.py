@@ -631,16 +631,19 @@ def moved_after(values: Values, name: ast.Name, ancestors: Sequence[ast.AST]) ->
     slot = values.index.slot(stmt) if stmt is not None else None
     if slot is None or isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.Try)):
         return False  # (a read in a compound statement's header or body: not one plain statement)
-    while isinstance(slot[0], (ast.If, ast.With, ast.AsyncWith)):
-        # a read in the block of an `if` or `with`: the move may come after that statement
-        # (OLMo's `if self.indices_file is not None:` reads the batch's indices, then moves it)
-        slot = values.index.slot(slot[0])
+    parent, field, i = slot
+    bindings = _block_bindings(values, parent, field).get(name.id)
+    while not bindings and isinstance(parent, (ast.If, ast.With, ast.AsyncWith)):
+        # a read in the block of an `if` or `with` that binds nothing of that name: the move
+        # may come after that statement (OLMo's `if self.indices_file is not None:` reads the
+        # batch's indices, then the batch is moved)
+        slot = values.index.slot(parent)
         if slot is None:
             return False
-    parent, field, i = slot
+        parent, field, i = slot
+        bindings = _block_bindings(values, parent, field).get(name.id)
     if isinstance(parent, ast.ClassDef) or isinstance(parent, ast.Module) and not values.index.mentions("cuda"):
         return False
-    bindings = _block_bindings(values, parent, field).get(name.id)
     if not bindings:
         return False
     k = bisect_right(bindings, (i, True))
