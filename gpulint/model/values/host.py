@@ -344,11 +344,9 @@ class HostValues:
             elif isinstance(node, ast.NamedExpr):
                 bind(node.target, node.value)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
-                base, n_skip = self.values.unwrap(node.iter)
-                target = node.target
-                if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
-                    bind(target.elts[0], None)  # the enumerate index
-                    target = target.elts[1]
+                base, target, index = _elements_taken(self.values, node.iter, node.target)
+                if index is not None:
+                    bind(index, None)  # the enumerate index
                 if self.values.is_loader(base, info.kinds) and not moves_batches:
                     for n in walk(target):
                         if isinstance(n, ast.Name):
@@ -361,11 +359,9 @@ class HostValues:
                 else:
                     bind(target, base)
             elif isinstance(node, ast.comprehension) and not isinstance(node.target, ast.Starred):
-                base, n_skip = self.values.unwrap(node.iter)
-                target = node.target
-                if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
-                    bind(target.elts[0], None)  # the enumerate index
-                    target = target.elts[1]
+                base, target, index = _elements_taken(self.values, node.iter, node.target)
+                if index is not None:
+                    bind(index, None)  # the enumerate index
                 bind(target, base)  # (`[data[i:i + n] for i in ix]`: each `i` an element of `ix`)
         for node in nodes:
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in claimed:
@@ -400,19 +396,14 @@ class HostValues:
                 gen = next((g for g in anc.generators if name in target_names(g.target)), None)
                 if gen is not None:
                     # `[id2label[int(x)] for x in seq]`: an element of a tensor, one per pass
-                    return _comprehension_element(self, gen, name, chain[:i], anywhere)
+                    return _element_source(self, gen.iter, gen.target, name, chain[:i], anywhere)
             elif isinstance(anc, (ast.For, ast.AsyncFor)) and name in target_names(anc.target):
                 if not self.index.in_block(child, anc):
                     return None  # the iterable, or the `else` after the last element
-                base, n_skip = self.values.unwrap(anc.iter)
-                target = anc.target
-                if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
-                    target = target.elts[1]
-                if not (isinstance(target, ast.Name) and target.id == name):
-                    return None  # the index of `enumerate`, or a part of an unpacked row
                 loop_anc = chain[:i]
-                if self.values.kind_at(base, loop_anc) != TENSOR or (not anywhere and self.is_host_tensor(base, loop_anc)):
-                    return None
+                base = _element_source(self, anc.iter, anc.target, name, loop_anc, anywhere)
+                if base is None:
+                    return None  # the index of `enumerate`, a part of an unpacked row, or no device tensor
                 # rebinding inside the loop: before the read, or in an inner loop around it
                 for n in walk_scope(anc.body):
                     if n is expr:
@@ -430,15 +421,23 @@ class HostValues:
         return None
 
 
-def _comprehension_element(host: "HostValues", gen: ast.comprehension, name: str, outer: Sequence[ast.AST],
-                           anywhere: bool) -> Optional[ast.AST]:
-    """The tensor that the comprehension's generator `gen` takes `name` from, one
-    element per pass (plainly, or as the value of `enumerate`), if it is one
-    not known to be in host memory."""
-    base, n_skip = host.values.unwrap(gen.iter)
-    target = gen.target
+def _elements_taken(values: Values, it: ast.AST, target: ast.AST) -> Tuple[ast.AST, ast.AST, Optional[ast.AST]]:
+    """(the iterable whose elements a loop's `target` takes, the target that
+    takes them, the target of `enumerate`'s index or None): `for i, x in
+    enumerate(xs)` gives (xs, x, i)."""
+    base, n_skip = values.unwrap(it)
     if n_skip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
-        target = target.elts[1]
+        return base, target.elts[1], target.elts[0]
+    return base, target, None
+
+
+def _element_source(host: "HostValues", it: ast.AST, target: ast.AST, name: str, outer: Sequence[ast.AST],
+                    anywhere: bool) -> Optional[ast.AST]:
+    """The tensor that a loop (or a comprehension's generator) over `it`
+    takes `name` from, one element per pass (plainly, or as the value of
+    `enumerate`), if it is one not known to be in host memory (with
+    `anywhere`, wherever it is)."""
+    base, target, _ = _elements_taken(host.values, it, target)
     if not (isinstance(target, ast.Name) and target.id == name):
         return None
     if host.values.kind_at(base, outer) != TENSOR or (not anywhere and host.is_host_tensor(base, outer)):

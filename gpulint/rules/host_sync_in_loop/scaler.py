@@ -32,10 +32,12 @@ def _beside_scaler_step(analysis, node: ast.Call, ancestors) -> bool:
     whether the gradients are finite, so a read of the scale in the
     statement right before it, or right after it and its `update()`, waits
     for next to nothing of its own."""
-    stmt, block = statement_and_block(list(ancestors) + [node], analysis)
-    k = next((i for i, b in enumerate(block or ()) if b is stmt), None)
-    if k is None:
+    stmt, _ = statement_and_block(list(ancestors) + [node], analysis)
+    slot = analysis.index.slot(stmt) if stmt is not None else None
+    if slot is None:
         return False
+    parent, field, k = slot
+    block = getattr(parent, field)
     scaler = ast.dump(node.func.value)  # type: ignore[attr-defined]
 
     def calls(b: ast.AST, method: str) -> bool:
