@@ -50,7 +50,9 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from gpulint.model.project.hierarchy import overrides, subclasses
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
-from gpulint.model.project.callers import called_in_low_precision, called_off_step, device_side
+from gpulint.model.project.callers import (
+    called_in_low_precision, called_off_step, device_side, entered_evaluated, entered_grad_off, entered_synced, feeds_env,
+)
 from gpulint.model.project.summary import BODY, EVAL, SOME, TRAIN
 from gpulint.model.values.kinds import HOST_KINDS, HOST_MAPPING, HOST_NUMBERS, HOST_TENSOR, IN_MEMORY_DATASET, LOADER, NUMBER, NUMPY, OTHER, TENSOR
 
@@ -630,80 +632,6 @@ def _param_kinds(graph: ProjectGraph) -> Dict[str, Dict[str, str]]:
             break
         out = found
     return out
-
-
-def entered_synced(graph: ProjectGraph) -> Set[str]:
-    """The functions that run every step and that every per-step call
-    (from a loop's step, or from the body of a function that runs every
-    step) makes right after a host read of its caller (a summary's
-    `synced`): MAE's `all_reduce_mean(loss_value)` after `torch.cuda.synchronize()`."""
-    return _every_per_step_call_marked(graph, "synced", per_step_bodies=True)
-
-
-def feeds_env(graph: ProjectGraph) -> Set[str]:
-    """The functions that run every step and whose every per-step call hands
-    its result to an environment's step (a summary's `feeds_env`: `action =
-    self.explore(state)` then `env.step(action)`): what it returns is the
-    action the host needs."""
-    return _every_per_step_call_marked(graph, "feeds_env", per_step_bodies=False)
-
-
-def entered_grad_off(graph: ProjectGraph) -> Set[str]:
-    """The functions every call of which that the project makes runs with
-    autograd off: under `with torch.no_grad():` (a summary's `grad_off`), or
-    in a function that itself only runs so (melgan's `validate(...)`, called
-    only inside `with torch.no_grad():` in another file). A function the
-    project never calls is not one."""
-    if not any(f.get("grad_off") for f in graph.functions.values()):
-        return set()
-    edges = []  # (caller, callee, the call runs with autograd off)
-    for fid, f in graph.functions.items():
-        marked = set(f.get("grad_off", ()))
-        for cid, _, call in graph.resolved_calls(fid):
-            if cid != fid:
-                edges.append((fid, cid, call[0] in marked))
-    off: Set[str] = set()
-    while True:  # (grows each round: a caller found to run with grad off turns its calls off)
-        ok: Dict[str, bool] = {}
-        for caller, cid, marked in edges:
-            ok[cid] = ok.get(cid, True) and (marked or caller in off)
-        found = {cid for cid, yes in ok.items() if yes}
-        if found == off:
-            return off
-        off = found
-
-
-def entered_evaluated(graph: ProjectGraph) -> Dict[str, List[str]]:
-    """function -> the parameters every call of it that the project makes
-    (one at least) hands a model its caller switched to eval mode (a
-    summary's `evaluated`): SASRec's `evaluate(model, dataset, args)`,
-    called from `main.py` after `model.eval()`."""
-    if not any(f.get("evaluated") for f in graph.functions.values()):
-        return {}
-    found: Dict[str, Set[str]] = {}
-    for fid, f in graph.functions.items():
-        marked = f.get("evaluated", {})
-        for cid, _, call in graph.resolved_calls(fid):
-            params = graph.functions[cid].get("params", [])
-            names = {params[int(k)] if k.isdigit() and int(k) < len(params) else k for k in marked.get(call[0], ())}
-            found[cid] = names if cid not in found else found[cid] & names
-    return {cid: sorted(names) for cid, names in found.items() if names}
-
-
-def _every_per_step_call_marked(graph: ProjectGraph, key: str, per_step_bodies: bool) -> Set[str]:
-    """The functions that run every step and every per-step call of which its
-    caller's summary lists under `key`: calls from a loop's step and, with
-    `per_step_bodies`, from the body of a function that runs every step (a
-    per-step function's own calls are never marked: they count against)."""
-    ok: Dict[str, bool] = {}
-    for fid, f in graph.functions.items():
-        body = per_step_bodies and fid in graph.every_step
-        marked = f.get(key)
-        marked = set(marked) if marked else ()
-        for cid, where, call in graph.resolved_calls(fid):
-            if where in (TRAIN, EVAL) or (body and where == BODY):
-                ok[cid] = ok.get(cid, True) and call[0] in marked
-    return {cid for cid, yes in ok.items() if yes and cid in graph.every_step}
 
 
 def _skeleton(summary: dict) -> tuple:
