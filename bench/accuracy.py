@@ -703,10 +703,27 @@ CORPUS_SETS = {
         ("zhilin007/FFA-Net", "6651bcf693edd3ba2d097f728676942bd40e6e99"),
         ("facebookresearch/VideoPose3D", "1afb1ca0f1237776518469876342fc8669d3f6a9"),
     ],
+    # forty-fifth: labelled at first sight on 1d65c10 (rules as on cb9ae10)
+    "forty-fifth": [
+        ("jrobine/twm", "e6a8e599864f5539b166ee9a8d173ece8f3fba84"),
+        ("openai/weak-to-strong", "6b450f2cee3714d6f886e5e1910bac73633bf69a"),
+        ("KdaiP/StableTTS", "71dfa4138c511df8e0aedf444df98c6baa44cad4"),
+        ("OATML/non-parametric-transformers", "a399360c4ac953eac3149692918df12fafee66e0"),
+        ("allanj/pytorch_neural_crf", "38c9694e94a3fc6e8abb8f5cdbc0feeb68b0a9c7"),
+        ("microsoft/StemGNN", "dc7dea6842c20c5dcece2f18b435e26770b3421c"),
+        ("LunaBlack/KGAT-pytorch", "5d6ce2fcd5314d3c2bef0254cd6569270ee02105"),
+        ("lliuz/ARFlow", "e92a8bbe66f0ced244267f43e3e55ad0fe46ff3e"),
+        ("yxgeee/SpCL", "01a486e50f7324520a7d9e3741d6c7e1cfd540cf"),
+        ("sshaoshuai/PointRCNN", "1d0dee91262b970f460135252049112d80259ca0"),
+        ("ArrowLuo/CLIP4Clip", "508ffa3de39ba0563a03199c440ab602a72e9b6f"),
+        ("PatrickHua/SimSiam", "75a7c51362c30e8628ad83949055ef73829ce786"),
+        ("Zheng222/IMDN", "8f158e6a5ac9db6e5857d9159fd4a6c4214da574"),
+        ("bearpaw/pytorch-pose", "edc7aece651649927764435ce0c1f03cffa2edaf"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
