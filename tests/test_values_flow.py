@@ -286,3 +286,19 @@ def test_host_values_read_through_conversions_facts_and_the_binding_that_reaches
     assert _host(text, 14)  # `int(...)`: a Python number (its own read is where it waits)
     assert _host(text, 15)  # a tensor's facts
     assert not _host(text, 16)
+
+
+def test_a_function_named_for_loading_a_model_hands_the_model_back():
+    # KGAT-pytorch: `load_model` comes from `from utils.model_helper import *`;
+    # its name says model, but a call of it returns the model, not an output
+    k = _kinds("""
+        from utils.model_helper import *
+
+        def train(args, model, x):
+            model = load_model(model, args.path)
+            net = build_net(args)
+            out = model(x)
+    """)
+    assert k["model"] == MODEL
+    assert k["net"] == MODEL
+    assert k["out"] == TENSOR

@@ -85,6 +85,10 @@ LOSS_NOT_VALUE_RE = re.compile(
 LOSS_HOLDER_SUFFIX_RE = re.compile(r"_(meters?|trackers?|recorders?|loggers?|monitors?|fns?|funcs?|class|cls|obj|object|instance)$")
 # ... nor a statement about the loss (`loss_is_scaled_for_ga`, `loss_has_nan`): a flag
 LOSS_PREDICATE_RE = re.compile(r"_(is|has|was|were|are|should|can|needs?|must)(_|$)")
+# a function that makes or hands back a model (`load_model(model, path)`,
+# `build_network(cfg)`): a call of it returns the model, not its output
+MODEL_FACTORY_NAME_RE = re.compile(
+    r"^_*(load|build|get|create|make|init|initiali[sz]e|setup|set_up|prepare|construct|instantiate|restore|wrap|convert)_")
 NOT_MODEL_HINT_RE = re.compile(r"tokeni[sz]er|processor|config|feature_extractor|scheduler", re.I)
 # `loss_params`, `model_cfg`, `loss_type`: the settings of a thing, not the thing
 SETTINGS_SUFFIX_RE = re.compile(

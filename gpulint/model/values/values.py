@@ -24,6 +24,7 @@ from gpulint.model.values.kinds import (
     LOADER,
     LOADER_ITER,
     LOADER_NAME_RE,
+    MODEL_FACTORY_NAME_RE,
     MODEL,
     MODEL_CODE_WORDS,
     MODEL_SELF_METHODS,
@@ -285,7 +286,8 @@ class Values:
                 return self._returned(call)
             k = kinds.get(func.id) or kind_from_name(func.id)
             if k == MODEL:
-                return TENSOR
+                # (`load_model(model, path)` of a star import: a function that hands back a model)
+                return MODEL if MODEL_FACTORY_NAME_RE.match(func.id) else TENSOR
             if k == CRITERION:
                 return TENSOR
             if func.id in ("next",) and call.args:
