@@ -139,8 +139,10 @@ class CpuTensorThenMoved(Rule):
     through `create_chuncks`), and a factory's
     tensor, laid out with `repeat`/`view`, cast with `.type_as(x)` or
     `.type(x.type())` to such a tensor in such a helper (a YOLO loss's grids,
-    per level of every step; svoice's padding): the cast takes `x`'s device
-    too. `.type(torch.cuda.FloatTensor)` moves as `.cuda()` does, also through
+    per level of every step; svoice's padding), or in a plain function that
+    the call graph runs every step (a flow loss's `flow_warp`, whose grid
+    comes from a helper returning what `torch.arange` built): the cast takes
+    `x`'s device too. `.type(torch.cuda.FloatTensor)` moves as `.cuda()` does, also through
     a name the function binds once to a CUDA tensor type (the YOLOv3 layer's
     `dtype = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor`,
     then `torch.zeros(b, a, f, f, 85).type(dtype)` in every training

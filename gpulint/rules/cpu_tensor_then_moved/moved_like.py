@@ -53,8 +53,8 @@ def typed_like(fa, node: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[Tup
     if waits_anyway(fa, func) or in_module_forward(fa, func):
         return None  # the host waits there anyway; a factory in a forward is GPU204's
     factory = host_factory(fa, node.func.value, func, lambda e: fa.values.is_tensor(e, ancestors))
-    if factory is None or factory_name(fa, factory) is None:
-        return None
+    if factory is None or (factory_name(fa, factory) is None and not fa.facts.host_built(factory)):
+        return None  # (or a project function returning what a CPU factory built: ARFlow's `mesh_grid`)
     return like, factory
 
 
@@ -76,15 +76,25 @@ def typed_like_message(fa, node: ast.Call, ancestors: Sequence[ast.AST], text_of
         return None
     reported[factory] = True
     method = "type_as" if node.func.attr == "type_as" else "type"  # type: ignore[attr-defined]
-    return moved_like_message(text_of(like), factory_name(fa, factory), method)
+    name = factory_name(fa, factory)
+    if name is None:  # a project function that returns what it builds on the CPU
+        other = text_of(like) if len(text_of(like)) <= 20 else "..."
+        cast = f".type({other}.type())" if method == "type" else f".{method}({other})"
+        return (
+            f"`{text_of(factory.func)}()` returns a tensor it builds on the CPU and `{cast}` then copies it to "
+            f"the GPU; build it on the device (pass `{other}.device` in, and `device=` to its factories)"
+        )
+    return moved_like_message(text_of(like), name, method)
 
 
 def _like_in_layer(fa, node: ast.Call, like: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
     if not isinstance(like, ast.Name) or "device" in like.id.lower() or device_arg_kind(fa, like) is not None:
         return None  # (an attribute may hold a device: `self.loss_device`)
     func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if func is None or not (func.name == "forward" or _called_by_forward(fa, func, ancestors)):
-        return None  # a layer's every call; not a search step, a sampler or a preprocessing helper
+    if func is None or not (func.name == "forward" or _called_by_forward(fa, func, ancestors)
+                            or fa.facts.every_step(func)):
+        return None  # a layer's every call, or a function the call graph runs every step (a flow
+        # loss's `flow_warp`); not a search step, a sampler or a preprocessing helper
     kind = fa.values.kind_at(like, ancestors)
     if kind != TENSOR and not (kind is None and _parameter_of_forward(like, func)):
         return None
