@@ -676,6 +676,51 @@ def test_numbers_unpacked_from_a_step_function_that_returns_them_are_no_tensors(
     assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("sac.py", 16, "GPU101")}
 
 
+def test_a_number_at_one_place_of_a_returned_tuple_is_no_tensor_for_the_caller(tmp_path):
+    """PointRCNN: `_train_it` steps and returns `loss.item(), tb_dict,
+    disp_dict`, a tuple with a Python number at its first place only (the
+    summary's `returns_items`); the caller that unpacks it holds a number in
+    `loss`, so logging it reads nothing on the device. What the other places
+    hold stays unknown."""
+    trainer = """
+        import torch
+
+
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model = model.cuda()
+                self.optimizer = optimizer
+
+            def _train_it(self, batch):
+                loss, tb_dict, disp_dict = self.model(batch.cuda())
+                loss.backward()
+                self.optimizer.step()
+                return loss.item(), tb_dict, disp_dict
+    """
+    main = """
+        from torch.utils.tensorboard import SummaryWriter
+        from trainer import Trainer
+
+        trainer = Trainer(model, optimizer)
+        writer = SummaryWriter()
+        for it, batch in enumerate(loader):
+            loss, tb_dict, disp_dict = trainer._train_it(batch)
+            writer.add_scalar("train_loss", loss, it)
+    """
+    graph, summaries = _graph({"trainer": trainer, "main": main})
+    fsum = summaries["trainer.py"][1]["functions"]["trainer.Trainer._train_it"]
+    assert fsum["returns_items"] == ["number", None, None] and "returns" not in fsum
+    table = graph.facts_for("main.py")
+    assert list(table["returns"].values()) == [["number", None, None]]
+    text = textwrap.dedent(main)
+    fa, _, _ = model_with_facts(ast.parse(text), text, "main.py", ["main"], table=table)
+    kinds = {n.id: fa.values.kind(n, fa.index.ancestors(n)) for n in ast.walk(fa.tree)
+             if isinstance(n, ast.Name) and n.id == "loss" and isinstance(n.ctx, ast.Load)}
+    assert kinds == {"loss": "number"}
+    write(tmp_path, {"trainer.py": trainer, "main.py": main})
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("trainer.py", 14, "GPU101")}
+
+
 def test_a_star_import_gives_torch_to_a_file_that_never_imports_it(tmp_path):
     write(tmp_path, {
         "utils/__init__.py": "from utils.torch import *\n",

@@ -40,7 +40,7 @@ class ProjectFacts(CallFacts):
         self.empty = tells_the_model_nothing(table)
         self._steps = frozenset(table.get("steps", ()))
         self._drives = frozenset(table.get("drives", ()))
-        self._returns: Dict[str, str] = table.get("returns", {})
+        self._returns: Dict[str, object] = table.get("returns", {})  # (a list: a tuple's kinds by place)
         self._iterates: Dict[str, int] = table.get("iterates", {})
         self._host_built = frozenset(table.get("host_built", ()))
         self._returns_synced = frozenset(table.get("returns_synced", ()))
@@ -105,6 +105,14 @@ class ProjectFacts(CallFacts):
         return bool(self._drives) and self._any_of(call, self._drives)
 
     def returns(self, call: ast.Call) -> Optional[str]:
+        found = self._returned(call)
+        return found if isinstance(found, str) else None
+
+    def returns_items(self, call: ast.Call) -> Optional[List[Optional[str]]]:
+        found = self._returned(call)
+        return found if isinstance(found, list) else None
+
+    def _returned(self, call: ast.Call):
         if not self._returns:
             return None
         ref = self._ref(call)

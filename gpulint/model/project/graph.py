@@ -347,7 +347,7 @@ class ProjectGraph:
         names, summary = self.files[path]
         steps: Set[str] = set()
         drives: Set[str] = set()
-        returns: Dict[str, str] = {}
+        returns: Dict[str, object] = {}  # (a kind; or, for a tuple, the kinds known at its places)
         iterates: Dict[str, int] = {}
         host_built: Set[str] = set()
         # calls whose callee returns right after a host read; chooses a precision
@@ -681,7 +681,7 @@ def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[s
 
 
 def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
-                    returns: Dict[str, str], iterates: Dict[str, int], host_built: Set[str],
+                    returns: Dict[str, object], iterates: Dict[str, int], host_built: Set[str],
                     marked: Tuple[Set[str], Set[str], Set[str], Set[str]], moved: Dict[str, List[int]]) -> None:
     """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""
     synced, precision, forwards, hands_back = marked
@@ -692,6 +692,8 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
     callee = graph.functions[cid]
     if callee.get("returns") in RETURN_KINDS:
         returns[ref] = callee["returns"]
+    elif "returns_items" in callee:
+        returns[ref] = callee["returns_items"]  # (a tuple with Python numbers at some places)
     if "iterates" in callee:
         iterates[ref] = callee["iterates"]
     if callee.get("host_built"):

@@ -192,9 +192,10 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                     sc.returns.append(None)
                 elif value is not None and isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.BinOp)):
                     sc.returns.append(kind_passed(fa, value, fa.index.ancestors(value)))
-                elif isinstance(value, ast.Tuple) and value.elts and all(
-                        kind_passed(fa, e, fa.index.ancestors(e)) == NUMBER for e in value.elts):
-                    sc.returns.append(HOST_NUMBERS)  # `return loss.item(), acc.item()`
+                elif isinstance(value, ast.Tuple) and value.elts and not any(isinstance(e, ast.Starred) for e in value.elts):
+                    items = [kind_passed(fa, e, fa.index.ancestors(e)) for e in value.elts]
+                    sc.returns.append(HOST_NUMBERS if all(k == NUMBER for k in items) else None)  # `return loss.item(), acc.item()`
+                    sc.items.append(items)  # (`return loss.item(), tb_dict, disp_dict`: position by position)
                 else:
                     sc.returns.append(None)
     for scope, sc in scopes.items():
@@ -281,7 +282,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
 
 
 class _Scope:
-    __slots__ = ("steps", "calls", "returns", "return_nodes", "generator", "host_built", "loops", "alternatives", "marks",
+    __slots__ = ("steps", "calls", "returns", "items", "return_nodes", "generator", "host_built", "loops", "alternatives", "marks",
                  "returns_synced", "moved", "params", "evaluated", "forwards", "hands_back")
 
     def __init__(self) -> None:
@@ -294,6 +295,7 @@ class _Scope:
         # `if` statements of the function's own body -> branch -> what its plain statements call
         self.alternatives: Dict[ast.If, Dict[int, Set[str]]] = {}
         self.returns: List[Optional[str]] = []
+        self.items: List[List[Optional[str]]] = []  # each returned tuple's kinds, position by position
         self.return_nodes: List[ast.Return] = []
         self.generator = False
         self.host_built = False
@@ -326,6 +328,9 @@ class _Scope:
         kinds = set(self.returns)
         if self.returns and not self.generator and len(kinds) == 1 and None not in kinds:
             out["returns"] = kinds.pop()
+        items = _numbers_at(self.items, len(self.return_nodes)) if "returns" not in out and not self.generator else None
+        if items is not None:
+            out["returns_items"] = items
         if self.host_built:
             out["host_built"] = True
         if self.returns_synced:
@@ -605,6 +610,17 @@ def _plain_where(ancestors, scope: ast.AST, light: bool = False, through=None) -
                             ast.BoolOp, ast.comprehension)):
             return SOME
     return SOME
+
+
+def _numbers_at(items: List[List[Optional[str]]], returns: int) -> Optional[List[Optional[str]]]:
+    """Where every return of a function gives a tuple of the same length
+    (`return loss.item(), tb_dict, disp_dict`): the kind at each position
+    that every one of them agrees on, NUMBER only (None elsewhere), if there
+    is one; else None."""
+    if not items or len(items) != returns or len({len(i) for i in items}) != 1:
+        return None
+    out = [NUMBER if all(i[k] == NUMBER for i in items) else None for k in range(len(items[0]))]
+    return out if NUMBER in out else None
 
 
 def _parameters(fa: "FileModel", func: ast.AST) -> List[str]:

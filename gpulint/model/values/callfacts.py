@@ -14,7 +14,7 @@ False means "not known", never "known not to".
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 TRAIN = "train"  # a function that runs every step of a training loop
 EVAL = "eval"  # ... of a loop that iterates data without a training step
@@ -48,6 +48,12 @@ class CallFacts:
     def returns(self, call: ast.Call) -> Optional[str]:
         """The kind of value the callee returns (`gpulint.model.values.kinds`),
         where every return of it agrees."""
+        return None
+
+    def returns_items(self, call: ast.Call) -> Optional[List[Optional[str]]]:
+        """Where every return of the callee gives a tuple of one length with
+        Python numbers at some places (`return loss.item(), tb_dict,
+        disp_dict`): the kind at each place (NUMBER, or None: not known)."""
         return None
 
     def host_built(self, call: ast.Call) -> bool:

@@ -249,6 +249,18 @@ def _bind(values: "Values", target, kind, kinds, batch, value) -> None:
             for t, v in zip(target.elts, value.elts):
                 _bind(values, t, values.classify(v, kinds, batch), kinds, batch, v)
             return
+        items = values.facts.returns_items(value) if elt_kind is None and isinstance(value, ast.Call) else None
+        if items is not None and len(items) == len(target.elts):
+            # `loss, tb_dict, disp_dict = self._train_it(batch)`, which returns `loss.item(), ...`: a
+            # Python number at the places the project knows, what their names say elsewhere
+            for t, k in zip(target.elts, items):
+                if isinstance(t, ast.Name):
+                    if k is not None:
+                        kinds[t.id] = k
+                    else:
+                        kinds.pop(t.id, None)
+                    batch.discard(t.id)
+            return
         for elt in target.elts:
             if isinstance(elt, ast.Starred):
                 elt = elt.value
