@@ -53,8 +53,10 @@ class DataParallel(Rule):
     Nor is one in a program that trains nothing: a script (an `if __name__
     == "__main__":` block or a command line) whose wrap runs in its
     module-level code or in a top-level function its own module-level code
-    calls (`main()`), and which calls no backward, step, `fit` or `train`,
-    names no optimizer, and calls nothing of the project that steps (a
+    calls (`main()`, and what `main()` calls in turn, `main_worker(args)`), and which calls no backward, step, `fit` or `train`,
+    uses no optimizer (one it only builds, or whose state it only loads and
+    saves, as a checkpoint converter copied from the training script does,
+    is idle), and calls nothing of the project that steps (a
     `test.py`, a `demo.py`, a `predict.py`, an interpolation script).
     A silent fallback is still flagged, such as the Trainer or
     training script that wraps the model in `DataParallel` whenever it sees
@@ -372,13 +374,56 @@ def _script_that_never_trains(ctx) -> bool:
         func = funcs[0]
         if len(funcs) > 1 or index.parents.get(func) is not ctx.tree or isinstance(func, ast.ClassDef):
             return False  # a method, or a nested function: someone else may call it
-        if not any(isinstance(c.func, ast.Name) and c.func.id == func.name
-                   and not any(isinstance(a, _DEFS) for a in index.ancestors(c)) for c in index.nodes(ast.Call)):
-            return False  # a function no module-level code of the file calls: other files may
+        if func.name not in index.memoized("gpu001.run_by_the_script", None, lambda: _run_by_the_script(index)):
+            return False  # a function no module-level code of the file runs: other files may call it
     return index.memoized("gpu001.never_trains", None, lambda: not any(
         (isinstance(n, ast.Call) and (fa.facts.steps(n) or node_word(n.func) in _MAY_TRAIN_ATTRS))
-        or (isinstance(n, (ast.Name, ast.Attribute)) and "optim" in (node_word(n) or "").lower())
+        or (isinstance(n, (ast.Name, ast.Attribute)) and "optim" in (node_word(n) or "").lower()
+            and not _optimizer_kept_idle(index, n))
         for n in index.nodes(ast.Call, ast.Name, ast.Attribute)))
+
+
+# what a script that never trains does with an optimizer it builds: its state, for a checkpoint
+_IDLE_OPTIMIZER_ATTRS = frozenset({"load_state_dict", "state_dict", "param_groups"})
+
+
+def _optimizer_kept_idle(index, n: ast.AST) -> bool:
+    """`n`, a name or attribute that names an optimizer, only builds or keeps
+    one: the target of `optimizer = torch.optim.RMSprop(...)`, the
+    constructor's own name (`torch.optim`, `optim.Adam`), or the receiver of
+    `optimizer.load_state_dict(...)` / `.state_dict()` (a converter copied
+    from the training script resumes one to save it). Handed to a call, or
+    stepped, it may train (`fit(model, optimizer)`)."""
+    if isinstance(getattr(n, "ctx", None), (ast.Store, ast.Del)):
+        return True
+    parent = index.parents.get(n)
+    if isinstance(parent, ast.Attribute) and parent.value is n:
+        if parent.attr in _IDLE_OPTIMIZER_ATTRS:
+            return True
+        while isinstance(parent, ast.Attribute):  # `torch.optim.lr_scheduler.StepLR`
+            n, parent = parent, index.parents.get(parent)
+        return isinstance(parent, ast.Call) and parent.func is n  # the constructor called
+    return isinstance(parent, ast.Call) and parent.func is n
+
+
+def _run_by_the_script(index) -> frozenset:
+    """The names of the file's top-level functions that its module-level
+    code calls, or that such a function calls, and so on (`main()` calling
+    `main_worker(args)`, SpCL's test script)."""
+    tops = {s.name for s in index.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    calls: dict = {}  # caller (None: module-level code) -> the top-level functions it calls by name
+    for c in index.nodes(ast.Call):
+        if isinstance(c.func, ast.Name) and c.func.id in tops:
+            owner = next((a for a in reversed(index.ancestors(c)) if isinstance(a, _DEFS)), None)
+            if owner is None or (isinstance(owner, ast.FunctionDef) and index.parents.get(owner) is index.tree):
+                calls.setdefault(owner.name if owner is not None else None, set()).add(c.func.id)
+    run, todo = set(), [None]
+    while todo:
+        for name in calls.get(todo.pop(), ()):
+            if name not in run:
+                run.add(name)
+                todo.append(name)
+    return frozenset(run)
 
 
 # `DataParallelStrategy`, `ParallelTrainer`, `to_parallel`, `wrap_dp`
