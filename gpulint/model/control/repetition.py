@@ -711,8 +711,12 @@ def _after_statement(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.AST
 def _returns_what_it_tests(stmt: ast.If) -> bool:
     """`if x is not None: ... return x` (x a name or `self.<attr>`; a bare
     `return` for an attribute, kept in place), the return anywhere in the
-    `if`'s body."""
+    `if`'s body; also where more conditions follow with `and` (StableTTS's
+    rotary `_build_cache`: `if self.cos_cached is not None and x.shape[0]
+    <= self.cos_cached.shape[0]: return`, rebuilt for a longer input only)."""
     test = stmt.test
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        test = test.values[0]
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
         return False
