@@ -134,7 +134,7 @@ def _names_a_flag(test: ast.AST, flags: FrozenSet[str], self_only: bool = False)
 def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: ast.AST,
                       elsewhere: FrozenSet[str] = frozenset()) -> bool:
     """`node` runs in the body of an `if args.<flag>:` (or `if ... and
-    args.<flag>:`) between it and `stop` (a loop or a def), where `<flag>`
+    args.<flag>:`) between it and `stop` (a loop or a def; None: its def), where `<flag>`
     is one of the file's opt-in flags; or of an `if self.<option>:` where
     `<option>` is an output option of the class, off by default
     (`output_options`). `elsewhere`: the opt-in flags that other files of

@@ -510,8 +510,9 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
                 return None
         elif not self.covers_loop(analysis, loop):
             return None
-        if under_opt_in_flag(analysis.index, node, ancestors, loop, analysis.facts.opt_in_flags()):
-            return None  # `if args.print_loss:`: a debugging path the user turns on, off by default
+        if under_opt_in_flag(analysis.index, node, ancestors, None, analysis.facts.opt_in_flags()):
+            return None  # `if args.print_loss:`: a debugging path the user turns on, off by default (in
+            # the loop, or around it: NPT's `if self.c.debug_eval_row_interactions:` around its row loop)
         if not per_element and (follows_host_read(node, ancestors, analysis, at) or sync_follows(node, ancestors, analysis)):
             return None
         if feeds_environment_step(analysis.index, node, ancestors) or exports_outputs(analysis.index, node) or (
