@@ -668,7 +668,9 @@ def numpy_made(fa: "FileModel", value: Optional[ast.AST], scope: ast.AST) -> boo
 
 
 # cheap conversions of a stored item (not decoding, tokenizing or augmenting it)
-_SERVING_CALLS = frozenset({"len", "int", "float", "tuple", "list", "dict", "tensor", "as_tensor", "from_numpy"})
+_SERVING_CALLS = frozenset({"len", "int", "float", "tuple", "list", "dict", "tensor", "as_tensor", "from_numpy",
+                            # casts of what was looked up (`torch.from_numpy(window).type(torch.float)`)
+                            "type", "long", "double", "bool"})
 
 
 def serves_stored_items(cls: Optional[ast.AST]) -> bool:
