@@ -696,6 +696,15 @@ def test_a_number_at_one_place_of_a_returned_tuple_is_no_tensor_for_the_caller(t
                 loss.backward()
                 self.optimizer.step()
                 return loss.item(), tb_dict, disp_dict
+
+            def _compute(self, batch, return_tensor=False):
+                # (poutyne: a number only where an option says so, a tensor otherwise)
+                loss = self.model(batch.cuda()).mean()
+                if not return_tensor:
+                    loss = float(loss.detach())
+                loss.backward()
+                self.optimizer.step()
+                return loss, None
     """
     main = """
         from torch.utils.tensorboard import SummaryWriter
@@ -710,6 +719,7 @@ def test_a_number_at_one_place_of_a_returned_tuple_is_no_tensor_for_the_caller(t
     graph, summaries = _graph({"trainer": trainer, "main": main})
     fsum = summaries["trainer.py"][1]["functions"]["trainer.Trainer._train_it"]
     assert fsum["returns_items"] == ["number", None, None] and "returns" not in fsum
+    assert "returns_items" not in summaries["trainer.py"][1]["functions"]["trainer.Trainer._compute"]
     table = graph.facts_for("main.py")
     assert list(table["returns"].values()) == [["number", None, None]]
     text = textwrap.dedent(main)

@@ -53,7 +53,8 @@ class DataParallel(Rule):
     Nor is one in a program that trains nothing: a script (an `if __name__
     == "__main__":` block or a command line) whose wrap runs in its
     module-level code or in a top-level function its own module-level code
-    calls (`main()`, and what `main()` calls in turn, `main_worker(args)`), and which calls no backward, step, `fit` or `train`,
+    calls (`main()`, and what `main()` calls in turn on every run, not under
+    an option: `main_worker(args)`), and which calls no backward, step, `fit` or `train`,
     uses no optimizer (one it only builds, or whose state it only loads and
     saves, as a checkpoint converter copied from the training script does,
     is idle), and calls nothing of the project that steps (a
@@ -406,17 +407,29 @@ def _optimizer_kept_idle(index, n: ast.AST) -> bool:
     return isinstance(parent, ast.Call) and parent.func is n
 
 
+_BRANCHING = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.BoolOp,
+              ast.Lambda) + ((ast.Match,) if hasattr(ast, "Match") else ())
+
+
 def _run_by_the_script(index) -> frozenset:
     """The names of the file's top-level functions that its module-level
-    code calls, or that such a function calls, and so on (`main()` calling
-    `main_worker(args)`, SpCL's test script)."""
+    code calls, or that such a function calls on every run of it (not under
+    a branch or a loop), and so on (`main()` calling `main_worker(args)`,
+    SpCL's test script)."""
     tops = {s.name for s in index.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     calls: dict = {}  # caller (None: module-level code) -> the top-level functions it calls by name
     for c in index.nodes(ast.Call):
         if isinstance(c.func, ast.Name) and c.func.id in tops:
-            owner = next((a for a in reversed(index.ancestors(c)) if isinstance(a, _DEFS)), None)
-            if owner is None or (isinstance(owner, ast.FunctionDef) and index.parents.get(owner) is index.tree):
-                calls.setdefault(owner.name if owner is not None else None, set()).add(c.func.id)
+            ancestors = index.ancestors(c)
+            owner = next((a for a in reversed(ancestors) if isinstance(a, _DEFS)), None)
+            if owner is None:
+                calls.setdefault(None, set()).add(c.func.id)  # (any call of the module's code)
+            elif isinstance(owner, ast.FunctionDef) and index.parents.get(owner) is index.tree and all(
+                    isinstance(a, (ast.stmt, ast.expr)) and not isinstance(a, _BRANCHING) for a in
+                    ancestors[ancestors.index(owner) + 1:]):
+                # a function's own plain calls (`main()` always calls `main_worker(args)`); not
+                # one an option picks (yolact's `evaluate` runs `evalvideo` under `elif args.video`)
+                calls.setdefault(owner.name, set()).add(c.func.id)
     run, todo = set(), [None]
     while todo:
         for name in calls.get(todo.pop(), ()):

@@ -86,6 +86,34 @@ def _item_read(value: Optional[ast.AST]) -> bool:
             and not value.args and not value.keywords)
 
 
+def _number_for_sure(value: ast.AST, scope: Optional[ast.AST]) -> bool:
+    """`value` is a Python number read from a tensor on every path: `t.item()`,
+    `float(t)` / `int(t)`, or a name every binding of which in `scope` is one."""
+    if _item_read(value) or (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                             and value.func.id in ("float", "int") and len(value.args) == 1):
+        return True
+    if not isinstance(value, ast.Name) or not isinstance(scope, FUNCS):
+        return False
+    bindings = [n for n in walk(scope) if _binds_name(n, value.id)]
+    return bool(bindings) and all(
+        isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+        and _number_for_sure(n.value, None) for n in bindings)
+
+
+def _binds_name(node: ast.AST, name: str) -> bool:
+    """`node` is a statement or clause that binds `name` (an assignment of any
+    form, a loop or comprehension target, `with ... as name`, `name := ...`)."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr)):
+        targets = [node.target]
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        targets = [node.optional_vars]
+    else:
+        return False
+    return any(isinstance(t, ast.Name) and t.id == name for target in targets for t in walk(target))
+
+
 def _choosing_precision(fa: "FileModel", refs: FileRefs) -> Set[str]:
     """The functions of the file that build an FSDP mixed-precision policy
     (`MixedPrecisionPolicy(param_dtype=...)`, `MixedPrecision(...)`): a
@@ -195,7 +223,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                 elif isinstance(value, ast.Tuple) and value.elts and not any(isinstance(e, ast.Starred) for e in value.elts):
                     items = [kind_passed(fa, e, fa.index.ancestors(e)) for e in value.elts]
                     sc.returns.append(HOST_NUMBERS if all(k == NUMBER for k in items) else None)  # `return loss.item(), acc.item()`
-                    sc.items.append(items)  # (`return loss.item(), tb_dict, disp_dict`: position by position)
+                    # (`return loss.item(), tb_dict, disp_dict`: place by place, a number only where it is one
+                    # on every path: not poutyne's `loss`, bound to `float(...)` under an `if` only)
+                    sc.items.append([NUMBER if _number_for_sure(e, scope) else None for e in value.elts])
                 else:
                     sc.returns.append(None)
     for scope, sc in scopes.items():
