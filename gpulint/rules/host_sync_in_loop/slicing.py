@@ -74,11 +74,12 @@ def _tensor_elements(index: ast.AST) -> List[ast.AST]:
 
 
 def _int_index(index: ast.AST, ancestors) -> bool:
-    """`index` walks a tensor element by element: the counter of a loop
+    """`index` picks one element: an int constant, or the counter of a loop
     around it over `range(...)` or `enumerate(...)` (`for i in
-    range(len(lengths))`). Not a slice of an index tensor (`lengths[mb_inds]`
-    gathers on the device), nor a constant (`h[edge[0]]`: a row of a 2-D
-    edge list, itself an index tensor, as often as a 0-dim element)."""
+    range(len(lengths))`); not a slice of an index tensor (`lengths[mb_inds]`
+    gathers on the device)."""
+    if isinstance(index, ast.Constant):
+        return isinstance(index.value, int)
     if not isinstance(index, ast.Name):
         return False
     for anc in reversed(ancestors):
