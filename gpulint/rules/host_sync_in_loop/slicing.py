@@ -46,8 +46,7 @@ class SliceReads:
         stays on the device: not flagged."""
         index = node.slice
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        elements = [e for p in parts if not isinstance(p, (ast.Slice, ast.Constant)) for e in _tensor_elements(p)
-                    if not isinstance(e, ast.Subscript) or _int_index(e.slice, ctx.analysis.index.ancestors(e))]
+        elements = [e for p in parts if not isinstance(p, (ast.Slice, ast.Constant)) for e in _tensor_elements(p)]
         if not elements or not candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
             return
         analysis = ctx.analysis
@@ -71,29 +70,6 @@ def _tensor_elements(index: ast.AST) -> List[ast.AST]:
             index.slice, (ast.Slice, ast.Tuple)):
         return [index]
     return [index] if isinstance(index, ast.Name) else []
-
-
-def _int_index(index: ast.AST, ancestors) -> bool:
-    """`index` picks one element: an int constant, or the counter of a loop
-    around it over `range(...)` or `enumerate(...)` (`for i in
-    range(len(lengths))`); not a slice of an index tensor (`lengths[mb_inds]`
-    gathers on the device)."""
-    if isinstance(index, ast.Constant):
-        return isinstance(index.value, int)
-    if not isinstance(index, ast.Name):
-        return False
-    for anc in reversed(ancestors):
-        gens = anc.generators if isinstance(anc, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) else (
-            [anc] if isinstance(anc, (ast.For, ast.AsyncFor)) else [])
-        for g in gens:
-            it, target = g.iter, g.target
-            called = it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else None
-            if called == "range" and isinstance(target, ast.Name) and target.id == index.id:
-                return True
-            if called == "enumerate" and isinstance(target, ast.Tuple) and target.elts \
-                    and isinstance(target.elts[0], ast.Name) and target.elts[0].id == index.id:
-                return True
-    return False
 
 
 def _device_element(element: ast.AST, analysis) -> bool:
