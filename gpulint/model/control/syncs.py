@@ -93,7 +93,7 @@ def slice_bound_tensor(name: ast.Name, ancestors, analysis) -> bool:
     lengths)`, handed CPU lengths): not one."""
     if analysis.values.kind_at(name, ancestors) == TENSOR:
         return not analysis.host.is_host_tensor(name, ancestors) and not _unbound_parameter(name, ancestors, analysis)
-    source = zipped_from(name, ancestors)
+    source = _zipped_from(name, ancestors)
     return (source is not None and device_tensor(source, analysis)
             and not _unbound_parameter(source, analysis.index.ancestors(source), analysis))
 
@@ -109,7 +109,7 @@ def _unbound_parameter(name: ast.Name, ancestors, analysis) -> bool:
         and analysis.facts.parameter_kind(func, name.id) != TENSOR
 
 
-def zipped_from(name: ast.Name, ancestors) -> Optional[ast.AST]:
+def _zipped_from(name: ast.Name, ancestors) -> Optional[ast.AST]:
     """The argument of `zip(a, b, ...)` whose elements the innermost loop
     around `name` binding it (`for x, y in zip(a, b):`) binds it to, where
     that argument is a name; else None."""

@@ -230,10 +230,6 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
       (RT-DETR's `if not math.isfinite(loss_value):` on the summed loss);
     - a tensor as a slice bound (`pred[:length]` over `zip(preds, lengths)`
       of CUDA lengths: Python reads its `__index__`), once per statement;
-    - an element of a device tensor as an integer index (`out[i,
-      lengths[i] - 1]`, `features[y]` over `zip(inputs, indexes)`): a 0-dim
-      tensor, read on the host once per element; a whole index tensor
-      (`x[idx]`) gathers on the device and is not flagged;
     - `scaler.get_scale()` of a `GradScaler`, which returns `.item()` of the
       scale tensor (pi-GAN's `if scaler.get_scale() < 1:` every step);
     - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,

@@ -9,7 +9,7 @@ import ast
 from typing import List
 
 from gpulint.model.values.callfacts import EVAL
-from gpulint.model.control.syncs import slice_bound_tensor, zipped_from
+from gpulint.model.control.syncs import slice_bound_tensor
 from gpulint.rules.host_sync_in_loop.reads import candidate, snippet
 
 
@@ -34,54 +34,6 @@ class SliceReads:
             f"slicing with the tensor `{snippet(ctx.node_text(tensor))}` as a bound reads it on the host, "
             f"a GPU sync every {'batch' if self.step_kind == EVAL else 'step'}; slice with a Python int "
             "(read the lengths once, or keep them on the CPU)"))
-
-
-    def visit_Subscript(self, node: ast.Subscript, ctx) -> None:
-        """`out[i, lengths[i] - 1]` or `features[y]` with `y` taken from a
-        device tensor element by element (`for x, y in zip(inputs,
-        indexes)`): an element of a device tensor, a 0-dim tensor, used as
-        an integer index; Python (or torch's indexing) reads it on the host,
-        once per element (weak-to-strong's last-token pick, SpCL's memory
-        update). A whole index tensor (`x[idx]`) is advanced indexing, which
-        stays on the device: not flagged."""
-        index = node.slice
-        parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        elements = [e for p in parts if not isinstance(p, (ast.Slice, ast.Constant)) for e in _tensor_elements(p)]
-        if not elements or not candidate(ctx, ctx.ancestors) or not self._in_covered_loop(ctx.analysis, ctx.ancestors):
-            return
-        analysis = ctx.analysis
-        tensor = next((e for e in elements if _device_element(e, analysis)), None)
-        stmt = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.stmt)), None)
-        if tensor is None or id(stmt) in self._sliced or self._hot(analysis, node, ctx.ancestors) is None:
-            return
-        self._sliced.add(id(stmt))
-        self.report(ctx, tensor, message=(
-            f"indexing with `{snippet(ctx.node_text(tensor))}`, an element of a device tensor, reads it on the "
-            f"host, a GPU sync per element every {'batch' if self.step_kind == EVAL else 'step'}; index with "
-            "Python ints (read the values once with `.tolist()`), or gather with the whole index tensor"))
-
-
-def _tensor_elements(index: ast.AST) -> List[ast.AST]:
-    """The parts of an index that may be one element of a tensor: `lengths[i]`
-    (with a number added or taken: `lengths[i] - 1`), or a name."""
-    if isinstance(index, ast.BinOp) and isinstance(index.op, (ast.Add, ast.Sub)) and isinstance(index.right, ast.Constant):
-        index = index.left
-    if isinstance(index, ast.Subscript) and isinstance(index.value, ast.Name) and not isinstance(
-            index.slice, (ast.Slice, ast.Tuple)):
-        return [index]
-    return [index] if isinstance(index, ast.Name) else []
-
-
-def _device_element(element: ast.AST, analysis) -> bool:
-    """`lengths[i]` of a device tensor `lengths`, or a name a loop binds to
-    the elements of one (`for x, y in zip(inputs, indexes)`); not a name that
-    holds a whole tensor, which indexes on the device."""
-    if isinstance(element, ast.Subscript):
-        name = element.value
-        return slice_bound_tensor(name, analysis.index.ancestors(name), analysis)
-    ancestors = analysis.index.ancestors(element)
-    source = zipped_from(element, ancestors)
-    return source is not None and slice_bound_tensor(source, analysis.index.ancestors(source), analysis)
 
 
 def _bound_tensors(bound: ast.AST) -> List[ast.AST]:
