@@ -26,6 +26,7 @@ from gpulint.model.index.order import nodes_in_order
 from gpulint.model.names import last_name
 from gpulint.model.values.devices import helper_move_target, move_target, type_move_target
 from gpulint.model.values.host_built import plain_bindings
+from gpulint.model.values.kinds import unwrap_iter
 from gpulint.model.index.walk import child_nodes, walk
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -408,6 +409,19 @@ def _resolve(fa: "FileModel", bindings, ref: ast.AST, depth: int = 0) -> Optiona
             if is_dataloader_call(fa, v):
                 calls.append(v)  # type: ignore[arg-type]
                 continue
+            if isinstance(v, (ast.Call, ast.Name)) and v_ancestors is None and depth < 3:
+                # `dataloader = tqdm(loader)` in one branch, `dataloader = loader` in the other
+                # (StableTTS's vocoder loop): what the wrapper walks, what the other name holds
+                inner = unwrap_iter(v)[0] if isinstance(v, ast.Call) else v
+                if isinstance(v, ast.Call) and inner is v:
+                    return None  # a call of something else: not known
+                if isinstance(inner, ast.Name) and isinstance(ref, ast.Name) and inner.id == ref.id:
+                    return None  # (`loader = tqdm(loader)`: the name's own other bindings say)
+                found = loader_constructions(fa, inner, fa.index.ancestors(inner), depth + 1)
+                if found is None:
+                    return None
+                calls.extend(found)
+                continue
             if v_ancestors is None or not isinstance(v, ast.Name) or depth >= 3:
                 return None
             # a name returned by the method: only its bindings in that method
@@ -500,11 +514,16 @@ def _method_returns(fa: "FileModel", value: ast.AST, stmt: ast.AST) -> Optional[
 
 
 def loader_constructions(
-    fa: "FileModel", loader: ast.AST, ancestors: Sequence[ast.AST]
+    fa: "FileModel", loader: ast.AST, ancestors: Sequence[ast.AST], depth: int = 0
 ) -> Optional[List[ast.Call]]:
     """The DataLoader(...) call(s) a loader expression refers to, or None."""
     if isinstance(loader, ast.Call):
-        return [loader] if is_dataloader_call(fa, loader) else None
+        if is_dataloader_call(fa, loader):
+            return [loader]
+        inner, _ = unwrap_iter(loader)  # `tqdm(loader)`, `enumerate(loader)`: the loader it walks
+        if inner is loader or depth >= 3:
+            return None
+        return loader_constructions(fa, inner, fa.index.ancestors(inner), depth + 1)
     ref_ok = isinstance(loader, ast.Name) or (
         isinstance(loader, ast.Attribute) and isinstance(loader.value, ast.Name) and loader.value.id == "self"
     )
