@@ -435,6 +435,7 @@ def _resolve(fa: "FileModel", bindings, ref: ast.AST, depth: int = 0) -> Optiona
             if inner is None:
                 return None
             calls.extend(inner)
+    calls = list({id(c): c for c in calls}.values())  # (two bindings may reach one loader)
     return calls or None
 
 
