@@ -131,17 +131,26 @@ def _names_a_flag(test: ast.AST, flags: FrozenSet[str], self_only: bool = False)
     return any(name in flags for name in _test_names(test, self_only))
 
 
-def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: ast.AST,
-                      elsewhere: FrozenSet[str] = frozenset()) -> bool:
+# what names a flag for a debugging or diagnostic mode, not a phase of the program
+# (`--debug_eval_row_interactions`, not `--do_eval`): a whole loop under it is that mode's
+DEBUG_FLAG_RE = re.compile(r"debug|verbose|print|profil|visuali|plot|trace|dump|sanity", re.I)
+
+
+def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: Optional[ast.AST],
+                      elsewhere: FrozenSet[str] = frozenset(), only: Optional["re.Pattern"] = None) -> bool:
     """`node` runs in the body of an `if args.<flag>:` (or `if ... and
     args.<flag>:`) between it and `stop` (a loop or a def; None: its def), where `<flag>`
     is one of the file's opt-in flags; or of an `if self.<option>:` where
     `<option>` is an output option of the class, off by default
     (`output_options`). `elsewhere`: the opt-in flags that other files of
-    the program define (`CallFacts.opt_in_flags`)."""
+    the program define (`CallFacts.opt_in_flags`); `only`: the flags and
+    options to take, by name (`DEBUG_FLAG_RE`)."""
     flags = opt_in_flags(index) | elsewhere
     cls = next((a for a in reversed(ancestors) if isinstance(a, ast.ClassDef)), None)
     options = output_options(index, cls) if cls is not None else frozenset()
+    if only is not None:
+        flags = frozenset(f for f in flags if only.search(f))
+        options = frozenset(o for o in options if only.search(o))
     if not flags and not options:
         return False
     chain = list(ancestors) + [node]

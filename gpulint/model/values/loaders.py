@@ -409,9 +409,10 @@ def _resolve(fa: "FileModel", bindings, ref: ast.AST, depth: int = 0) -> Optiona
             if is_dataloader_call(fa, v):
                 calls.append(v)  # type: ignore[arg-type]
                 continue
-            if isinstance(v, (ast.Call, ast.Name)) and v_ancestors is None and depth < 3:
+            if isinstance(v, (ast.Call, ast.Name)) and v_ancestors is None and depth < 3 and len(bindings) > 1:
                 # `dataloader = tqdm(loader)` in one branch, `dataloader = loader` in the other
-                # (StableTTS's vocoder loop): what the wrapper walks, what the other name holds
+                # (StableTTS's vocoder loop): what the wrapper walks, what the other name holds. (A
+                # name bound once to a wrapper is the loop's own business: `batch_source` unwraps it)
                 inner = unwrap_iter(v)[0] if isinstance(v, ast.Call) else v
                 if isinstance(v, ast.Call) and inner is v:
                     return None  # a call of something else: not known

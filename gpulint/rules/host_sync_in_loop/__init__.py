@@ -13,7 +13,7 @@ from gpulint.model.control.syncs import (
     follows_host_read, logged_values, on_host_already, statement_and_block, sync_follows,
 )
 from gpulint.model.values.literals import tensor_of_device_tensors
-from gpulint.model.control.options import under_opt_in_flag
+from gpulint.model.control.options import DEBUG_FLAG_RE, under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
 from gpulint.rules.host_sync_in_loop.exits import returns_the_action, stops_search
@@ -506,9 +506,12 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
                 return None
         elif not self.covers_loop(analysis, loop):
             return None
-        if under_opt_in_flag(analysis.index, node, ancestors, None, analysis.facts.opt_in_flags()):
-            return None  # `if args.print_loss:`: a debugging path the user turns on, off by default (in
-            # the loop, or around it: NPT's `if self.c.debug_eval_row_interactions:` around its row loop)
+        flags = analysis.facts.opt_in_flags()
+        if under_opt_in_flag(analysis.index, node, ancestors, loop, flags) or under_opt_in_flag(
+                analysis.index, node, ancestors, None, flags, only=DEBUG_FLAG_RE):
+            return None  # `if args.print_loss:`: a debugging path the user turns on, off by default; or
+            # a debugging mode around the loop itself (NPT's `if self.c.debug_eval_row_interactions:`
+            # around its row loop; not `if args.do_eval:`, the program's evaluation phase)
         if not per_element and (follows_host_read(node, ancestors, analysis, at) or sync_follows(node, ancestors, analysis)):
             return None
         if feeds_environment_step(analysis.index, node, ancestors) or exports_outputs(analysis.index, node) or (
