@@ -120,7 +120,8 @@ class CpuTensorThenMoved(Rule):
     that names no device; so is a move of one `__init__` keeps as a plain
     attribute (`self.freqs_cis.to(x.device)`): make it a buffer. A table rebuilt only on a cache miss, after an early
     return of the cached value (`if pe is not None: if pe.size(1) >= n: return
-    pe`), is not repeated code. An operation that mixes a CPU tensor with a
+    pe`; `if self.cos_cached is not None and n <= self.cos_cached.shape[0]:
+    return`), is not repeated code. An operation that mixes a CPU tensor with a
     CUDA one raises, so such an expression runs on the CPU. It is not flagged
     where other tensor data joins the factory's (`(t * torch.arange(n)).cuda()`
     with `t` a tensor: the data crosses either way; every part of a
