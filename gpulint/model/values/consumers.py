@@ -307,11 +307,14 @@ def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
         unread = {o: frozenset(names - read.get(o, set())) for o, names in filled.items()}
         kept: Dict[Optional[ast.AST], Dict[str, int]] = {}
         for n in index.nodes(ast.Name):
-            parent = index.parents.get(n)
-            if not isinstance(n.ctx, ast.Load) or not isinstance(parent, (ast.Call, ast.Return, ast.Yield)):  # type: ignore[attr-defined]
+            if not isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
+                continue
+            # (through the passes that keep its values: `cf_scores.append(batch_scores.numpy())`)
+            value, parent = _through_passes(index, n)
+            if not isinstance(parent, (ast.Call, ast.Return, ast.Yield)):
                 continue  # (only a call's argument or a returned value can be kept: ask its owner then)
             owner = index.owner(n)
-            if _keeps(n, parent, frozen.get(owner, frozenset()), unread.get(owner, frozenset())):
+            if _keeps(value, parent, frozen.get(owner, frozenset()), unread.get(owner, frozenset())):
                 names = kept.setdefault(owner, {})
                 names[n.id] = max(names.get(n.id, 0), n.lineno)  # type: ignore[attr-defined]
         written, flows = _written_and_flows(index)
@@ -320,6 +323,18 @@ def _tables(index: TreeIndex) -> Dict[Optional[ast.AST], tuple]:
                 for o in set(kept) | set(frozen) | set(unread) | set(written)}
 
     return index.memoized("consumers.kept", "all", compute)
+
+
+def _through_passes(index: TreeIndex, node: ast.AST) -> Tuple[ast.AST, Optional[ast.AST]]:
+    """(the outermost of `node.numpy()`, `node.detach().cpu()`, ... that only
+    pass its values on (`_PASS_ATTRS`), that expression's parent)."""
+    parent = index.parents.get(node)
+    while isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _PASS_ATTRS:
+        call = index.parents.get(parent)
+        if not (isinstance(call, ast.Call) and call.func is parent):
+            break
+        node, parent = call, index.parents.get(call)
+    return node, parent
 
 
 def _written_and_flows(index: TreeIndex) -> Tuple[Dict[Optional[ast.AST], Dict[str, int]],
