@@ -117,6 +117,8 @@ def _environment_step(index: TreeIndex, call: ast.Call) -> bool:
 # to where the host keeps it (`preds.detach().cpu().numpy()`, `list(x.numpy())`)
 _PASS_ATTRS = frozenset(
     "cpu numpy tolist detach data float double long int half astype squeeze flatten ravel reshape view copy clone"
+    # (and what the host does to the copy on the way: IMDN's `tensor.float().cpu().clamp_(0, 1)`)
+    " clamp clamp_ clip round permute transpose contiguous"
     .split()
 )
 _WRAPPERS = frozenset(("list", "tuple", "np.asarray", "np.array", "numpy.asarray", "numpy.array"))
@@ -250,13 +252,14 @@ def _kept(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
     name = parent.targets[0].id
     if tables[0].get(name, 0) > parent.lineno:
         return True
-    # or written out through what the host makes of it: `predict_np = pred.cpu().numpy()`, then
-    # `im = Image.fromarray(predict_np * 255)`, `imo = im.resize(size)`, `imo.save(path)`
+    # or written out, or kept, through what the host makes of it: `predict_np = pred.cpu().numpy()`,
+    # then `im = Image.fromarray(predict_np * 255)`, `imo = im.resize(size)`, `imo.save(path)`; IMDN's
+    # `tensor2np`, which returns the image it makes of `tensor.float().cpu()`
     written, flows = tables[3], tables[4]
     todo, seen = [name], {name}
     while todo:
         n = todo.pop()
-        if written.get(n, 0) > parent.lineno:
+        if written.get(n, 0) > parent.lineno or (n != name and tables[0].get(n, 0) > parent.lineno):
             return True
         for m in flows.get(n, ()):
             if m not in seen:
