@@ -252,14 +252,13 @@ def _kept(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
     name = parent.targets[0].id
     if tables[0].get(name, 0) > parent.lineno:
         return True
-    # or written out, or kept, through what the host makes of it: `predict_np = pred.cpu().numpy()`,
-    # then `im = Image.fromarray(predict_np * 255)`, `imo = im.resize(size)`, `imo.save(path)`; IMDN's
-    # `tensor2np`, which returns the image it makes of `tensor.float().cpu()`
+    # or written out through what the host makes of it: `predict_np = pred.cpu().numpy()`, then
+    # `im = Image.fromarray(predict_np * 255)`, `imo = im.resize(size)`, `imo.save(path)`
     written, flows = tables[3], tables[4]
     todo, seen = [name], {name}
     while todo:
         n = todo.pop()
-        if written.get(n, 0) > parent.lineno or (n != name and tables[0].get(n, 0) > parent.lineno):
+        if written.get(n, 0) > parent.lineno:
             return True
         for m in flows.get(n, ()):
             if m not in seen:
