@@ -731,6 +731,45 @@ def test_a_number_at_one_place_of_a_returned_tuple_is_no_tensor_for_the_caller(t
     assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("trainer.py", 14, "GPU101")}
 
 
+def test_a_model_a_helper_of_another_file_returns_in_eval_mode_is_evaluated(tmp_path):
+    """weak-to-strong: `get_model` switches the model to eval mode and
+    returns it (the summary's `returns_evaluated`); the caller that binds it
+    holds a model in eval mode, so the helper it hands the model to runs an
+    evaluation with autograd on (GPU501 there)."""
+    models = """
+        import torch
+        from torch import nn
+
+
+        def get_model(width):
+            model = nn.Sequential(nn.Conv2d(3, width, 3), nn.Flatten())
+            model.cuda()
+            model.eval()
+            return model
+    """
+    run = """
+        import torch
+        from models import get_model
+
+
+        def get_embeddings(model, loader):
+            out = []
+            for x, _ in loader:
+                out.append(model(x.cuda()))
+            return torch.cat(out)
+
+
+        def main(loader):
+            weak = get_model(16)
+            return get_embeddings(weak, loader)
+    """
+    graph, summaries = _graph({"models": models, "run": run})
+    assert summaries["models.py"][1]["functions"]["models.get_model"]["returns_evaluated"] is True
+    assert graph.facts_for("run.py")["returns_evaluated"] == ["models.get_model"]
+    write(tmp_path, {"models.py": models, "run.py": run})
+    assert check(tmp_path, "--no-cache", "--select", "GPU501", ".") == {("run.py", 9, "GPU501")}
+
+
 def test_a_star_import_gives_torch_to_a_file_that_never_imports_it(tmp_path):
     write(tmp_path, {
         "utils/__init__.py": "from utils.torch import *\n",

@@ -87,6 +87,8 @@ def mode_switches(fa: FileModel, scope: ast.AST) -> List[Tuple[Tuple[int, int], 
                 if m is not None and model_key(cur.func.value) is None:
                     mode = mode or m
                 cur = cur.func.value
+            if mode is None and isinstance(node.value, ast.Call) and fa.facts.returns_evaluated(node.value):
+                mode = EVAL  # `model = get_model(name)`, a project function that returns it in eval mode
             if mode is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
@@ -121,10 +123,12 @@ def evaluated_at_module_level(fa: FileModel, key: str, scope: ast.AST) -> bool:
 
 def switching_scopes(fa: FileModel) -> Set[Optional[ast.AST]]:
     """The defs (and module code) whose own code switches a model's mode
-    (`mode_of_switch`): only there can `mode_switches` find one, from one
-    pass over the file's calls."""
+    (`mode_of_switch`), or calls a project function that returns a model in
+    eval mode: only there can `mode_switches` find one, from one pass over
+    the file's calls."""
     return fa.index.memoized("modes.switching", None, lambda: {
-        fa.index.owner(c) for c in fa.index.nodes_of(ast.Call) if mode_of_switch(c) is not None})
+        fa.index.owner(c) for c in fa.index.nodes_of(ast.Call)
+        if mode_of_switch(c) is not None or fa.facts.returns_evaluated(c)})
 
 
 def mode_before(fa: FileModel, key: str, node: ast.AST, scope: ast.AST) -> Optional[str]:

@@ -45,6 +45,7 @@ class ProjectFacts(CallFacts):
         self._host_built = frozenset(table.get("host_built", ()))
         self._returns_synced = frozenset(table.get("returns_synced", ()))
         self._hands_back = frozenset(table.get("hands_back", ()))
+        self._evaluated_back = frozenset(table.get("returns_evaluated", ()))
         self._every: Dict[str, str] = table.get("every_step", {})
         self._param_kinds: Dict[str, Dict[str, str]] = table.get("param_kinds", {})
         self._accelerator = table.get("accelerator", True)
@@ -136,6 +137,12 @@ class ProjectFacts(CallFacts):
 
     def hands_back_moved(self, call: ast.Call) -> bool:
         return bool(self._hands_back) and self._ref(call) in self._hands_back
+
+    def returns_evaluated(self, call: ast.Call) -> bool:
+        return bool(self._evaluated_back) and self._ref(call) in self._evaluated_back
+
+    def any_returns_evaluated(self) -> bool:
+        return bool(self._evaluated_back)
 
     def forwards(self, call: ast.Call) -> bool:
         found = self.table.get("forwards")  # (asked by rules only: read from the table as it is now)

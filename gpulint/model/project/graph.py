@@ -352,7 +352,7 @@ class ProjectGraph:
         host_built: Set[str] = set()
         # calls whose callee returns right after a host read; chooses a precision
         # (`summary._choosing_precision`); runs its own module's forward and steps nothing
-        synced, precision, forwards, hands_back = set(), set(), set(), set()
+        synced, precision, forwards, hands_back, evaluated_back = set(), set(), set(), set(), set()
         builders: Dict[str, str] = {}
         builders_any: Dict[str, List[str]] = {}  # calls whose callee builds one of several classes
         builders_by: Dict[str, list] = {}  # ... and chooses which by a string parameter
@@ -381,7 +381,7 @@ class ProjectGraph:
                 for cid in (self.resolve_in(call[0], path),) if cid is not None
             ]
             for cid, _, call in resolved:
-                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, (synced, precision, forwards, hands_back),
+                _callee_answers(self, call[0], cid, steps, drives, returns, iterates, host_built, (synced, precision, forwards, hands_back, evaluated_back),
                                 moved)
                 built = self.functions[cid].get("builds")
                 if built is not None and self._class(built) is not None:
@@ -394,7 +394,7 @@ class ProjectGraph:
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
         for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision),
-                           ("forwards", forwards), ("hands_back", hands_back)):
+                           ("forwards", forwards), ("hands_back", hands_back), ("returns_evaluated", evaluated_back)):
             if found:
                 table[key] = sorted(found)
         evaluated = {} if not self.evaluated else {
@@ -684,7 +684,7 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
                     returns: Dict[str, object], iterates: Dict[str, int], host_built: Set[str],
                     marked: Tuple[Set[str], Set[str], Set[str], Set[str]], moved: Dict[str, List[int]]) -> None:
     """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""
-    synced, precision, forwards, hands_back = marked
+    synced, precision, forwards, hands_back, evaluated_back = marked
     if cid in graph.steps:
         steps.add(ref)
     if cid in graph.drives:
@@ -706,12 +706,14 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
         moved[ref] = callee["moves"]  # (what it returns that it put on an accelerator)
     if callee.get("hands_back"):
         hands_back.add(ref)  # (`x, y = to_cuda(x, y)`: what it is given, each moved)
+    if callee.get("returns_evaluated"):
+        evaluated_back.add(ref)  # (`model = get_model(name)`, which returns it after `model.eval()`)
     if callee.get("forwards") and cid not in graph.steps:
         forwards.add(ref)  # (a model's method that runs the model, as `process()` does: a forward of it)
 
 
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "builders_any",
-               "returns_synced", "hands_back", "builders_by")
+               "returns_synced", "hands_back", "builders_by", "returns_evaluated")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off", "called_off_step")
 # ... and all that a table can say about a file (what rules ask besides)

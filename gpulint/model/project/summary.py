@@ -32,6 +32,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
+from gpulint.model.control.modes import EVAL as EVAL_MODE, mode_before, model_key
 from gpulint.model.control.options import OPTION_WORD_RE, opt_in_flags, tested_flags
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
@@ -187,7 +188,8 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         scopes[func] = _Scope()
     loaders = fa.index.mentions("DataLoader")
     grad_words = any(fa.index.mentions(w) for w in ("no_grad", "inference_mode", "set_grad_enabled"))
-    switches = fa.index.mentions(".eval()") or fa.index.mentions(".train(")  # (models switched to eval mode)
+    switches = fa.index.mentions(".eval()") or fa.index.mentions(".train(") or fa.facts.any_returns_evaluated()
+    # (models switched to eval mode, here or by a helper that returns one)
     arrays = fa.index.mentions("np.") or fa.index.mentions("numpy")  # (what a loader's dataset may be)
     for node in fa.index.nodes_of(ast.Call, ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor, ast.While):
         scope = fa.index.owner(node)
@@ -237,6 +239,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                                     for n in sc.return_nodes)  # (`x = t.item()` then `return loss, x`: too)
             sc.moved = moved_return_positions(fa, scope, sc.return_nodes)  # `return model.to(device), tok`
             sc.hands_back = hands_back_moved(fa, sc.return_nodes)  # `return [x.cuda() for x in args]`
+            # a model it switched to eval mode, on every return (`model.eval()` ... `return model`)
+            sc.evaluated_back = all(isinstance(n.value, (ast.Name, ast.Attribute)) and model_key(n.value) is not None
+                                    and mode_before(fa, model_key(n.value), n, scope) == EVAL_MODE for n in sc.return_nodes)
     building = defs_building_on_cpu(fa)
     for scope, sc in scopes.items():
         # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move
@@ -313,7 +318,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
 
 class _Scope:
     __slots__ = ("steps", "calls", "returns", "items", "return_nodes", "generator", "host_built", "loops", "alternatives", "marks",
-                 "returns_synced", "moved", "params", "evaluated", "forwards", "hands_back")
+                 "returns_synced", "moved", "params", "evaluated", "forwards", "hands_back", "evaluated_back")
 
     def __init__(self) -> None:
         self.steps = False
@@ -336,6 +341,7 @@ class _Scope:
         # reference -> the arguments (position or keyword) each of its calls passes a model in eval mode
         self.evaluated: Dict[str, Set[str]] = {}
         self.hands_back = False
+        self.evaluated_back = False  # every return gives a model it switched to eval mode
         self.forwards = False  # a method that runs its own module (`self(x)`, `self.forward(x)`), autograd as its caller has it
 
     def own_parameters(self, fa: "FileModel", scope: ast.AST) -> Set[str]:
@@ -369,6 +375,8 @@ class _Scope:
             out["forwards"] = True
         if self.hands_back:
             out["hands_back"] = True
+        if self.evaluated_back:
+            out["returns_evaluated"] = True
         if self.moved:
             out["moves"] = self.moved
         either = []

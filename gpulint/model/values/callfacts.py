@@ -74,6 +74,15 @@ class CallFacts:
         accelerator (`to_cuda(*args)` returning `[x.cuda() for x in args]`)."""
         return False
 
+    def returns_evaluated(self, call: ast.Call) -> bool:
+        """Every return of the callee gives a model it switched to eval mode
+        (`model.eval()` then `return model`: weak-to-strong's `get_model`)."""
+        return False
+
+    def any_returns_evaluated(self) -> bool:
+        """Some call of the file is one `returns_evaluated` says so of."""
+        return False
+
     def forwards(self, call: ast.Call) -> bool:
         """The callee is a method of a model of the project that runs the
         model itself (`self(x)`, `self.forward(x)`) with autograd as its caller

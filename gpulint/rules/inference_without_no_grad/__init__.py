@@ -52,7 +52,10 @@ class InferenceWithoutNoGrad(Rule):
     through the project: every call of it in the project's other files
     (one at least) hands, for that parameter, a model its caller switched
     to eval mode (`model.eval()` in `main.py`, then `evaluate(model, data)`
-    from `utils.py`). A model of the module switched to eval mode in module
+    from `utils.py`); a caller's model bound from a project function that
+    switches it to eval mode and returns it counts as switched
+    (weak-to-strong's `weak = get_model(name)`, then `get_embeddings(weak,
+    loader)`). A model of the module switched to eval mode in module
     code (`net.eval()` after loading it) is in eval mode in the top-level
     functions that use it, where nothing in the file switches it back to
     training mode (an evaluation script's `show_performance()` loop over its
