@@ -469,20 +469,21 @@ class Values:
             skip = skip or more
         return base, skip
 
-    def in_model_code(self, ancestors: Sequence[ast.AST]) -> bool:
-        """Code that computes with a model, so its tensors live on the model's
-        device: a method of an `nn.Module` subclass of this file, or a function
-        named like model computation (`forward`, `generate`, `_sample`,
-        `training_step`, `compute_loss`, ...). Data preparation (image
-        processors, feature extractors, collate functions) usually runs on the CPU."""
-        for i in range(len(ancestors) - 1, -1, -1):
-            anc = ancestors[i]
-            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                low = anc.name.lower()
-                if any(w in low for w in MODEL_CODE_WORDS):
-                    return True
-                parent = ancestors[i - 1] if i > 0 else None
-                return isinstance(parent, ast.ClassDef) and self.is_module_class(parent)
-            if isinstance(anc, (ast.Lambda, ast.ClassDef)):
-                return False
-        return False
+
+def in_model_code(values: "Values", ancestors: Sequence[ast.AST]) -> bool:
+    """Code that computes with a model, so its tensors live on the model's
+    device: a method of an `nn.Module` subclass of this file, or a function
+    named like model computation (`forward`, `generate`, `_sample`,
+    `training_step`, `compute_loss`, ...). Data preparation (image
+    processors, feature extractors, collate functions) usually runs on the CPU."""
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            low = anc.name.lower()
+            if any(w in low for w in MODEL_CODE_WORDS):
+                return True
+            parent = ancestors[i - 1] if i > 0 else None
+            return isinstance(parent, ast.ClassDef) and values.is_module_class(parent)
+        if isinstance(anc, (ast.Lambda, ast.ClassDef)):
+            return False
+    return False

@@ -17,6 +17,7 @@ from gpulint.model.values.shapes import (
     device_data_dependent_op,
 )
 from gpulint.model.values.kinds import HOST_METHODS
+from gpulint.model.values.values import in_model_code
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 
 _MAX_SNIPPET = 56
@@ -339,7 +340,7 @@ class DataDependentShapeInLoop(Rule):
             return None
         if analysis.loops.hot_loop(node, ancestors, is_hot=_every_pass) is None:
             return None
-        if not analysis.values.in_model_code(ancestors) or _in_inference_code(ancestors):
+        if not in_model_code(analysis.values, ancestors) or _in_inference_code(ancestors):
             return None
         if not runs_repeatedly(analysis, node, ancestors):
             return None

@@ -13,6 +13,7 @@ from gpulint.model.control.syncs import (
     follows_host_read, logged_values, on_host_already, statement_and_block, sync_follows,
 )
 from gpulint.model.values.literals import tensor_of_device_tensors
+from gpulint.model.values.values import in_model_code
 from gpulint.model.control.options import DEBUG_FLAG_RE, under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
@@ -605,7 +606,7 @@ def _element_read(rule, node: ast.Call, value: ast.AST, ctx) -> bool:
     iterated = analysis.host.tensor_loop_element(value, ctx.ancestors) or indexed_element(analysis, value, ctx.ancestors)
     if iterated is None or not runs_repeatedly(analysis, node, ctx.ancestors):
         return False
-    if not (analysis.values.in_model_code(ctx.ancestors) or rule._hot(analysis, node, ctx.ancestors, scan=True) is not None):
+    if not (in_model_code(analysis.values, ctx.ancestors) or rule._hot(analysis, node, ctx.ancestors, scan=True) is not None):
         return False
     if follows_host_read(node, ctx.ancestors, analysis):
         return False
