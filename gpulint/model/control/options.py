@@ -136,28 +136,32 @@ def _names_a_flag(test: ast.AST, flags: FrozenSet[str], self_only: bool = False)
 DEBUG_FLAG_RE = re.compile(r"debug|verbose|print|profil|visuali|plot|trace|dump|sanity", re.I)
 
 
-def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: Optional[ast.AST],
-                      elsewhere: FrozenSet[str] = frozenset(), only: Optional["re.Pattern"] = None) -> bool:
+def under_opt_in_flag(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST], stop: ast.AST,
+                      elsewhere: FrozenSet[str] = frozenset(), beyond: Optional["re.Pattern"] = None) -> bool:
     """`node` runs in the body of an `if args.<flag>:` (or `if ... and
-    args.<flag>:`) between it and `stop` (a loop or a def; None: its def), where `<flag>`
+    args.<flag>:`) between it and `stop` (a loop or a def), where `<flag>`
     is one of the file's opt-in flags; or of an `if self.<option>:` where
     `<option>` is an output option of the class, off by default
     (`output_options`). `elsewhere`: the opt-in flags that other files of
-    the program define (`CallFacts.opt_in_flags`); `only`: the flags and
-    options to take, by name (`DEBUG_FLAG_RE`)."""
+    the program define (`CallFacts.opt_in_flags`). With `beyond`, the walk
+    goes on past `stop` to the def, taking there only the flags and options
+    whose names it matches (`DEBUG_FLAG_RE`: a debugging mode around the
+    loop itself)."""
     flags = opt_in_flags(index) | elsewhere
     cls = next((a for a in reversed(ancestors) if isinstance(a, ast.ClassDef)), None)
     options = output_options(index, cls) if cls is not None else frozenset()
-    if only is not None:
-        flags = frozenset(f for f in flags if only.search(f))
-        options = frozenset(o for o in options if only.search(o))
     if not flags and not options:
         return False
     chain = list(ancestors) + [node]
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
-        if anc is stop or isinstance(anc, SCOPES):
+        if isinstance(anc, SCOPES) or (anc is stop and beyond is None):
             return False
+        if anc is stop:  # (past the loop: a debugging mode's flags only)
+            flags = frozenset(f for f in flags if beyond.search(f))
+            options = frozenset(o for o in options if beyond.search(o))
+            if not flags and not options:
+                return False
         if isinstance(anc, ast.If) and child in anc.body and (
                 _names_a_flag(anc.test, flags) or _names_a_flag(anc.test, options, self_only=True)):
             return True

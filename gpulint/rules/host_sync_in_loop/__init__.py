@@ -507,9 +507,7 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
                 return None
         elif not self.covers_loop(analysis, loop):
             return None
-        flags = analysis.facts.opt_in_flags()
-        if under_opt_in_flag(analysis.index, node, ancestors, loop, flags) or under_opt_in_flag(
-                analysis.index, node, ancestors, None, flags, only=DEBUG_FLAG_RE):
+        if under_opt_in_flag(analysis.index, node, ancestors, loop, analysis.facts.opt_in_flags(), beyond=DEBUG_FLAG_RE):
             return None  # `if args.print_loss:`: a debugging path the user turns on, off by default; or
             # a debugging mode around the loop itself (NPT's `if self.c.debug_eval_row_interactions:`
             # around its row loop; not `if args.do_eval:`, the program's evaluation phase)
