@@ -78,8 +78,7 @@ def typed_like_message(fa, node: ast.Call, ancestors: Sequence[ast.AST], text_of
     method = "type_as" if node.func.attr == "type_as" else "type"  # type: ignore[attr-defined]
     name = factory_name(fa, factory)
     if name is None:  # a project function that returns what it builds on the CPU
-        other = text_of(like) if len(text_of(like)) <= 20 else "..."
-        cast = f".type({other}.type())" if method == "type" else f".{method}({other})"
+        other, cast = _cast_text(text_of(like), method)
         return (
             f"`{text_of(factory.func)}()` returns a tensor it builds on the CPU and `{cast}` then copies it to "
             f"the GPU; build it on the device (pass `{other}.device` in, and `device=` to its factories)"
@@ -103,9 +102,15 @@ def _like_in_layer(fa, node: ast.Call, like: ast.AST, ancestors: Sequence[ast.AS
     return like
 
 
-def moved_like_message(other: str, factory: str, method: str = "to") -> str:
+def _cast_text(other: str, method: str) -> Tuple[str, str]:
+    """(the other tensor's text, shortened, and the cast or move as written:
+    `.to(x)`, `.type_as(x)`, `.type(x.type())`)."""
     other = other if len(other) <= 20 else "..."
-    cast = f".type({other}.type())" if method == "type" else f".{method}({other})"
+    return other, f".type({other}.type())" if method == "type" else f".{method}({other})"
+
+
+def moved_like_message(other: str, factory: str, method: str = "to") -> str:
+    other, cast = _cast_text(other, method)
     return (
         f"`torch.{factory}()` builds the tensor on the CPU and `{cast}` then copies it to the GPU; "
         f"pass `device={other}.device, dtype={other}.dtype` instead"
