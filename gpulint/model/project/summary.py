@@ -49,7 +49,7 @@ from gpulint.model.project.refs import FileRefs, has_project_bases, star_refs
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.devices import hands_back_moved, moved_return_positions, sets_program_default_device
 from gpulint.model.values.host import first_read_lines, reads_on_return
-from gpulint.model.values.host_built import defs_building_on_cpu, host_factory
+from gpulint.model.values.host_built import bindings_of, defs_building_on_cpu, host_factory
 from gpulint.model.values.kinds import HOST_METHODS, HOST_NUMBERS, IN_MEMORY_DATASET, NUMBER, NUMPY
 from gpulint.model.values.loaders import dataset_sources, numpy_made, serves_stored_items
 from gpulint.model.index.walk import walk
@@ -87,32 +87,18 @@ def _item_read(value: Optional[ast.AST]) -> bool:
             and not value.args and not value.keywords)
 
 
-def _number_for_sure(value: ast.AST, scope: Optional[ast.AST]) -> bool:
+def _number_for_sure(fa: "FileModel", value: ast.AST, scope: Optional[ast.AST]) -> bool:
     """`value` is a Python number read from a tensor on every path: `t.item()`,
-    `float(t)` / `int(t)`, or a name every binding of which in `scope` is one."""
+    `float(t)` / `int(t)`, or a name every binding of which in `scope` is a
+    plain assignment of one (`host_built.bindings_of`)."""
     if _item_read(value) or (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
                              and value.func.id in ("float", "int") and len(value.args) == 1):
         return True
     if not isinstance(value, ast.Name) or not isinstance(scope, FUNCS):
         return False
-    bindings = [n for n in walk(scope) if _binds_name(n, value.id)]
-    return bool(bindings) and all(
-        isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
-        and _number_for_sure(n.value, None) for n in bindings)
-
-
-def _binds_name(node: ast.AST, name: str) -> bool:
-    """`node` is a statement or clause that binds `name` (an assignment of any
-    form, a loop or comprehension target, `with ... as name`, `name := ...`)."""
-    if isinstance(node, ast.Assign):
-        targets = node.targets
-    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr)):
-        targets = [node.target]
-    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-        targets = [node.optional_vars]
-    else:
-        return False
-    return any(isinstance(t, ast.Name) and t.id == name for target in targets for t in walk(target))
+    bound = bindings_of(fa.index, scope).get(value.id)
+    return bool(bound) and all(isinstance(b, ast.Assign) and isinstance(b.targets[0], ast.Name)
+                               and _number_for_sure(fa, b.value, None) for b in bound)
 
 
 def _choosing_precision(fa: "FileModel", refs: FileRefs) -> Set[str]:
@@ -227,7 +213,7 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
                     sc.returns.append(HOST_NUMBERS if all(k == NUMBER for k in items) else None)  # `return loss.item(), acc.item()`
                     # (`return loss.item(), tb_dict, disp_dict`: place by place, a number only where it is one
                     # on every path: not poutyne's `loss`, bound to `float(...)` under an `if` only)
-                    sc.items.append([NUMBER if _number_for_sure(e, scope) else None for e in value.elts])
+                    sc.items.append([NUMBER if _number_for_sure(fa, e, scope) else None for e in value.elts])
                 else:
                     sc.returns.append(None)
     for scope, sc in scopes.items():
