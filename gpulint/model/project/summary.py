@@ -32,7 +32,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
-from gpulint.model.control.modes import EVAL as EVAL_MODE, mode_before, model_key
+from gpulint.model.control.modes import EVAL as EVAL_MODE, mode_before, model_key, switching_scopes
 from gpulint.model.control.options import OPTION_WORD_RE, opt_in_flags, tested_flags
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
@@ -226,8 +226,10 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
             sc.moved = moved_return_positions(fa, scope, sc.return_nodes)  # `return model.to(device), tok`
             sc.hands_back = hands_back_moved(fa, sc.return_nodes)  # `return [x.cuda() for x in args]`
             # a model it switched to eval mode, on every return (`model.eval()` ... `return model`)
-            sc.evaluated_back = all(isinstance(n.value, (ast.Name, ast.Attribute)) and model_key(n.value) is not None
-                                    and mode_before(fa, model_key(n.value), n, scope) == EVAL_MODE for n in sc.return_nodes)
+            # (asked only of a def that switches a model at all: one pass over the file's calls)
+            sc.evaluated_back = scope in switching_scopes(fa) and all(
+                isinstance(n.value, (ast.Name, ast.Attribute)) and model_key(n.value) is not None
+                and mode_before(fa, model_key(n.value), n, scope) == EVAL_MODE for n in sc.return_nodes)
     building = defs_building_on_cpu(fa)
     for scope, sc in scopes.items():
         # a helper returning a tensor it computed on the host (`create_sin_embedding`): a move
