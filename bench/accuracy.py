@@ -720,10 +720,27 @@ CORPUS_SETS = {
         ("Zheng222/IMDN", "8f158e6a5ac9db6e5857d9159fd4a6c4214da574"),
         ("bearpaw/pytorch-pose", "edc7aece651649927764435ce0c1f03cffa2edaf"),
     ],
+    # forty-sixth: labelled at first sight on 3ca0e72
+    "forty-sixth": [
+        ("joonleesky/train-procgen-pytorch", "1678e4a9e2cb8ffc3772ecb3b589a3e0e06a2281"),
+        ("NVlabs/I2SB", "1ffdfaaf05495ef883ece2c1fe991b3049f814cc"),
+        ("zhulf0804/PointPillars", "620e6b0d07e4cb37b7b0114f26b934e8be92a0ba"),
+        ("facebookresearch/coconut", "27273cb8cca4bb763c041a63b036d0c3b7cbbb48"),
+        ("Audio-WestlakeU/FullSubNet", "e97448375cd1e883276ad583317b1828318910dc"),
+        ("RexYing/diffpool", "8dfb97cf60c2376ac804761837b9966f1d302acb"),
+        ("DengPingFan/PraNet", "95f12bd4e32ec954b5069654abae7de9473fd1f5"),
+        ("eladrich/pixel2style2pixel", "5cfff385beb7b95fbce775662b48fcc80081928d"),
+        ("sunset1995/DirectVoxGO", "341e1fc4e96efff146d42cd6f31b8199a3e536f7"),
+        ("jfzhang95/pytorch-video-recognition", "ca37de9f69a961f22a821c157e9ccf47a601904d"),
+        ("monologg/JointBERT", "00324f60dda4a491b2913bc3065ae93966caea3f"),
+        ("d-ailin/GDN", "9853899da860682669a134e4af315d036aab4eca"),
+        ("wyharveychen/CloserLookFewShot", "e03aca8a2d01c9b5861a5a816cd5d3fdfc47cd45"),
+        ("tjddus9597/Proxy-Anchor-CVPR2020", "51db57031e38f75c03f69bbdfad1a3233afd9787"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
