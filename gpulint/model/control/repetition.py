@@ -337,6 +337,7 @@ def _directly_repeated(fa: "FileModel", node: ast.AST, ancestors: Sequence[ast.A
     return (
         func is not None and is_per_step_name(func.name) and not _called_once_here(fa, func)
         and not _drives_model_loop(fa, func) and not fa.facts.called_off_step(func)
+        and not _runs_its_own_training(fa, func)
     )
 
 
@@ -558,6 +559,18 @@ def _epoch_loop(fa: "FileModel", loop: ast.AST) -> bool:
     return bool(stepping) and loop not in stepping and any(inner in stepping for inner in nested_loops(loop))
 
 
+def _runs_its_own_training(fa: "FileModel", func: ast.AST) -> bool:
+    """`func` runs epochs of training steps of its own: one of its loops is
+    an epoch loop (`_epoch_loop`) around a loop whose body runs a backward or
+    an optimizer step (CloserLookFewShot's `set_forward_adaptation`, which
+    fits a linear classifier for 100 epochs on each test episode). A call
+    is a training run, whatever the function's name says."""
+    return fa.index.memoized("repetition.own_training", func, lambda: any(
+        isinstance(n, LOOPS) and _epoch_loop(fa, n)
+        and any(fa.loops.is_training_step_loop(inner) for inner in nested_loops(n))
+        for n in scope_nodes(func)))
+
+
 # a period this short (`if token % 2 == 0:`) still repeats the block every few passes
 _SMALL_PERIOD = 10
 
@@ -602,10 +615,14 @@ def _first_pass(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
 def _passes_over_data(fa: "FileModel", func: ast.AST) -> bool:
     """`func` steps over a DataLoader in a loop of its own: a call is a pass
     over the data (an evaluation, a pass scoring attention heads), and what
-    it does outside that loop runs once per pass, not once per step."""
+    it does outside that loop runs once per pass, not once per step. So does
+    a function that runs epochs of training steps of its own (a few-shot
+    test episode fitting a classifier for 100 epochs): a call is a training
+    run."""
     def compute() -> bool:
-        return any(isinstance(n, (ast.For, ast.AsyncFor)) and fa.loops.loop_iterates_loader(n, fa.index.ancestors(n))
-                   for n in scope_nodes(func))  # (the function's own loops, not those of nested defs)
+        return _runs_its_own_training(fa, func) or any(
+            isinstance(n, (ast.For, ast.AsyncFor)) and fa.loops.loop_iterates_loader(n, fa.index.ancestors(n))
+            for n in scope_nodes(func))  # (the function's own loops, not those of nested defs)
 
     return fa.index.memoized("repetition.passes", func, compute)  # type: ignore[return-value]
 

@@ -34,6 +34,10 @@ NUMPY_DRAWS = {
     "numpy.ones": "torch.ones", "numpy.zeros": "torch.zeros", "numpy.full": "torch.full",
     "numpy.arange": "torch.arange", "numpy.linspace": "torch.linspace", "numpy.eye": "torch.eye",
 }
+# numpy functions that repeat an array, and how torch repeats one on the device
+# (`np.repeat(range(n_way), n_query)`: few-shot labels, made only to be copied)
+NUMPY_REPEATS = {"numpy.repeat": "torch.arange(..., device=...).repeat_interleave(...)",
+                 "numpy.tile": "torch.arange(..., device=...).repeat(...)"}
 # torch calls that take host data and make a CPU tensor of it
 TENSOR_OF_DATA = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor"))
 # numpy array methods that keep the data, cast or laid out anew (their arguments are dtypes and sizes)
@@ -121,8 +125,18 @@ def numpy_source(fa, call: ast.AST, value_of) -> Optional[ast.Call]:
         made = fa.imports.qualname(f) or ""
         if made in _NUMPY_ARRAY and len(arr.args) == 1:
             return arr if literal_table(arr.args[0]) else None
+        if made in NUMPY_REPEATS and arr.args and _a_range(fa, arr.args[0]):
+            return arr  # `np.repeat(range(n_way), n_query)`: a range repeated, no data
         return None
     return None
+
+
+def _a_range(fa, expr: ast.AST) -> bool:
+    """`range(n)` or `np.arange(n)`: numbers counted on the host, no data."""
+    if not isinstance(expr, ast.Call):
+        return False
+    q = fa.imports.qualname(expr.func)
+    return q in ("builtins.range", "numpy.arange") or (q is None and isinstance(expr.func, ast.Name) and expr.func.id == "range")
 
 
 # calls that build a new tensor from a Python list of numbers (`torch.tensor([a, b])`)

@@ -90,7 +90,8 @@ class CpuTensorThenMoved(Rule):
     `device=` PyTorch still builds on the CPU and copies). But numpy data made
     only to be copied is (`Tensor(np.random.normal(...))`, a CUDA tensor
     type; `torch.from_numpy(np.eye(k).flatten()).cuda()`, through casts and
-    names: PointNet's identity in every forward), and so is a table of
+    names: PointNet's identity in every forward; a range repeated, few-shot
+    labels `torch.from_numpy(np.repeat(range(n_way), n_query))`), and so is a table of
     literals (`torch.tensor([[1., 4.], [4., 16.]])`, `np.array([1, 0, 1])`),
     a constant a buffer would keep on the device; no fix. Tests are skipped.
 

@@ -22,7 +22,7 @@ from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.values.devices import default_device_set, factory_name, range_tensor
 from gpulint.model.values.host_built import defs_building_on_cpu, distribution_draw, host_factory
-from gpulint.model.values.literals import NUMPY_DRAWS, constant_table, numpy_source
+from gpulint.model.values.literals import NUMPY_DRAWS, NUMPY_REPEATS, constant_table, numpy_source
 
 def computed_then_moved(fa, moved: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.Call]:
     """The CPU factory that `moved` (what a `.to(<device>)` / `.cuda()`
@@ -68,12 +68,14 @@ def computed_message(fa, factory: ast.Call, move: ast.Call) -> str:
             "each time, a blocking copy; keep it on the device (a buffer, or built once outside the loop)"
         )
     made = numpy_source(fa, factory, lambda n: None)
-    instead = NUMPY_DRAWS.get(fa.imports.qualname(made.func) or "") if made is not None else None
+    maker_name = fa.imports.qualname(made.func) or "" if made is not None else ""
+    instead = NUMPY_DRAWS.get(maker_name)
+    instead = f"{instead}(..., device=...)" if instead is not None else NUMPY_REPEATS.get(maker_name)
     if instead is not None:
         maker = ast.unparse(made.func).replace("numpy.", "np.", 1)  # type: ignore[union-attr]
         return (
             f"`{maker}()` makes the data on the CPU and `{_callee_text(factory)}(...)` copies it to the GPU at "
-            f"line {line}, a blocking copy each time; build it there with `{instead}(..., device=...)`"
+            f"line {line}, a blocking copy each time; build it there with `{instead}`"
         )
     if made is not None or _callee_text(factory).endswith("from_numpy"):  # a table of literals, or through names
         return (
