@@ -263,7 +263,9 @@ class HostValues:
         assignment of anything else, or none seen, leaves it unknown."""
         key = "self." + expr.attr  # type: ignore[attr-defined]
         if key in seen:
-            return False
+            # the attribute in its own assignment (`self.adv = (self.adv - mean) / std`): what it
+            # held before, which the other assignments say; another one's cycle is not host
+            return _UPDATING + key in seen
         cls = self.index.enclosing_class(self.index.ancestors(expr))
         if cls is None:
             return False
@@ -271,8 +273,9 @@ class HostValues:
         if (cls, key) not in memo:
             memo[(cls, key)] = False  # (while being computed: a cycle is not host)
             values = _self_assignments(self.index, cls).get(expr.attr, [])  # type: ignore[attr-defined]
-            memo[(cls, key)] = bool(values) and all(
-                isinstance(v, ast.Call) and self._is_host(v, scope, _other_scope(seen) | {key}) for v, scope in values)
+            inner = {s for s in _other_scope(seen) if not s.startswith(_UPDATING)} | {key, _UPDATING + key}
+            memo[(cls, key)] = bool(values) and any(isinstance(v, ast.Call) for v, _ in values) and all(
+                isinstance(v, (ast.Call, ast.BinOp, ast.UnaryOp)) and self._is_host(v, scope, inner) for v, scope in values)
         return bool(memo[(cls, key)])
 
     def _host_operands(self, operands, scope, seen) -> bool:
@@ -482,6 +485,10 @@ def _list_fills(scope: ast.AST) -> Dict[str, Optional[List[ast.AST]]]:
 
 # `seen` marks a name whose every binding is being checked with this prefix
 _ALL_OF = "*"
+
+
+# in `seen`: the attribute whose own assignments are being read (`_self_attr_host`)
+_UPDATING = "\0updating "
 
 
 def _other_scope(seen: Set[str]) -> Set[str]:
