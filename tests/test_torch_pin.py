@@ -73,6 +73,8 @@ def test_lower_bound(requirement, low):
         # a README's requirement list written as pins (NCF, NGCF)
         ("README.md", "## Requirements\n\t* python==3.6\n\t* pytorch==1.10.1\n"),
         ("README.md", "## Environment\n- numpy == 1.19\n- torch == 1.10.0\n"),
+        # ... each pin a link (GDN: `* [Pytorch==1.5.1](https://pytorch.org/)`)
+        ("README.md", "# Requirements\n* [Pytorch==1.10.1](https://pytorch.org/)\n* [PyG: torch-geometric==1.5.0](x)\n"),
         # ... or as requirement lines of their own, in a fenced block (LightGCL)
         ("README.md", "We develop in this environment:\n\n```\nPython version 3.9.12\ntorch==1.10.0+cu113\nnumpy==1.21.5\n```\n"),
         # a wheel index built for one torch (ibot's INSTALL.md, for mmcv-full)

@@ -274,13 +274,14 @@ def _installed_requirements(text: str) -> Iterable[str]:
                     yield word
 
 
-# a README's requirement list written as pins (`* pytorch==1.0.1`, `- torch = 1.3.1`, or a
+# a README's requirement list written as pins (`* pytorch==1.0.1`, `- torch = 1.3.1`, a link
+# `* [Pytorch==1.5.1](https://pytorch.org/)`, or a
 # requirement line of its own, `torch==1.12.0+cu113` in a fenced block of LightGCL's README):
 # the torch the code runs on. Prose does not pin: "tested on PyTorch 1.10" or a bare
 # `- PyTorch 1.3.1` says what the authors ran, and users run such code on newer torch
 # (labelled real problems in bench/labels-* stand on it: TD3, BLIP, stylegan2-pytorch)
 _README_PIN_RE = re.compile(
-    r"^[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+`?(?:py)?[Tt]orch[ \t]*(==|=)|(?:py)?[Tt]orch[ \t]*(==))"
+    r"^[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+[`\[]?(?:py)?[Tt]orch[ \t]*(==|=)|(?:py)?[Tt]orch[ \t]*(==))"
     r"[ \t]*v?(\d+\.\d+(?:\.\d+)?)(?![\d.]*[ \t]*[,;]?[ \t]*[<>])",
     re.I | re.M)
 
