@@ -80,8 +80,10 @@ class Fp32WithoutTf32OrAmp(Rule):
       `vits.__dict__[arch]()`, counts whole), build attention layers (`nn.MultiheadAttention`,
       `nn.TransformerEncoderLayer`, `F.scaled_dot_product_attention`), or
       compute attention products by hand (`q @ k.transpose(-2, -1)`,
-      `torch.einsum`) with more `nn.Linear` layers than convolutions (a ViT,
-      a GPT);
+      `torch.einsum`; not a product of the module's own weights only, a
+      voxel grid rebuilt from its factors with `torch.einsum('rxy,rz->rxyz',
+      self.xy_plane[0], self.z_vec[0])`) with more `nn.Linear` layers than
+      convolutions (a ViT, a GPT);
     - or the file builds a transformer from a library: a Hugging Face model
       (`AutoModelForCausalLM.from_pretrained(...)`), a `SentenceTransformer`,
       or a vision transformer of torchvision or timm named where it is built.

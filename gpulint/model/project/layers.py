@@ -84,6 +84,7 @@ def class_layer_counts(tree: ast.Module, imports: ImportTable,
                 found.append((node, owner))
     else:
         found = [(n, cls) for cls in modules for n in walk(cls) if isinstance(n, (ast.Call, ast.BinOp))]
+    weighted: Dict[ast.AST, Dict[str, bool]] = {}
     for node, owner in found:
         if isinstance(node, ast.BinOp):
             if not isinstance(node.op, ast.MatMult):
@@ -95,18 +96,94 @@ def class_layer_counts(tree: ast.Module, imports: ImportTable,
                 continue
         counts = per_class.setdefault(owner.name, {"conv": 0, "matmul": 0, "attention": 0})
         if isinstance(node, ast.BinOp):
-            counts["attention"] += 1
+            if not _weights_only(node, index, weighted):
+                counts["attention"] += 1
             continue
         q = imports.call_qualname(node)
         if q in CONV_LAYERS or (isinstance(node.func, ast.Name) and node.func.id in conv_helpers):
             counts["conv"] += 1
         elif q in MATMUL_LAYERS:
             counts["matmul"] += 1
-        elif q in ATTENTION_CALLS:
+        elif q in ATTENTION_CALLS and (q in TRANSFORMER_LAYERS or not _weights_only(node, index, weighted)):
             counts["attention"] += 1
             if q in TRANSFORMER_LAYERS:
                 counts["transformer"] = counts.get("transformer", 0) + 1
     return {name: counts for name, counts in per_class.items() if any(counts.values())}
+
+
+def _weights_only(product: ast.AST, index: Optional["TreeIndex"], memo: Dict[ast.AST, Dict[str, bool]]) -> bool:
+    """A product of the module's own weights only (`torch.einsum('rxy,rz->rxyz',
+    self.xy_plane[0], self.z_vec[0, :, :, 0])`, and then of names the function
+    binds to such products): a tensor factorisation rebuilding a voxel grid
+    from its factors, not matmul work on the data. A product with an input
+    (`theta @ self.basis`, `torch.bmm(q, w)`) counts."""
+    if isinstance(product, ast.BinOp):
+        operands = [product.left, product.right]
+    else:
+        args = list(product.args)  # type: ignore[attr-defined]
+        if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+            args = args[1:]  # (an einsum's equation)
+        operands = args
+    if not operands:
+        return False
+    func = None
+    if index is not None:
+        func = index.parents.get(product)
+        while func is not None and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            func = index.parents.get(func)
+    bound = _weight_names(func, memo) if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else {}
+    return all(_a_weight(o, bound) for o in operands)
+
+
+def _a_weight(expr: ast.AST, bound: Dict[str, bool]) -> bool:
+    """`self.w`, `self.w[0, :, :, 0]`, or a name bound only to products of such."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Attribute):
+        return isinstance(expr.value, ast.Name) and expr.value.id == "self"
+    return isinstance(expr, ast.Name) and bound.get(expr.id, False)
+
+
+def _weight_names(func: ast.AST, memo: Dict[ast.AST, Dict[str, bool]]) -> Dict[str, bool]:
+    """name -> every assignment of it in `func` is a sum or product of the
+    module's weights only (`feat = torch.cat([torch.einsum(..., self.a, self.b), ...])`)."""
+    found = memo.get(func)
+    if found is not None:
+        return found
+    found = memo[func] = {}
+    values: Dict[str, list] = {}
+    for n in walk(func):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            values.setdefault(n.targets[0].id, []).append(n.value)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)) or (
+                isinstance(n, ast.Assign) and not (len(n.targets) == 1 and isinstance(n.targets[0], ast.Name))):
+            for t in walk(n.target if isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)) else n):
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                    values.setdefault(t.id, []).append(None)
+    for name, vals in values.items():
+        found[name] = all(v is not None and _built_from_weights(v, found) for v in vals)
+    return found
+
+
+def _built_from_weights(expr: ast.AST, bound: Dict[str, bool]) -> bool:
+    """Every leaf of `expr` is a weight (`_a_weight`) or a constant, joined by
+    products, sums and `torch.cat`/`torch.stack`/`einsum` calls."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.BinOp):
+        return _built_from_weights(expr.left, bound) and _built_from_weights(expr.right, bound)
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return all(_built_from_weights(e, bound) for e in expr.elts)
+    if isinstance(expr, ast.Call) and _called(expr.func) in ("einsum", "cat", "stack", "matmul", "bmm", "mm"):
+        args = list(expr.args)
+        if args and isinstance(args[0], ast.Constant):
+            args = args[1:]
+        return bool(args) and all(_built_from_weights(a, bound) for a in args)
+    return _a_weight(expr, bound)
+
+
+def _called(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _returns_conv(func: ast.AST, imports: ImportTable) -> bool:
