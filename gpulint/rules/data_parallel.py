@@ -6,7 +6,7 @@ from textwrap import dedent
 
 from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, is_main_guard, takes_input
 from gpulint.model.index.order import walk_scope
-from gpulint.model.control.options import on_by_default
+from gpulint.model.control.options import off_by_default, on_by_default
 from gpulint.model.names import node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import IN_MEMORY_TRAIN_LOOP
@@ -37,7 +37,10 @@ class DataParallel(Rule):
     user's choice. The same goes for `DataParallel` under an `if` on such an
     option (`if use_multi_gpu and ...:`, `if args.data_parallel:`; not one
     whose `add_argument` in the file makes it on by default, `--dp` with
-    `default=True`: that is the program's default path), and under
+    `default=True`: that is the program's default path), in the body of an
+    `if` comparing an option of the file with a constant where the
+    comparison is false at the option's default (`if args.gpu_id == -1:`,
+    `--gpu-id` 0 by default: one GPU unless the user asks), and under
     `if isinstance(model, DataParallel):`, which wraps parts the same way as
     a model the user already wrapped (`if not isinstance(model,
     DataParallel):` in a function that runs a backward is a wrap of the
@@ -186,10 +189,13 @@ class DataParallel(Rule):
             return  # the code that implements a `dp` option the user picked
         if functional and _under_a_branch(ctx.ancestors):
             return  # `if self.ngpu > 1: data_parallel(...) else: self.main(x)`: the path a setting picks
-        for anc in ctx.ancestors:
+        chain = list(ctx.ancestors) + [node]
+        for i, anc in enumerate(ctx.ancestors):
             if isinstance(anc, (ast.If, ast.IfExp)) and _opt_in_or_rewrap(
                     ctx.analysis, anc.test, lambda: _trains_here(ctx)):
                 return
+            if isinstance(anc, ast.If) and chain[i + 1] in anc.body and off_by_default(ctx.analysis.index, anc.test):
+                return  # `if args.gpu_id == -1:` with `--gpu-id` 0 by default: the user asks for it
         if not functional and _only_evaluated(ctx, node):
             return  # an evaluation pass: nothing trains the wrapped model, and no gradient is reduced
         if _script_that_never_trains(ctx):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, Iterable, Optional, Sequence
+from typing import Dict, FrozenSet, Iterable, Optional, Sequence
 
 from gpulint.model.index.nodes import SCOPES, parameter_defaults
 from gpulint.model.index.tree import TreeIndex
@@ -102,6 +102,75 @@ def on_by_default(index: TreeIndex) -> FrozenSet[str]:
     if not index.mentions("add_argument"):
         return frozenset()
     return index.memoized("options.on_by_default", None, compute)
+
+
+def number_defaults(index: TreeIndex) -> Dict[str, object]:
+    """destination -> the number or string an `add_argument` call of the
+    file gives as its `default=` (`--gpu-id`, `default=0`), for options
+    declared once."""
+    def compute() -> Dict[str, object]:
+        out: Dict[str, object] = {}
+        twice = set()
+        for call in index.nodes(ast.Call):
+            f = call.func  # type: ignore[attr-defined]
+            if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
+                continue
+            kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+            name = _destination(call, kw)
+            default = kw.get("default")
+            if name is None:
+                continue
+            if name in out or name in twice:
+                twice.add(name)
+                out.pop(name, None)
+                continue
+            value = _constant(default) if default is not None else None
+            if value is not None:
+                out[name] = value
+        return out
+
+    if not index.mentions("add_argument"):
+        return {}
+    return index.memoized("options.number_defaults", None, compute)  # type: ignore[return-value]
+
+
+def _constant(node: ast.AST) -> Optional[object]:
+    """The number or string a literal is (`0`, `-1`, `"adam"`); None else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+        return -node.operand.value
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
+            ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b}
+
+
+def off_by_default(index: TreeIndex, test: ast.AST) -> bool:
+    """`args.gpu_id == -1` where the file declares `--gpu-id` with
+    `default=0`: a comparison of an option with a constant that is false at
+    the option's default, so what it guards runs only when the user asks."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARE):
+        return False
+    left, right = test.left, test.comparators[0]
+    flipped = not isinstance(left, ast.Attribute)
+    if flipped:
+        left, right = right, left
+    value = _constant(right)
+    if not isinstance(left, ast.Attribute) or value is None:
+        return False
+    defaults = number_defaults(index)
+    if left.attr not in defaults:
+        return False
+    a, b = defaults[left.attr], value
+    if flipped:
+        a, b = b, a
+    try:
+        return not _COMPARE[type(test.ops[0])](a, b)
+    except TypeError:
+        return False
 
 
 def tested_flags(index: TreeIndex) -> FrozenSet[str]:
