@@ -9,6 +9,7 @@ from gpulint.model.names import last_name
 from gpulint.edits import remove_statement
 from gpulint.model.control.loops import exits, first_passes_only
 from gpulint.model.control.options import under_opt_in_flag
+from gpulint.model.control.periodic import is_schedule_test
 from gpulint.model.control.repetition import is_one_shot_test
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.values.callfacts import TRAIN
@@ -288,7 +289,9 @@ class EmptyCacheInLoop(Rule):
     `else` (it runs once, after the loop) or in a function defined in the
     loop, nor `empty_cache()` of other objects or other devices. Neither is a
     call that runs on one iteration only (`if step == 0:`, `if
-    num_updates == 0:`: a counter compared for equality with a number), nor
+    num_updates == 0:`: a counter compared for equality with a number), or on
+    the few steps a schedule lists (`if global_step in cfg.pg_scale:`, where
+    DirectVoxGO grows its voxel grids), nor
     one in a loop that reads the allocator's statistics
     (`torch.cuda.memory_reserved()`, `max_memory_allocated()`, ...): that is
     memory profiling, where emptying the cache between measurements is what
@@ -467,6 +470,8 @@ class EmptyCacheInLoop(Rule):
             return
         if _under_one_shot_guard(node, ctx.ancestors, loop) or _measures_memory(loop, ctx):
             return
+        if _in_if_block(node, ctx.ancestors, loop, lambda anc, outer: is_schedule_test(anc.test)):
+            return  # `if global_step in cfg.pg_scale:`: on the few steps a schedule lists
         if _after_periodic_phase(node, ctx.ancestors, loop, ctx):
             return  # `if step % save_every == 0: save(...); empty_cache()`: once per interval, after its phase
         if _only_structural_loops(node, ctx.ancestors, ctx):
