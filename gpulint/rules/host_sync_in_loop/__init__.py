@@ -18,6 +18,7 @@ from gpulint.model.control.options import DEBUG_FLAG_RE, under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
 from gpulint.rules.host_sync_in_loop.exits import returns_the_action, stops_search
+from gpulint.rules.host_sync_in_loop.hidden_reads import OldScalarReads, postfix_values
 from gpulint.rules.host_sync_in_loop.reads import MAX_SNIPPET, candidate, indexed_element, is_device_tensor, snippet
 from gpulint.rules.host_sync_in_loop.scaler import scale_read
 from gpulint.rules.host_sync_in_loop.slicing import SliceReads
@@ -35,7 +36,7 @@ _TEXT_CONVERSIONS = frozenset({"builtins.str", "builtins.repr"})
 _COMPARING_BUILTINS = frozenset({"builtins.max", "builtins.min"})
 # `math` tests that take a Python float: given a tensor, they read it on the host
 _MATH_TESTS = frozenset({"isfinite", "isnan", "isinf"})
-_BUILTIN_NAMES = frozenset({"float", "int", "bool", "print", "str", "repr", "max", "min"})
+_BUILTIN_NAMES = frozenset({"float", "int", "bool", "print", "str", "repr", "max", "min", "range"})
 # reads of a loop element that pull its value to the host
 _ELEMENT_READ_METHODS = frozenset({"item", "tolist"})
 
@@ -214,7 +215,7 @@ BENCH = Bench(
     )
 
 
-class HostSyncInLoop(TruthTests, SliceReads, Rule):
+class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
     """
     ## What it does
     Flags code that copies a CUDA tensor's value to the host on every step of a
@@ -226,11 +227,19 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
 
     - `.item()`, `.cpu()`, `.numpy(force=True)` on a value not known to be a
       numpy array, a Python number or a model; `.tolist()` on a tensor;
-    - `float(t)`, `int(t)`, `bool(t)` of a tensor, and `math.isfinite(t)`,
+    - `float(t)`, `int(t)`, `bool(t)`, `range(t)` of a tensor, and `math.isfinite(t)`,
       `math.isnan(t)`, `math.isinf(t)`, which convert it to a float first
       (RT-DETR's `if not math.isfinite(loss_value):` on the summed loss);
     - a tensor as a slice bound (`pred[:length]` over `zip(preds, lengths)`
       of CUDA lengths: Python reads its `__index__`), once per statement;
+    - the values a tqdm bar's `set_postfix(...)` is handed (its keywords, a
+      dict display, or a mapping of tensors such as a model's outputs):
+      tqdm turns each one that is not a Python number into its text;
+    - `loss.data[0]` of a loss the loop runs `.backward()` on (or of a term
+      summed into it), in a file with no switch on `torch.__version__`: code
+      written for torch before 0.4, where it is a Python number (since 0.4 a
+      loss is 0-dim and `.data[0]` of it fails); not a second such read in
+      the statement right after one;
     - `scaler.get_scale()` of a `GradScaler`, which returns `.item()` of the
       scale tensor (pi-GAN's `if scaler.get_scale() < 1:` every step);
     - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
@@ -474,6 +483,7 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
     def begin_file(self, ctx) -> None:
         self._element_statements = set()
         self._sliced = set()  # (`SliceReads`: one finding per statement)
+        self._old_reads = set()  # (`OldScalarReads`: the statements reported)
         self._region = None  # what the last `_hot` found: a loop, or an every-step function
 
     def report(self, ctx, node, message=None, fix=None, **fmt) -> None:
@@ -554,6 +564,8 @@ class HostSyncInLoop(TruthTests, SliceReads, Rule):
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
             elif func.attr == "get_scale" and scale_read(self, node, ctx):
                 self.report(ctx, node, expr=_callsnippet(ctx, node))
+            elif func.attr == "set_postfix":  # tqdm turns every value that is not a number into `str(value)`
+                self._formatted(node, postfix_values(ctx.analysis, node, ctx.ancestors), ctx)
             elif func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                 self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
@@ -700,6 +712,9 @@ def _builtin_read(rule: HostSyncInLoop, node: ast.Call, ctx) -> None:
             return
     elif q == "builtins.print":
         if not any(is_device_tensor(a, ctx) for a in node.args):
+            return
+    elif q == "builtins.range":  # `range(bs)` with `bs = coors[-1, 0] + 1`: each bound read with `__index__`
+        if node.keywords or not any(is_device_tensor(a, ctx) for a in node.args):
             return
     elif q in _TEXT_CONVERSIONS:
         if len(node.args) != 1 or node.keywords or not is_device_tensor(node.args[0], ctx):

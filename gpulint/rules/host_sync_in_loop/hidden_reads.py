@@ -1,0 +1,103 @@
+"""GPU101's reads that no call names: `loss.data[0]` in the idiom of torch
+before 0.4, and the values a progress bar formats (`postfix_values`).
+
+`loss.data[0]`: in torch before 0.4 a
+loss was a one-element tensor and indexing its data gave a Python number, a
+read on the host; since 0.4 a loss is 0-dim and `.data[0]` of it fails, so
+code that indexes a loss so was written for the old torch, where it syncs
+(ssd.pytorch's `loc_loss += loss_l.data[0]`). A mixin of the rule class,
+which provides `_in_covered_loop`, `_hot` and `report`."""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Sequence, Set
+
+from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.order import scope_nodes
+from gpulint.model.values.host_built import assigned_value
+from gpulint.rules.host_sync_in_loop.reads import candidate
+
+
+class OldScalarReads:
+    _old_reads: Set[ast.AST]  # the statements reported (emptied by the rule's `begin_file`)
+
+    def visit_Subscript(self, node: ast.Subscript, ctx) -> None:
+        value = node.value
+        if not (isinstance(value, ast.Attribute) and value.attr == "data" and isinstance(value.value, ast.Name)
+                and isinstance(node.slice, ast.Constant) and node.slice.value == 0
+                and isinstance(node.ctx, ast.Load)):
+            return
+        fa = ctx.analysis
+        if fa.index.mentions("__version__"):
+            return  # a switch on the torch version: the other branch is the new torch's read
+        func = next((a for a in reversed(ctx.ancestors) if isinstance(a, FUNCS)), None)
+        if value.value.id not in _losses(fa, func if func is not None else fa.tree):
+            return
+        if not candidate(ctx, ctx.ancestors) or not self._in_covered_loop(fa, ctx.ancestors):  # type: ignore[attr-defined]
+            return
+        stmt = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.stmt)), None)
+        if stmt is None or _after_a_reported_read(fa, stmt, self._old_reads):  # type: ignore[attr-defined]
+            return  # (`conf_loss += loss_c.data[0]` right after `loc_loss += loss_l.data[0]`: waited already)
+        if self._hot(fa, node, ctx.ancestors) is None:  # type: ignore[attr-defined]
+            return
+        self._old_reads.add(stmt)  # type: ignore[attr-defined]
+        name = value.value.id
+        self.report(ctx, node, message=(  # type: ignore[attr-defined]
+            f"`{name}.data[0]` reads the loss on the host every step (on the torch before 0.4 this code is "
+            f"written for, it is a Python number: a GPU sync); keep `{name}` on the device and read it when "
+            "logging"))
+
+
+def _after_a_reported_read(fa, stmt: ast.stmt, reported: Set[ast.AST]) -> bool:
+    """The statement just before `stmt`, in its block, holds such a read."""
+    parent = fa.index.parents.get(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and stmt in block:
+            i = block.index(stmt)
+            return i > 0 and block[i - 1] in reported
+    return False
+
+
+def _losses(fa, scope: ast.AST) -> Set[str]:
+    """The names `scope` calls `.backward()` on, and the names added up into
+    one (`loss = loss_l + loss_c`, then `loss.backward()`): scalar losses."""
+    def compute() -> Set[str]:
+        out: Set[str] = set()
+        sums = {}
+        for n in scope_nodes(scope):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward" \
+                    and isinstance(n.func.value, ast.Name):
+                out.add(n.func.value.id)
+            elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                    and isinstance(n.value, ast.BinOp):
+                sums.setdefault(n.targets[0].id, set()).update(
+                    m.id for m in ast.walk(n.value) if isinstance(m, ast.Name))
+        for name in list(out):
+            out |= sums.get(name, set())
+        return out
+
+    return fa.index.memoized("gpu101.losses", scope, compute)  # type: ignore[return-value]
+
+
+def postfix_values(fa, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[ast.AST]:
+    """What `bar.set_postfix(...)` formats: its keyword values, and the values
+    of the dict it is handed, a display or a name the function binds to one
+    just before (SimSiam's `data_dict = {"loss": loss}` then
+    `local_progress.set_postfix(data_dict)`). tqdm turns each value that is
+    not a Python number into `str(value)`: a tensor's text, read on the host."""
+    out = [k.value for k in call.keywords if k.arg is not None]
+    if call.args:
+        shown = call.args[0]
+        if isinstance(shown, ast.Name):
+            func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
+            value = assigned_value(fa.index, shown, func, call) if func is not None else None
+            # a dict display's values; else the mapping itself, where it is known to hold
+            # tensors (the outputs of a model's forward: `data_dict = model.forward(x1, x2)`)
+            shown = value if isinstance(value, ast.Dict) else shown
+        if isinstance(shown, ast.Dict):
+            out.extend(v for k, v in zip(shown.keys, shown.values) if k is not None)
+        else:
+            out.append(shown)
+    return out
