@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, FrozenSet, Iterable, Optional, Sequence
+from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
 from gpulint.model.index.nodes import SCOPES, parameter_defaults
 from gpulint.model.index.tree import TreeIndex
@@ -79,6 +79,14 @@ def _destination(call: ast.AST, kw: dict) -> Optional[str]:
     return longs[0][2:].replace("-", "_") if longs else None
 
 
+def _add_argument_calls(index: TreeIndex) -> Iterable[Tuple[ast.AST, dict]]:
+    """(call, its keywords by name) of each `add_argument` call of the file."""
+    for call in index.nodes(ast.Call):
+        f = call.func  # type: ignore[attr-defined]
+        if isinstance(f, ast.Attribute) and f.attr == "add_argument":
+            yield call, {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+
+
 def on_by_default(index: TreeIndex) -> FrozenSet[str]:
     """The destinations of the file's `add_argument` calls that are on unless
     the user turns them off: `default=True` (e3_diffusion's `--dp`, `type=eval,
@@ -86,11 +94,7 @@ def on_by_default(index: TreeIndex) -> FrozenSet[str]:
     user opts into (`dp`) is then the program's default path, not a choice."""
     def compute() -> FrozenSet[str]:
         out = set()
-        for call in index.nodes(ast.Call):
-            f = call.func  # type: ignore[attr-defined]
-            if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
-                continue
-            kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+        for call, kw in _add_argument_calls(index):
             default, action = kw.get("default"), kw.get("action")
             if (isinstance(default, ast.Constant) and default.value is True) or (
                     isinstance(action, ast.Constant) and action.value == "store_false" and default is None):
@@ -111,11 +115,7 @@ def number_defaults(index: TreeIndex) -> Dict[str, object]:
     def compute() -> Dict[str, object]:
         out: Dict[str, object] = {}
         twice = set()
-        for call in index.nodes(ast.Call):
-            f = call.func  # type: ignore[attr-defined]
-            if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
-                continue
-            kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+        for call, kw in _add_argument_calls(index):
             name = _destination(call, kw)
             default = kw.get("default")
             if name is None:
