@@ -155,11 +155,16 @@ def _weight_names(func: ast.AST, memo: Dict[ast.AST, Dict[str, bool]]) -> Dict[s
     for n in walk(func):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             values.setdefault(n.targets[0].id, []).append(n.value)
-        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)) or (
-                isinstance(n, ast.Assign) and not (len(n.targets) == 1 and isinstance(n.targets[0], ast.Name))):
-            for t in walk(n.target if isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)) else n):
-                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
-                    values.setdefault(t.id, []).append(None)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.Assign)):
+            # bound some other way (`+=`, a loop target, `with ... as`, unpacking): not followed
+            if isinstance(n, ast.With):
+                targets = [i.optional_vars for i in n.items if i.optional_vars is not None]
+            else:
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                for m in walk(t):
+                    if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store):
+                        values.setdefault(m.id, []).append(None)
     for name, vals in values.items():
         found[name] = all(v is not None and _built_from_weights(v, found) for v in vals)
     return found

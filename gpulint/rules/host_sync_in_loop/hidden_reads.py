@@ -1,12 +1,12 @@
 """GPU101's reads that no call names: `loss.data[0]` in the idiom of torch
 before 0.4, and the values a progress bar formats (`postfix_values`).
 
-`loss.data[0]`: in torch before 0.4 a
-loss was a one-element tensor and indexing its data gave a Python number, a
-read on the host; since 0.4 a loss is 0-dim and `.data[0]` of it fails, so
-code that indexes a loss so was written for the old torch, where it syncs
-(ssd.pytorch's `loc_loss += loss_l.data[0]`). A mixin of the rule class,
-which provides `_in_covered_loop`, `_hot` and `report`."""
+In torch before 0.4 a loss was a one-element tensor, and indexing its data
+gave a Python number, a read on the host; since 0.4 a loss is 0-dim and
+`.data[0]` of it fails, so code that indexes a loss so was written for the
+old torch, where it syncs (ssd.pytorch's `loc_loss += loss_l.data[0]`).
+`OldScalarReads` is a mixin of the rule class, which provides
+`_in_covered_loop`, `_hot` and `report`."""
 
 from __future__ import annotations
 
