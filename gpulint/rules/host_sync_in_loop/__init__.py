@@ -18,7 +18,7 @@ from gpulint.model.control.options import DEBUG_FLAG_RE, under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
 from gpulint.rules.host_sync_in_loop.branches import conditional_in
 from gpulint.rules.host_sync_in_loop.exits import returns_the_action, stops_search
-from gpulint.rules.host_sync_in_loop.hidden_reads import OldScalarReads, postfix_values
+from gpulint.rules.host_sync_in_loop.hidden_reads import OldScalarReads, postfix_values, wandb_run_values
 from gpulint.rules.host_sync_in_loop.reads import MAX_SNIPPET, candidate, indexed_element, is_device_tensor, snippet
 from gpulint.rules.host_sync_in_loop.scaler import scale_read
 from gpulint.rules.host_sync_in_loop.slicing import SliceReads
@@ -104,7 +104,7 @@ def _logs_a_tensor(call: ast.Call, ctx) -> bool:
     """`writer.add_scalar(tag, t, step)` (or `scalar_value=t`), or
     `wandb.log({"loss": t})`, of a device tensor: TensorBoard's SummaryWriter
     and wandb turn it into a number on the host."""
-    values = logged_values(call)
+    values = logged_values(call) or wandb_run_values(ctx.analysis, call, ctx.ancestors)
     return bool(values) and candidate(ctx, ctx.ancestors) and any(is_device_tensor(v, ctx) for v in values)
 
 
@@ -232,6 +232,9 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
       (RT-DETR's `if not math.isfinite(loss_value):` on the summed loss);
     - a tensor as a slice bound (`pred[:length]` over `zip(preds, lengths)`
       of CUDA lengths: Python reads its `__index__`), once per statement;
+    - the values of a dict a wandb run logs (`run.log(log_dict)` with `run =
+      wandb.init(...)` and `log_dict` a display built just before), which
+      wandb turns into numbers;
     - the values a tqdm bar's `set_postfix(...)` is handed (its keywords, a
       dict display, or a mapping of tensors such as a model's outputs):
       tqdm turns each one that is not a Python number into its text;

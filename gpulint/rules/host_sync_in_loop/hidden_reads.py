@@ -1,5 +1,6 @@
 """GPU101's reads that no call names: `loss.data[0]` in the idiom of torch
-before 0.4, and the values a progress bar formats (`postfix_values`).
+before 0.4, the values a progress bar formats (`postfix_values`), and the
+dict a wandb run logs, built before the call (`wandb_run_values`).
 
 In torch before 0.4 a loss was a one-element tensor, and indexing its data
 gave a Python number, a read on the host; since 0.4 a loss is 0-dim and
@@ -15,7 +16,7 @@ from typing import List, Sequence, Set
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import scope_nodes
-from gpulint.model.values.host_built import assigned_value
+from gpulint.model.values.host_built import assigned_value, bindings_of
 from gpulint.rules.host_sync_in_loop.reads import candidate
 
 
@@ -101,3 +102,34 @@ def postfix_values(fa, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[ast
         else:
             out.append(shown)
     return out
+
+
+def wandb_run_values(fa, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[ast.AST]:
+    """The values of the dict that `run.log(d)` logs, where `run` is `wandb`
+    or a name bound to `wandb.init(...)`, and `d` a dict display or a name
+    the function binds to one just before (coconut's `log_dict = {...,
+    "train/loss": loss.detach().float() * k}` then `wandb_run.log(log_dict)`):
+    wandb turns a one-element tensor into a number on the host."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "log" and isinstance(func.value, ast.Name)
+            and call.args and fa.index.mentions("wandb")):
+        return []
+    scope = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
+    receiver = func.value
+    if receiver.id != "wandb" and not _wandb_init(fa, receiver, scope, call):
+        return []
+    data = call.args[0]
+    if isinstance(data, ast.Name) and scope is not None:
+        data = assigned_value(fa.index, data, scope, call)
+    return [v for k, v in zip(data.keys, data.values) if k is not None] if isinstance(data, ast.Dict) else []
+
+
+def _wandb_init(fa, name: ast.Name, scope, call: ast.Call) -> bool:
+    """`name` is bound to `wandb.init(...)` by the function around `call` (or
+    the module's code), and otherwise only to None (`wandb_run = None` on the
+    ranks that do not log)."""
+    found = bindings_of(fa.index, scope if scope is not None else fa.tree).get(name.id) or []
+    values = [st.value if isinstance(st, ast.Assign) else st for st in found]
+    return any(isinstance(v, ast.Call) and fa.imports.qualname(v.func) == "wandb.init" for v in values) and all(
+        (isinstance(v, ast.Call) and fa.imports.qualname(v.func) == "wandb.init")
+        or (isinstance(v, ast.Constant) and v.value is None) for v in values)
