@@ -13,6 +13,7 @@ project hands on.
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
@@ -144,8 +145,8 @@ def _constant(node: ast.AST) -> Optional[object]:
     return None
 
 
-_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
-            ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt,
+            ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le}
 
 
 def off_by_default(index: TreeIndex, test: ast.AST) -> bool:

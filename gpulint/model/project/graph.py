@@ -682,7 +682,7 @@ def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[s
 
 def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], drives: Set[str],
                     returns: Dict[str, object], iterates: Dict[str, int], host_built: Set[str],
-                    marked: Tuple[Set[str], Set[str], Set[str], Set[str]], moved: Dict[str, List[int]]) -> None:
+                    marked: Tuple[Set[str], Set[str], Set[str], Set[str], Set[str]], moved: Dict[str, List[int]]) -> None:
     """What `ProjectGraph.facts_for` says of a call `ref` to the function `cid`."""
     synced, precision, forwards, hands_back, evaluated_back = marked
     if cid in graph.steps:

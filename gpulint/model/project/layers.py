@@ -10,6 +10,7 @@ import ast
 from typing import TYPE_CHECKING, Dict, Optional
 
 from gpulint.model.names import ImportTable
+from gpulint.model.values.host_built import bindings_of
 from gpulint.model.values.values import module_class_names
 from gpulint.model.index.walk import walk
 
@@ -131,7 +132,8 @@ def _weights_only(product: ast.AST, index: Optional["TreeIndex"], memo: Dict[ast
         func = index.parents.get(product)
         while func is not None and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             func = index.parents.get(func)
-    bound = _weight_names(func, memo) if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else {}
+    bound = _weight_names(index, func, memo) if index is not None and isinstance(
+        func, (ast.FunctionDef, ast.AsyncFunctionDef)) else {}
     return all(_a_weight(o, bound) for o in operands)
 
 
@@ -144,29 +146,18 @@ def _a_weight(expr: ast.AST, bound: Dict[str, bool]) -> bool:
     return isinstance(expr, ast.Name) and bound.get(expr.id, False)
 
 
-def _weight_names(func: ast.AST, memo: Dict[ast.AST, Dict[str, bool]]) -> Dict[str, bool]:
-    """name -> every assignment of it in `func` is a sum or product of the
-    module's weights only (`feat = torch.cat([torch.einsum(..., self.a, self.b), ...])`)."""
+def _weight_names(index: "TreeIndex", func: ast.AST, memo: Dict[ast.AST, Dict[str, bool]]) -> Dict[str, bool]:
+    """name -> every binding of it in `func` is a plain assignment of a sum or
+    product of the module's weights only (`feat = torch.cat([torch.einsum(...,
+    self.a, self.b), ...])`; a name bound some other way, `+=`, a loop target,
+    unpacking, is not followed)."""
     found = memo.get(func)
     if found is not None:
         return found
     found = memo[func] = {}
-    values: Dict[str, list] = {}
-    for n in walk(func):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            values.setdefault(n.targets[0].id, []).append(n.value)
-        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.Assign)):
-            # bound some other way (`+=`, a loop target, `with ... as`, unpacking): not followed
-            if isinstance(n, ast.With):
-                targets = [i.optional_vars for i in n.items if i.optional_vars is not None]
-            else:
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            for t in targets:
-                for m in walk(t):
-                    if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store):
-                        values.setdefault(m.id, []).append(None)
-    for name, vals in values.items():
-        found[name] = all(v is not None and _built_from_weights(v, found) for v in vals)
+    for name, bound in bindings_of(index, func).items():
+        found[name] = all(isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)
+                          and _built_from_weights(st.value, found) for st in bound)
     return found
 
 

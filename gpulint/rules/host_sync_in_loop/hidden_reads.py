@@ -12,10 +12,11 @@ old torch, where it syncs (ssd.pytorch's `loc_loss += loss_l.data[0]`).
 from __future__ import annotations
 
 import ast
-from typing import List, Sequence, Set
+from typing import List, Optional, Sequence, Set
 
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import scope_nodes
+from gpulint.model.index.walk import walk
 from gpulint.model.values.host_built import assigned_value, bindings_of
 from gpulint.rules.host_sync_in_loop.reads import candidate
 
@@ -52,13 +53,8 @@ class OldScalarReads:
 
 def _after_a_reported_read(fa, stmt: ast.stmt, reported: Set[ast.AST]) -> bool:
     """The statement just before `stmt`, in its block, holds such a read."""
-    parent = fa.index.parents.get(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and stmt in block:
-            i = block.index(stmt)
-            return i > 0 and block[i - 1] in reported
-    return False
+    where = fa.index.slot(stmt)
+    return where is not None and where[2] > 0 and getattr(where[0], where[1])[where[2] - 1] in reported
 
 
 def _losses(fa, scope: ast.AST) -> Set[str]:
@@ -74,7 +70,7 @@ def _losses(fa, scope: ast.AST) -> Set[str]:
             elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                     and isinstance(n.value, ast.BinOp):
                 sums.setdefault(n.targets[0].id, set()).update(
-                    m.id for m in ast.walk(n.value) if isinstance(m, ast.Name))
+                    m.id for m in walk(n.value) if isinstance(m, ast.Name))
         for name in list(out):
             out |= sums.get(name, set())
         return out
@@ -91,17 +87,20 @@ def postfix_values(fa, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[ast
     out = [k.value for k in call.keywords if k.arg is not None]
     if call.args:
         shown = call.args[0]
-        if isinstance(shown, ast.Name):
-            func = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
-            value = assigned_value(fa.index, shown, func, call) if func is not None else None
-            # a dict display's values; else the mapping itself, where it is known to hold
-            # tensors (the outputs of a model's forward: `data_dict = model.forward(x1, x2)`)
-            shown = value if isinstance(value, ast.Dict) else shown
-        if isinstance(shown, ast.Dict):
-            out.extend(v for k, v in zip(shown.keys, shown.values) if k is not None)
-        else:
-            out.append(shown)
+        scope = next((a for a in reversed(ancestors) if isinstance(a, FUNCS)), None)
+        # a dict display's values; else the mapping itself, where it is known to hold
+        # tensors (the outputs of a model's forward: `data_dict = model.forward(x1, x2)`)
+        values = _dict_values(fa, shown, scope, call)
+        out.extend(values if values is not None else [shown])
     return out
+
+
+def _dict_values(fa, data: ast.AST, scope, call: ast.Call) -> Optional[List[ast.AST]]:
+    """The values of `data`, a dict display or a name the function `scope`
+    binds to one before `call` (`assigned_value`); None when it is neither."""
+    if isinstance(data, ast.Name) and scope is not None:
+        data = assigned_value(fa.index, data, scope, call)
+    return [v for k, v in zip(data.keys, data.values) if k is not None] if isinstance(data, ast.Dict) else None
 
 
 def wandb_run_values(fa, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[ast.AST]:
@@ -118,10 +117,7 @@ def wandb_run_values(fa, call: ast.Call, ancestors: Sequence[ast.AST]) -> List[a
     receiver = func.value
     if receiver.id != "wandb" and not _wandb_init(fa, receiver, scope, call):
         return []
-    data = call.args[0]
-    if isinstance(data, ast.Name) and scope is not None:
-        data = assigned_value(fa.index, data, scope, call)
-    return [v for k, v in zip(data.keys, data.values) if k is not None] if isinstance(data, ast.Dict) else []
+    return _dict_values(fa, call.args[0], scope, call) or []
 
 
 def _wandb_init(fa, name: ast.Name, scope, call: ast.Call) -> bool:
