@@ -737,10 +737,27 @@ CORPUS_SETS = {
         ("wyharveychen/CloserLookFewShot", "e03aca8a2d01c9b5861a5a816cd5d3fdfc47cd45"),
         ("tjddus9597/Proxy-Anchor-CVPR2020", "51db57031e38f75c03f69bbdfad1a3233afd9787"),
     ],
+    # forty-seventh: labelled at first sight on e4a5dd1
+    "forty-seventh": [
+        ("RajGhugare19/dreamerv2", "0c12a20c5608fdadc5aeb0cd335d6db3ba0cad0c"),
+        ("tqch/ddpm-torch", "b60eb8deee899900c28525fd77ff53cdd26d6558"),
+        ("NVIDIA/retinanet-examples", "65e63109bf5d12c9ad11b6f5bcdec12a117ee888"),
+        ("Tomiinek/Multilingual_Text_to_Speech", "2c75185337d26cc48750d669fd12f5f80777f4f1"),
+        ("VITA-Group/DeblurGANv2", "c16bd9f5be63885389a57202c74023531d9ca086"),
+        ("visinf/irr", "dacd07b1dc963fb8d3db7c75b562691af33f47b2"),
+        ("facebookresearch/pytorch_GAN_zoo", "b75dee40918caabb4fe7ec561522717bf096a8cb"),
+        ("GXimingLu/Quark", "30c9a0fe022b7d006b826abec2eb5d3ac288e637"),
+        ("yixinL7/BRIO", "bdb7a02aad61a963fb16396bf19175de94bbfea0"),
+        ("somaonishi/MTR", "11c6192e73db8f497d8d287992ddc58e7a1f014d"),
+        ("zhykoties/TimeSeries", "b12b13c8250a096e38882d258213abd6c2d78c43"),
+        ("HazyResearch/hgcn", "a526385744da25fc880f3da346e17d0fe33817f8"),
+        ("prs-eth/OverlapPredator", "8c78f125fc58d62ad7d149adf1fed43ed54937e4"),
+        ("wvangansbeke/Unsupervised-Classification", "952ec31eee2c38e7233d8ad3ac0de39bb031877a"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
