@@ -36,6 +36,8 @@ def step(opt):
         ("torch ^1.13", (1, 13)),  # Poetry's caret
         ("pytorch=1.10.0=py3.9_cuda11.3_cudnn8.2.0_0", (1, 10, 0)),  # conda
         ("pytorch::pytorch=2.0", (2, 0)),
+        ("torch 0.4.1", (0, 4, 1)),  # a version alone after the name is that version (TimeSeries' list)
+        ("torch 1.10 or newer", None),
         ("torchvision==0.11", None),
         ("torch-geometric>=2.0", None),
         ("torch_scatter>=2", None),
@@ -55,6 +57,17 @@ def test_lower_bound(requirement, low):
         ("pyproject.toml", '[project]\nname = "x"\ndependencies = ["numpy", "torch>=1.10,<3"]\n'),
         ("pyproject.toml", '[project]\nname = "x"\n[project.optional-dependencies]\ngpu = ["torch>=1.10,<3"]\n'),
         ("pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.9"\ntorch = {version = "^1.10", source = "pt"}\n'),
+        ("requirements.txt", "numpy 1.14.3\ntorch 1.10.0\n"),
+        ("pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.9"\ntorch = "1.10.0"\n'),
+        # lock files: the torch they resolved (MTR's poetry.lock, through its rtdl dependency)
+        ("poetry.lock", '[[package]]\nname = "numpy"\nversion = "1.24.0"\n\n[[package]]\nname = "torch"\nversion = "1.10.0"\n'),
+        ("uv.lock", 'version = 1\n\n[[package]]\nname = "torch"\nversion = "1.10.0"\nsource = { registry = "https://pypi.org/simple" }\n'),
+        ("Pipfile.lock", '{"_meta": {}, "default": {"torch": {"version": "==1.10.0"}}, "develop": {}}'),
+        # a conda environment written out: explicit (BRIO's spec-file.txt) or exported
+        ("spec-file.txt", "# platform: linux-64\n@EXPLICIT\nhttps://conda.anaconda.org/pytorch/linux-64/"
+                          "pytorch-1.10.0-py3.9_cuda11.3_cudnn8.2.0_0.tar.bz2\n"),
+        ("requirements.txt", "@EXPLICIT\nhttps://conda.anaconda.org/pytorch/linux-64/pytorch-1.10.0-py3.9_0.tar.bz2\n"),
+        ("conda_env.txt", "# platform: linux-64\npython=3.9.7=h12debd9_1\npytorch=1.10.0=py3.9_cuda11.3_cudnn8.2.0_0\n"),
         ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    torch~=1.10.0\n"),
         ("setup.cfg", "[options.extras_require]\ntrain = torch==1.10.*; wandb\n"),
         ("setup.py", 'from setuptools import setup\nsetup(install_requires=["torch>=1.10,<2", "torchvision"])\n'),
@@ -164,6 +177,11 @@ def test_lowest_across_files_and_requirements_folder(tmp_path):
         ("install.sh", "pip install torch torchvision\n# pip install torch==1.8.0\n"),  # unpinned; a comment
         ("Dockerfile", "FROM nvidia/cuda:11.8.0-devel-ubuntu22.04\nRUN pip install torch>=1.8\n"),
         ("train.py", "# pip install torch==1.8.0\n"),  # not a set-up file
+        ("Pipfile.lock", '{"default": '),
+        ("poetry.lock", '[[package]\nname = "torch"\nversion = "1.8.0"\n'),
+        ("uv.lock", '[[package]]\nname = "torchvision"\nversion = "0.9.0"\n'),
+        ("spec-file.txt", "@EXPLICIT\nhttps://conda.anaconda.org/pytorch/linux-64/torchvision-0.9.0-py38_cu111.tar.bz2\n"),
+        ("notes.txt", "pytorch=1.8.0=py3.8_0\n"),  # not a spec's name
     ],
 )
 def test_no_pin_from_unreadable_or_unbounded_files(tmp_path, name, text):

@@ -10,7 +10,17 @@ and including the repository's root, the folder holding `.git` or `.hg`):
 
 - pyproject.toml: `[project] dependencies` and `optional-dependencies`, and
   Poetry's `[tool.poetry.*dependencies]` (`torch = "^1.10"`);
-- requirements*.txt, and *.txt under a `requirements/` folder;
+- requirements*.txt, and *.txt under a `requirements/` folder (a version
+  alone after the name, `torch 0.4.1`, is that version exactly, as Poetry's
+  `torch = "1.13.0"` is);
+- lock files (`poetry.lock`, `uv.lock`, `pdm.lock`, `Pipfile.lock`): the
+  torch they resolved (MTR's `poetry.lock` holds the torch 1.13.0 its
+  `rtdl` dependency allows);
+- conda environments written out as a spec (a .txt whose name has "spec",
+  "conda" or "env" in it, or a requirements file): an explicit one
+  (`conda list --explicit`, BRIO's `spec-file.txt`: the URL of
+  `pytorch-1.8.0-py3.8_cuda11.1_cudnn8.0.5_0.tar.bz2`) or an export
+  (`pytorch=1.8.0=py3.8_cuda11.1_cudnn8.0.5_0`);
 - setup.cfg: `[options] install_requires` and `extras_require`;
 - setup.py: string literals such as `"torch>=1.8"` (never run);
 - conda environment files (environment.yml, env.yaml, conda_env.yml: a .yml
@@ -70,6 +80,7 @@ for torch 1.11: torch 1.10 at most), and that pin reaches its program the same w
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import re
 import sys
@@ -91,6 +102,8 @@ _VCS_DIRS = (".git", ".hg")
 _NAME_RE = re.compile(r"^\s*(?:[\w.-]+::)?(?:py)?torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*(.*)$", re.I)
 _SPEC_RE = re.compile(r"(===|==|~=|>=|<=|!=|>|<|\^|~|=)\s*v?(\d+(?:\.\d+)*)")
 _URL_VERSION_RE = re.compile(r"torch-(\d+(?:\.\d+)+)")
+# a version alone after the name: an exact one (`torch 0.4.1`, `torch = "1.13.0"` in Poetry)
+_BARE_VERSION_RE = re.compile(r"^\s*v?\d+(?:\.\d+)+\s*$")
 _SETUP_PY_RE = re.compile(r"""["']\s*((?:py)?torch\s*(?:\[[^\]'"]*\])?\s*[<>=!~^][^"']*)["']""", re.I)
 _LOWER_OPS = frozenset({"===", "==", "~=", ">=", ">", "^", "~", "="})
 # specifiers that bound the version from above too: the project says which
@@ -110,6 +123,8 @@ def lower_bound(requirement: str, bounded_only: bool = False) -> Optional[Versio
         url = _URL_VERSION_RE.search(rest)
         return _version(url.group(1)) if url else None
     rest = re.split(r"[;#]", rest, maxsplit=1)[0]
+    if _BARE_VERSION_RE.match(rest):  # `torch 0.4.1` (a hand-written list), Poetry's `torch = "1.13.0"`
+        rest = "==" + rest
     specs = _SPEC_RE.findall(rest)
     lows = [_version(v) for op, v in specs if op in _LOWER_OPS]
     if not lows:
@@ -219,6 +234,52 @@ def _environment_requirements(text: str) -> Iterable[str]:
             yield m.group(1).strip("'\"")
 
 
+# a conda package's file in an explicit spec (`conda list --explicit > spec-file.txt`):
+# `https://conda.anaconda.org/pytorch/linux-64/pytorch-1.8.0-py3.8_cuda11.1_cudnn8.0.5_0.tar.bz2`
+_CONDA_FILE_RE = re.compile(r"/pytorch-(\d+(?:\.\d+)+)-[^/\s]*\.(?:tar\.bz2|conda)\s*$", re.M)
+
+
+def _conda_spec_requirements(text: str) -> Iterable[str]:
+    """A conda environment written out as a spec: an explicit one (`@EXPLICIT`,
+    then one package file's URL a line) or an export (`conda list --export`,
+    `pytorch=1.8.0=py3.8_cuda11.1_cudnn8.0.5_0` a line)."""
+    if re.search(r"^@EXPLICIT\s*$", text, re.M):
+        for m in _CONDA_FILE_RE.finditer(text):
+            yield f"torch=={m.group(1)}"
+        return
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and re.match(r"^[\w.-]+=[^=\s]+=\S+$", line):
+            yield line
+
+
+def _lock_requirements(text: str) -> Iterable[str]:
+    """The torch a lock file resolved (`poetry.lock`, `uv.lock`, `pdm.lock`:
+    a `[[package]]` table named torch; `Pipfile.lock`: JSON): the exact
+    environment the project installs, as `torch==<version>`."""
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return
+        for group in ("default", "develop"):
+            entry = data.get(group, {}).get("torch") if isinstance(data.get(group), dict) else None
+            version = entry.get("version") if isinstance(entry, dict) else None
+            if isinstance(version, str):
+                yield "torch" + version
+        return
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        return
+    packages = data.get("package")
+    for package in packages if isinstance(packages, list) else ():
+        if isinstance(package, dict) and str(package.get("name", "")).lower() == "torch":
+            version = package.get("version")
+            if isinstance(version, str):
+                yield f"torch=={version}"
+
+
 # `pip install ...`, `pip3 install`, `python -m pip install`, `conda install ...` (up to `&&`, `;`, `|`)
 # a wheel index built for one torch (OpenMMLab's `.../mmcv/dist/cu110/torch1.7.1/index.html`)
 _WHEEL_INDEX_RE = re.compile(r"^https?://\S*/torch(\d+\.\d+(?:\.\d+)?)/")
@@ -315,6 +376,10 @@ def _is_readme(name: str) -> bool:
     return low.startswith(("readme", "install")) and low.endswith((".md", ".rst"))
 
 
+# lock files: the environment a project's tool resolved (`_lock_requirements`)
+_LOCK_FILES = frozenset({"poetry.lock", "uv.lock", "pdm.lock", "Pipfile.lock"})
+
+
 def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Iterable[str]]]:
     """(file name relative to `directory`, its requirement strings) for each
     declaration file in the directory."""
@@ -329,12 +394,18 @@ def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Itera
             reader = _requirement_lines
         if reader is None and name.endswith((".yml", ".yaml")) and ("env" in name.lower() or "conda" in name.lower()):
             reader = _environment_requirements
+        if reader is None and name in _LOCK_FILES:
+            reader = _lock_requirements
+        if reader is None and name.endswith(".txt") and any(w in name.lower() for w in ("spec", "conda", "env")):
+            reader = _conda_spec_requirements
         if reader is None and _is_install_script(name):
             reader = _readme_requirements if _is_readme(name) else _installed_requirements
         if reader is None:
             continue
         text = _read_text(os.path.join(directory, name))
         if text is not None:
+            if reader is _requirement_lines and re.search(r"^@EXPLICIT\s*$", text, re.M):
+                reader = _conda_spec_requirements  # (`conda list --explicit > requirements.txt`)
             yield name, reader(text)
             if reader is _requirement_lines and "torch" in text:
                 yield name + COMMENTED, _commented_requirements(text)
