@@ -7,7 +7,7 @@ from textwrap import dedent
 from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, is_main_guard, takes_input
 from gpulint.model.index.order import walk_scope
 from gpulint.model.control.options import off_by_default, on_by_default
-from gpulint.model.names import node_word
+from gpulint.model.names import dotted, node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import IN_MEMORY_TRAIN_LOOP
 from gpulint.model.index.walk import walk
@@ -44,12 +44,18 @@ class DataParallel(Rule):
     `if isinstance(model, DataParallel):`, which wraps parts the same way as
     a model the user already wrapped (`if not isinstance(model,
     DataParallel):` in a function that runs a backward is a wrap of the
-    model it trains, and flagged). Nor is a model
+    model it trains, and flagged). Nor is a module whose gradients the
+    function turns off (`model.requires_grad_(False)`, or `for p in
+    avg_g.parameters(): p.requires_grad = False`), or a call handed one
+    (`DataParallel(Extractor(model))`): a frozen feature extractor (FID's
+    Inception) or a moving-average generator trains nothing, and
+    `DistributedDataParallel` refuses a module with no parameter that needs
+    a gradient. Nor is a model
     wrapped only to be evaluated or for its keys: `net =
     nn.DataParallel(net)` in a scope that runs no backward, hands the
     wrapper nowhere else, and calls it (or its `forward`) only with
     gradients off, after switching it to eval mode (`model = model.eval()`,
-    DGCNN's `test()`), only once from a script's own code outside any loop,
+    DGCNN's `test()`; `nn.DataParallel(model).to(device).eval()`), only once from a script's own code outside any loop,
     or never (wrapped only so that `load_state_dict` accepts, or
     `state_dict()` gives, `module.` keys): an `eval.py`, a `validate()`
     helper over a pretrained model, a converter that saves a checkpoint.
@@ -196,6 +202,8 @@ class DataParallel(Rule):
                 return
             if isinstance(anc, ast.If) and chain[i + 1] in anc.body and off_by_default(ctx.analysis.index, anc.test):
                 return  # `if args.gpu_id == -1:` with `--gpu-id` 0 by default: the user asks for it
+        if not functional and _wraps_frozen(ctx, node):
+            return  # nothing of it trains: no gradient to reduce, and DDP refuses such a module
         if not functional and _only_evaluated(ctx, node):
             return  # an evaluation pass: nothing trains the wrapped model, and no gradient is reduced
         if _script_that_never_trains(ctx):
@@ -252,8 +260,10 @@ def _only_evaluated(ctx, node: ast.Call) -> bool:
     index = fa.index
     parents = index.parents
     top: ast.AST = node
+    switched = False  # `model.eval()`
     while isinstance(parents.get(top), ast.Attribute) and isinstance(parents.get(parents[top]), ast.Call) \
-            and parents[top].attr in ("to", "cuda"):
+            and parents[top].attr in ("to", "cuda", "eval"):
+        switched = switched or parents[top].attr == "eval"  # `nn.DataParallel(model).to(device).eval()`
         top = parents[parents[top]]  # `nn.DataParallel(net).to(device)`
     stmt = parents.get(top)
     if not (isinstance(stmt, ast.Assign) and stmt.value is top and len(stmt.targets) == 1
@@ -264,7 +274,6 @@ def _only_evaluated(ctx, node: ast.Call) -> bool:
     own = set()
     calls = []
     keyed = False  # its `module.` keys read or written
-    switched = False  # `model.eval()`
     inside = {id(n) for n in walk(stmt)}
     if _runs_backward(fa, scope):
         return False
@@ -294,6 +303,53 @@ def _only_evaluated(ctx, node: ast.Call) -> bool:
     return (bool(calls) or keyed) and (switched or all(fa.contexts.grad_disabled(ancs) or (
         isinstance(scope, ast.Module) and not any(isinstance(a, _LOOPS) for a in ancs))
         for c in calls for ancs in (index.ancestors(c),)))
+
+
+def _wraps_frozen(ctx, node: ast.Call) -> bool:
+    """`nn.DataParallel(m)` of a module whose function turns its gradients
+    off (`m.requires_grad_(False)`, or `for p in m.parameters():
+    p.requires_grad = False`), or of a call handed such a module
+    (`DataParallel(Extractor(model))` after `model.requires_grad_(False)`):
+    a frozen feature extractor or a moving-average copy, which no optimizer
+    steps. `DistributedDataParallel` refuses a module with no parameter
+    that needs a gradient, so the rule's advice does not apply."""
+    if not node.args:
+        return False
+    arg = node.args[0]
+    wrapped = [arg] if not isinstance(arg, ast.Call) else list(arg.args)
+    keys = {dotted(a) for a in wrapped if isinstance(a, (ast.Name, ast.Attribute))} - {None}
+    if not keys:
+        return False
+    scope = ctx.analysis.index.enclosing_scope(ctx.ancestors) or ctx.tree
+    for n in walk_scope(scope.body):
+        if isinstance(n, ast.Call) and _turns_grad_off(n) and dotted(n.func.value) in keys:
+            return True  # `model.requires_grad_(False)`
+        if isinstance(n, (ast.For, ast.AsyncFor)) and isinstance(n.target, ast.Name) and _parameters_of(n.iter) in keys:
+            p = n.target.id
+            if any(_turns_grad_off(m) and isinstance(m.func.value, ast.Name) and m.func.value.id == p
+                   or isinstance(m, ast.Assign) and _false(m.value) and any(
+                       isinstance(t, ast.Attribute) and t.attr == "requires_grad"
+                       and isinstance(t.value, ast.Name) and t.value.id == p for t in m.targets)
+                   for b in n.body for m in walk(b)):
+                return True  # `for param in self.avgG.parameters(): param.requires_grad = False`
+    return False
+
+
+def _turns_grad_off(n: ast.AST) -> bool:
+    """`x.requires_grad_(False)`."""
+    return (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "requires_grad_"
+            and len(n.args) == 1 and _false(n.args[0]))
+
+
+def _false(n: ast.AST) -> bool:
+    return isinstance(n, ast.Constant) and n.value is False
+
+
+def _parameters_of(it: ast.AST):
+    """`m` of `m.parameters()`, as a dotted name."""
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters":
+        return dotted(it.func.value)
+    return None
 
 
 # `torch.nn.parallel.data_parallel(module, inputs, device_ids)`: DataParallel's
