@@ -3250,3 +3250,95 @@ def test_a_parameter_every_per_step_caller_hands_a_device_tensor_holds_one(tmp_p
     write(tmp_path, files)
     assert ("utils.py", 7, "GPU203") not in check(tmp_path, "--no-cache", "--select", "GPU203", ".")
 
+
+
+def test_a_base_class_calls_a_method_of_the_object_its_subclasses_hold(tmp_path):
+    # pytorch_GAN_zoo: the base trainer's loop calls `self.model.optimizeParameters(x)`, and each
+    # trainer subclass, in a file of its own, sets `self.model = ProgressiveGAN(...)`; the method,
+    # inherited from the GAN base class, steps: its reads run every training step
+    write(tmp_path, {
+        "base_gan.py": """
+            import torch
+
+
+            class BaseGAN:
+                def __init__(self, net):
+                    self.net = net.cuda()
+                    self.opt = torch.optim.Adam(self.net.parameters())
+
+                def optimize(self, x):
+                    self.opt.zero_grad()
+                    loss = self.net(x.cuda()).mean()
+                    loss.backward()
+                    self.opt.step()
+                    return {"loss": loss.item()}
+        """,
+        "pgan.py": """
+            import torch
+            from base_gan import BaseGAN
+
+
+            class ProgressiveGAN(BaseGAN):
+                def grow(self):
+                    self.net.add_module("extra", torch.nn.Linear(4, 4))
+        """,
+        "trainer.py": """
+            class GANTrainer:
+                def train_on_epoch(self, loader):
+                    for x in loader:
+                        losses = self.model.optimize(x)
+        """,
+        "pgan_trainer.py": """
+            from trainer import GANTrainer
+            from pgan import ProgressiveGAN
+
+
+            class ProgressiveGANTrainer(GANTrainer):
+                def __init__(self, net):
+                    self.model = ProgressiveGAN(net)
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("base_gan.py", 15, "GPU101")}
+
+
+def test_a_held_method_the_subclasses_disagree_on_resolves_to_none(tmp_path):
+    # two subclasses hold objects of classes with different methods: which runs is not known
+    write(tmp_path, {
+        "models.py": """
+            import torch
+
+
+            class A:
+                def optimize(self, x, opt):
+                    loss = x.cuda().mean()
+                    loss.backward()
+                    opt.step()
+                    return loss.item()
+
+
+            class B:
+                def optimize(self, x, opt):
+                    return x.cuda().mean().item()
+        """,
+        "trainer.py": """
+            class Trainer:
+                def fit(self, loader):
+                    for x in loader:
+                        self.model.optimize(x, None)
+        """,
+        "runs.py": """
+            from trainer import Trainer
+            from models import A, B
+
+
+            class TrainA(Trainer):
+                def __init__(self):
+                    self.model = A()
+
+
+            class TrainB(Trainer):
+                def __init__(self):
+                    self.model = B()
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == set()

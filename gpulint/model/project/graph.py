@@ -47,7 +47,8 @@ import os
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.project.hierarchy import overrides, subclasses
+from gpulint.model.project.hierarchy import MAX_OVERRIDES, overrides, subclasses
+from gpulint.model.project.refs import HELD
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
 from gpulint.model.project.callers import (
@@ -78,6 +79,7 @@ class ProjectGraph:
         self._body_reach: Dict[str, Set[str]] = {}
         self.owner: Dict[str, str] = {}
         self.classes: Dict[str, List[str]] = {}
+        self.held: Dict[str, Dict[str, str]] = {}  # class -> {attr: the class its `self.<attr>` holds}
         self.class_alias: Dict[str, str] = {}
         self.exports: Dict[str, str] = {}  # `pkg.Name` -> what the package's __init__ imports as Name
         self.star_exports: Dict[str, List[str]] = {}  # `pkg` -> the modules its __init__ imports `*` from
@@ -110,6 +112,8 @@ class ProjectGraph:
                 rest = qual[len(main) + 1:]
                 for n in names:
                     self.candidates.setdefault(f"{n}.{rest}", []).append(fid)
+            for qual, attrs in summary.get("held", {}).items():
+                self.held[qual] = attrs
             for qual, bases in summary.get("classes", {}).items():
                 self.classes[qual] = bases
                 rest = qual[len(main) + 1:]
@@ -122,6 +126,7 @@ class ProjectGraph:
         self._edges: Dict[str, List[Tuple[str, str, list]]] = {}
         self._callers: Optional[Dict[str, List[str]]] = None  # (`_plain_callers`)
         self._subclasses: Optional[Dict[str, List[str]]] = None  # class -> its direct subclasses (`hierarchy.overrides`)
+        self._below: Optional[Dict[str, List[str]]] = None  # ... also below classes with no bases (`_held_method`)
         self._abstract = {fid for fid, f in self.functions.items() if f.get("abstract")}  # (`resolved_calls`)
         # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
         self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
@@ -155,6 +160,9 @@ class ProjectGraph:
     def resolve(self, ref: str) -> Optional[str]:
         if ref in self._resolved:
             return self._resolved[ref]
+        if HELD in ref:
+            self._resolved[ref] = cid = self._held_method(ref)
+            return cid
         cid = None
         seen: Set[str] = set()
         name: Optional[str] = ref
@@ -177,6 +185,38 @@ class ProjectGraph:
             name = self._unexported(name)
         self._resolved[ref] = cid
         return cid
+
+    def _held_method(self, ref: str) -> Optional[str]:
+        """The method `cls#attr.method` names: that of the object the
+        `self.<attr>` of `cls`, of a class it derives from or of one
+        deriving from it holds (`self.model = ProgressiveGAN(...)` in each
+        trainer subclass of the base whose loop calls
+        `self.model.optimizeParameters(...)`), where every such holder's
+        class gives the same method; else None."""
+        cls_ref, _, rest = ref.partition(HELD)
+        attr, _, method = rest.partition(".")
+        def class_of(r: str) -> str:
+            return self._class(r) or r  # (a class with no bases of its own is known by its name only)
+
+        cls = class_of(cls_ref)
+        if self._below is None:
+            self._below = subclasses(self.classes, class_of)
+        related, todo = [], [cls]
+        while todo and len(related) < MAX_OVERRIDES:  # the class and those below it
+            c = todo.pop(0)
+            if c not in related:
+                related.append(c)
+                todo.extend(self._below.get(c, ()))
+        up = cls
+        for _ in range(8):  # and those above it, nearest first
+            bases = [class_of(r) for r in self.classes.get(up, ())]
+            if not bases or bases[0] in related:
+                break
+            up = bases[0]
+            related.append(up)
+        found = {self.resolve(f"{held}.{method}") for c in related for held in (self.held.get(c, {}).get(attr),) if held}
+        found.discard(None)
+        return found.pop() if len(found) == 1 else None
 
     def resolve_in(self, ref: str, path: str) -> Optional[str]:
         """`resolve`, for a call in the file `path`: where several files

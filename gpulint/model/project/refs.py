@@ -184,6 +184,10 @@ class FileRefs:
                 held = self._attributes_of(cls_node).get(owner.attr)
                 if held is not None:
                     return f"{held}.{func.attr}"
+                if isinstance(cls_node, ast.ClassDef) and not self._binds(cls_node, owner.attr):
+                    # `self.model.optimizeParameters(x)` in a base class whose subclasses (in other
+                    # files) set `self.model`: the project resolves it (`graph.ProjectGraph.resolve`)
+                    return f"{self.qualname(cls_node)}{HELD}{owner.attr}.{func.attr}"
             return None
         return self.resolve_name(func)
 
@@ -238,6 +242,31 @@ class FileRefs:
             held = self._inherited(self.fa.index.enclosing_class(ancestors), self._attr_unions).get(owner.attr, ())
             return [f"{cls}.{func.attr}" for cls in held]  # type: ignore[union-attr]
         return []
+
+    def _binds(self, cls: ast.ClassDef, attr: str) -> bool:
+        """The class, or a base of it in the file, binds `self.<attr>`, or
+        holds one of several classes there (`_attr_unions`)."""
+        return attr in self._attr_counts.get(cls, {}) or attr in self._inherited(cls, self._attr_unions) or any(
+            attr in self._attr_counts.get(b, {}) for b in self._local_bases(cls))
+
+    def _local_bases(self, cls: ast.ClassDef) -> List[ast.ClassDef]:
+        """The bases of `cls` the file defines, at any depth."""
+        local = self._local_classes()
+        out: List[ast.ClassDef] = []
+        todo = [b.id for b in cls.bases if isinstance(b, ast.Name)]
+        while todo:
+            found = local.get(todo.pop())
+            if found is not None and found not in out and found is not cls:
+                out.append(found)
+                todo.extend(b.id for b in found.bases if isinstance(b, ast.Name))
+        return out
+
+    def class_attributes(self) -> Dict[str, Dict[str, str]]:
+        """class -> {attr: the class of the object `self.<attr> = Class(...)`
+        holds}, for the classes of the file (their own bindings): the
+        project resolves a base class's calls through them (`HELD`)."""
+        return {self.qualname(cls): dict(attrs) for cls, attrs in self._attr_instances.items()
+                if attrs and isinstance(cls, ast.ClassDef)}
 
     def classes_of(self, name: str, scope: Optional[ast.AST]) -> Tuple[str, ...]:
         """The classes `name` may hold in `scope` where it is bound to objects
@@ -384,6 +413,11 @@ class FileRefs:
                 parts.append(cur.name)
             cur = self.fa.index.parents.get(cur)
         return ".".join([self.module] + parts[::-1])
+
+
+# the mark of a reference to a method of an object a class's `self.<attr>` holds, where
+# the class binds no such attribute: `pkg.trainer.GANTrainer#model.optimizeParameters`
+HELD = "#"
 
 
 def _read_bindings(refs: "FileRefs") -> None:

@@ -265,6 +265,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
         for c in fa.index.nodes(ast.ClassDef)
     }
     out = {"functions": functions, "classes": {k: v for k, v in classes.items() if v}, "imports": sorted(refs.imported)}
+    held = refs.class_attributes()
+    if held:
+        out["held"] = held  # what its classes' `self.<attr>` hold (`ProjectGraph.resolve` of a `HELD` reference)
     if loaders:  # what the file's loaders take as their dataset: the project reads what those calls return
         feeds = {r for c in dataset_sources(fa) for r in refs.call_refs(c, fa.index.ancestors(c))}
         if feeds:
