@@ -491,6 +491,10 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
 
 # host reads and syncs, by name (`_first_reads`)
 _READ_METHODS = frozenset(HOST_METHODS | {"synchronize", "barrier"})
+# ... and what else makes the host wait, as `follows_host_read` reads a statement: a blocking
+# copy to the GPU (`torch.eye(b).cuda()` in SimCLR's loss) and an operation sized by the data
+# (`torch.masked_select`, a truth test of `.any()`): by name only, for `_after_read`
+_WAIT_METHODS = _READ_METHODS | {"cuda", "to", "any", "all", "masked_select", "nonzero", "unique"}
 
 
 def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:
@@ -543,12 +547,12 @@ def _after_read(fa: "FileModel", ret: ast.Return, scope: ast.AST) -> bool:
     Asked only of functions that run every step (`CallFacts.every_step`):
     only a per-step caller's read after the call is at stake, and the walk
     infers values (5.7 s of a 92 s profile when asked of every function)."""
-    first = _first_reads(fa).get(scope)
+    first = first_read_lines(fa, _WAIT_METHODS).get(scope)
     if first is None or first > ret.lineno or fa.facts.every_step(scope) is None:
         return False  # (asked only of what runs every step, by the file's own graph or the project's)
     where = fa.index.slot(ret)  # (a cheap look at the statements before it, first: the walk infers values)
     before = getattr(where[0], where[1])[max(0, where[2] - RETURN_READ_LIMIT):where[2]] if where is not None else ()
-    if not any(may_read_by_form(n, _READ_METHODS) for stmt in before for n in walk(stmt)):
+    if not any(may_read_by_form(n, _WAIT_METHODS) for stmt in before for n in walk(stmt)):
         return False
     return follows_host_read(ret, fa.index.ancestors(ret), fa, limit=RETURN_READ_LIMIT)
 
