@@ -192,13 +192,22 @@ def _once_only_function(fa: "FileModel", ancestors: Sequence[ast.AST]) -> bool:
     A name does not say so of a method its class's `forward` calls
     unconditionally (`_named_once_called_hot`: `self.initialize_decoder_states(memory)`
     builds those states on every call, StyleTTS's aligner), nor of the
-    `__init__` of a class the project's layers build every call."""
+    `__init__` of a class the project's layers build every call, nor of a
+    function the project says runs every step (`_called_every_step`)."""
     return any(
         isinstance(a, FUNCS) and ((is_once_only_name(a.name) and not _named_once_called_hot(fa, a)
-                                   and not _built_per_call(fa, a))
+                                   and not _built_per_call(fa, a) and not _called_every_step(fa, a))
                                   or _traces_model(fa, a) or _export_stand_in(fa, a) or _memoized(fa, a))
         for a in ancestors
     )
+
+
+def _called_every_step(fa: "FileModel", func: ast.AST) -> bool:
+    """`func`, not a dunder, is one the project says runs every step
+    (`CallFacts.every_step`: dreamerv2's `_init_rssm_state(batch_size)`,
+    which the world-model loss calls on every update): its name says
+    set-up, its callers say otherwise."""
+    return not func.name.startswith("__") and fa.facts.every_step(func) is not None  # type: ignore[attr-defined]
 
 
 def _built_per_call(fa: "FileModel", func: ast.AST) -> bool:

@@ -59,7 +59,9 @@ class CpuTensorThenMoved(Rule):
     `export*`, `fuse*`, `load_model*`-style loaders, `*dummy*` functions (even
     with a loop inside; but a method, not `*dummy*`, that its class's `forward`
     calls unconditionally, StyleTTS's `initialize_decoder_states`, and the `__init__` of a class a layer
-    of the project builds every call, Informer's `TriangularCausalMask`, run every forward), functions that trace or export a model each time they
+    of the project builds every call, Informer's `TriangularCausalMask`, run every forward; so does a
+    function named so that the project's call graph says runs every step, dreamerv2's
+    `_init_rssm_state(batch_size)`, which the world-model loss calls on every update), functions that trace or export a model each time they
     run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export` outside
     any `if` or loop of theirs: a dummy input for a graph trace), the `forward`
     of an autograd Function that defines `symbolic` and returns random numbers
