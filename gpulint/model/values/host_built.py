@@ -81,6 +81,9 @@ _VARIABLE = frozenset(("torch.autograd.Variable", "torch.autograd.variable.Varia
 _LAYOUT_METHODS = frozenset(
     "view reshape expand repeat permute transpose t squeeze unsqueeze contiguous unfold".split()) | (_SPLITTING - {"meshgrid"}) | {
     "expand_as", "view_as", "reshape_as"}  # (these read only the other tensor's shape)
+# tensor methods that give its data back where it is, as it is or copied (irr's
+# `grid.float().requires_grad_(False).cuda()`)
+_SAME_DATA_METHODS = frozenset(("requires_grad_", "detach", "detach_", "clone"))
 # attributes of a tensor that are host facts about it (a torch.Size, a dtype, a device)
 _TENSOR_FACTS = frozenset(("shape", "dtype", "device", "ndim", "is_cuda"))
 # functions of other libraries that lay a tensor out anew where it is (same device)
@@ -129,6 +132,8 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
                           func, tensor_kind, depth, use, nest)
         if isinstance(f, ast.Attribute) and f.attr in _LAYOUT_METHODS:
             return _walk(fa, f.value, func, tensor_kind, depth, use, nest)  # (its arguments are sizes and dims)
+        if isinstance(f, ast.Attribute) and f.attr in _SAME_DATA_METHODS:
+            return _walk(fa, f.value, func, tensor_kind, depth, use, nest)  # `.requires_grad_(False)`: where it was
         if isinstance(f, ast.Attribute) and f.attr in TENSOR_ELEMENTWISE:
             return _first(fa, [f.value] + list(expr.args) + [k.value for k in expr.keywords],
                           func, tensor_kind, depth, use, nest)

@@ -103,9 +103,11 @@ class CpuTensorThenMoved(Rule):
     `rep[cycle_index(n, 1)]`); flagged at the factory, without a fix.
 
     A tensor computed on the CPU from a factory and then moved is flagged at
-    the factory, without a fix: casts, arithmetic, elementwise functions and
-    reshapes between them (`torch.exp(-k * torch.arange(half) / half)
-    .to(t.device)`, `torch.ones(n).long().cuda()`), samples drawn from it
+    the factory, without a fix: casts, arithmetic, elementwise functions,
+    reshapes and `.requires_grad_()` / `.detach()` / `.clone()` between them
+    (`torch.exp(-k * torch.arange(half) / half).to(t.device)`,
+    `torch.ones(n).long().cuda()`, irr's warping grid
+    `grid.float().requires_grad_(False).cuda()`), samples drawn from it
     (`torch.multinomial(torch.ones(n), k).to(x.device)`, which samples on the
     CPU), and the draws of a `torch.distributions` object built from Python
     numbers (`z = Normal(0, 1).sample(mean.shape)` then `z.to(device)`, SAC's
