@@ -43,8 +43,8 @@ class DataParallel(Rule):
     `--gpu-id` 0 by default: one GPU unless the user asks), and under
     `if isinstance(model, DataParallel):`, which wraps parts the same way as
     a model the user already wrapped (`if not isinstance(model,
-    DataParallel):` in a function that runs a backward is a wrap of the
-    model it trains, and flagged). Nor is a module whose gradients the
+    DataParallel):` in a function that runs a backward, or that builds or
+    zeroes an optimizer, is a wrap of the model it trains, and flagged). Nor is a module whose gradients the
     function turns off (`model.requires_grad_(False)`, or `for p in
     avg_g.parameters(): p.requires_grad = False`), or a call handed one
     (`DataParallel(Extractor(model))`): a frozen feature extractor (FID's
@@ -377,8 +377,16 @@ _OPT_IN_WORD = re.compile(r"multi_?gpu|data_?parallel|(?:^|_)dp(?:$|_)", re.I)
 
 
 def _trains_here(ctx) -> bool:
-    """The scope around the node being visited runs a backward."""
-    return _runs_backward(ctx.analysis, ctx.analysis.index.enclosing_scope(ctx.ancestors) or ctx.tree)
+    """The scope around the node being visited runs a backward, or readies
+    an optimizer (`self.optimizerD.zero_grad()`, a `torch.optim` optimizer
+    built: pytorch_GAN_zoo's `updateSolversDevice` wraps its networks, then
+    builds and zeroes their solvers)."""
+    fa = ctx.analysis
+    scope = fa.index.enclosing_scope(ctx.ancestors) or ctx.tree
+    return _runs_backward(fa, scope) or any(
+        isinstance(n, ast.Call) and (isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad"
+                                     or (fa.imports.call_qualname(n) or "").startswith("torch.optim."))
+        for n in walk_scope(scope.body))
 
 
 def _runs_backward(fa, scope: ast.AST) -> bool:
