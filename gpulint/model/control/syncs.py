@@ -14,7 +14,7 @@ from typing import Iterator, List, Optional
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes, unbound_parameters
 from gpulint.model.names import dotted
-from gpulint.model.values.devices import move_target
+from gpulint.model.values.devices import factory_name, move_target
 from gpulint.model.values.host import device_tensor
 from gpulint.model.values.host_built import host_factory
 from gpulint.model.values.literals import tensor_of_device_tensors
@@ -69,6 +69,22 @@ def _converts_tensor(n: ast.AST, analysis) -> bool:
     if not (isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords):
         return False
     return analysis.imports.qualname(n.func) in CONVERSIONS and device_tensor(n.args[0], analysis)
+
+
+# factories that take sizes and bounds (not data: `torch.tensor(t)` copies `t` where it is)
+_DATA_FACTORIES = frozenset(("tensor", "as_tensor", "scalar_tensor"))
+
+
+def sized_by_tensor(n: ast.AST, analysis) -> bool:
+    """`torch.arange(torch.max(lengths))`, `torch.zeros(n_pos)`: a factory
+    handed a device tensor as a size or bound reads it on the host (its
+    `__index__` / `.item()`) before it can allocate."""
+    if not isinstance(n, ast.Call) or not n.args:
+        return False
+    name = factory_name(analysis, n)
+    return name is not None and name not in _DATA_FACTORIES and any(
+        not isinstance(a, (ast.Constant, ast.Starred, ast.Tuple, ast.List)) and device_tensor(a, analysis)
+        for a in n.args)
 
 
 def _slices_by_tensor(n: ast.AST, analysis) -> bool:
@@ -195,7 +211,7 @@ def has_host_read(node: ast.AST, analysis=None) -> bool:
     for n in _surely_evaluated(node):
         if is_host_read_call(n) and (analysis is None or may_sync(n, analysis)) or is_explicit_sync(n, analysis):
             return True
-        if analysis is not None and (_converts_tensor(n, analysis) or _logs_device_tensor(n, analysis)
+        if analysis is not None and (_converts_tensor(n, analysis) or sized_by_tensor(n, analysis) or _logs_device_tensor(n, analysis)
                                      or _formats_device_tensor(n, analysis) or _slices_by_tensor(n, analysis)
                                      or tensor_of_device_tensors(n, analysis)):
             return True

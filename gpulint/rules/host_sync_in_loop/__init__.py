@@ -10,7 +10,7 @@ from gpulint.model.values.consumers import exports_outputs, feeds_environment_st
 from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, TENSOR, TENSOR_ONLY_METHODS
 from gpulint.model.control.syncs import (
-    follows_host_read, logged_values, on_host_already, statement_and_block, sync_follows,
+    follows_host_read, logged_values, on_host_already, sized_by_tensor, statement_and_block, sync_follows,
 )
 from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.values.values import in_model_code
@@ -248,6 +248,9 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
     - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
       or as a value of the dict `wandb.log({"loss": t})` is given, which
       turn it into a number on the host; `torch.tensor([loss_a, loss_b])` of device tensors, each read;
+    - a factory handed a device tensor as a size or bound
+      (`torch.arange(torch.max(lengths))`, `torch.zeros(n_pos)` with a CUDA
+      count): it reads the value on the host before it can allocate;
     - `print()` of a tensor, `str(t)` / `repr(t)`, and formatting a tensor in
       an f-string (or with `str.format` / `%`, also `"%(loss).3f" % {...}`);
     - a tensor's truth value taken by a condition: `if t:` / `while t:`
@@ -582,6 +585,11 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
                     (stacked := tensor_of_device_tensors(node, ctx.analysis)) or _math_test_of_tensor(node, ctx)) \
                     and self._hot(ctx.analysis, node, ctx.ancestors):
                 self.report(ctx, node, message=_stacked_message(ctx, node) if stacked else None, expr=_callsnippet(ctx, node))
+            elif candidate(ctx, ctx.ancestors) and sized_by_tensor(node, ctx.analysis) \
+                    and self._in_covered_loop(ctx.analysis, ctx.ancestors) and self._hot(ctx.analysis, node, ctx.ancestors):
+                self.report(ctx, node, message=(  # `torch.arange(lengths.max())`: sized on the host
+                    f"`{_callsnippet(ctx, node)}` reads its size from a device tensor on the host in a hot loop, "
+                    "which waits for the GPU every step (host-device sync)"))
             return
         if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES:
             _builtin_read(self, node, ctx)
