@@ -16,7 +16,6 @@ from gpulint.model.index.order import loops_around, scope_nodes, unbound_paramet
 from gpulint.model.names import dotted
 from gpulint.model.values.devices import factory_name, move_target
 from gpulint.model.values.host import device_tensor
-from gpulint.model.values.host_built import host_factory
 from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
 from gpulint.model.values.shapes import CALL_NAMES, device_data_dependent_op
@@ -618,18 +617,8 @@ def blocking_upload(stmt, analysis) -> bool:
         while isinstance(source, (ast.Subscript, ast.Attribute)):
             source = source.value
         found = found or isinstance(source, ast.Name) and analysis.host.is_host_tensor(  # (a batch: not
-            moved[0], analysis.index.ancestors(moved[0])) or _built_on_host(moved[0], analysis)
+            moved[0], analysis.index.ancestors(moved[0]))  # `torch.tensor(x).cuda()`, whose `x` may be on the GPU)
     return found
-
-
-def _built_on_host(expr: ast.AST, analysis) -> bool:
-    """`torch.arange(b).view(-1, 1)`, `torch.eye(b)`: a CPU factory's tensor
-    that holds no other tensor's data (`host_factory`; not
-    `torch.tensor(x)`, whose `x` may be on the GPU)."""
-    if not isinstance(expr, ast.Call):
-        return False
-    return host_factory(analysis, expr, analysis.index.owner(expr),
-                        lambda e: analysis.values.is_tensor(e, analysis.index.ancestors(e))) is not None
 
 
 def _cuda_branch(stmt: ast.If) -> Optional[list]:

@@ -132,7 +132,9 @@ def _walk(fa, expr: ast.AST, func, tensor_kind, depth: int, use: ast.AST, nest: 
                           func, tensor_kind, depth, use, nest)
         if isinstance(f, ast.Attribute) and f.attr in _LAYOUT_METHODS:
             return _walk(fa, f.value, func, tensor_kind, depth, use, nest)  # (its arguments are sizes and dims)
-        if isinstance(f, ast.Attribute) and f.attr in _SAME_DATA_METHODS:
+        if torch_fn in _SAME_DATA_METHODS and expr.args:
+            return _walk(fa, expr.args[0], func, tensor_kind, depth, use, nest)  # `torch.clone(mask)`
+        if isinstance(f, ast.Attribute) and f.attr in _SAME_DATA_METHODS and not torch_fn:
             return _walk(fa, f.value, func, tensor_kind, depth, use, nest)  # `.requires_grad_(False)`: where it was
         if isinstance(f, ast.Attribute) and f.attr in TENSOR_ELEMENTWISE:
             return _first(fa, [f.value] + list(expr.args) + [k.value for k in expr.keywords],

@@ -404,11 +404,12 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
       value was computed from such a read (`shown = loss.item() / n`, then
       `f"{shown}"`), the loop has just waited for the GPU and this read only
       waits for the few small kernels queued since. A copy of a host tensor to
-      the GPU without `non_blocking=True` (`labels = labels.cuda()`, or a
-      CPU factory's tensor, `labels = torch.arange(b).cuda()`) counts
+      the GPU without `non_blocking=True` (`labels = labels.cuda()`) counts
       as such a read: PyTorch waits for the stream after it. So does a call
       of a per-step function that returns right after such a read or copy
-      (a contrastive loss that moves its labels last). The earlier read may lie
+      (a loss helper that moves the batch's labels last). A copy of a CPU
+      factory's tensor (`torch.arange(b).cuda()`) does not: GPU203 reports
+      it, and once it is built on the device the read waits alone. The earlier read may lie
       several statements back (`pg_losses.append(policy_loss.item())`, then
       `value_loss = F.mse_loss(...)`, then `value_losses.append(value_loss.item())`)
       as long as none in between calls a model, `backward()` or an optimizer
