@@ -466,7 +466,8 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
     # what a call from a hot loop passes (the callee runs every step: what it reads matters);
     # a call on every run of a function, which of the function's own parameters it hands on
     passed = argument_kinds(fa, node, ancestors) if where in (TRAIN, EVAL) else (
-        forwarded(node, sc.own_parameters(fa, scope)) if where == BODY and isinstance(scope, FUNCS) else None)
+        _forward_passes(fa, node, ancestors, sc.own_parameters(fa, scope)) if where == BODY and _module_forward(hot, scope)
+        else forwarded(node, sc.own_parameters(fa, scope)) if where == BODY and isinstance(scope, FUNCS) else None)
     # whether a per-step call comes right after a host read of the caller (`entered_synced`)
     synced: Optional[bool] = None
     if where in (TRAIN, EVAL):  # (from a loop's step; a per-step function's own calls are not asked: cost)
@@ -495,6 +496,24 @@ _READ_METHODS = frozenset(HOST_METHODS | {"synchronize", "barrier"})
 # copy to the GPU (`torch.eye(b).cuda()` in SimCLR's loss) and an operation sized by the data
 # (`torch.masked_select`, a truth test of `.any()`): by name only, for `_after_read`
 _WAIT_METHODS = _READ_METHODS | {"cuda", "to", "any", "all", "masked_select", "nonzero", "unique"}
+
+
+def _module_forward(hot: "Hotness", scope: ast.AST) -> bool:
+    """`scope` is the `forward` of an `nn.Module` class (`Hotness.in_model_class`)."""
+    return isinstance(scope, FUNCS) and scope.name == "forward" and hot.in_model_class(scope)
+
+
+def _forward_passes(fa: "FileModel", call: ast.Call, ancestors, params: Set[str]) -> tuple:
+    """What a call on every run of a module's `forward` hands on: the
+    forward's own parameters as such (`forwarded`), the other arguments by
+    kind (`argument_kinds`: MTR's `mixup_process(h, lam)` of hidden states, a
+    tensor on the model's device), so that the project knows what the
+    helper's parameters hold every step."""
+    kinds = dict(argument_kinds(fa, call, ancestors))
+    for key, value in forwarded(call, params) or ():
+        if value != "?":
+            kinds[key] = value
+    return tuple(sorted(kinds.items()))
 
 
 def _first_reads(fa: "FileModel") -> Dict[ast.AST, int]:

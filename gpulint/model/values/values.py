@@ -237,6 +237,8 @@ class Values:
                 return k
         if isinstance(func, ast.Attribute):
             method = func.attr
+            if isinstance(func.value, ast.Name) and func.value.id == "self" and self.self_attr_kind(func) == MODEL:
+                return TENSOR  # `self.enc(x)` with `self.enc = nn.Linear(...)`: a sub-module's output
             recv = self.classify(func.value, kinds, batch)
             if recv == TENSOR:
                 if method in ("item",):
