@@ -86,10 +86,6 @@ class FactoryWithoutDeviceInForward(Rule):
       the indexed tensor's device on every call, unless it is a boolean mask
       or the helper reads device data on the host anyway (`.item()`,
       `nonzero`, ...: the host waits there, and one small copy adds little);
-    - a factory in a `forward` that reads device data on the host anyway
-      (`.tolist()`, `.item()`, `nonzero`, `torch.unique`: OverlapPredator's
-      metric loss matches correspondences in Python): the forward waits for
-      the GPU on every call, and one more small copy adds little;
     - code under a guard that holds on the first call only: `if
       self.step == 0:` (a counter), `if self.table is None:` (a lazy
       cache), `if key not in cache: cache[key] = ...`, and code after a
@@ -270,8 +266,6 @@ class FactoryWithoutDeviceInForward(Rule):
         if forward.name != "forward" and (
                 not _indexes_a_tensor(fa, node, forward) or _boolean(node) or waits_on_host(fa, forward)):
             return None  # in a helper of `forward`: only an integer index tensor, where nothing waits anyway
-        if forward.name == "forward" and waits_on_host(fa, forward):
-            return None  # a forward that reads on the host anyway (`.tolist()`, `nonzero`): one more copy adds little
         if name in ("tensor", "as_tensor"):
             data = node.args[0] if node.args else None
             if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
