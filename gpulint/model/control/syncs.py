@@ -14,11 +14,11 @@ from typing import Iterator, List, Optional
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import loops_around, scope_nodes, unbound_parameters
 from gpulint.model.names import dotted
-from gpulint.model.values.devices import factory_name, move_target
+from gpulint.model.values.devices import move_target
 from gpulint.model.values.host import device_tensor
 from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
-from gpulint.model.values.shapes import CALL_NAMES, device_data_dependent_op
+from gpulint.model.values.shapes import CALL_NAMES, device_data_dependent_op, sized_by_tensor
 from gpulint.model.control.eval_order import evaluation_order
 from gpulint.model.index.walk import child_nodes, walk
 
@@ -68,22 +68,6 @@ def _converts_tensor(n: ast.AST, analysis) -> bool:
     if not (isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords):
         return False
     return analysis.imports.qualname(n.func) in CONVERSIONS and device_tensor(n.args[0], analysis)
-
-
-# factories that take sizes and bounds (not data: `torch.tensor(t)` copies `t` where it is)
-_DATA_FACTORIES = frozenset(("tensor", "as_tensor", "scalar_tensor"))
-
-
-def sized_by_tensor(n: ast.AST, analysis) -> bool:
-    """`torch.arange(torch.max(lengths))`, `torch.zeros(n_pos)`: a factory
-    handed a device tensor as a size or bound reads it on the host (its
-    `__index__` / `.item()`) before it can allocate."""
-    if not isinstance(n, ast.Call) or not n.args:
-        return False
-    name = factory_name(analysis, n)
-    return name is not None and name not in _DATA_FACTORIES and any(
-        not isinstance(a, (ast.Constant, ast.Starred, ast.Tuple, ast.List)) and device_tensor(a, analysis)
-        for a in n.args)
 
 
 def _slices_by_tensor(n: ast.AST, analysis) -> bool:

@@ -47,7 +47,7 @@ import os
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.project.hierarchy import MAX_OVERRIDES, overrides, subclasses
+from gpulint.model.project.hierarchy import held_method, overrides, subclasses
 from gpulint.model.project.refs import HELD
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
@@ -161,7 +161,7 @@ class ProjectGraph:
         if ref in self._resolved:
             return self._resolved[ref]
         if HELD in ref:
-            self._resolved[ref] = cid = self._held_method(ref)
+            self._resolved[ref] = cid = _held_method(self, ref)
             return cid
         cid = None
         seen: Set[str] = set()
@@ -185,38 +185,6 @@ class ProjectGraph:
             name = self._unexported(name)
         self._resolved[ref] = cid
         return cid
-
-    def _held_method(self, ref: str) -> Optional[str]:
-        """The method `cls#attr.method` names: that of the object the
-        `self.<attr>` of `cls`, of a class it derives from or of one
-        deriving from it holds (`self.model = ProgressiveGAN(...)` in each
-        trainer subclass of the base whose loop calls
-        `self.model.optimizeParameters(...)`), where every such holder's
-        class gives the same method; else None."""
-        cls_ref, _, rest = ref.partition(HELD)
-        attr, _, method = rest.partition(".")
-        def class_of(r: str) -> str:
-            return self._class(r) or r  # (a class with no bases of its own is known by its name only)
-
-        cls = class_of(cls_ref)
-        if self._below is None:
-            self._below = subclasses(self.classes, class_of)
-        related, todo = [], [cls]
-        while todo and len(related) < MAX_OVERRIDES:  # the class and those below it
-            c = todo.pop(0)
-            if c not in related:
-                related.append(c)
-                todo.extend(self._below.get(c, ()))
-        up = cls
-        for _ in range(8):  # and those above it, nearest first
-            bases = [class_of(r) for r in self.classes.get(up, ())]
-            if not bases or bases[0] in related:
-                break
-            up = bases[0]
-            related.append(up)
-        found = {self.resolve(f"{held}.{method}") for c in related for held in (self.held.get(c, {}).get(attr),) if held}
-        found.discard(None)
-        return found.pop() if len(found) == 1 else None
 
     def resolve_in(self, ref: str, path: str) -> Optional[str]:
         """`resolve`, for a call in the file `path`: where several files
@@ -498,6 +466,16 @@ class ProjectGraph:
             self._model_files = ModelFiles(self.program_files, self._module_file, self._imports_kept)
             self._imports_kept = None
         return self._model_files
+
+
+def _held_method(graph: ProjectGraph, ref: str) -> Optional[str]:
+    """The method a `HELD` reference names (`hierarchy.held_method`)."""
+    def class_of(r: str) -> str:
+        return graph._class(r) or r  # (a class with no bases of its own is known by its name only)
+
+    if graph._below is None:
+        graph._below = subclasses(graph.classes, class_of)
+    return held_method(ref, class_of, graph._below, graph.classes, graph.held, graph.resolve)
 
 
 def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:

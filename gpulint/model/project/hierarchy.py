@@ -1,11 +1,13 @@
 """The project's classes below each class, for the call graph (`graph`): a
 call of an abstract method (`self.update(batches)` in a base class whose
 `update` only raises, tableshift's `DomainGeneralizationModel.train_epoch`)
-runs one of the overrides its subclasses define."""
+runs one of the overrides its subclasses define; a call of a method of what
+a base class's `self.<attr>` holds runs the method of what its subclasses
+set there (`held_method`)."""
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 # the overrides of an abstract method a call of it is taken to run, at most
 MAX_OVERRIDES = 16
@@ -41,3 +43,34 @@ def overrides(below: Dict[str, List[str]], alias: Dict[str, str], fid: str) -> L
             out.append(oid)
         todo.extend(below.get(sub, ()))
     return out
+
+
+def held_method(ref: str, class_of: Callable[[str], str], below: Dict[str, List[str]],
+                classes: Dict[str, Sequence[str]], held: Dict[str, Dict[str, str]],
+                resolve: Callable[[str], Optional[str]]) -> Optional[str]:
+    """The method `cls#attr.method` names (a `refs.HELD` reference): that of
+    the object the `self.<attr>` of `cls`, of a class it derives from or of
+    one deriving from it holds (`self.model = ProgressiveGAN(...)` in each
+    trainer subclass of the base whose loop calls
+    `self.model.optimizeParameters(...)`), where every such holder's class
+    gives the same method; else None. `below`: `subclasses`; `classes`:
+    class -> its base references; `held`: class -> {attr: the class held}."""
+    cls_ref, _, rest = ref.partition("#")
+    attr, _, method = rest.partition(".")
+    cls = class_of(cls_ref)
+    related, todo = [], [cls]
+    while todo and len(related) < MAX_OVERRIDES:  # the class and those below it
+        c = todo.pop(0)
+        if c not in related:
+            related.append(c)
+            todo.extend(below.get(c, ()))
+    up = cls
+    for _ in range(8):  # and those above it, nearest first
+        bases = [class_of(r) for r in classes.get(up, ())]
+        if not bases or bases[0] in related:
+            break
+        up = bases[0]
+        related.append(up)
+    found = {resolve(f"{h}.{method}") for c in related for h in (held.get(c, {}).get(attr),) if h}
+    found.discard(None)
+    return found.pop() if len(found) == 1 else None

@@ -36,6 +36,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional, Sequence, Set, Tuple
 
+from gpulint.model.values.devices import factory_name
+from gpulint.model.values.host import device_tensor
 from gpulint.model.values.kinds import TENSOR
 from gpulint.model.index.walk import walk
 
@@ -258,3 +260,19 @@ def device_data_dependent_op(
     if found is None or fa.host.is_host_tensor(found[1], ancestors):
         return None
     return found
+
+
+# factories that take sizes and bounds (not data: `torch.tensor(t)` copies `t` where it is)
+_DATA_FACTORIES = frozenset(("tensor", "as_tensor", "scalar_tensor"))
+
+
+def sized_by_tensor(n: ast.AST, analysis) -> bool:
+    """`torch.arange(torch.max(lengths))`, `torch.zeros(n_pos)`: a factory
+    handed a device tensor as a size or bound reads it on the host (its
+    `__index__` / `.item()`) before it can allocate."""
+    if not isinstance(n, ast.Call) or not n.args:
+        return False
+    name = factory_name(analysis, n)
+    return name is not None and name not in _DATA_FACTORIES and any(
+        not isinstance(a, (ast.Constant, ast.Starred, ast.Tuple, ast.List)) and device_tensor(a, analysis)
+        for a in n.args)

@@ -59,10 +59,8 @@ class CpuTensorThenMoved(Rule):
     `export*`, `fuse*`, `load_model*`-style loaders, `*dummy*` functions (even
     with a loop inside; but a method, not `*dummy*`, that its class's `forward`
     calls unconditionally, StyleTTS's `initialize_decoder_states`, and the `__init__` of a class a layer
-    of the project builds every call, Informer's `TriangularCausalMask`, run every forward; so does a
-    function named so that the project's call graph says runs every step, dreamerv2's
-    `_init_rssm_state(batch_size)`, which the world-model loss calls on every update), functions that trace or export a model each time they
-    run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export` outside
+    of the project builds every call, Informer's `TriangularCausalMask`, run every forward, as does one the
+    project runs every step, dreamerv2's `_init_rssm_state`), functions that trace or export a model each time they run (`torch.jit.trace`, `torch.onnx.export`, `torch.export.export` outside
     any `if` or loop of theirs: a dummy input for a graph trace), the `forward`
     of an autograd Function that defines `symbolic` and returns random numbers
     (the `ORT_NMS` stand-in an ONNX export traces), values cached (`if not
@@ -104,10 +102,9 @@ class CpuTensorThenMoved(Rule):
 
     A tensor computed on the CPU from a factory and then moved is flagged at
     the factory, without a fix: casts, arithmetic, elementwise functions,
-    reshapes and `.requires_grad_()` / `.detach()` / `.clone()` between them
+    reshapes, `.requires_grad_()`, `.detach()`, `.clone()` between them
     (`torch.exp(-k * torch.arange(half) / half).to(t.device)`,
-    `torch.ones(n).long().cuda()`, irr's warping grid
-    `grid.float().requires_grad_(False).cuda()`), samples drawn from it
+    `torch.ones(n).long().cuda()`), samples drawn from it
     (`torch.multinomial(torch.ones(n), k).to(x.device)`, which samples on the
     CPU), and the draws of a `torch.distributions` object built from Python
     numbers (`z = Normal(0, 1).sample(mean.shape)` then `z.to(device)`, SAC's

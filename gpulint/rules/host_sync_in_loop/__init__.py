@@ -10,9 +10,10 @@ from gpulint.model.values.consumers import exports_outputs, feeds_environment_st
 from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, TENSOR, TENSOR_ONLY_METHODS
 from gpulint.model.control.syncs import (
-    follows_host_read, logged_values, on_host_already, sized_by_tensor, statement_and_block, sync_follows,
+    follows_host_read, logged_values, on_host_already, statement_and_block, sync_follows,
 )
 from gpulint.model.values.literals import tensor_of_device_tensors
+from gpulint.model.values.shapes import sized_by_tensor
 from gpulint.model.values.values import in_model_code
 from gpulint.model.control.options import DEBUG_FLAG_RE, under_opt_in_flag
 from gpulint.model.control.repetition import after_periodic_return, runs_repeatedly
@@ -407,9 +408,8 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
       the GPU without `non_blocking=True` (`labels = labels.cuda()`) counts
       as such a read: PyTorch waits for the stream after it. So does a call
       of a per-step function that returns right after such a read or copy
-      (a loss helper that moves the batch's labels last). A copy of a CPU
-      factory's tensor (`torch.arange(b).cuda()`) does not: GPU203 reports
-      it, and once it is built on the device the read waits alone. The earlier read may lie
+      (a loss helper that moves the batch's labels last); not one of a CPU
+      factory's tensor, which GPU203 reports. The earlier read may lie
       several statements back (`pg_losses.append(policy_loss.item())`, then
       `value_loss = F.mse_loss(...)`, then `value_losses.append(value_loss.item())`)
       as long as none in between calls a model, `backward()` or an optimizer
@@ -586,11 +586,8 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
                     (stacked := tensor_of_device_tensors(node, ctx.analysis)) or _math_test_of_tensor(node, ctx)) \
                     and self._hot(ctx.analysis, node, ctx.ancestors):
                 self.report(ctx, node, message=_stacked_message(ctx, node) if stacked else None, expr=_callsnippet(ctx, node))
-            elif candidate(ctx, ctx.ancestors) and sized_by_tensor(node, ctx.analysis) \
-                    and self._in_covered_loop(ctx.analysis, ctx.ancestors) and self._hot(ctx.analysis, node, ctx.ancestors):
-                self.report(ctx, node, message=(  # `torch.arange(lengths.max())`: sized on the host
-                    f"`{_callsnippet(ctx, node)}` reads its size from a device tensor on the host in a hot loop, "
-                    "which waits for the GPU every step (host-device sync)"))
+            elif sized_by_tensor(node, ctx.analysis):
+                _sized_read(self, node, ctx)
             return
         if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES:
             _builtin_read(self, node, ctx)
@@ -708,6 +705,16 @@ def _host_method(rule: HostSyncInLoop, node: ast.Call, ctx) -> None:
     if rule._hot(ctx.analysis, node, ctx.ancestors) is None:
         return
     rule.report(ctx, node, expr=_callsnippet(ctx, node))
+
+
+def _sized_read(rule: HostSyncInLoop, node: ast.Call, ctx) -> None:
+    """`torch.arange(lengths.max())` of a device tensor in a hot loop: the
+    factory reads its size on the host; reported by `rule`."""
+    if candidate(ctx, ctx.ancestors) and rule._in_covered_loop(ctx.analysis, ctx.ancestors) \
+            and rule._hot(ctx.analysis, node, ctx.ancestors):
+        rule.report(ctx, node, message=(
+            f"`{_callsnippet(ctx, node)}` reads its size from a device tensor on the host in a hot loop, "
+            "which waits for the GPU every step (host-device sync)"))
 
 
 def _builtin_read(rule: HostSyncInLoop, node: ast.Call, ctx) -> None:
