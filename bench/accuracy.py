@@ -754,10 +754,27 @@ CORPUS_SETS = {
         ("prs-eth/OverlapPredator", "8c78f125fc58d62ad7d149adf1fed43ed54937e4"),
         ("wvangansbeke/Unsupervised-Classification", "952ec31eee2c38e7233d8ad3ac0de39bb031877a"),
     ],
+    # forty-eighth: labelled at first sight on 4f89c4c
+    "forty-eighth": [
+        ("liuzuxin/OSRL", "03a4586463690566ec8d7830ca4027b46d4ad02f"),
+        ("JTT94/diffusion_schrodinger_bridge", "1c82eba0a16aea3333ac738dde376b12a3f97f21"),
+        ("kazuto1011/deeplab-pytorch", "4219467fa5de07985f834f1bd8c04c186dc8f6d8"),
+        ("ZhengkunTian/OpenTransformer", "802750a2bba2b5db5a61869a0819bce977bcd7d8"),
+        ("thuml/predrnn-pytorch", "49d3b0f3a2757ad9c299716ec455a96868455d67"),
+        ("researchmm/TTSR", "550e4c9e525b5860083a00c5f936e4bfe2428da2"),
+        ("alinlab/CSI", "60742b60a16501350eca823fcc910ddd10f7a379"),
+        ("facebookresearch/atlas", "0ec8889492d5187b26c51b8d1781239a4cf6741e"),
+        ("gordicaleksa/pytorch-original-transformer", "d5b29a41c5c3f68e1bcd0c528a58281632fa9d6d"),
+        ("wujcan/SGL-Torch", "c56328817daa6ebd7669cb9c0429a1f0f3dad5b9"),
+        ("dauparas/ProteinMPNN", "8907e6671bfbfc92303b5f79c4b5e6ce47cdef57"),
+        ("nkolot/SPIN", "2476c436013055be5cb3905e4e4ecfa86966fac3"),
+        ("G-U-N/PyCIL", "87cc4110d60765dc3f64af7ef7a693efed8418ff"),
+        ("megvii-research/mdistiller", "a08d46f10d6102bd6e3f258ca5ac880b020ea259"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
