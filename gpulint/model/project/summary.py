@@ -493,8 +493,8 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
 # host reads and syncs, by name (`_first_reads`)
 _READ_METHODS = frozenset(HOST_METHODS | {"synchronize", "barrier"})
 # ... and what else makes the host wait, as `follows_host_read` reads a statement: a blocking
-# copy to the GPU (`torch.eye(b).cuda()` in SimCLR's loss) and an operation sized by the data
-# (`torch.masked_select`, a truth test of `.any()`): by name only, for `_after_read`
+# copy of host data to the GPU (`labels = labels.cuda()` last in a loss helper) and an operation
+# sized by the data (`torch.masked_select`, a truth test of `.any()`): by name only, for `_after_read`
 _WAIT_METHODS = _READ_METHODS | {"cuda", "to", "any", "all", "masked_select", "nonzero", "unique"}
 
 
