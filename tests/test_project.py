@@ -3342,3 +3342,33 @@ def test_a_held_method_the_subclasses_disagree_on_resolves_to_none(tmp_path):
         """,
     })
     assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == set()
+
+
+def test_a_method_a_base_class_calls_on_self_runs_its_subclasses_overrides(tmp_path):
+    # mdistiller: BaseTrainer.train_epoch calls self.train_iter(...) every step, and CRDTrainer,
+    # in the same file or another, overrides train_iter: its reads run every step of its training
+    write(tmp_path, {
+        "trainer.py": """
+            import torch
+
+
+            class BaseTrainer(object):
+                def train_epoch(self, loader):
+                    for data in loader:
+                        self.train_iter(data)
+
+                def train_iter(self, data):
+                    loss = self.model(data.cuda()).mean()
+                    loss.backward()
+                    self.opt.step()
+
+
+            class CRDTrainer(BaseTrainer):
+                def train_iter(self, data):
+                    loss = self.model(data.cuda()).mean()
+                    loss.backward()
+                    self.opt.step()
+                    return loss.cpu()
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("trainer.py", 21, "GPU101")}

@@ -261,13 +261,7 @@ class ProjectGraph:
                 (cid, call[1], call) for call in self.functions[fid].get("calls", ())
                 for cid in (resolve_in(call[0], path),) if cid is not None
             ]
-            if self._abstract and any(cid in self._abstract for cid, _, _ in found):
-                # `self.update(batches)` in a base class whose `update` its subclasses implement
-                # (tableshift's `train_epoch`): the call runs one of their overrides
-                if self._subclasses is None:
-                    self._subclasses = subclasses(self.classes, self._class)
-                found += [(oid, where, call) for cid, where, call in found if cid in self._abstract
-                          for oid in overrides(self._subclasses, self.alias, cid)]
+            found += _overriding(self, fid, found)
             self._edges[fid] = found
         return found
 
@@ -466,6 +460,30 @@ class ProjectGraph:
             self._model_files = ModelFiles(self.program_files, self._module_file, self._imports_kept)
             self._imports_kept = None
         return self._model_files
+
+
+def _overriding(graph: ProjectGraph, fid: str, found: List[Tuple[str, str, list]]) -> List[Tuple[str, str, list]]:
+    """The overrides a method's calls may run as well: of an abstract method
+    (`self.update(batches)` in a base class whose `update` its subclasses
+    implement, tableshift's `train_epoch`), and of a method of the caller's
+    own class, called on `self` (mdistiller's `BaseTrainer.train_epoch`
+    calling `self.train_iter(...)`, which `CRDTrainer` and `DOT` override:
+    each subclass's step runs every step of its own training)."""
+    out: List[Tuple[str, str, list]] = []
+    if graph._abstract and any(cid in graph._abstract for cid, _, _ in found):
+        if graph._subclasses is None:
+            graph._subclasses = subclasses(graph.classes, graph._class)
+        out += [(oid, where, call) for cid, where, call in found if cid in graph._abstract
+                for oid in overrides(graph._subclasses, graph.alias, cid)]
+    own = fid.partition("@")[0].rpartition(".")[0]  # (the caller's class, for a method)
+    mine = [(cid, where, call) for cid, where, call in found
+            if cid not in graph._abstract and call[0].rpartition(".")[0] == own]
+    if mine:
+        if graph._below is None:
+            graph._below = subclasses(graph.classes, lambda r: graph._class(r) or r)
+        out += [(oid, where, call) for cid, where, call in mine
+                for oid in overrides(graph._below, graph.alias, cid) if oid != cid]
+    return out
 
 
 def _held_method(graph: ProjectGraph, ref: str) -> Optional[str]:
