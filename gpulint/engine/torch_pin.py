@@ -237,13 +237,15 @@ def _environment_requirements(text: str) -> Iterable[str]:
 # a conda package's file in an explicit spec (`conda list --explicit > spec-file.txt`):
 # `https://conda.anaconda.org/pytorch/linux-64/pytorch-1.8.0-py3.8_cuda11.1_cudnn8.0.5_0.tar.bz2`
 _CONDA_FILE_RE = re.compile(r"/pytorch-(\d+(?:\.\d+)+)-[^/\s]*\.(?:tar\.bz2|conda)\s*$", re.M)
+# the line that opens an explicit spec (`conda list --explicit`)
+_EXPLICIT_RE = re.compile(r"^@EXPLICIT\s*$", re.M)
 
 
 def _conda_spec_requirements(text: str) -> Iterable[str]:
     """A conda environment written out as a spec: an explicit one (`@EXPLICIT`,
     then one package file's URL a line) or an export (`conda list --export`,
     `pytorch=1.8.0=py3.8_cuda11.1_cudnn8.0.5_0` a line)."""
-    if re.search(r"^@EXPLICIT\s*$", text, re.M):
+    if _EXPLICIT_RE.search(text):
         for m in _CONDA_FILE_RE.finditer(text):
             yield f"torch=={m.group(1)}"
         return
@@ -404,7 +406,7 @@ def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Itera
             continue
         text = _read_text(os.path.join(directory, name))
         if text is not None:
-            if reader is _requirement_lines and re.search(r"^@EXPLICIT\s*$", text, re.M):
+            if reader is _requirement_lines and _EXPLICIT_RE.search(text):
                 reader = _conda_spec_requirements  # (`conda list --explicit > requirements.txt`)
             yield name, reader(text)
             if reader is _requirement_lines and "torch" in text:

@@ -479,21 +479,27 @@ def _overriding(graph: ProjectGraph, fid: str, found: List[Tuple[str, str, list]
     mine = [(cid, where, call) for cid, where, call in found
             if cid not in graph._abstract and call[0].rpartition(".")[0] == own]
     if mine:
-        if graph._below is None:
-            graph._below = subclasses(graph.classes, lambda r: graph._class(r) or r)
+        below = _below(graph)
         out += [(oid, where, call) for cid, where, call in mine
-                for oid in overrides(graph._below, graph.alias, cid) if oid != cid]
+                for oid in overrides(below, graph.alias, cid) if oid != cid]
     return out
+
+
+def _class_of(graph: ProjectGraph, ref: str) -> str:
+    """The class `ref` names; a class with no bases of its own is known by its name only."""
+    return graph._class(ref) or ref
+
+
+def _below(graph: ProjectGraph) -> Dict[str, List[str]]:
+    """class -> its direct subclasses, classes with no bases included (`_class_of`), built once."""
+    if graph._below is None:
+        graph._below = subclasses(graph.classes, lambda r: _class_of(graph, r))
+    return graph._below
 
 
 def _held_method(graph: ProjectGraph, ref: str) -> Optional[str]:
     """The method a `HELD` reference names (`hierarchy.held_method`)."""
-    def class_of(r: str) -> str:
-        return graph._class(r) or r  # (a class with no bases of its own is known by its name only)
-
-    if graph._below is None:
-        graph._below = subclasses(graph.classes, class_of)
-    return held_method(ref, class_of, graph._below, graph.classes, graph.held, graph.resolve)
+    return held_method(ref, lambda r: _class_of(graph, r), _below(graph), graph.classes, graph.held, graph.resolve)
 
 
 def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:

@@ -246,20 +246,7 @@ class FileRefs:
     def _binds(self, cls: ast.ClassDef, attr: str) -> bool:
         """The class, or a base of it in the file, binds `self.<attr>`, or
         holds one of several classes there (`_attr_unions`)."""
-        return attr in self._attr_counts.get(cls, {}) or attr in self._inherited(cls, self._attr_unions) or any(
-            attr in self._attr_counts.get(b, {}) for b in self._local_bases(cls))
-
-    def _local_bases(self, cls: ast.ClassDef) -> List[ast.ClassDef]:
-        """The bases of `cls` the file defines, at any depth."""
-        local = self._local_classes()
-        out: List[ast.ClassDef] = []
-        todo = [b.id for b in cls.bases if isinstance(b, ast.Name)]
-        while todo:
-            found = local.get(todo.pop())
-            if found is not None and found not in out and found is not cls:
-                out.append(found)
-                todo.extend(b.id for b in found.bases if isinstance(b, ast.Name))
-        return out
+        return attr in self._inherited(cls, self._attr_counts) or attr in self._inherited(cls, self._attr_unions)
 
     def class_attributes(self) -> Dict[str, Dict[str, str]]:
         """class -> {attr: the class of the object `self.<attr> = Class(...)`
