@@ -771,10 +771,27 @@ CORPUS_SETS = {
         ("G-U-N/PyCIL", "87cc4110d60765dc3f64af7ef7a693efed8418ff"),
         ("megvii-research/mdistiller", "a08d46f10d6102bd6e3f258ca5ac880b020ea259"),
     ],
+    # forty-ninth: labelled at first sight on 7f9758a
+    "forty-ninth": [
+        ("YeWR/EfficientZero", "468bb0309f6d5a632a53da9c7d329f88fc9ebf8e"),
+        ("soobinseo/Transformer-TTS", "87bd9c9afdf98320b3168e73e2b7db14a7fc4b7a"),
+        ("facebookresearch/votenet", "2f6d6d36ff98d96901182e935afe48ccee82d566"),
+        ("vgsatorras/egnn", "e9ca6c0c3e1d30a7598efbd66034121b4af8dccc"),
+        ("enoche/MMRec", "e775373b3ab1354a92165b0885ce4ab3dc4d7497"),
+        ("sxyu/pixel-nerf", "91a044bdd62aebe0ed3a5685ca37cb8a9dc8e8ee"),
+        ("PiotrNawrot/nanoT5", "1375b389d33ab4f34754a9fca62e4cfa1dd52379"),
+        ("MinkaiXu/GeoDiff", "ea0ca48045a2f7abfccd7f0df449e45eb6eae638"),
+        ("Xingyu-Lin/mbpo_pytorch", "fe3c78c474d188c16a026051b92f8a2e84fa9387"),
+        ("chnsh/DCRNN_PyTorch", "d92490b808ba5c5be2f23d427d96e9a56b066d7f"),
+        ("jeya-maria-jose/Medical-Transformer", "62f40a530c912d6b1cf297a52af7d22834ad6640"),
+        ("emadeldeen24/TS-TCC", "15bdfd6eced6aeb6c638839828effe1b4b2ea391"),
+        ("jayleicn/moment_detr", "b7e553ac3b0c898ee6b85e03ee507c064eab89ca"),
+        ("GMvandeVen/continual-learning", "e6d795aa81b9cef742b8de76cb71222d4d1ce00b"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
