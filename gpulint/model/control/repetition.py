@@ -27,6 +27,13 @@ Read from the file, and from what the project's facts say of its functions:
   is code under `if token == 0:` where `token` counts the passes of a loop
   around it (`for token in range(n):`, an `enumerate` index): its first
   pass only.
+* **Empty fallbacks**: the `else` of a test that a value holds items (`if
+  len(valid) > 0:`, `x.numel() > 0`, `if x.shape[0]:`), or the body of one
+  that it holds none (`x.numel() == 0`), where that block only hands back
+  placeholders built from literals, is what a rare batch with nothing to
+  score gets (SPIN's `torch.FloatTensor(1).fill_(0.)` loss for a batch
+  without 3D joints), not per-step work. (A loss computed for an image
+  without boxes, sized by the image, is work.)
 * **Cache misses**: what a def does after an `if` that returns the value
   it tested (`if pe is not None: if pe.size(1) >= n: return pe`; a bare
   `return` for a `self.` attribute kept in place) runs on a miss only.
@@ -93,6 +100,7 @@ import re
 from typing import TYPE_CHECKING, Optional, Sequence, Set, Tuple
 
 from gpulint.model.control.caches import COUNTER_HINTS, cache_guard
+from gpulint.model.control.fallbacks import empty_fallback
 from gpulint.model.control.file_calls import (
     calling_class, calls_by_callee, class_group, in_forward, object_calls, own_callee_name, reached_below)
 from gpulint.model.control.loops import counts_passes, iterates_names
@@ -541,6 +549,8 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
             or cache_guard(anc.test, child, anc.body, fa, _is_once_guard)
         ):
             return _ONCE, False
+        if isinstance(anc, ast.If) and child is not anc.test and empty_fallback(anc, child):
+            return _ONCE, False  # what a batch with nothing to score gets instead (rare)
         if (isinstance(anc, ast.If) and child in anc.body and not in_loop and fa is not None
                 and fa.loops.periodic_block(anc, ancestors[:i]) and not _small_period(anc.test)):
             return _ONCE, False  # every n-th pass (`if step % 1000 == 0:` around a preview sample): rare

@@ -390,7 +390,8 @@ def defs_building_on_cpu(fa) -> frozenset:
         for call in fa.index.nodes(ast.Call):
             name = factory_name(fa, call)
             drawn = isinstance(call.func, ast.Attribute) and call.func.attr in _DRAWS  # type: ignore[attr-defined]
-            ranged = name is None and not drawn and ranges and range_tensor(fa, call)
+            # (`torch.tensor(list(range(n)))` as well as `torch.LongTensor(range(n))`)
+            ranged = name in (None, "tensor", "as_tensor") and not drawn and ranges and range_tensor(fa, call)
             of_data = len(call.args) == 1 and (name in HOST_DATA_FACTORIES
                                                or name is None and last_name(call.func) == "from_numpy")
             if name is None and not drawn and not ranged and not of_data:

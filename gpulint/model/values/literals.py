@@ -107,8 +107,24 @@ def numpy_source(fa, call: ast.AST, value_of) -> Optional[ast.Call]:
     q = fa.imports.qualname(call.func) or ""
     if q not in TENSOR_OF_DATA:
         return None
-    arr = call.args[0]
+    return _array_source(fa, call.args[0], value_of, 0)
+
+
+def _array_source(fa, arr: ast.AST, value_of, depth: int) -> Optional[ast.Call]:
+    """`numpy_source`'s walk from the array handed to torch: also through
+    arithmetic of such arrays and numbers (TS-TCC's `diag + l1 + l2` of
+    three `np.eye(...)`), the first source found."""
     for _ in range(8):
+        if isinstance(arr, ast.BinOp) and depth < 4:
+            found = None
+            for side in (arr.left, arr.right):
+                if isinstance(side, ast.Constant) and isinstance(side.value, (int, float)):
+                    continue
+                src = _array_source(fa, side, value_of, depth + 1)
+                if src is None:
+                    return None
+                found = found or src
+            return found
         if isinstance(arr, ast.Name):
             arr = value_of(arr)
             if arr is None:

@@ -426,7 +426,7 @@ class CpuTensorThenMoved(Rule):
         self.report(ctx, node, fix=fix, factory=name)
 
     def visit_Subscript(self, node: ast.Subscript, ctx) -> None:
-        if isinstance(node.ctx, ast.Load) and not isinstance(node.slice, (ast.Slice, ast.Constant)):
+        if not isinstance(node.ctx, ast.Del) and not isinstance(node.slice, (ast.Slice, ast.Constant)):  # (read or written)
             factory = index_copied(ctx.analysis, node, ctx.ancestors)
             if factory is not None:
                 self.report(ctx, factory, message=index_message(ctx.analysis, factory, node))

@@ -14,13 +14,15 @@ returning what one built), and only where the indexed value is known to be
 a tensor that is not in host memory, in a file that can put tensors on an
 accelerator or in a function that such a file calls (the project says so):
 a dataset's transforms, in a file that names no device, work on host
-tensors."""
+tensors. Not under an option the user turns on (`if self.output_attention:`,
+as GPU204 has it)."""
 
 from __future__ import annotations
 
 import ast
 from typing import Dict, List, Optional, Sequence
 
+from gpulint.model.control.options import under_opt_in_flag
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import LOOPS
@@ -62,6 +64,8 @@ def index_copied(fa, sub: ast.Subscript, ancestors: Sequence[ast.AST]) -> Option
             return None  # (a tensor the host built indexed by a host index: nothing crosses)
         if _element(fa, part, func) or not runs_repeatedly(fa, sub, ancestors) or _waits_anyway(fa, func, ancestors):
             return None
+        if func is not None and under_opt_in_flag(fa.index, sub, ancestors, func, fa.facts.opt_in_flags()):
+            return None  # `if self.output_attention:`: attention maps the user asks for (as GPU204 has it)
         reported = fa.index.memo("gpu203.computed")
         if factory in reported:
             return None
