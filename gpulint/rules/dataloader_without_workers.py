@@ -83,7 +83,8 @@ def _moves_to_gpu(fa, node: ast.AST) -> bool:
 
 
 def _inference_pass(fa, move: ast.AST) -> bool:
-    """The batches are moved in a function that trains nothing (no
+    """The batches are moved in a function (or a script's own code, in a
+    file) that trains nothing (no
     `.backward()`, no optimizer step), runs the model for inference (under
     `no_grad` / `inference_mode`, or after `.eval()`), and that this file does
     not call from a loop (an evaluation run after every epoch is). Such a
@@ -92,10 +93,11 @@ def _inference_pass(fa, move: ast.AST) -> bool:
     buy little and cost a process start each."""
     ancestors = fa.index.ancestors(move)
     func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if func is None or called_repeatedly(fa, func):
+    if func is not None and called_repeatedly(fa, func):
         return False
     evals = False
-    for n in walk(func):
+    # (a script's own code runs once: Medical-Transformer's `test.py`, where nothing in the file trains)
+    for n in walk(func if func is not None else fa.tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             if n.func.attr in ("backward", "step", "manual_backward"):
                 return False
@@ -160,7 +162,7 @@ class DataloaderWithoutWorkers(Rule):
     `DataLoader` given `**kwargs` or a non-literal `num_workers` (it is
     configured elsewhere); a loader whose batches are not moved to a GPU in
     the file; test files. Nor a one-off inference pass: a loader whose batches
-    are moved in a function that trains nothing (no `.backward()` or
+    are moved in a function (or the module-level code of a file) that trains nothing (no `.backward()` or
     optimizer step), runs the model under `no_grad`/`inference_mode` or after
     `.eval()`, and that the file does not call from a loop (pytorch-tabnet's
     `predict` and `explain`, features gathered once after an experience). An

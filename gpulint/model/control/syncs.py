@@ -146,13 +146,18 @@ def _formats_device_tensor(n: ast.AST, analysis) -> bool:
 
 def logged_values(call: ast.AST) -> List[ast.AST]:
     """What `writer.add_scalar(tag, value, step)` (or `scalar_value=value`)
-    logs, or the values of the dict display `wandb.log({"loss": value, ...})`
+    logs, the values of the dict display `writer.add_scalars(tag, {...},
+    step)` logs, or the values of the dict display `wandb.log({"loss": value, ...})`
     logs: TensorBoard's SummaryWriter and wandb turn a tensor into a number
     on the host (wandb's `.item()` of a one-element tensor)."""
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
         return []
     if _wandb_log(call.func):
         data = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "data"), None)
+        return [v for k, v in zip(data.keys, data.values) if k is not None] if isinstance(data, ast.Dict) else []
+    if call.func.attr == "add_scalars":  # `add_scalars(main_tag, {"mel": mel_loss, ...}, step)`
+        data = call.args[1] if len(call.args) >= 2 else next(
+            (k.value for k in call.keywords if k.arg == "tag_scalar_dict"), None)
         return [v for k, v in zip(data.keys, data.values) if k is not None] if isinstance(data, ast.Dict) else []
     if call.func.attr != "add_scalar":
         return []

@@ -82,7 +82,8 @@ LOSS_NOT_VALUE_RE = re.compile(
 # ... nor a name for what records or computes losses: `loss_meter = AverageMeter()`, `loss_tracker`,
 # `loss_class` (an object of a loss class; not `loss_dict`,
 # `loss_list`: their elements may be loss tensors)
-LOSS_HOLDER_SUFFIX_RE = re.compile(r"_(meters?|trackers?|recorders?|loggers?|monitors?|fns?|funcs?|class|cls|obj|object|instance)$")
+LOSS_HOLDER_SUFFIX_RE = re.compile(r"_(meters?|trackers?|recorders?|loggers?|monitors?|fns?|funcs?|class|cls|obj|object|instance|"
+                                   r"weights?|coefs?|coefficients?|factors?|names)$")  # (and settings: `loss_weights`)
 # ... nor a statement about the loss (`loss_is_scaled_for_ga`, `loss_has_nan`): a flag
 LOSS_PREDICATE_RE = re.compile(r"_(is|has|was|were|are|should|can|needs?|must)(_|$)")
 # a function that makes or hands back a model (`load_model(model, path)`,

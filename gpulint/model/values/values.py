@@ -286,6 +286,9 @@ class Values:
                 if named == CRITERION:
                     return TENSOR  # `loss_fn(pred, y)`: a loss function returns the loss
                 return self._returned(call)
+            if func.id == "sum" and func.id not in kinds and len(call.args) == 1 and isinstance(
+                    call.args[0], (ast.GeneratorExp, ast.ListComp)) and self.classify(call.args[0].elt, kinds, batch) == TENSOR:
+                return TENSOR  # `sum(loss_dict[k] * weight_dict[k] for k in ...)`: DETR's weighted losses
             k = kinds.get(func.id) or kind_from_name(func.id)
             if k == MODEL:
                 # (`load_model(model, path)` of a star import: a function that hands back a model)
@@ -420,6 +423,9 @@ class Values:
             return expr.func.attr not in SIZE_METHODS and self.is_batch_expr(expr.func.value, kinds, batch)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "next" and expr.args:
             return self.is_loader(expr.args[0], kinds) or self.classify(expr.args[0], kinds, batch) == LOADER_ITER
+        if isinstance(expr, ast.Call) and len(expr.args) == 1 and (self.imports.qualname(expr.func) or "") in (
+                "torch.autograd.Variable", "torch.autograd.variable.Variable"):
+            return self.is_batch_expr(expr.args[0], kinds, batch)  # `Variable(x.to(device))`: the same tensor
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp)) and len(expr.generators) == 1:
             # `[b.to(device) for b in batch]`: the batch's tensors, moved, in order
             gen = expr.generators[0]

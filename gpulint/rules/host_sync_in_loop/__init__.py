@@ -102,8 +102,9 @@ def _element_message(ctx, node: ast.Call, iterated: ast.AST) -> str:
 
 
 def _logs_a_tensor(call: ast.Call, ctx) -> bool:
-    """`writer.add_scalar(tag, t, step)` (or `scalar_value=t`), or
-    `wandb.log({"loss": t})`, of a device tensor: TensorBoard's SummaryWriter
+    """`writer.add_scalar(tag, t, step)` (or `scalar_value=t`),
+    `writer.add_scalars(tag, {"mel": t}, step)` or `wandb.log({"loss": t})`,
+    of a device tensor: TensorBoard's SummaryWriter
     and wandb turn it into a number on the host."""
     values = logged_values(call) or wandb_run_values(ctx.analysis, call, ctx.ancestors)
     return bool(values) and candidate(ctx, ctx.ancestors) and any(is_device_tensor(v, ctx) for v in values)
@@ -246,9 +247,9 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
       the statement right after one;
     - `scaler.get_scale()` of a `GradScaler`, which returns `.item()` of the
       scale tensor (pi-GAN's `if scaler.get_scale() < 1:` every step);
-    - a tensor logged with TensorBoard's `writer.add_scalar(tag, t, step)`,
-      or as a value of the dict `wandb.log({"loss": t})` is given, which
-      turn it into a number on the host; `torch.tensor([loss_a, loss_b])` of device tensors, each read;
+    - a tensor logged with `writer.add_scalar(tag, t, step)`, in the dict `writer.add_scalars(tag,
+      {"mel": t}, step)` or `wandb.log({"loss": t})` is given, which turn it into a number on the
+      host; `torch.tensor([loss_a, loss_b])` of device tensors, each read;
     - a factory handed a device tensor as a size or bound
       (`torch.arange(torch.max(lengths))`, `torch.zeros(n_pos)` with a CUDA
       count): it reads the value on the host before it can allocate;
@@ -579,7 +580,7 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
             elif func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                 self._formatted(node, args + [k.value for k in node.keywords if k.arg is not None], ctx)
-            elif func.attr in ("add_scalar", "log") and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
+            elif func.attr in ("add_scalar", "add_scalars", "log") and _logs_a_tensor(node, ctx) and self._in_covered_loop(ctx.analysis, ctx.ancestors):
                 if self._hot(ctx.analysis, node, ctx.ancestors) is not None:
                     self.report(ctx, node, expr=_callsnippet(ctx, node))
             elif self._in_covered_loop(ctx.analysis, ctx.ancestors) and (
