@@ -3372,3 +3372,107 @@ def test_a_method_a_base_class_calls_on_self_runs_its_subclasses_overrides(tmp_p
         """,
     })
     assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("trainer.py", 21, "GPU101")}
+
+
+def test_a_base_class_placeholder_leaves_the_held_object_to_its_subclasses(tmp_path):
+    """PyCIL: `BaseLearner.__init__` sets `self._network = None` and each
+    learner (another file) builds the network; the base's
+    `self._network.extract_vector(x)` after `self._network.eval()` is a
+    forward of that network (its method runs a sub-module), with autograd
+    on (GPU501). A placeholder is no binding of the base's own."""
+    # (before, `self._network = None` counted as the base's binding, and the call resolved to
+    # nothing; nets.py, where nothing can start a step, is read because the call asks for it)
+    write(tmp_path, {
+        "nets.py": """
+            import torch
+            from torch import nn
+
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.convnet = nn.Conv2d(3, 8, 3)
+
+                def forward(self, x):
+                    return self.convnet(x).flatten(1)
+
+                def extract_vector(self, x):
+                    return self.convnet(x)
+        """,
+        "base.py": """
+            import torch
+
+
+            class BaseLearner:
+                def __init__(self):
+                    self._network = None
+                    self._device = torch.device("cuda")
+
+                def extract_vectors(self, loader):
+                    self._network.eval()
+                    out = []
+                    for x, _ in loader:
+                        out.append(self._network.extract_vector(x.to(self._device)).cpu().numpy())
+                    return out
+        """,
+        "icarl.py": """
+            from base import BaseLearner
+            from nets import Net
+
+
+            class ICaRL(BaseLearner):
+                def __init__(self):
+                    super().__init__()
+                    self._network = Net().to(self._device)
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU501", ".") == {("base.py", 14, "GPU501")}
+
+
+def test_an_abstract_step_of_a_base_without_bases_runs_its_overrides(tmp_path):
+    """pixel-nerf: `trainlib.Trainer` (a class with no bases, re-exported by
+    its package, imported by the training script from its own folder) loops
+    over the data calling `self.train_step(data)`, which raises
+    `NotImplementedError`; the script's subclass implements it and reads a
+    loss on the host every step (GPU101 there)."""
+    write(tmp_path, {
+        "train/trainlib/__init__.py": "from .trainer import Trainer\n",
+        "train/trainlib/trainer.py": """
+            import torch
+
+
+            class Trainer:
+                def __init__(self, net, loader):
+                    self.net = net
+                    self.loader = loader
+                    self.optim = torch.optim.Adam(net.parameters())
+
+                def train_step(self, data):
+                    raise NotImplementedError()
+
+                def start(self):
+                    for data in self.loader:
+                        losses = self.train_step(data)
+                        self.optim.step()
+                        self.optim.zero_grad()
+                        print(losses)
+        """,
+        "train/train.py": """
+            import torch
+            import trainlib
+
+
+            class PixelNeRFTrainer(trainlib.Trainer):
+                def calc_losses(self, data):
+                    loss = self.net(data.cuda()).mean()
+                    loss.backward()
+                    return {"t": loss.item()}
+
+                def train_step(self, data):
+                    return self.calc_losses(data)
+
+
+            PixelNeRFTrainer(torch.nn.Linear(2, 2).cuda(), []).start()
+        """,
+    })
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("train.py", 10, "GPU101")}

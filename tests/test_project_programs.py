@@ -370,3 +370,40 @@ def test_a_dataset_class_of_another_file_serving_stored_items_needs_no_workers(t
         """,
     })
     assert found(tmp_path, "GPU202") == {("train.py", 15, "GPU202")}
+
+
+def test_an_option_another_file_declares_keeps_its_default_there(tmp_path):
+    """TTSR: `option.py` declares `--num_gpu` with `default=1`, and the
+    trainer wraps in `DataParallel` only `if not args.cpu and args.num_gpu >
+    1:`, which is false at that default: the user asks for several GPUs
+    (GPU001 leaves it). An option the program does not declare stays
+    unknown, and its wrap is reported."""
+    write(tmp_path, {
+        "option.py": """
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--num_gpu", type=int, default=1)
+            parser.add_argument("--cpu", action="store_true")
+            args = parser.parse_args()
+        """,
+        "trainer.py": """
+            import torch
+            from torch import nn
+            from option import args
+
+
+            def train(model, loader, world):
+                model = model.cuda()
+                if not args.cpu and args.num_gpu > 1:
+                    model = nn.DataParallel(model, list(range(args.num_gpu)))
+                if world.size > 1:
+                    model = nn.DataParallel(model)
+                optimizer = torch.optim.Adam(model.parameters(), fused=True)
+                for x, y in loader:
+                    loss = (model(x.cuda()) - y.cuda()).abs().mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    })
+    assert found(tmp_path, "GPU001") == {("trainer.py", 12, "GPU001")}

@@ -23,7 +23,8 @@ from gpulint.engine.cache import Cache, facts_key, table_key
 from gpulint.engine.config import Settings
 from gpulint.engine.files import FileResult, lint_file, lint_text
 from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
-from gpulint.model.project.graph import ProjectGraph, module_file, trains
+from gpulint.model.project.graph import ProjectGraph, held_by, module_file, trains
+from gpulint.model.project.refs import HELD
 from gpulint.model.project.modules import is_package, module_names
 from gpulint.model.project.programs import TOLD_ALONE
 from gpulint.registry import suppression_judges
@@ -77,6 +78,13 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
     def ask(ref: str, caller: str) -> None:
         cid = graph.resolve_in(ref, caller)
         if cid is not None and os.path.dirname(graph.owner[cid]) == os.path.dirname(caller):
+            return
+        if HELD in ref:
+            if cid is None:  # (`self._network.extract_vector(x)` in a base class: the files of what
+                # its subclasses hold there, `self._network = Net()`)
+                method = ref.partition("#")[2].partition(".")[2]
+                for held in held_by(graph, ref):
+                    ask(f"{held}.{method}", caller)
             return
         parts = ref.split(".")
         for i in range(len(parts) - 1, 0, -1):

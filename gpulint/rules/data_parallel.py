@@ -38,9 +38,11 @@ class DataParallel(Rule):
     option (`if use_multi_gpu and ...:`, `if args.data_parallel:`; not one
     whose `add_argument` in the file makes it on by default, `--dp` with
     `default=True`: that is the program's default path), in the body of an
-    `if` comparing an option of the file with a constant where the
+    `if` comparing an option of the file, or of another file of its
+    program (TTSR's `option.py`), with a constant where the
     comparison is false at the option's default (`if args.gpu_id == -1:`,
-    `--gpu-id` 0 by default: one GPU unless the user asks), and under
+    `--gpu-id` 0 by default: one GPU unless the user asks; also within
+    `and`/`or`: `if not args.cpu and args.num_gpu > 1:`), and under
     `if isinstance(model, DataParallel):`, which wraps parts the same way as
     a model the user already wrapped (`if not isinstance(model,
     DataParallel):` in a function that runs a backward, or that builds or
@@ -200,8 +202,10 @@ class DataParallel(Rule):
             if isinstance(anc, (ast.If, ast.IfExp)) and _opt_in_or_rewrap(
                     ctx.analysis, anc.test, lambda: _trains_here(ctx)):
                 return
-            if isinstance(anc, ast.If) and chain[i + 1] in anc.body and off_by_default(ctx.analysis.index, anc.test):
-                return  # `if args.gpu_id == -1:` with `--gpu-id` 0 by default: the user asks for it
+            if isinstance(anc, ast.If) and chain[i + 1] in anc.body and off_by_default(
+                    ctx.analysis.index, anc.test, ctx.analysis.facts.option_defaults()):
+                return  # `if args.gpu_id == -1:` with `--gpu-id` 0 by default (here, or in the program's
+                # `option.py`): the user asks for it
         if not functional and _wraps_frozen(ctx, node):
             return  # nothing of it trains: no gradient to reduce, and DDP refuses such a module
         if not functional and _only_evaluated(ctx, node):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from gpulint.model.index.nodes import SCOPES, parameter_defaults
 from gpulint.model.index.tree import TreeIndex
@@ -113,26 +113,33 @@ def number_defaults(index: TreeIndex) -> Dict[str, object]:
     """destination -> the number or string an `add_argument` call of the
     file gives as its `default=` (`--gpu-id`, `default=0`), for options
     declared once."""
-    def compute() -> Dict[str, object]:
-        out: Dict[str, object] = {}
-        twice = set()
-        for call, kw in _add_argument_calls(index):
-            name = _destination(call, kw)
-            default = kw.get("default")
-            if name is None:
-                continue
-            if name in out or name in twice:
-                twice.add(name)
-                out.pop(name, None)
-                continue
-            value = _constant(default) if default is not None else None
-            if value is not None:
-                out[name] = value
-        return out
-
     if not index.mentions("add_argument"):
         return {}
-    return index.memoized("options.number_defaults", None, compute)  # type: ignore[return-value]
+    return index.memoized("options.number_defaults", None,  # type: ignore[return-value]
+                          lambda: option_defaults(index.nodes(ast.Call)))
+
+
+def option_defaults(calls: Iterable[ast.AST]) -> Dict[str, object]:
+    """`number_defaults` of the `add_argument` calls among `calls`."""
+    out: Dict[str, object] = {}
+    twice = set()
+    for call in calls:
+        f = call.func  # type: ignore[attr-defined]
+        if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
+            continue
+        kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+        name = _destination(call, kw)
+        default = kw.get("default")
+        if name is None:
+            continue
+        if name in out or name in twice:
+            twice.add(name)
+            out.pop(name, None)
+            continue
+        value = _constant(default) if default is not None else None
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def _constant(node: ast.AST) -> Optional[object]:
@@ -149,10 +156,17 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt,
             ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le}
 
 
-def off_by_default(index: TreeIndex, test: ast.AST) -> bool:
+def off_by_default(index: TreeIndex, test: ast.AST, elsewhere: Optional[Dict[str, object]] = None) -> bool:
     """`args.gpu_id == -1` where the file declares `--gpu-id` with
     `default=0`: a comparison of an option with a constant that is false at
-    the option's default, so what it guards runs only when the user asks."""
+    the option's default, so what it guards runs only when the user asks;
+    also `a == x or a == y` (each false) and `p and q` (one false).
+    `elsewhere`: the defaults of the options that other files of the
+    program declare (`CallFacts.option_defaults`: TTSR's `--num_gpu`, 1 in
+    `option.py`, tested in `trainer.py`)."""
+    if isinstance(test, ast.BoolOp):
+        offs = [off_by_default(index, v, elsewhere) for v in test.values]
+        return all(offs) if isinstance(test.op, ast.Or) else any(offs)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARE):
         return False
     left, right = test.left, test.comparators[0]
@@ -163,15 +177,39 @@ def off_by_default(index: TreeIndex, test: ast.AST) -> bool:
     if not isinstance(left, ast.Attribute) or value is None:
         return False
     defaults = number_defaults(index)
-    if left.attr not in defaults:
+    if left.attr in defaults:
+        a = defaults[left.attr]
+    elif elsewhere and left.attr in elsewhere:
+        a = elsewhere[left.attr]
+    else:
         return False
-    a, b = defaults[left.attr], value
+    b = value
     if flipped:
         a, b = b, a
     try:
         return not _COMPARE[type(test.ops[0])](a, b)
     except TypeError:
         return False
+
+
+def tested_options(index: TreeIndex) -> FrozenSet[str]:
+    """The attributes that the file's `if` tests compare with a constant
+    (`if args.num_gpu > 1:`, also within `and`/`or`): those whose defaults,
+    declared by another file of its program, `off_by_default` may need."""
+    return index.memoized("options.tested_options", None,  # type: ignore[return-value]
+                          lambda: compared_options(index.nodes(ast.If)))
+
+
+def compared_options(ifs: Iterable[ast.AST]) -> FrozenSet[str]:
+    """`tested_options` of the `if` statements among `ifs`."""
+    out = set()
+    for node in ifs:
+        for n in walk(node.test):  # type: ignore[attr-defined]
+            if isinstance(n, ast.Compare) and len(n.ops) == 1:
+                for side, other in ((n.left, n.comparators[0]), (n.comparators[0], n.left)):
+                    if isinstance(side, ast.Attribute) and _constant(other) is not None:
+                        out.add(side.attr)
+    return frozenset(out)
 
 
 def tested_flags(index: TreeIndex) -> FrozenSet[str]:
@@ -264,3 +302,56 @@ def output_options(index: TreeIndex, cls: ast.ClassDef) -> FrozenSet[str]:
         return frozenset(out)
 
     return index.memoized("options.output", cls, compute)
+
+
+def under_option(fa, node: ast.AST, ancestors, region: ast.AST) -> bool:
+    """`node` sits in the body of an `if` between it and `region` whose test
+    names an option or schedule (`OPTION_WORD_RE`): the callee then runs on
+    some steps, not every one, and the call graph does not make it per-step
+    code. (Within one function the rules judge such guards themselves.) Also
+    a test-mode option (`if opt.test:`, `_TEST_MODE_RE`) and a test that
+    picks one pass of a loop by its variable (`if step == 0:`)."""
+    chain = list(ancestors) + [node]
+    loop_vars = {n.id for anc in chain if isinstance(anc, (ast.For, ast.AsyncFor))
+                 for n in walk(anc.target) if isinstance(n, ast.Name)}
+    for i in range(len(chain) - 2, -1, -1):
+        anc = chain[i]
+        if anc is region:
+            return False
+        if isinstance(anc, ast.If) and fa.index.in_block(chain[i + 1], anc):
+            if _names_option(fa, anc.test) or _one_pass_test(anc.test, loop_vars):
+                return True
+    return False
+
+
+def _names_option(fa, test: ast.AST) -> bool:
+    """A word of the test names an option or schedule (`OPTION_WORD_RE`);
+    once per test, since every call under the `if` asks."""
+    return fa.index.memoized("summary.option_test", test, lambda: any(
+        OPTION_WORD_RE.search(w) or _TEST_MODE_RE.search(w) for w in _words(test)))
+
+
+# a test-mode option (`if opt.test:`, `args.test_only`, `self.testing`): CenterNet's
+# `save_result` of detections runs in its test passes only, not every training step
+_TEST_MODE_RE = re.compile(r"(?:^|_)test(?:ing|_only)?$", re.I)
+
+
+def _one_pass_test(test: ast.AST, loop_vars) -> bool:
+    """`if i == len(loader) - 1:`, `if step == 0:`: a loop variable compared
+    for equality picks one pass of the loop, not every one."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and any(isinstance(x, ast.Name) and x.id in loop_vars for x in (test.left, test.comparators[0]))
+    )
+
+
+def _words(test: ast.AST) -> List[str]:
+    out = []
+    for n in walk(test):
+        if isinstance(n, ast.Name):
+            out.append(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.append(n.attr)
+    return out

@@ -12,12 +12,13 @@ the files whose table changed.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from gpulint.model.file import FileModel
 from gpulint.model.index.nodes import self_test_block
 from gpulint.model.names import ImportTable
-from gpulint.model.control.options import opt_in_destinations
+from gpulint.model.control.options import opt_in_destinations, option_defaults
 from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
 from gpulint.model.project.imports import bound_dotted, import_bindings, imported_modules, star_imported, used_names
 from gpulint.model.project.refs import FileRefs, star_refs
@@ -168,6 +169,9 @@ class ProjectFacts(CallFacts):
     def opt_in_flags(self) -> FrozenSet[str]:
         return frozenset(self.table.get("opt_in", ()))
 
+    def option_defaults(self) -> Dict[str, object]:
+        return self.table.get("option_defaults") or {}
+
     def self_test(self) -> bool:
         return bool(self.table.get("self_test"))
 
@@ -264,6 +268,10 @@ def model_with_facts(
     return fa, summary, table
 
 
+# an attribute compared with a literal (`args.num_gpu > 1`, `opt.model == "gnn"`)
+_COMPARED_RE = re.compile(r"\.([A-Za-z_]\w*)\s*(?:[<>]=?|[!=]=)\s*-?(?:\d|['\"])")
+
+
 def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: bool,
                     layers: bool = True) -> Optional[dict]:
     """The summary of a file that nothing in it can start a step from (its
@@ -279,10 +287,19 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
         out["self_test"] = True  # (`Programs.self_tested`)
     if "cuda" in text:
         out["cuda"] = True  # (as a full summary says it: for the files that import it, `Programs.imports_one_saying`)
-    if "add_argument" in text:  # its opt-in command-line flags, for the files of its program
-        flags = opt_in_destinations(n for n in ast.walk(tree) if isinstance(n, ast.Call))
+    if "add_argument" in text:  # its opt-in command-line flags and its options' defaults, for the files of its program
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        flags = opt_in_destinations(calls)
         if flags:
             out["flags"] = sorted(flags)
+        defaults = option_defaults(calls)
+        if defaults:
+            out["option_defaults"] = defaults
+    # what an option of another file could be compared with here (`Programs.option_defaults`; a
+    # plain scan of the text, `.num_gpu > 1`: the file is not walked)
+    compared = set(_COMPARED_RE.findall(text)) - set(out.get("option_defaults", ()))
+    if compared:
+        out["tests_options"] = sorted(compared)
     if not may_build_layers(text):
         if out.get("exports") or out.get("star_exports"):
             return out

@@ -47,7 +47,7 @@ import os
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.project.hierarchy import held_method, overrides, subclasses
+from gpulint.model.project.hierarchy import held_classes, held_method, overrides, subclasses
 from gpulint.model.project.refs import HELD
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
@@ -125,8 +125,8 @@ class ProjectGraph:
         self._resolved_in: Dict[Tuple[str, str], Optional[str]] = {}
         self._edges: Dict[str, List[Tuple[str, str, list]]] = {}
         self._callers: Optional[Dict[str, List[str]]] = None  # (`_plain_callers`)
-        self._subclasses: Optional[Dict[str, List[str]]] = None  # class -> its direct subclasses (`hierarchy.overrides`)
         self._below: Optional[Dict[str, List[str]]] = None  # ... also below classes with no bases (`_held_method`)
+        self._owners: Optional[Set[str]] = None  # what the functions are defined in (`_method_owners`)
         self._abstract = {fid for fid, f in self.functions.items() if f.get("abstract")}  # (`resolved_calls`)
         # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
         self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
@@ -471,10 +471,9 @@ def _overriding(graph: ProjectGraph, fid: str, found: List[Tuple[str, str, list]
     each subclass's step runs every step of its own training)."""
     out: List[Tuple[str, str, list]] = []
     if graph._abstract and any(cid in graph._abstract for cid, _, _ in found):
-        if graph._subclasses is None:
-            graph._subclasses = subclasses(graph.classes, graph._class)
+        below = _below(graph)  # (a base with no bases of its own too: pixel-nerf's `class Trainer:`)
         out += [(oid, where, call) for cid, where, call in found if cid in graph._abstract
-                for oid in overrides(graph._subclasses, graph.alias, cid)]
+                for oid in overrides(below, graph.alias, cid)]
     own = fid.partition("@")[0].rpartition(".")[0]  # (the caller's class, for a method)
     mine = [(cid, where, call) for cid, where, call in found
             if cid not in graph._abstract and call[0].rpartition(".")[0] == own]
@@ -486,8 +485,25 @@ def _overriding(graph: ProjectGraph, fid: str, found: List[Tuple[str, str, list]
 
 
 def _class_of(graph: ProjectGraph, ref: str) -> str:
-    """The class `ref` names; a class with no bases of its own is known by its name only."""
-    return graph._class(ref) or ref
+    """The class `ref` names; a class with no bases of its own is known by
+    its name only, or by what a package re-exports under that name
+    (`trainlib.Trainer` for `trainlib.trainer.Trainer`)."""
+    found = graph._class(ref)
+    if found is not None:
+        return found
+    known = _method_owners(graph)
+    if ref in graph.classes or ref in known:
+        return ref
+    moved = graph._unexported(ref)  # (not for a class known by `ref` itself: ElegantRL's module
+    return moved if moved is not None and (moved in graph.classes or moved in known) else ref  # `agents.AgentBase`)
+
+
+def _method_owners(graph: ProjectGraph) -> Set[str]:
+    """What the project's functions are defined in (classes, with or without
+    bases, and modules), built once."""
+    if graph._owners is None:
+        graph._owners = {fid.partition("@")[0].rpartition(".")[0] for fid in graph.functions}
+    return graph._owners
 
 
 def _below(graph: ProjectGraph) -> Dict[str, List[str]]:
@@ -500,6 +516,13 @@ def _below(graph: ProjectGraph) -> Dict[str, List[str]]:
 def _held_method(graph: ProjectGraph, ref: str) -> Optional[str]:
     """The method a `HELD` reference names (`hierarchy.held_method`)."""
     return held_method(ref, lambda r: _class_of(graph, r), _below(graph), graph.classes, graph.held, graph.resolve)
+
+
+def held_by(graph: "ProjectGraph", ref: str) -> List[str]:
+    """The classes of what the attribute of a `HELD` reference may hold
+    (`hierarchy.held_classes`): where to look for its method when the graph
+    has not read their files yet."""
+    return held_classes(ref, lambda r: _class_of(graph, r), _below(graph), graph.classes, graph.held)
 
 
 def _resolved_from(graph: ProjectGraph, previous: ProjectGraph) -> None:
@@ -760,7 +783,7 @@ ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_bu
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off", "called_off_step")
 # ... and all that a table can say about a file (what rules ask besides)
 TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in", "default_device",
-                          "returns_moved", "evaluated", "forwards", "self_test", "per_call")
+                          "returns_moved", "evaluated", "forwards", "self_test", "per_call", "option_defaults")
 
 
 def is_empty(table: dict) -> bool:

@@ -55,8 +55,19 @@ def held_method(ref: str, class_of: Callable[[str], str], below: Dict[str, List[
     `self.model.optimizeParameters(...)`), where every such holder's class
     gives the same method; else None. `below`: `subclasses`; `classes`:
     class -> its base references; `held`: class -> {attr: the class held}."""
+    method = ref.partition("#")[2].partition(".")[2]
+    found = {resolve(f"{h}.{method}") for h in held_classes(ref, class_of, below, classes, held)}
+    found.discard(None)
+    return found.pop() if len(found) == 1 else None
+
+
+def held_classes(ref: str, class_of: Callable[[str], str], below: Dict[str, List[str]],
+                 classes: Dict[str, Sequence[str]], held: Dict[str, Dict[str, str]]) -> List[str]:
+    """The classes of the objects that the `self.<attr>` of a `refs.HELD`
+    reference (`cls#attr.method`) may hold: those the class, the classes
+    deriving from it and those it derives from bind it to (`held_method`)."""
     cls_ref, _, rest = ref.partition("#")
-    attr, _, method = rest.partition(".")
+    attr = rest.partition(".")[0]
     cls = class_of(cls_ref)
     related, todo = [], [cls]
     while todo and len(related) < MAX_OVERRIDES:  # the class and those below it
@@ -71,6 +82,9 @@ def held_method(ref: str, class_of: Callable[[str], str], below: Dict[str, List[
             break
         up = bases[0]
         related.append(up)
-    found = {resolve(f"{h}.{method}") for c in related for h in (held.get(c, {}).get(attr),) if h}
-    found.discard(None)
-    return found.pop() if len(found) == 1 else None
+    out: List[str] = []
+    for c in related:
+        h = held.get(c, {}).get(attr)
+        if h and h not in out:
+            out.append(h)
+    return out

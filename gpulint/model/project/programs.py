@@ -9,9 +9,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 # what a program tells a file that is read without facts of its calls (no
 # step starts in it): the torch it runs on, a default device set elsewhere, that
-# its self-test block is not the program its code runs in, and which of its
-# classes other files' layers build on every call
-TOLD_ALONE = ("torch_pin", "default_device", "self_test", "per_call")
+# its self-test block is not the program its code runs in, which of its
+# classes other files' layers build on every call, and the defaults of the
+# options another file declares that its tests compare
+TOLD_ALONE = ("torch_pin", "default_device", "self_test", "per_call", "option_defaults")
 
 
 class Programs:
@@ -27,8 +28,10 @@ class Programs:
         self._imports: Optional[Tuple[Dict[str, List[str]], Dict[str, List[str]]]] = None
         self._per_call: Optional[Dict[str, List[str]]] = None
         self._named_memo: Optional[Dict[str, List[str]]] = None  # (`_named`)
+        self._options: Optional[Dict[str, dict]] = None  # (`option_defaults`)
 
-    READS = ("imports", "pin", "flags", "tests_flags", "default_device", "self_test", "per_call", "cuda")  # what it reads of a summary
+    READS = ("imports", "pin", "flags", "tests_flags", "default_device", "self_test", "per_call", "cuda",
+             "option_defaults", "tests_options")  # what it reads of a summary
 
     @classmethod
     def same_part(cls, before: dict, now: dict) -> bool:
@@ -53,7 +56,30 @@ class Programs:
         per_call = self.per_call(path)
         if per_call:
             out["per_call"] = per_call
+        defaults = self.option_defaults(path)
+        if defaults:
+            out["option_defaults"] = defaults
         return out
+
+    def option_defaults(self, path: str) -> Dict[str, object]:
+        """The defaults (a summary's `option_defaults`) of the options that
+        the other files of `path`'s program declare and that an `if` of
+        `path` compares with a constant (a summary's `tests_options`), as
+        `pin` finds the program: TTSR's `option.py` declares `--num_gpu`
+        with `default=1`; `trainer.py` wraps in `DataParallel` only `if
+        args.num_gpu > 1`. An option declared with different defaults in
+        two files of the program is left out."""
+        tested = self.files[path][1].get("tests_options")
+        if not tested:
+            return {}
+        if self._options is None:
+            if not any(s.get("option_defaults") for _, s in self.files.values()):
+                self._options = {}
+            else:
+                self._options = self._over_programs(lambda p: dict(self.files[p][1].get("option_defaults", {})),
+                                                    _joined_defaults)
+        found = self._options.get(path) or {}
+        return {k: found[k] for k in tested if k in found and found[k] is not _CLASH}
 
     def per_call(self, path: str) -> List[str]:
         """The classes of `path` that the layers of a file of the project build
@@ -253,3 +279,15 @@ class Programs:
                         out.append(best)
                     break
         return out
+
+
+_CLASH = object()  # (an option two files of one program declare with different defaults)
+
+
+def _joined_defaults(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
+    if not a or not b:
+        return a or b
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = v if k not in out or out[k] == v else _CLASH
+    return out

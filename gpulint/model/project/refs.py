@@ -59,6 +59,7 @@ class FileRefs:
         self.params = params or {}
         self._param_unions_memo: Optional[bool] = None  # (`_param_unions`)
         self._attr_counts: Dict[ast.AST, Dict[str, int]] = {}  # class -> its `self.<attr>` bindings (`_inherited`)
+        self._attr_bound: Dict[ast.AST, Dict[str, int]] = {}  # the same, less placeholders (`self.model = None`)
         # function -> the class of the object it builds and returns (`build_model(cfg)`), from the project
         self.builders = builders or {}
         # function -> the classes of which it builds and returns one (`make_agent(env)`), from the project
@@ -244,9 +245,11 @@ class FileRefs:
         return []
 
     def _binds(self, cls: ast.ClassDef, attr: str) -> bool:
-        """The class, or a base of it in the file, binds `self.<attr>`, or
-        holds one of several classes there (`_attr_unions`)."""
-        return attr in self._inherited(cls, self._attr_counts) or attr in self._inherited(cls, self._attr_unions)
+        """The class, or a base of it in the file, binds `self.<attr>` to
+        something other than a placeholder (PyCIL's `self._network = None` in
+        a base class whose subclasses build the network), or holds one of
+        several classes there (`_attr_unions`)."""
+        return attr in self._inherited(cls, self._attr_bound) or attr in self._inherited(cls, self._attr_unions)
 
     def class_attributes(self) -> Dict[str, Dict[str, str]]:
         """class -> {attr: the class of the object `self.<attr> = Class(...)`
@@ -422,6 +425,7 @@ def _read_bindings(refs: "FileRefs") -> None:
     local_aliases: Dict[ast.AST, Dict[str, ast.AST]] = {}
     every_alias: Dict[ast.AST, Dict[str, List[ast.AST]]] = {}  # scope -> name -> each name it is bound to
     attr_counts: Dict[ast.AST, Dict[str, int]] = {}
+    attr_bound: Dict[ast.AST, Dict[str, int]] = {}  # (less `self.<attr> = None`)
     attr_params: Dict[ast.AST, Dict[str, Tuple[ast.AST, str]]] = {}  # `self.<attr> = <parameter>`
     parents = refs.fa.index.parents
     kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
@@ -446,6 +450,9 @@ def _read_bindings(refs: "FileRefs") -> None:
                 if isinstance(cls, ast.ClassDef):
                     c = attr_counts.setdefault(cls, {})
                     c[t.attr] = c.get(t.attr, 0) + weight
+                    if not (isinstance(value, ast.Constant) and value.value is None):
+                        b = attr_bound.setdefault(cls, {})
+                        b[t.attr] = b.get(t.attr, 0) + weight
                     if isinstance(value, ast.Constant) and isinstance(value.value, str):
                         attr_strings.setdefault(cls, {})[t.attr] = value.value  # `self.sampler_type = "uniform"`
                     built_by = _constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
@@ -540,6 +547,7 @@ def _read_bindings(refs: "FileRefs") -> None:
             for t in (chosen.get(k) or refs._built_by(v.func),) if t is not None
         }
     refs._attr_counts = attr_counts
+    refs._attr_bound = attr_bound
     for cls, attrs in attr_params.items():
         # `self.policy = policy` in `__init__`, the attribute's only binding: the object of the
         # class every caller passes for that parameter (`MFPolicyTrainer(policy=CQLPolicy(...))`)
@@ -611,11 +619,16 @@ def _element_class(call: ast.Call) -> Optional[ast.AST]:
 
 def _iterated_attribute(loop: ast.AST) -> Optional[Tuple[str, str]]:
     """(the loop variable, attr) of `for block in self.<attr>:` (or a slice
-    of it) or `for i, block in enumerate(self.<attr>):`; else None."""
+    of it) or `for i, block in enumerate(self.<attr>):`, also zipped with
+    other sequences, the attribute first (T5's `for i, (layer_module,
+    past) in enumerate(zip(self.block, past_key_values)):`); else None."""
     it, target = loop.iter, loop.target  # type: ignore[attr-defined]
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and len(it.args) == 1 \
             and isinstance(target, ast.Tuple) and len(target.elts) == 2:
         it, target = it.args[0], target.elts[1]
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "zip" and not it.keywords \
+            and isinstance(target, ast.Tuple) and len(target.elts) == len(it.args) >= 2:
+        it, target = it.args[0], target.elts[0]
     if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice):
         it = it.value  # `for layer in self.layers[:n_q]:`: some of the same elements
     if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \

@@ -33,7 +33,7 @@ import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from gpulint.model.control.modes import EVAL as EVAL_MODE, mode_before, model_key, switching_scopes
-from gpulint.model.control.options import OPTION_WORD_RE, opt_in_flags, tested_flags
+from gpulint.model.control.options import number_defaults, opt_in_flags, tested_flags, tested_options, under_option
 from gpulint.model.control.repetition import after_periodic_return, under_once_guard
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
 from gpulint.model.index.nodes import FUNCS, LOOPS, abstract_method, self_test_block
@@ -296,6 +296,12 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     tested = tested_flags(fa.index)
     if tested:
         out["tests_flags"] = sorted(tested)  # what such a flag of another file could guard here
+    defaults = number_defaults(fa.index)
+    if defaults:
+        out["option_defaults"] = defaults  # its options' defaults (`--num_gpu`, 1), for the files of its program
+    compared = tested_options(fa.index) - set(defaults)
+    if compared:
+        out["tests_options"] = sorted(compared)  # what such an option of another file could be here
     if any(fa.index.mentions(w) for w in LOW_PRECISION_WORDS):
         out["low_precision"] = True  # (for the files whose functions it calls: `CallFacts.called_in_low_precision`)
     if sets_program_default_device(fa):
@@ -693,56 +699,11 @@ def _is_method(fa: "FileModel", func: ast.AST) -> bool:
 
 def _where(fa: "FileModel", hot: "Hotness", node: ast.AST, ancestors, scope: ast.AST) -> str:
     region = fa.loops.region(node, ancestors, hot.is_hot, hot.contains_hot, hot.block_steps)
-    if region is None or _under_option(fa, node, ancestors, region) or under_once_guard(node, ancestors, fa.index):
+    if region is None or under_option(fa, node, ancestors, region) or under_once_guard(node, ancestors, fa.index):
         return SOME  # (`if self.step == 0: self.plot_train_batch(...)`: the first step only)
     if isinstance(region, LOOPS):
         return hot.kind(region) or SOME
     return BODY if region is scope else SOME
-
-
-def _under_option(fa: "FileModel", node: ast.AST, ancestors, region: ast.AST) -> bool:
-    """`node` sits in the body of an `if` between it and `region` whose test
-    names an option or schedule (`OPTION_WORD_RE`): the callee then runs on
-    some steps, not every one, and the call graph does not make it per-step
-    code. (Within one function the rules judge such guards themselves.)"""
-    chain = list(ancestors) + [node]
-    loop_vars = {n.id for anc in chain if isinstance(anc, (ast.For, ast.AsyncFor))
-                 for n in walk(anc.target) if isinstance(n, ast.Name)}
-    for i in range(len(chain) - 2, -1, -1):
-        anc = chain[i]
-        if anc is region:
-            return False
-        if isinstance(anc, ast.If) and fa.index.in_block(chain[i + 1], anc):
-            if _names_option(fa, anc.test) or _one_pass_test(anc.test, loop_vars):
-                return True
-    return False
-
-
-def _names_option(fa: "FileModel", test: ast.AST) -> bool:
-    """A word of the test names an option or schedule (`OPTION_WORD_RE`);
-    once per test, since every call under the `if` asks."""
-    return fa.index.memoized("summary.option_test", test, lambda: any(OPTION_WORD_RE.search(w) for w in _words(test)))
-
-
-def _one_pass_test(test: ast.AST, loop_vars) -> bool:
-    """`if i == len(loader) - 1:`, `if step == 0:`: a loop variable compared
-    for equality picks one pass of the loop, not every one."""
-    return (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Eq)
-        and any(isinstance(x, ast.Name) and x.id in loop_vars for x in (test.left, test.comparators[0]))
-    )
-
-
-def _words(test: ast.AST) -> List[str]:
-    out = []
-    for n in walk(test):
-        if isinstance(n, ast.Name):
-            out.append(n.id)
-        elif isinstance(n, ast.Attribute):
-            out.append(n.attr)
-    return out
 
 
 def _wrapped_iterable(fa: "FileModel", init: ast.AST) -> Optional[int]:

@@ -106,6 +106,12 @@ class CallFacts:
         `for obj in iterable: ... yield obj`."""
         return None
 
+    def option_defaults(self) -> Dict[str, object]:
+        """The defaults of command-line options that other files of the
+        file's program declare and that its `if` tests compare
+        (`Programs.option_defaults`)."""
+        return {}
+
     def project_uses_accelerator(self) -> bool:
         """Some file of the project can put a tensor on an accelerator (CUDA,
         a device, `.to(...)`, a library that moves tensors). False only when
@@ -218,7 +224,8 @@ class ProgramFacts(CallFacts):
     """No answer about calls, only what the file's program says of it: a
     file read without the project's call facts (nothing in it starts a
     step) whose program sets a default device elsewhere, imports it past
-    its self-test block, or builds its classes in every call of a layer."""
+    its self-test block, builds its classes in every call of a layer, or
+    declares the options it compares."""
 
     def __init__(self, told: dict) -> None:
         """`told`: what the program tells the file (`programs.TOLD_ALONE`)."""
@@ -232,3 +239,6 @@ class ProgramFacts(CallFacts):
 
     def built_per_call(self, cls: ast.AST) -> bool:
         return getattr(cls, "name", None) in self.told.get("per_call", ())
+
+    def option_defaults(self) -> Dict[str, object]:
+        return self.told.get("option_defaults") or {}

@@ -14,6 +14,7 @@ from gpulint.rules.inference_without_no_grad.grad_mode import (
     runs_with_grad_off,
 )
 from gpulint.model.index.nodes import FUNCS
+from gpulint.model.control.options import off_by_default
 from gpulint.model.control.repetition import is_once_only_name
 from gpulint.model.index.order import end_of, loops_around, scope_nodes, start_of
 from gpulint.model.values.devices import default_device_set
@@ -74,7 +75,18 @@ class InferenceWithoutNoGrad(Rule):
       a function of the same file that does one of these, in the loop or
       after it (fine-tuning in eval mode, e.g. with frozen BatchNorm
       statistics, is legitimate); a training loop that merely runs before an
-      evaluation loop does not count;
+      evaluation loop does not count. Except where every use of the
+      forward's outputs detaches them (`_, aux = model(x)`, then
+      `aux["penultimate"].detach()` fed to linear heads that the loop
+      trains, in the loop that steps): no gradient can flow back through this forward, so it is
+      flagged, and the message says to run that forward alone under
+      `torch.no_grad()`. And except where one loop trains or evaluates by
+      a test (egnn's `if partition == "train": model.train() else:
+      model.eval()`, every gradient call under `if partition == "train":`):
+      the evaluating runs record a graph for nothing, so the forward is
+      flagged, with `torch.set_grad_enabled(<the test>)` as the fix (where
+      the forward is in branches of a command-line option, one per model
+      the user may pick, only the option's default branch is);
     - functions that only run with grad off: decorated with
       `@torch.no_grad()` / `@torch.inference_mode()` or a project wrapper
       named after them (`@smart_inference_mode()`), or called from inside a
@@ -275,7 +287,21 @@ class InferenceWithoutNoGrad(Rule):
         if self._frozen(fa, key, scope, ancestors) or _built_here_on_cpu(fa, key, scope, ancestors):
             return
         if self._gradients_needed(fa, node, loops, scope):
-            return
+            trains_when = _trains_only_when(fa, key, node, scope)
+            if trains_when is not None:  # `if partition == "train": model.train() else: model.eval()`
+                if _off_by_default_branch(fa, node, ancestors, scope):
+                    return  # (egnn's `elif args.model == "gnn":` forwards: one per model the user may pick)
+                return self.report(ctx, node, message=self.message.format(model=key).replace(
+                    "; wrap the loop in `with torch.inference_mode():`",
+                    f" when the loop does not train (it trains only if `{trains_when}`); run the forward under "
+                    f"`with torch.set_grad_enabled({trains_when}):`"))
+            if not (isinstance(loops[0], (ast.For, ast.AsyncFor, ast.While))
+                    and fa.loops.is_training_step_loop(loops[0]) and _only_detached(fa, node, scope)):
+                return  # (a per-epoch preview after the steps' loop: once per epoch)
+            # a linear probe: the loop trains heads, so only this forward goes under `no_grad`
+            return self.report(ctx, node, message=self.message.format(model=key).replace(
+                "; wrap the loop in `with torch.inference_mode():`",
+                " (its outputs are only used detached); run this forward under `with torch.no_grad():`"))
         if ctx.torch_version < _INFERENCE_MODE_SINCE:  # (a project pinned to an older torch: no inference_mode)
             return self.report(ctx, node, message=self.message.format(model=key).replace(
                 "torch.inference_mode()", "torch.no_grad()"))
@@ -311,6 +337,92 @@ class InferenceWithoutNoGrad(Rule):
             if start_of(call) >= end_of(inner) and all(id(lp) in fwd_loops for lp in call_loops):
                 return True
         return False
+
+
+def _trains_only_when(fa, key: str, call: ast.Call, scope: ast.AST) -> Optional[str]:
+    """One loop trains or evaluates by a test (egnn's `train(epoch, loader,
+    partition)`: `if partition == "train": model.train() ... else:
+    model.eval()`, and the backward under `if partition == "train":`): the
+    last switch of `key` before the forward is `.eval()` in one branch of an
+    `if`, and every gradient call of the scope is in the other branch of an
+    `if` with the same test. The condition under which it trains, as
+    source; else None."""
+    start = start_of(call)
+    switch = None
+    for n in scope_nodes(scope):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("eval", "train") \
+                and model_key(n.func.value) == key and start_of(n) < start \
+                and (switch is None or start_of(n) > start_of(switch)):
+            switch = n
+    if switch is None or switch.func.attr != "eval" or switch.args:
+        return None
+    branch, side = _branch_of(fa, switch)
+    if branch is None:
+        return None
+    test = ast.dump(branch.test)
+    grads = [n for n in scope_nodes(scope) if isinstance(n, ast.Call) and needs_grad_call(fa, n, [scope])]
+    for g in grads:
+        b, s = _branch_of(fa, g, test)
+        if b is None or s == side:
+            return None
+    cond = ast.unparse(branch.test)
+    return cond if side == "orelse" else f"not ({cond})"
+
+
+def _off_by_default_branch(fa, node: ast.AST, ancestors, scope: ast.AST) -> bool:
+    """`node` is in the block of an `if` that compares a command-line option
+    with a constant and is false at the option's default (`elif args.model
+    == "gnn":` where `--model` defaults to `egnn_vel`)."""
+    child = node
+    for anc in reversed(ancestors):
+        if anc is scope:
+            break
+        if isinstance(anc, ast.If) and any(child is c for c in anc.body) and off_by_default(
+                fa.index, anc.test, fa.facts.option_defaults()):
+            return True
+        child = anc
+    return False
+
+
+def _branch_of(fa, node: ast.AST, test: Optional[str] = None):
+    """(the innermost `if` around `node`, with that test where `test` is
+    given, and "body" or "orelse", the branch `node` is in); (None, None)."""
+    child = node
+    for anc in reversed(fa.index.ancestors(node)):
+        if isinstance(anc, FUNCS):
+            break
+        if isinstance(anc, ast.If) and child is not anc.test and (test is None or ast.dump(anc.test) == test):
+            return anc, ("body" if any(child is c for c in anc.body) else "orelse")
+        child = anc
+    return None, None
+
+
+def _only_detached(fa, call: ast.Call, scope: ast.AST) -> bool:
+    """The forward's outputs are bound to names (`_, aux = model(x)`) and
+    every later use of them detaches first (`aux['penultimate'].detach()`,
+    `feats.data`): a linear probe trains only the heads it feeds, so the
+    backbone's graph is recorded for nothing, whatever backward runs after."""
+    parents = fa.index.parents
+    stmt = parents.get(call)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1):
+        return False
+    target = stmt.targets[0]
+    elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+    if not all(isinstance(e, ast.Name) for e in elts):
+        return False
+    names = {e.id for e in elts if e.id != "_"}
+    used = False
+    for n in scope_nodes(scope):
+        if not (isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)):
+            continue
+        up = parents.get(n)
+        while isinstance(up, ast.Subscript) and up.value is not None:
+            up = parents.get(up)  # `aux['penultimate']`, `out[0][:, 1]`
+        if not (isinstance(up, ast.Attribute) and (up.attr == "data" or up.attr == "detach" and isinstance(
+                parents.get(up), ast.Call))):
+            return False
+        used = True
+    return used
 
 
 # the torch release that added `torch.inference_mode`; before it, the message says `no_grad`
