@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional, Set, Tuple
+from typing import Optional, Tuple
 
-from gpulint.model.control.options import under_opt_in_flag
+from gpulint.model.control.options import under_opt_in_flag, words_of_test
 from gpulint.model.control.repetition import after_cache_hit, under_once_guard
 from gpulint.model.control.syncs import waits_on_host
 from gpulint.model.index.nodes import FUNCS
@@ -463,16 +463,6 @@ def _all_args(fn: ast.FunctionDef):
 _EXPORT_FLAGS = frozenset(("onnx_trace", "is_in_onnx_export", "is_tracing", "is_scripting"))
 
 
-def _names_in(test: ast.AST) -> Set[str]:
-    out = set()
-    for n in walk(test):
-        if isinstance(n, ast.Attribute):
-            out.add(n.attr)
-        elif isinstance(n, ast.Name):
-            out.add(n.id)
-    return out
-
-
 def _in_host_only_branch(ancestors, node: ast.AST) -> bool:
     """The factory sits in the CPU branch of an `if x.is_cuda:` (or
     `torch.cuda.is_available()`) test: its `else`, or the body of
@@ -488,7 +478,7 @@ def _in_host_only_branch(ancestors, node: ast.AST) -> bool:
         in_else = child in anc.orelse
         test = anc.test
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-        names = _names_in(test.operand if negated else test)
+        names = set(words_of_test(test.operand if negated else test))
         on_cuda = any("is_cuda" in n for n in names) or {"cuda", "is_available"} <= names
         if on_cuda and ((in_else and not negated) or (in_body and negated)):
             return True

@@ -52,11 +52,7 @@ def opt_in_destinations(calls: Iterable[ast.AST]) -> FrozenSet[str]:
     (`ProjectGraph.program_facts`): the flags of `params.py` guard the
     training loop of `train.py`."""
     out = set()
-    for call in calls:
-        f = call.func  # type: ignore[attr-defined]
-        if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
-            continue
-        kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+    for call, kw in _argument_calls(calls):
         action = kw.get("action")
         default = kw.get("default")
         default_off = default is None or (isinstance(default, ast.Constant) and default.value in (False, None))
@@ -82,7 +78,12 @@ def _destination(call: ast.AST, kw: dict) -> Optional[str]:
 
 def _add_argument_calls(index: TreeIndex) -> Iterable[Tuple[ast.AST, dict]]:
     """(call, its keywords by name) of each `add_argument` call of the file."""
-    for call in index.nodes(ast.Call):
+    return _argument_calls(index.nodes(ast.Call))
+
+
+def _argument_calls(calls: Iterable[ast.AST]) -> Iterable[Tuple[ast.AST, dict]]:
+    """(call, its keywords by name) of each `add_argument` call among `calls`."""
+    for call in calls:
         f = call.func  # type: ignore[attr-defined]
         if isinstance(f, ast.Attribute) and f.attr == "add_argument":
             yield call, {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
@@ -123,11 +124,7 @@ def option_defaults(calls: Iterable[ast.AST]) -> Dict[str, object]:
     """`number_defaults` of the `add_argument` calls among `calls`."""
     out: Dict[str, object] = {}
     twice = set()
-    for call in calls:
-        f = call.func  # type: ignore[attr-defined]
-        if not (isinstance(f, ast.Attribute) and f.attr == "add_argument"):
-            continue
-        kw = {k.arg: k.value for k in call.keywords if k.arg}  # type: ignore[attr-defined]
+    for call, kw in _argument_calls(calls):
         name = _destination(call, kw)
         default = kw.get("default")
         if name is None:
@@ -328,7 +325,7 @@ def _names_option(fa, test: ast.AST) -> bool:
     """A word of the test names an option or schedule (`OPTION_WORD_RE`);
     once per test, since every call under the `if` asks."""
     return fa.index.memoized("summary.option_test", test, lambda: any(
-        OPTION_WORD_RE.search(w) or _TEST_MODE_RE.search(w) for w in _words(test)))
+        OPTION_WORD_RE.search(w) or _TEST_MODE_RE.search(w) for w in words_of_test(test)))
 
 
 # a test-mode option (`if opt.test:`, `args.test_only`, `self.testing`): CenterNet's
@@ -347,7 +344,8 @@ def _one_pass_test(test: ast.AST, loop_vars) -> bool:
     )
 
 
-def _words(test: ast.AST) -> List[str]:
+def words_of_test(test: ast.AST) -> List[str]:
+    """The names and attribute names a test is made of (`opt.test` -> `opt`, `test`)."""
     out = []
     for n in walk(test):
         if isinstance(n, ast.Name):
