@@ -3476,3 +3476,57 @@ def test_an_abstract_step_of_a_base_without_bases_runs_its_overrides(tmp_path):
         """,
     })
     assert check(tmp_path, "--no-cache", "--select", "GPU101", ".") == {("train.py", 10, "GPU101")}
+
+
+def test_a_method_of_a_parameter_of_no_known_class_runs_the_project_methods_of_that_name(tmp_path):
+    """continual-learning: `train_cl(model, ...)` loops over batches and calls
+    `model.train_a_batch(x, y)`, with `model` one of several classifiers
+    handed through a training function chosen at run time. Each project
+    class's `train_a_batch` then runs every step, and its `.item()` reads
+    are per-step syncs (GPU101). A plain verb (`model.update(x)`) names
+    too many things to say which class it is."""
+    write(tmp_path, {
+        "models.py": """
+            import torch
+            from torch import nn
+
+
+            class Classifier(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.optimizer = torch.optim.Adam(self.parameters(), fused=True)
+
+                def train_a_batch(self, x, y):
+                    loss = nn.functional.cross_entropy(self.fc(x), y)
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                    return {"loss": loss.item()}
+
+                def update(self, x):
+                    return self.fc(x).sum().item()
+
+
+            class AutoEncoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.enc = nn.Linear(4, 4)
+                    self.optimizer = torch.optim.Adam(self.parameters(), fused=True)
+
+                def train_a_batch(self, x, y):
+                    loss = (self.enc(x) - x).pow(2).mean()
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                    return {"loss": loss.item()}
+        """,
+        "train.py": """
+            def train_cl(model, loader, device, history):
+                for x, y in loader:
+                    history.append(model.train_a_batch(x.to(device), y.to(device)))
+                    model.update(x.to(device))
+        """,
+    })
+    # (`Classifier.update`'s read is not per-step: `model.update` resolves to nothing)
+    assert rows_by_path(tmp_path, "GPU101") == [("models.py", 17), ("models.py", 34)]

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence
 from gpulint import __version__
 from gpulint.engine.files import FileResult
 from gpulint.engine.lint import LintOptions, ProjectInput
-from gpulint.model.project.graph import digest, is_empty
+from gpulint.model.project.tables import digest, is_empty
 from gpulint.rule import Edit, Finding, Fix
 
 CACHE_DIR = ".gpulint_cache"

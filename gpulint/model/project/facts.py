@@ -19,13 +19,14 @@ from gpulint.model.file import FileModel
 from gpulint.model.index.nodes import self_test_block
 from gpulint.model.names import ImportTable
 from gpulint.model.control.options import opt_in_destinations, option_defaults
-from gpulint.model.project.graph import ANSWER_KEYS, ProjectGraph, is_empty, tells_the_model_nothing
+from gpulint.model.project.graph import ProjectGraph
+from gpulint.model.project.tables import ANSWER_KEYS, is_empty, tells_the_model_nothing
 from gpulint.model.project.imports import bound_dotted, import_bindings, imported_modules, star_imported, used_names
 from gpulint.model.project.refs import FileRefs, star_refs
 from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
 from gpulint.model.project.per_call import built_per_call
 from gpulint.model.project.exports import EXTERNAL_ROOTS, exports_summary
-from gpulint.model.project.summary import reads_newly_every_step, summarize, summary_stands
+from gpulint.model.project.summary import duck_call, reads_newly_every_step, summarize, summary_stands
 from gpulint.model.values.callfacts import CallFacts
 
 MAX_ROUNDS = 4
@@ -88,6 +89,11 @@ class ProjectFacts(CallFacts):
                 # the function of the one module that may define it
                 found = star_refs(self.refs, call.func.id)
                 ref = found[0] if len(found) == 1 else None
+            if ref is None and self.refs is not None and isinstance(call.func, ast.Attribute) \
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id not in self.refs.names:
+                # `model.train_a_batch(x, y)` on a parameter of no known class (`summary.duck_call`)
+                index = self.refs.fa.index
+                ref = duck_call(self.refs, call.func, call.func.value, index.enclosing_scope(index.ancestors(call)))
             self._refs_of[key] = ref
         return self._refs_of[key]
 

@@ -41,13 +41,12 @@ file's cached findings depend on.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.project.hierarchy import held_classes, held_method, overrides, subclasses
+from gpulint.model.project.hierarchy import (class_methods_by_name, duck_typed, held_classes, held_method,
+                                             overrides, subclasses)
 from gpulint.model.project.refs import HELD
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
@@ -127,6 +126,7 @@ class ProjectGraph:
         self._callers: Optional[Dict[str, List[str]]] = None  # (`_plain_callers`)
         self._below: Optional[Dict[str, List[str]]] = None  # ... also below classes with no bases (`_held_method`)
         self._owners: Optional[Set[str]] = None  # what the functions are defined in (`_method_owners`)
+        self._duck: Optional[Dict[str, List[str]]] = None  # (`_duck_methods`)
         self._abstract = {fid for fid, f in self.functions.items() if f.get("abstract")}  # (`resolved_calls`)
         # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
         self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
@@ -257,10 +257,9 @@ class ProjectGraph:
         if found is None:
             path = self.owner[fid]
             resolve_in = self.resolve_in
-            found = [
-                (cid, call[1], call) for call in self.functions[fid].get("calls", ())
-                for cid in (resolve_in(call[0], path),) if cid is not None
-            ]
+            calls = self.functions[fid].get("calls", ())
+            found = [(cid, call[1], call) for call in calls for cid in (resolve_in(call[0], path),) if cid is not None]
+            found += [(cid, call[1], call) for cid, call in duck_typed(calls, lambda: _duck_methods(self))]
             found += _overriding(self, fid, found)
             self._edges[fid] = found
         return found
@@ -498,6 +497,15 @@ def _class_of(graph: ProjectGraph, ref: str) -> str:
     return moved if moved is not None and (moved in graph.classes or moved in known) else ref  # `agents.AgentBase`)
 
 
+def _duck_methods(graph: ProjectGraph) -> Dict[str, List[str]]:
+    """name -> the methods of that name the project's classes define
+    (`hierarchy.class_methods_by_name`), built once."""
+    if graph._duck is None:
+        modules = {n for names, _ in graph.files.values() for n in names}
+        graph._duck = class_methods_by_name(graph.functions, modules)
+    return graph._duck
+
+
 def _method_owners(graph: ProjectGraph) -> Set[str]:
     """What the project's functions are defined in (classes, with or without
     bases, and modules), built once."""
@@ -722,10 +730,6 @@ def module_file(found: Sequence[str], importer: str) -> Optional[str]:
     return next((p for p in found if os.path.dirname(p) == folder), None)
 
 
-def digest(table: dict) -> str:
-    return hashlib.sha1(json.dumps(table, sort_keys=True).encode()).hexdigest()[:16]
-
-
 # the parts of a facts table that change what the values and control layers answer
 def _through_star_exports(graph: "ProjectGraph", parts: List[str]) -> Optional[str]:
     """`misc.MetricLogger.update` where `misc/__init__.py` says `from .logger
@@ -776,22 +780,3 @@ def _callee_answers(graph: "ProjectGraph", ref: str, cid: str, steps: Set[str], 
     if callee.get("forwards") and cid not in graph.steps:
         forwards.add(ref)  # (a model's method that runs the model, as `process()` does: a forward of it)
 
-
-ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "builders_any",
-               "returns_synced", "hands_back", "builders_by", "returns_evaluated")
-# ... and what the loops and calls of a file are read with
-MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off", "called_off_step")
-# ... and all that a table can say about a file (what rules ask besides)
-TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in", "default_device",
-                          "returns_moved", "evaluated", "forwards", "self_test", "per_call", "option_defaults")
-
-
-def is_empty(table: dict) -> bool:
-    """The table says nothing about the file (its findings depend on no other file)."""
-    return table.get("accelerator", True) and not any(table.get(k) for k in TABLE_KEYS)
-
-
-def tells_the_model_nothing(table: dict) -> bool:
-    """The table says nothing about the file's loops and calls: only what rules ask
-    (`device_side`, `layers`), if anything."""
-    return table.get("accelerator", True) and not any(table.get(k) for k in MODEL_KEYS)

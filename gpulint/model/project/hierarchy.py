@@ -7,7 +7,7 @@ set there (`held_method`)."""
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 # the overrides of an abstract method a call of it is taken to run, at most
 MAX_OVERRIDES = 16
@@ -87,4 +87,36 @@ def held_classes(ref: str, class_of: Callable[[str], str], below: Dict[str, List
         h = held.get(c, {}).get(attr)
         if h and h not in out:
             out.append(h)
+    return out
+
+
+# the most classes a parameter's method may resolve to (`refs.DUCK`): beyond, the name says too little
+MAX_DUCK_CLASSES = 8
+
+
+def duck_typed(calls: Sequence[list], methods: Callable[[], Dict[str, List[str]]]) -> List[Tuple[str, list]]:
+    """(method, call) for each call of a parameter's method whose class no
+    caller shows (`?.train_a_batch`, `refs.DUCK`): the methods of that
+    name the project's classes define, where one to `MAX_DUCK_CLASSES`
+    classes do. `methods`: name -> the methods of that name, built once
+    when some call asks."""
+    out: List[Tuple[str, list]] = []
+    for call in calls:
+        ref = call[0]
+        if ref.startswith("?."):
+            found = methods().get(ref[2:], ())
+            if 0 < len(found) <= MAX_DUCK_CLASSES:
+                out += [(fid, call) for fid in found]
+    return out
+
+
+def class_methods_by_name(functions: Iterable[str], modules: Set[str]) -> Dict[str, List[str]]:
+    """name -> the functions of that name defined in a class: those whose
+    owner is neither a module (`modules`) nor a function."""
+    fids = set(functions)
+    out: Dict[str, List[str]] = {}
+    for fid in fids:
+        owner, _, name = fid.partition("@")[0].rpartition(".")
+        if owner and owner not in modules and owner not in fids:
+            out.setdefault(name, []).append(fid)
     return out

@@ -192,6 +192,10 @@ class FileRefs:
             return None
         return self.resolve_name(func)
 
+    def parameters_of(self, scope: ast.AST) -> frozenset:
+        """The names the parameters of `scope` bind."""
+        return self._parameters_of(scope)
+
     def _parameters_of(self, scope: ast.AST) -> frozenset:
         """The names the parameters of `scope` bind, read once per scope."""
         params = self._param_names.get(scope)
@@ -408,6 +412,10 @@ class FileRefs:
 # the mark of a reference to a method of an object a class's `self.<attr>` holds, where
 # the class binds no such attribute: `pkg.trainer.GANTrainer#model.optimizeParameters`
 HELD = "#"
+# the mark of a reference to a method of a parameter whose class no caller shows
+# (`model.train_a_batch(x, y)` in continual-learning's `train_cl(model, ...)`): `?.train_a_batch`,
+# which the project resolves to the methods of that name its classes define (`graph.duck_typed`)
+DUCK = "?"
 
 
 def _read_bindings(refs: "FileRefs") -> None:

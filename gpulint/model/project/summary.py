@@ -45,7 +45,7 @@ from gpulint.model.project.passing import argument_kinds, evaluated_arguments, f
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
 from gpulint.model.project.hotness import EVAL, STEP_WORDS, TRAIN, Hotness, mentions_any
 from gpulint.model.project.imports import MODULE_CODE, star_imported, used_names
-from gpulint.model.project.refs import FileRefs, has_project_bases, star_refs
+from gpulint.model.project.refs import DUCK, FileRefs, has_project_bases, star_refs
 from gpulint.model.values.consumers import feeds_environment_step
 from gpulint.model.values.devices import hands_back_moved, moved_return_positions, sets_program_default_device
 from gpulint.model.values.host import first_read_lines, reads_on_return
@@ -444,7 +444,8 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
                 sc.forwards = sc.forwards or not (grad_words and fa.contexts.grad_disabled(fa.index.ancestors(node)))
             if held is None or held.split(".", 1)[0] in EXTERNAL_ROOTS:
                 return  # `self.conv(x)`: a torch sub-module (`self.reg = Regulator()`: the project's)
-    else:
+    duck = None
+    if isinstance(root, ast.Name) and root.id not in ("self", "cls"):
         target = refs.names.get(root.id)
         if target is not None:
             if target.split(".", 1)[0] in EXTERNAL_ROOTS:
@@ -454,10 +455,12 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
         ) and not refs.classes_of(root.id, None if isinstance(scope, ast.Module) else scope) and not (
             root is func and star_refs(refs, root.id)
         ):
-            return  # a builtin, or a local value that holds no known object (not a nested def)
+            duck = duck_call(refs, func, root, scope)
+            if duck is None:
+                return  # a builtin, or a local value that holds no known object (not a nested def)
     if ancestors is None:
         ancestors = fa.index.ancestors(node)
-    found = refs.call_refs(node, ancestors)
+    found = refs.call_refs(node, ancestors) if duck is None else {duck}
     if not found:
         return
     alt = _alternative(ancestors, scope)
@@ -494,6 +497,37 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
             if value is not None:  # (None: not asked of this call)
                 marks = sc.marks[key]
                 marks[ref] = marks.get(ref, True) and value
+
+
+# method names a parameter's call is not resolved by: framework objects' own (an optimizer's,
+# a writer's, a module's), which a project class defining one says nothing of what the parameter is
+_FRAMEWORK_METHODS = frozenset({
+    "zero_grad", "state_dict", "load_state_dict", "named_parameters", "named_modules", "named_children",
+    "named_buffers", "add_module", "register_buffer", "register_parameter", "add_scalar", "add_scalars",
+    "add_image", "add_images", "add_histogram", "add_text", "add_figure", "set_postfix", "set_description",
+    "get_lr", "get_last_lr", "set_epoch", "from_pretrained", "save_pretrained", "to_dict", "get_device",
+    "type_as", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor", "log_dict", "manual_backward",
+})
+
+
+def duck_call(refs, func: ast.AST, root: ast.Name, scope: ast.AST) -> Optional[str]:
+    """`model.train_a_batch(x, y)` where `model` is a parameter of `scope`
+    whose class no caller shows (continual-learning's `train_cl(model,
+    ...)`, handed one of several classifiers through a function chosen at
+    run time): `?.train_a_batch` (`refs.DUCK`), which the project resolves
+    to the methods of that name its classes define, when few do. Only a
+    compound name (`train_a_batch`, `extract_vector`), not a framework
+    object's own (`zero_grad`) nor an in-place one (`add_`), and not a
+    dunder: a plain verb (`update`, `predict`) is too common to say which
+    class it is."""
+    if not (isinstance(func, ast.Attribute) and func.value is root and isinstance(scope, FUNCS)):
+        return None
+    name = func.attr
+    if "_" not in name.strip("_") or name.startswith("__") or name.endswith("_") or name in _FRAMEWORK_METHODS:
+        return None
+    if root.id not in refs.parameters_of(scope):
+        return None
+    return f"{DUCK}.{name}"
 
 
 # host reads and syncs, by name (`_first_reads`)
