@@ -1229,14 +1229,14 @@ def test_layers_of_imported_models_reach_the_training_file_and_the_cache_follows
     part = partial_summary(ast.parse(DCGAN), DCGAN, ["models"], False)
     # (and what it imports, where the models it builds may have more layers)
     # (and what its code builds, and its classes' bases, where a subclass of a trainer builds its model)
-    assert part == {"functions": {}, "imports": ["torch", "torch.nn"], "uses": {}, "partial": True,
+    assert part == {"functions": {}, "imports": ["torch", "torch.nn"], "uses": {}, "partial": True, "methods": ["forward"],
                     "classes": {"models.Discriminator": ["torch.nn.Module"], "models.Generator": ["torch.nn.Module"]},
                     "layers": {"conv": 4, "matmul": 2, "attention": 0},  # by call site: `block` has one Conv2d
                     "class_layers": {"Discriminator": {"conv": 1, "matmul": 1, "attention": 0},
                                      "Generator": {"conv": 3, "matmul": 1, "attention": 0}}}
     # not asked yet: what it imports (whether it imports a training file), nothing more
     assert partial_summary(ast.parse(DCGAN), DCGAN, ["models"], False, layers=False) == {
-        "functions": {}, "classes": {}, "imports": ["torch", "torch.nn"], "partial": True}
+        "functions": {}, "classes": {}, "imports": ["torch", "torch.nn"], "partial": True, "methods": ["forward"]}
     assert partial_summary(ast.parse("x = 1\n"), "x = 1\n", ["m"], False) is None
     write(tmp_path, {"models.py": DCGAN, "train.py": "import torch\nfrom models import *\n" + TRAIN_SCRIPT})
     assert check(tmp_path, "--select", "GPU403", ".") == set()
@@ -3530,3 +3530,38 @@ def test_a_method_of_a_parameter_of_no_known_class_runs_the_project_methods_of_t
     })
     # (`Classifier.update`'s read is not per-step: `model.update` resolves to nothing)
     assert rows_by_path(tmp_path, "GPU101") == [("models.py", 17), ("models.py", 34)]
+
+
+def test_a_parameter_method_defined_in_a_file_read_only_when_asked_is_summarized(tmp_path):
+    """EfficientZero: `update_weights(model, batch, optimizer, config)` calls
+    `config.scalar_transform(target)` every step; the config class lives in
+    a file where nothing starts a step, read only when per-step code needs
+    it. Its compound method names are in its partial summary, so the
+    project asks for it, and the CPU factory there is per-step (GPU203)."""
+    write(tmp_path, {
+        "config.py": """
+            import torch
+
+
+            class BaseConfig:
+                def __init__(self, eps=0.001):
+                    self.eps = eps
+
+                def scalar_transform(self, x):
+                    sign = torch.ones(x.shape).to(x.device)
+                    return sign * (torch.sqrt(torch.abs(x) + 1) - 1) + self.eps * x
+        """,
+        "train.py": """
+            import torch
+
+
+            def update_weights(model, loader, optimizer, config):
+                for obs, target in loader:
+                    target = config.scalar_transform(target.cuda())
+                    loss = (model(obs.cuda()) - target).pow(2).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    })
+    assert rows_by_path(tmp_path, "GPU203") == [("config.py", 10)]

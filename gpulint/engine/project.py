@@ -24,7 +24,8 @@ from gpulint.engine.config import Settings
 from gpulint.engine.files import FileResult, lint_file, lint_text
 from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
 from gpulint.model.project.graph import ProjectGraph, held_by, module_file, trains
-from gpulint.model.project.refs import HELD
+from gpulint.model.project.hierarchy import MAX_DUCK_CLASSES
+from gpulint.model.project.refs import DUCK, HELD
 from gpulint.model.project.modules import is_package, module_names
 from gpulint.model.project.programs import TOLD_ALONE
 from gpulint.registry import suppression_judges
@@ -75,8 +76,27 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
         return []
     out: List[str] = _importing_steps(graph, done, inputs)
 
+    duck_files: Optional[Dict[str, List[str]]] = None  # method name -> the deferred files whose classes define it
+
+    def defining(name: str) -> None:
+        """Ask for the deferred files whose classes define a method `name`, where few do."""
+        nonlocal duck_files
+        if duck_files is None:
+            duck_files = {}
+            for paths in by_name.values():
+                for p in paths:
+                    for method in (done[p].summary or {}).get("methods", ()):
+                        duck_files.setdefault(method, []).append(p)
+        found = sorted(set(duck_files.get(name, ())))
+        if len(found) <= MAX_DUCK_CLASSES:
+            out.extend(p for p in found if p not in out)
+
     def ask(ref: str, caller: str) -> None:
+        if ref.startswith(DUCK + "."):  # a parameter's method (`?.scalar_transform`): the files that define it
+            return defining(ref[2:])
         cid = graph.resolve_in(ref, caller)
+        if cid is not None and graph.is_abstract(cid):  # (its overrides, in subclasses of files not read yet:
+            defining(cid.partition("@")[0].rpartition(".")[2])  # EfficientZero's `dynamics`)
         if cid is not None and os.path.dirname(graph.owner[cid]) == os.path.dirname(caller):
             return
         if HELD in ref:

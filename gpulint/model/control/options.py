@@ -329,8 +329,9 @@ def _names_option(fa, test: ast.AST) -> bool:
 
 
 # a test-mode option (`if opt.test:`, `args.test_only`, `self.testing`): CenterNet's
-# `save_result` of detections runs in its test passes only, not every training step
-_TEST_MODE_RE = re.compile(r"(?:^|_)test(?:ing|_only)?$", re.I)
+# `save_result` of detections runs in its test passes only, not every training step;
+# and a visualisation switch (EfficientZero's `if vis_result:`, every `vis_interval` steps)
+_TEST_MODE_RE = re.compile(r"(?:^|_)test(?:ing|_only)?$|(?:^|_)vis(?:_|$)", re.I)
 
 
 def _one_pass_test(test: ast.AST, loop_vars) -> bool:

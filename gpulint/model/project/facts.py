@@ -301,6 +301,13 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
         defaults = option_defaults(calls)
         if defaults:
             out["option_defaults"] = defaults
+    if "class " in text:  # the method names its classes define (`engine.project.demanded`: a parameter's
+        # method, `model.train_a_batch(x)`, or an override of an abstract method, that per-step code calls
+        # and no file read yet defines)
+        methods = sorted({item.name for node in tree.body if isinstance(node, ast.ClassDef) for item in node.body
+                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__")})
+        if methods:
+            out["methods"] = methods
     # what an option of another file could be compared with here (`Programs.option_defaults`; a
     # plain scan of the text, `.num_gpu > 1`: the file is not walked)
     compared = set(_COMPARED_RE.findall(text)) - set(out.get("option_defaults", ()))

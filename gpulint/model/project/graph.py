@@ -250,6 +250,10 @@ class ProjectGraph:
                 return cid
         return None
 
+    def is_abstract(self, fid: str) -> bool:
+        """`fid` raises `NotImplementedError` (its subclasses override it)."""
+        return fid in self._abstract
+
     def resolved_calls(self, fid: str) -> List[Tuple[str, str, list]]:
         """(callee, where, the call's summary entry) for each call of `fid`
         that resolves, resolved once per function and graph."""
