@@ -62,6 +62,29 @@ if hasattr(ast, "Match"):
 _IMPORTS = (ast.Import, ast.ImportFrom)
 
 
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def module_level_defs(body) -> list:
+    """The defs and classes a module's code binds: those of its body, and
+    those under its `if`/`try`/`with` blocks (a script's `def train(it):`
+    under `if __name__ == "__main__":`), not those inside a def or class."""
+    out = []
+    for node in body:
+        if isinstance(node, _DEFS):
+            out.append(node)
+            continue
+        fields = _NESTED.get(node.__class__)
+        if fields:
+            for f in fields:
+                if f == "handlers" or f == "cases":
+                    for clause in getattr(node, f):
+                        out.extend(module_level_defs(clause.body))
+                else:
+                    out.extend(module_level_defs(getattr(node, f)))
+    return out
+
+
 def _imports(body, out: list) -> list:
     """The import statements under `body`, nested ones too, in source order:
     only compound statements are entered, never an expression."""
@@ -145,9 +168,8 @@ class ImportTable:
                         star = True
                         continue
                     self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        for node in tree.body:
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.names[node.name] = f"{LOCAL}.{node.name}"
+        for node in module_level_defs(tree.body):  # (also under `if __name__ == "__main__":`)
+            self.names[node.name] = f"{LOCAL}.{node.name}"
         if star and "torch" not in self.names:
             # `from utils import *` where utils imports torch (PyTorch-RL's examples): a name
             # `torch` the file never binds itself is torch, as the star import gave it

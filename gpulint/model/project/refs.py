@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 from gpulint.model.index.nodes import FUNCS, class_method_aliases
 from gpulint.model.index.order import stored_names
 from gpulint.model.index.walk import walk
+from gpulint.model.names import module_level_defs
 from gpulint.model.project.imports import import_bindings, imported_modules, star_imported
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,9 +98,8 @@ class FileRefs:
         # the modules it imports every name of (`from utils import *`): where a call's name is
         # bound nowhere in the file, it names a function of one of them (`star_refs`)
         self.star_modules = star_imported(nodes, self.module, self.package) if self.fa.index.mentions("*") else []
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.names[node.name] = f"{self.module}.{node.name}"
+        for node in module_level_defs(tree.body):  # (also a script's defs under `if __name__ == "__main__":`)
+            self.names[node.name] = f"{self.module}.{node.name}"
         _read_bindings(self)
 
     def _built_by(self, func: ast.AST) -> Optional[str]:
