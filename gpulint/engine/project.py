@@ -24,8 +24,8 @@ from gpulint.engine.config import Settings
 from gpulint.engine.files import FileResult, lint_file, lint_text
 from gpulint.engine.lint import LintOptions, ProjectInput, collector_paused
 from gpulint.model.project.graph import ProjectGraph, held_by, module_file, trains
-from gpulint.model.project.hierarchy import MAX_DUCK_CLASSES
-from gpulint.model.project.refs import DUCK, HELD
+from gpulint.model.project.hierarchy import MAX_DUCK_CLASSES, duck_method
+from gpulint.model.project.refs import HELD
 from gpulint.model.project.modules import is_package, module_names
 from gpulint.model.project.programs import TOLD_ALONE
 from gpulint.registry import suppression_judges
@@ -92,8 +92,9 @@ def demanded(graph: ProjectGraph, done: Dict[str, FileResult], inputs: Dict[str,
             out.extend(p for p in found if p not in out)
 
     def ask(ref: str, caller: str) -> None:
-        if ref.startswith(DUCK + "."):  # a parameter's method (`?.scalar_transform`): the files that define it
-            return defining(ref[2:])
+        method = duck_method(ref)
+        if method is not None:  # a parameter's method (`?.scalar_transform`): the files that define it
+            return defining(method)
         cid = graph.resolve_in(ref, caller)
         if cid is not None and graph.is_abstract(cid):  # (its overrides, in subclasses of files not read yet:
             defining(cid.partition("@")[0].rpartition(".")[2])  # EfficientZero's `dynamics`)

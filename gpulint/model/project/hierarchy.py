@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from gpulint.model.project.refs import DUCK
+
 # the overrides of an abstract method a call of it is taken to run, at most
 MAX_OVERRIDES = 16
 
@@ -94,6 +96,11 @@ def held_classes(ref: str, class_of: Callable[[str], str], below: Dict[str, List
 MAX_DUCK_CLASSES = 8
 
 
+def duck_method(ref: str) -> Optional[str]:
+    """The method name a `refs.DUCK` reference (`?.train_a_batch`) names; None for any other reference."""
+    return ref[len(DUCK) + 1:] if ref.startswith(DUCK + ".") else None
+
+
 def duck_typed(calls: Sequence[list], methods: Callable[[], Dict[str, List[str]]]) -> List[Tuple[str, list]]:
     """(method, call) for each call of a parameter's method whose class no
     caller shows (`?.train_a_batch`, `refs.DUCK`): the methods of that
@@ -102,9 +109,9 @@ def duck_typed(calls: Sequence[list], methods: Callable[[], Dict[str, List[str]]
     when some call asks."""
     out: List[Tuple[str, list]] = []
     for call in calls:
-        ref = call[0]
-        if ref.startswith("?."):
-            found = methods().get(ref[2:], ())
+        name = duck_method(call[0])
+        if name is not None:
+            found = methods().get(name, ())
             if 0 < len(found) <= MAX_DUCK_CLASSES:
                 out += [(fid, call) for fid in found]
     return out

@@ -5,7 +5,7 @@ from textwrap import dedent
 from typing import List, Optional
 
 from gpulint.model.control.modes import (EVAL, eval_before, evaluated_at_module_level, forward_model_key, mode_before,
-                                         model_key)
+                                         mode_of_switch, model_key)
 from gpulint.rules.inference_without_no_grad.grad_mode import (
     evaluated_by_callers,
     grad_explicitly_on,
@@ -349,12 +349,11 @@ def _trains_only_when(fa, key: str, call: ast.Call, scope: ast.AST) -> Optional[
     source; else None."""
     start = start_of(call)
     switch = None
-    for n in scope_nodes(scope):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("eval", "train") \
-                and model_key(n.func.value) == key and start_of(n) < start \
-                and (switch is None or start_of(n) > start_of(switch)):
+    for n in scope_nodes(scope):  # (the last train/eval switch of `key` before the forward, as `mode_before`)
+        if isinstance(n, ast.Call) and mode_of_switch(n) is not None and model_key(n.func.value) == key \
+                and start_of(n) < start and (switch is None or start_of(n) > start_of(switch)):
             switch = n
-    if switch is None or switch.func.attr != "eval" or switch.args:
+    if switch is None or switch.func.attr != "eval":  # (`.eval()`, not `.train(False)`)
         return None
     branch, side = _branch_of(fa, switch)
     if branch is None:
