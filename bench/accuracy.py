@@ -788,10 +788,27 @@ CORPUS_SETS = {
         ("jayleicn/moment_detr", "b7e553ac3b0c898ee6b85e03ee507c064eab89ca"),
         ("GMvandeVen/continual-learning", "e6d795aa81b9cef742b8de76cb71222d4d1ce00b"),
     ],
+    # fiftieth: labelled at first sight on 57051ff
+    "fiftieth": [
+        ("watchernyu/REDQ", "7b5d1bff39291a57325a2836bd397a55728960bb"),
+        ("sihyun-yu/PVDM", "793172f7acbe51036a9f2c62a6d2bd1b0a0c6d90"),
+        ("zju3dv/snake", "7123a153bd77f92888e636bc3be405076bf86474"),
+        ("qiuqiangkong/audioset_tagging_cnn", "d2f4b8c18eab44737fcc0de1248ae21eb43f6aa4"),
+        ("XDZhelheim/STAEformer", "2dfb9e35c2f04bbb7136657100ea3d8afa5fc4e5"),
+        ("chrischoy/FCGF", "499813ea35f57d885cbc3458cd74fc57dae860c7"),
+        ("gcorso/DiffDock", "b4704d94de74d8cb2acbe7ec84ad234c09e78009"),
+        ("michaelnny/InstructLLaMA", "a1291215d365a5f285424be79f3e447b25f7d54a"),
+        ("facebookresearch/BLINK", "5fe254dd64d37332347edc73738edcb56096183f"),
+        ("yukimasano/self-label", "3891e376a82d1e4ac6de6d39505b692b8885c971"),
+        ("AliaksandrSiarohin/first-order-model", "c0274845cb2dd8f0f2fe6da580d97b60fef90c91"),
+        ("ljwztc/CLIP-Driven-Universal-Model", "43c12399cc98a40f447342a8dc2cecae5edae84c"),
+        ("tonyzhaozh/act", "742c753c0d4a5d87076c8f69e5628c79a8cc5488"),
+        ("aimagelab/meshed-memory-transformer", "239100befa61d1e77ddf3b538810c83703d1e3a7"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth", "fiftieth"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
