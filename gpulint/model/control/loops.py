@@ -554,7 +554,9 @@ def first_passes_only(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
     """`batch_i < 3` (or `... and batch_i < 3`, `3 > batch_i`, `i <= 2`) where
     `batch_i` counts the passes of a loop around it: the block runs on the
     first few passes (plots of the first batches), not on every one; and
-    `batch_cnt == 1` (`... and epoch == 0`): on one pass only."""
+    `batch_cnt == 1` (`... and epoch == 0`), or the last pass (`i ==
+    len(loader) - 1`, `i_update == num_update - 1`, a bound the loop never
+    rebinds): on one pass only."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(first_passes_only(v, outer) for v in test.values)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
@@ -569,17 +571,50 @@ def first_passes_only(test: ast.AST, outer: Sequence[ast.AST]) -> bool:
         most = None  # (any one pass)
     elif not isinstance(op, (ast.Lt, ast.LtE)):
         return False
-    if not (isinstance(left, ast.Name) and isinstance(right, ast.Constant) and type(right.value) is int
-            and 0 <= right.value and (most is None or right.value <= most)):
+    if most is None and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add) \
+            and isinstance(left.right, ast.Constant) and type(left.right.value) is int:
+        left = left.left  # `i + 1 == len(loader)`
+    if not isinstance(left, ast.Name):
         return False
+    bound = None  # `i == len(loader) - 1`, `i_update == num_update - 1`: the last pass
+    if not (isinstance(right, ast.Constant) and type(right.value) is int
+            and 0 <= right.value and (most is None or right.value <= most)):
+        if most is not None or not _pass_invariant_form(right, left.id):
+            return False
+        bound = right
     for anc in reversed(outer):
         if isinstance(anc, SCOPES):
             return False
         if isinstance(anc, LOOPS) and counts_passes(anc, left.id):
-            return True  # the batch loop's counter bounds the image loop inside it too
+            # the batch loop's counter bounds the image loop inside it too
+            return bound is None or not _bound_in(anc, bound)
         if most is None and isinstance(anc, LOOPS):
             return False  # `epoch == 0` in the batch loop: every batch of the first epoch
     return False
+
+
+def _pass_invariant_form(e: ast.AST, counter: str) -> bool:
+    """`e` is made of names, attributes, numbers, arithmetic and `len(...)`
+    (`len(loader) - 1`, `num_update - 1`, `self.n_steps`), without the counter."""
+    for n in walk(e):
+        if isinstance(n, ast.Call):
+            if not (isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1):
+                return False
+        elif isinstance(n, ast.Name):
+            if n.id == counter:
+                return False
+        elif not isinstance(n, (ast.Attribute, ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
+                                ast.expr_context)):
+            return False
+    return True
+
+
+def _bound_in(loop: ast.AST, e: ast.AST) -> bool:
+    """A name of `e` is bound in the loop (its target or its body): the bound
+    may change from pass to pass."""
+    names = {n.id for n in walk(e) if isinstance(n, ast.Name)}
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in names
+               for n in walk(loop) if isinstance(n, ast.Name))
 
 
 def fills_once(guard: ast.If, outer: Sequence[ast.AST]) -> bool:

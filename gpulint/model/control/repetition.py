@@ -554,6 +554,8 @@ def _guarded_context(node: ast.AST, ancestors: Sequence[ast.AST], fa: Optional["
         if (isinstance(anc, ast.If) and child in anc.body and not in_loop and fa is not None
                 and fa.loops.periodic_block(anc, ancestors[:i]) and not _small_period(anc.test)):
             return _ONCE, False  # every n-th pass (`if step % 1000 == 0:` around a preview sample): rare
+        if isinstance(anc, ast.ExceptHandler):
+            return _ONCE, False  # error handling (a fallback after a failed call, the end of an iterator): rare
         if isinstance(anc, FUNCS):
             return anc, in_loop
         if (isinstance(anc, LOOPS) and _in_loop_body(anc, child)

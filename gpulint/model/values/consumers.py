@@ -17,7 +17,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.tree import TreeIndex
 from gpulint.model.index.walk import walk
-from gpulint.model.values.kinds import TENSOR_JOINS
+from gpulint.model.values.kinds import NUMPY, TENSOR_JOINS
 
 
 def feeds_environment_step(index: TreeIndex, read: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
@@ -160,6 +160,36 @@ def exports_outputs(index: TreeIndex, read: ast.AST) -> bool:
             node = parent
         else:
             return _kept(index, node, parent)
+
+
+def host_array_input(fa, read: ast.AST) -> bool:
+    """The host copy `read` indexes a numpy array (`sel1[D01ind.cpu().numpy()]`
+    after `sel1 = np.random.choice(n, k)`, FCGF's hardest-negative mining), or
+    is stored into one, or into a tensor in host memory (`PS[idx, :] =
+    p.detach().cpu().numpy()` after `PS = np.zeros(...)`, self-label's
+    pseudo-label matrix for a numpy solver): a host algorithm takes it, so it
+    needs it on the host."""
+    if not (isinstance(read, ast.Call) and isinstance(read.func, ast.Attribute)
+            and read.func.attr in ("cpu", "numpy", "tolist")):
+        return False
+    index = fa.index
+    node: ast.AST = read
+    parent = index.parents.get(node)
+    while isinstance(parent, ast.Attribute) and parent.attr in _PASS_ATTRS:
+        call = index.parents.get(parent)
+        node = call if isinstance(call, ast.Call) and call.func is parent else parent
+        parent = index.parents.get(node)
+    if isinstance(parent, ast.Subscript) and parent.slice is node:
+        array = parent.value
+    elif isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0], ast.Subscript):
+        array = parent.targets[0].value
+    else:
+        return False
+    ancestors = index.ancestors(array)
+    kind = fa.values.kind_at(array, ancestors)
+    return kind == NUMPY or (parent is not None and isinstance(parent, ast.Assign)
+                             and fa.host.is_host_tensor(array, ancestors))
 
 
 def _scalar(expr: ast.AST) -> bool:

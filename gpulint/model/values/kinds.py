@@ -155,6 +155,13 @@ NON_TENSOR_ATTRS = frozenset(
     is_quantized is_meta output_nr""".split()
 )
 TENSOR_ATTRS = frozenset("grad data T mT H mH real imag".split())
+# the counts a PyTorch Geometric `Data`/`Batch` gives as Python ints (`batch.num_graphs`,
+# `data.num_nodes`), read from its tensors' shapes on the host
+GRAPH_COUNT_ATTRS = frozenset("num_graphs num_nodes num_edges num_node_features num_edge_features num_features".split())
+# a batch's key for what a dataset hands as text, which collation keeps a list of strings
+# (`batch["name"]`, `batch["img_path"]`, `sample["caption"]`): no tensor
+TEXT_KEY_RE = re.compile(
+    r"^(?:.*_)?(?:names?|paths?|files?|filenames?|fnames?|captions?|texts?|prompts?|sentences?|titles?)$", re.I)
 # methods of a model that return the model itself
 MODEL_SELF_METHODS = frozenset("to cuda cpu train eval half float double bfloat16 requires_grad_".split())
 MODEL_TELL_METHODS = frozenset(

@@ -28,8 +28,10 @@ from gpulint.model.values.kinds import (
     MODEL,
     MODEL_CODE_WORDS,
     MODEL_SELF_METHODS,
+    GRAPH_COUNT_ATTRS,
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
+    TEXT_KEY_RE,
     NOT_MODEL_HINT_RE,
     NUMBER,
     NUMPY,
@@ -160,6 +162,8 @@ class Values:
                     return OTHER
                 if expr.attr in TENSOR_ATTRS:
                     return TENSOR
+                if expr.attr in GRAPH_COUNT_ATTRS:
+                    return NUMBER
                 stub = stub_attribute_kind(expr.attr)
                 if stub is not None:
                     return stub
@@ -177,6 +181,9 @@ class Values:
                 return OTHER
             return None
         if isinstance(expr, ast.Subscript):
+            key = expr.slice.value if isinstance(expr.slice, ast.Constant) else None
+            if isinstance(key, str) and TEXT_KEY_RE.match(key):
+                return OTHER  # `batch["name"]`: the text a dataset hands, which collation keeps as strings
             base = self.classify(expr.value, kinds, batch)
             if base in (TENSOR, NUMPY):
                 return base
@@ -414,6 +421,9 @@ class Values:
         if isinstance(expr, ast.Name):
             return expr.id in batch
         if isinstance(expr, ast.Subscript):
+            key = expr.slice.value if isinstance(expr.slice, ast.Constant) else None
+            if isinstance(key, str) and TEXT_KEY_RE.match(key):
+                return False  # `batch["name"]`: the text a dataset hands, not a tensor of the batch
             return self.is_batch_expr(expr.value, kinds, batch)
         if isinstance(expr, ast.Attribute):
             # (`labels.shape[0]`, `x.dtype`: facts of a tensor of the batch, host values)

@@ -43,7 +43,7 @@ def typed_like(fa, node: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[Tup
                 and other.func.attr == "type" and not other.args and not other.keywords):
             return None
         other = other.func.value
-    like = _like_in_layer(fa, node, other, ancestors)
+    like = _like_in_layer(fa, node, other, ancestors, typed=node.func.attr == "type")
     if like is None:
         return None
     parent = ancestors[-1] if ancestors else None
@@ -86,7 +86,12 @@ def typed_like_message(fa, node: ast.Call, ancestors: Sequence[ast.AST], text_of
     return moved_like_message(text_of(like), name, method)
 
 
-def _like_in_layer(fa, node: ast.Call, like: ast.AST, ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:
+def _like_in_layer(fa, node: ast.Call, like: ast.AST, ancestors: Sequence[ast.AST],
+                   typed: bool = False) -> Optional[ast.AST]:
+    """`like`, where the move to its device runs on every call of a layer;
+    else None. With `typed` (`.type(like.type())`), `like` is a tensor by
+    its own use: `.type()` with no argument is the tensor's type name, which
+    neither a module nor an array has."""
     if not isinstance(like, ast.Name) or "device" in like.id.lower() or device_arg_kind(fa, like) is not None:
         return None  # (an attribute may hold a device: `self.loss_device`)
     func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
@@ -95,7 +100,7 @@ def _like_in_layer(fa, node: ast.Call, like: ast.AST, ancestors: Sequence[ast.AS
         return None  # a layer's every call, or a function the call graph runs every step (a flow
         # loss's `flow_warp`); not a search step, a sampler or a preprocessing helper
     kind = fa.values.kind_at(like, ancestors)
-    if kind != TENSOR and not (kind is None and _parameter_of_forward(like, func)):
+    if kind != TENSOR and not (kind is None and (typed or _parameter_of_forward(like, func))):
         return None
     if not runs_repeatedly(fa, node, ancestors):
         return None

@@ -6,7 +6,8 @@ from typing import List
 
 from gpulint.model.index.nodes import FUNCS, LOOPS, SCOPES
 from gpulint.model.values.callfacts import TRAIN
-from gpulint.model.values.consumers import exports_outputs, feeds_environment_step, keys_a_mapping, sets_learning_rate
+from gpulint.model.values.consumers import (exports_outputs, feeds_environment_step, host_array_input, keys_a_mapping,
+                                            sets_learning_rate)
 from gpulint.model.values.devices import is_cpu_tensor_type
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, TENSOR, TENSOR_ONLY_METHODS
 from gpulint.model.control.syncs import (
@@ -536,10 +537,10 @@ class HostSyncInLoop(TruthTests, SliceReads, OldScalarReads, Rule):
             return None
         if feeds_environment_step(analysis.index, node, ancestors) or exports_outputs(analysis.index, node) or (
                 keys_a_mapping(analysis.index, node) or returns_the_action(analysis, loop, node, ancestors)
-                or sets_learning_rate(analysis.index, node, ancestors)
+                or host_array_input(analysis, node) or sets_learning_rate(analysis.index, node, ancestors)
                 or (not scan and stops_search(analysis, node, ancestors))):
             return None  # actions for the environment; predictions kept on the host; keys of a dict; an lr;
-            # whether a decoding or search loop goes on
+            # a host array's indices or contents (a host algorithm's input); whether a search goes on
         return loop
 
     @staticmethod
