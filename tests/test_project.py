@@ -3565,3 +3565,68 @@ def test_a_parameter_method_defined_in_a_file_read_only_when_asked_is_summarized
         """,
     })
     assert rows_by_path(tmp_path, "GPU203") == [("config.py", 10)]
+
+
+def test_a_subclass_of_data_parallel_another_file_defines_is_data_parallel(tmp_path):
+    # first-order-model's vendored `sync_batchnorm`, re-exported by its package: a file that only
+    # defines the class (no step, no layer) is still read for its bases
+    write(tmp_path, {
+        "sync_batchnorm/__init__.py": "from .replicate import DataParallelWithCallback\n",
+        "sync_batchnorm/replicate.py": """
+            from torch.nn.parallel.data_parallel import DataParallel
+
+
+            class DataParallelWithCallback(DataParallel):
+                def replicate(self, module, device_ids):
+                    return super().replicate(module, device_ids)
+        """,
+        "train.py": """
+            import torch
+            from sync_batchnorm import DataParallelWithCallback
+
+
+            class Wrapper(torch.nn.Module):
+                pass
+
+
+            def train(model, loader, optimizer):
+                full = DataParallelWithCallback(model, device_ids=[0, 1])
+                other = Wrapper()
+                for x, y in loader:
+                    loss = full(x.cuda(), y.cuda()).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    })
+    found = check(tmp_path, "--no-cache", "--preview", "--select", "GPU001", ".")
+    assert found == {("train.py", 11, "GPU001")}
+
+
+def test_a_subclass_of_data_loader_another_file_defines_is_a_data_loader(tmp_path):
+    # meshed-memory-transformer's `data.DataLoader`, which sets the dataset's own `collate_fn`
+    write(tmp_path, {
+        "data/__init__.py": """
+            from torch.utils.data import DataLoader as TorchDataLoader
+
+
+            class DataLoader(TorchDataLoader):
+                def __init__(self, dataset, *args, **kwargs):
+                    super().__init__(dataset, *args, collate_fn=dataset.collate_fn(), **kwargs)
+        """,
+        "train.py": """
+            import torch
+            from data import DataLoader
+
+
+            def train(model, dataset, optimizer):
+                loader = DataLoader(dataset, batch_size=32)
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda()).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    })
+    found = check(tmp_path, "--no-cache", "--preview", "--select", "GPU202", ".")
+    assert found == {("train.py", 7, "GPU202")}

@@ -22,6 +22,10 @@ LOCAL = "<local>"
 CANONICAL: Dict[str, str] = {
     "torch.nn.parallel.DataParallel": "torch.nn.DataParallel",
     "torch.nn.parallel.data_parallel.DataParallel": "torch.nn.DataParallel",
+    # PyG's subclass, which scatters lists of graphs: one process driving every GPU, the same
+    "torch_geometric.nn.DataParallel": "torch.nn.DataParallel",
+    "torch_geometric.nn.data_parallel.DataParallel": "torch.nn.DataParallel",
+    "torch_geometric.data.in_memory_dataset.InMemoryDataset": "torch_geometric.data.InMemoryDataset",
     "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
     "torch.nn.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
     "torch.utils.data.dataloader.DataLoader": "torch.utils.data.DataLoader",

@@ -18,8 +18,10 @@ class DataParallel(Rule):
     ## What it does
     Flags the construction of `torch.nn.DataParallel`, in any import form
     (`nn.DataParallel`, `from torch.nn.parallel import DataParallel as DP`, ...)
-    or through a subclass the file defines (`class CustomDataParallel(
-    nn.DataParallel):`),
+    or through a subclass the file, or another file of the project, defines
+    (`class CustomDataParallel(nn.DataParallel):`, a vendored
+    `sync_batchnorm.DataParallelWithCallback`; PyTorch Geometric's
+    `DataParallel` too),
     and calls of its functional form, `torch.nn.parallel.data_parallel(module,
     inputs, device_ids)`, which scatters, replicates the module, runs and
     gathers on every call. The functional form is flagged only where it is
@@ -191,7 +193,8 @@ class DataParallel(Rule):
     def visit_Call(self, node: ast.Call, ctx) -> None:
         q = ctx.qualname(node.func)
         functional = q in _FUNCTIONAL
-        if q != "torch.nn.DataParallel" and not functional and not _own_subclass(ctx, node.func):
+        if q != "torch.nn.DataParallel" and not functional and not _own_subclass(ctx, node.func) \
+                and ctx.analysis.facts.subclass_of(node) != "torch.nn.DataParallel":
             return
         if any(isinstance(a, _DEFS) and _IMPLEMENTS_DP.search(a.name) for a in ctx.ancestors):
             return  # the code that implements a `dp` option the user picked

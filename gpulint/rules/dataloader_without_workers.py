@@ -10,6 +10,7 @@ from gpulint.model.names import last_name
 from gpulint.model.values.devices import has_star_args, helper_move_target, keyword_value, move_target
 from gpulint.model.values.kinds import IN_MEMORY_DATASET, NUMPY, TENSOR
 from gpulint.model.values.loaders import DATALOADER_NAMES, gpu_fed_loaders, is_torch_dataloader_call, serves_stored_items
+from gpulint.model.control.options import default_of_option
 from gpulint.model.control.repetition import called_repeatedly
 from gpulint.edits import add_keyword, find_keyword, replace_node
 from gpulint.rule import TIME, UNSAFE, Bench, Edit, Example, Rule
@@ -62,8 +63,15 @@ def _is_in_memory_dataset(fa, dataset: Optional[ast.AST]) -> bool:
 def _builds_in_memory_dataset(fa, value: ast.AST) -> bool:
     """`value` builds a dataset class of another project file whose samples
     are in memory (`self.trainset = ABSADataset(fname, tokenizer)`, its
-    `__getitem__` a lookup of what its `__init__` tokenized), as the project says."""
-    return isinstance(value, ast.Call) and fa.facts.returns(value) == IN_MEMORY_DATASET
+    `__getitem__` a lookup of what its `__init__` tokenized), as the project
+    says; or PyTorch Geometric's in-memory datasets: one of its own
+    (`torch_geometric.datasets.PPI(root)`) or a project's subclass of
+    `InMemoryDataset`, whose samples are slices of the tensors it holds."""
+    if not isinstance(value, ast.Call):
+        return False
+    return (fa.facts.returns(value) == IN_MEMORY_DATASET
+            or fa.facts.subclass_of(value) == "torch_geometric.data.InMemoryDataset"
+            or (fa.imports.qualname(value.func) or "").startswith("torch_geometric.datasets."))
 
 
 def _returned(fa) -> Dict[str, List[ast.AST]]:
@@ -160,7 +168,10 @@ class DataloaderWithoutWorkers(Rule):
     splits of it: `random_split`); a dataset class or `collate_fn` of the same file that
     moves samples to the GPU itself (workers could not run it); a
     `DataLoader` given `**kwargs` or a non-literal `num_workers` (it is
-    configured elsewhere); a loader whose batches are not moved to a GPU in
+    configured elsewhere), unless it is a command-line option whose default
+    is 0 (`num_workers=args.workers` with `--workers` declared with
+    `default=0`, in the file or another file of the program; reported
+    without a fix); a loader whose batches are not moved to a GPU in
     the file; test files. Nor a one-off inference pass: a loader whose batches
     are moved in a function (or the module-level code of a file) that trains nothing (no `.backward()` or
     optimizer step), runs the model under `no_grad`/`inference_mode` or after
@@ -294,10 +305,14 @@ class DataloaderWithoutWorkers(Rule):
         if has_star_args(node):
             return
         present, workers = keyword_value(node, "num_workers", NUM_WORKERS_POSITION)
+        option = None  # `num_workers=args.workers`, an option whose default is 0
         if present and not (
             isinstance(workers, ast.Constant) and workers.value == 0 and not isinstance(workers.value, bool)
         ):
-            return
+            default = default_of_option(fa.index, workers, fa.facts.option_defaults())
+            if not (default == 0 and not isinstance(default, bool)):
+                return
+            option = ctx.source.node_text(workers)
         move = gpu_fed_loaders(fa).get(node)
         if move is None:
             return
@@ -315,6 +330,10 @@ class DataloaderWithoutWorkers(Rule):
             local = _local_def(fa, part)
             if local is not None and _moves_to_gpu(fa, local):
                 return
+        if option is not None:  # (no fix: the option's default is the user's to change)
+            self.report(ctx, node, message=f"`DataLoader` loads every batch in the main process while the GPU "
+                        f"waits: `num_workers={option}` is 0 by default; give the option a default above 0")
+            return
         src = ctx.source
         edits = []
         if present:

@@ -139,6 +139,24 @@ def option_defaults(calls: Iterable[ast.AST]) -> Dict[str, object]:
     return out
 
 
+def default_of_option(index: TreeIndex, expr: ast.AST, elsewhere: Optional[Dict[str, object]] = None) -> Optional[object]:
+    """The default of the command-line option `expr` reads (`args.workers`,
+    `int(opt.nThreads)`), declared once by an `add_argument` of the file or,
+    `elsewhere`, of another file of the program (`CallFacts.option_defaults`);
+    None where unknown, or where the file sets the attribute itself
+    (`args.workers = 8`)."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "int" and len(expr.args) == 1:
+        expr = expr.args[0]
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+        return None
+    defaults = number_defaults(index)
+    value = defaults.get(expr.attr, (elsewhere or {}).get(expr.attr))
+    if value is None or any(isinstance(n, ast.Attribute) and n.attr == expr.attr and isinstance(n.ctx, ast.Store)
+                            for n in index.nodes(ast.Attribute)):
+        return None
+    return value
+
+
 def _constant(node: ast.AST) -> Optional[object]:
     """The number or string a literal is (`0`, `-1`, `"adam"`); None else."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \

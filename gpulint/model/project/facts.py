@@ -181,6 +181,10 @@ class ProjectFacts(CallFacts):
     def self_test(self) -> bool:
         return bool(self.table.get("self_test"))
 
+    def subclass_of(self, call: ast.Call) -> Optional[str]:
+        found = self.table.get("subclass_of")
+        return found.get(self._ref(call)) if found else None
+
     def built_per_call(self, cls: ast.AST) -> bool:
         return getattr(cls, "name", None) in self.table.get("per_call", ())
 
@@ -278,6 +282,10 @@ def model_with_facts(
 _COMPARED_RE = re.compile(r"\.([A-Za-z_]\w*)\s*(?:[<>]=?|[!=]=)\s*-?(?:\d|['\"])")
 
 
+# the framework classes whose subclasses a file read only partly records (`hierarchy.FRAMEWORK_ROOTS`)
+_FRAMEWORK_BASES = ("DataParallel", "DataLoader", "InMemoryDataset")
+
+
 def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: bool,
                     layers: bool = True) -> Optional[dict]:
     """The summary of a file that nothing in it can start a step from (its
@@ -308,6 +316,11 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
                           if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__")})
         if methods:
             out["methods"] = methods
+    if any(w in text for w in _FRAMEWORK_BASES):  # its subclasses of those (`graph._subclass_calls`)
+        bound = {q: b for q, b in class_bases(tree, module, import_bindings(top, module, package)).items()
+                 if any(base.rpartition(".")[2].endswith(_FRAMEWORK_BASES) for base in b)}
+        if bound:
+            out.setdefault("classes", {}).update(bound)
     # what an option of another file could be compared with here (`Programs.option_defaults`; a
     # plain scan of the text, `.num_gpu > 1`: the file is not walked)
     compared = set(_COMPARED_RE.findall(text)) - set(out.get("option_defaults", ()))
@@ -318,7 +331,8 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
             return out
         if not package and top:  # what it imports: which program it belongs to (`ProjectGraph.program_facts`)
             out["imports"] = sorted(imported_modules(top, module, package))
-            out["imports_only"] = True
+            if not out.get("classes"):  # (a subclass of one of those, for the graph to know)
+                out["imports_only"] = True
             return out
         return None
     if not package:  # what it imports: where the models it builds may have more layers, and

@@ -45,8 +45,8 @@ import os
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from gpulint.model.project.hierarchy import (class_methods_by_name, duck_typed, held_classes, held_method,
-                                             overrides, subclasses)
+from gpulint.model.project.hierarchy import (FRAMEWORK_ROOTS, calls_building, class_methods_by_name, descends_from,
+                                             duck_typed, held_classes, held_method, overrides, subclasses)
 from gpulint.model.project.refs import HELD
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
@@ -127,6 +127,7 @@ class ProjectGraph:
         self._below: Optional[Dict[str, List[str]]] = None  # ... also below classes with no bases (`_held_method`)
         self._owners: Optional[Set[str]] = None  # what the functions are defined in (`_method_owners`)
         self._duck: Optional[Dict[str, List[str]]] = None  # (`_duck_methods`)
+        self._subclasses: Optional[Dict[str, str]] = None  # (`_subclass_calls`)
         self._abstract = {fid for fid, f in self.functions.items() if f.get("abstract")}  # (`resolved_calls`)
         # which files import which, kept from the last round (`_resolved_from`, `ModelFiles.known_imports`)
         self._imports_kept: Optional[Tuple[Dict[str, List[str]], Optional[Dict[str, List[str]]]]] = None
@@ -417,6 +418,7 @@ class ProjectGraph:
         for key, quals in listed.items():
             if quals:
                 table[key] = sorted(quals)
+        table.update(_subclass_calls(self, summary))
         table.update(self.program_facts(path))
         if trains(summary):  # the models its training loop trains (only such a file asks)
             layers = self._models().trained_layers(path, summary)
@@ -516,6 +518,15 @@ def _method_owners(graph: ProjectGraph) -> Set[str]:
     if graph._owners is None:
         graph._owners = {fid.partition("@")[0].rpartition(".")[0] for fid in graph.functions}
     return graph._owners
+
+
+def _subclass_calls(graph: ProjectGraph, summary: dict) -> dict:
+    """{"subclass_of": the file's calls that build a project's subclass of a framework class, each with
+    that class (`hierarchy.FRAMEWORK_ROOTS`: a vendored `DataParallelWithCallback`)}, or {}."""
+    if graph._subclasses is None:
+        graph._subclasses = descends_from(graph.classes, graph._class, FRAMEWORK_ROOTS)
+    found = calls_building(summary, graph._class, graph._subclasses) if graph._subclasses else {}
+    return {"subclass_of": found} if found else {}
 
 
 def _below(graph: ProjectGraph) -> Dict[str, List[str]]:

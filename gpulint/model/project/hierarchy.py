@@ -3,12 +3,14 @@ call of an abstract method (`self.update(batches)` in a base class whose
 `update` only raises, tableshift's `DomainGeneralizationModel.train_epoch`)
 runs one of the overrides its subclasses define; a call of a method of what
 a base class's `self.<attr>` holds runs the method of what its subclasses
-set there (`held_method`)."""
+set there (`held_method`). And which classes descend from a framework
+class (`descends_from`, `calls_building`)."""
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+from gpulint.model.names import CANONICAL
 from gpulint.model.project.refs import DUCK
 
 # the overrides of an abstract method a call of it is taken to run, at most
@@ -127,3 +129,43 @@ def class_methods_by_name(functions: Iterable[str], modules: Set[str]) -> Dict[s
         if owner and owner not in modules and owner not in fids:
             out.setdefault(name, []).append(fid)
     return out
+
+
+# the framework classes whose subclasses a file's calls build are told to it (`graph.facts_for`: a
+# class of the project that subclasses `torch.nn.DataParallel`, GPU001, `DataLoader`, or PyTorch
+# Geometric's `InMemoryDataset`, whose samples are slices of tensors it holds, GPU202)
+FRAMEWORK_ROOTS = frozenset({"torch.nn.DataParallel", "torch.utils.data.DataLoader", "torch_geometric.data.InMemoryDataset"})
+
+
+def descends_from(classes: Dict[str, List[str]], class_of: Callable[[str], Optional[str]],
+                  roots: FrozenSet[str]) -> Dict[str, str]:
+    """The project's classes whose bases lead to one of `roots` (framework
+    classes, named canonically), directly or through other project classes
+    (`class DataParallelWithCallback(DataParallel)` in a vendored
+    `sync_batchnorm`), each with the root it leads to."""
+    out: Dict[str, str] = {}
+
+    def reaches(cls: str, seen: Set[str]) -> Optional[str]:
+        for base in classes.get(cls, ()):
+            if CANONICAL.get(base, base) in roots:
+                return CANONICAL.get(base, base)
+            up = class_of(base)
+            if up is not None and up in classes and up not in seen:
+                seen.add(up)
+                found = reaches(up, seen)
+                if found is not None:
+                    return found
+        return None
+
+    for cls in classes:
+        root = reaches(cls, {cls})
+        if root is not None:
+            out[cls] = root
+    return out
+
+
+def calls_building(summary: dict, class_of: Callable[[str], Optional[str]], classes: Dict[str, str]) -> Dict[str, str]:
+    """The references of the summarized file's calls that build one of
+    `classes`, each with the framework class it descends from."""
+    return {call[0]: classes[cls] for fsum in summary.get("functions", {}).values() for call in fsum.get("calls", ())
+            for cls in (class_of(call[0]),) if cls in classes}

@@ -203,6 +203,12 @@ class CallFacts:
         the device they choose (not a CPU script, `TreeIndex.is_cpu_script`)."""
         return False
 
+    def subclass_of(self, call: ast.Call) -> Optional[str]:
+        """The framework class (`torch.nn.DataParallel`, `torch.utils.data.DataLoader`)
+        a class of the project that the call builds subclasses (sync_batchnorm's
+        `DataParallelWithCallback`, a `DataLoader` that sets its own `collate_fn`)."""
+        return None
+
     def built_per_call(self, cls: ast.AST) -> bool:
         """The layers of a file of the project build objects of the class on
         every call (`Programs.per_call`: `TriangularCausalMask(...)` in an

@@ -8,8 +8,10 @@
   the same function.
 * **Loader construction**: the `DataLoader(...)` call(s) a loader expression
   refers to: a name assigned in the same function, else the same name (or
-  `self` attribute) assigned elsewhere in the file, else, for a parameter or
-  an unknown loader, the file's only `DataLoader(...)` call. `None` when that
+  `self` attribute) assigned elsewhere in the file, else, for a parameter of
+  a function of the file, the loaders its call sites in the file hand it,
+  else, for a parameter or an unknown loader, the file's only
+  `DataLoader(...)` call. `None` when that
   cannot be told (the name is also bound to something else, several files'
   worth of loaders, ...).
 
@@ -326,6 +328,8 @@ def is_torch_dataloader_call(fa: "FileModel", node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
     q = fa.imports.qualname(node.func) or ""
+    if fa.facts.subclass_of(node) == "torch.utils.data.DataLoader":
+        return True  # a subclass the project defines (one that sets its own `collate_fn`)
     return q in (
         "torch.utils.data.DataLoader",
         "torch_geometric.loader.DataLoader",
@@ -545,9 +549,31 @@ def loader_constructions(
                 return _resolve(fa, own, loader)
         if all_bindings:
             return _resolve(fa, all_bindings, loader)
+        handed = _handed_loaders(fa, loader, scope, depth)
+        if handed:
+            return handed
     elif not isinstance(loader, ast.Attribute):
         return None
     return _only_construction(fa)
+
+
+def _handed_loaders(fa: "FileModel", loader: ast.AST, scope: Optional[ast.AST], depth: int) -> Optional[List[ast.Call]]:
+    """For a loader that is a parameter of a function of the file (`def
+    train_xe(model, dataloader, optim)`), the loaders every call site of the
+    file hands it (`train_xe(model, dataloader_train, optim)`), where each
+    site's is known; else None."""
+    if not (isinstance(loader, ast.Name) and isinstance(scope, FUNCS) and depth < 3):
+        return None
+    a = scope.args  # type: ignore[attr-defined]
+    if loader.id not in {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}:
+        return None
+    out: List[ast.Call] = []
+    for arg in _call_sites(fa, scope, loader.id):
+        calls = loader_constructions(fa, arg, fa.index.ancestors(arg), depth + 1)
+        if not calls:
+            return None
+        out.extend(c for c in calls if c not in out)
+    return out or None
 
 
 def _only_construction(fa: "FileModel") -> Optional[List[ast.Call]]:
