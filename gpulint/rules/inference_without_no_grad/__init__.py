@@ -291,6 +291,10 @@ class InferenceWithoutNoGrad(Rule):
             if trains_when is not None:  # `if partition == "train": model.train() else: model.eval()`
                 if _off_by_default_branch(fa, node, ancestors, scope):
                     return  # (egnn's `elif args.model == "gnn":` forwards: one per model the user may pick)
+                if trains_when == "":  # (the evaluating branch's own forward)
+                    return self.report(ctx, node, message=self.message.format(model=key).replace(
+                        "; wrap the loop in `with torch.inference_mode():`",
+                        "; run this forward under `with torch.no_grad():`"))
                 return self.report(ctx, node, message=self.message.format(model=key).replace(
                     "; wrap the loop in `with torch.inference_mode():`",
                     f" when the loop does not train (it trains only if `{trains_when}`); run the forward under "
@@ -346,7 +350,8 @@ def _trains_only_when(fa, key: str, call: ast.Call, scope: ast.AST) -> Optional[
     last switch of `key` before the forward is `.eval()` in one branch of an
     `if`, and every gradient call of the scope is in the other branch of an
     `if` with the same test. The condition under which it trains, as
-    source; else None."""
+    source; "" where the forward itself is in the evaluating branch of such
+    an `if` (not in the training one); else None."""
     start = start_of(call)
     switch = None
     for n in scope_nodes(scope):  # (the last train/eval switch of `key` before the forward, as `mode_before`)
@@ -364,6 +369,9 @@ def _trains_only_when(fa, key: str, call: ast.Call, scope: ast.AST) -> Optional[
         b, s = _branch_of(fa, g, test)
         if b is None or s == side:
             return None
+    own, own_side = _branch_of(fa, call, test)
+    if own is not None:  # the forward sits in one branch itself: the training one trains,
+        return None if own_side != side else ""  # the evaluating one wants `no_grad` only
     cond = ast.unparse(branch.test)
     return cond if side == "orelse" else f"not ({cond})"
 

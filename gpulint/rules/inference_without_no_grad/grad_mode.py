@@ -30,9 +30,11 @@ Small, general queries over a FileModel (results cached on it):
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS
+from gpulint.model.values.consumers import writes_out
 from gpulint.model.values.kinds import OPTIMIZER
 from gpulint.model.names import last_name
 from gpulint.model.index.order import callee_name, scope_nodes
@@ -287,9 +289,15 @@ def is_gradient_call(fa: FileModel, call: ast.AST, ancestors: Sequence[ast.AST])
         return True
     if fa.steps.is_optimizer_step(call, ancestors):
         return True
-    # `loss_scaler(loss, optimizer, ...)`, `train_step(model, batch, optimizer)`
+    # `loss_scaler(loss, optimizer, ...)`, `train_step(model, batch, optimizer)`; not a checkpoint
+    # saved or loaded with the optimizer's state (`save_checkpoint(dir, model, optimizer, epoch)`)
+    if writes_out(call) or _LOADS_RE.match(last_name(call.func) or ""):
+        return False
     args = list(call.args) + [kw.value for kw in call.keywords]
     return any(fa.values.kind(a, ancestors) == OPTIMIZER for a in args if isinstance(a, (ast.Name, ast.Attribute)))
+
+
+_LOADS_RE = re.compile(r"_?(load|restore|resume)", re.I)
 
 
 def gradient_functions(fa: FileModel) -> FrozenSet[str]:
