@@ -722,19 +722,28 @@ _SERVING_CALLS = frozenset({"len", "int", "float", "tuple", "list", "dict", "ten
 
 def serves_stored_items(cls: Optional[ast.AST]) -> bool:
     """A dataset class whose `__getitem__` only looks up what `__init__` stored
-    (`return self.input_ids[idx], self.masks[idx]`), calling nothing but
-    conversions: trlx's pre-tokenized `PairwiseDataset`, PPLM's cache of
-    representations. Its samples are in memory, like a `TensorDataset`'s
+    (`return self.input_ids[idx], self.masks[idx]`, directly or through names
+    bound to the stored attributes), calling nothing but conversions (and
+    what an error it raises builds): trlx's pre-tokenized `PairwiseDataset`,
+    PPLM's cache of representations, egnn's N-body arrays. Its samples are in memory, like a `TensorDataset`'s
     (the project tells other files as `kinds.IN_MEMORY_DATASET`)."""
     if not isinstance(cls, ast.ClassDef):
         return False
     get = next((f for f in cls.body if isinstance(f, FUNCS) and f.name == "__getitem__"), None)
     if get is None:
         return False
+    raised = {id(c) for r in walk(get) if isinstance(r, ast.Raise) for c in walk(r) if isinstance(c, ast.Call)}
+    # names bound to what `__init__` stored (`loc, vel, edge_attr, charges = self.data`, egnn's N-body set)
+    held = {t.id for a in walk(get) if isinstance(a, ast.Assign) and _self_attribute(a.value)
+            for target in a.targets for t in walk(target) if isinstance(t, ast.Name)}
     reads_self = False
     for n in walk(get):
-        if isinstance(n, ast.Call) and last_name(n.func) not in _SERVING_CALLS:
-            return False
-        reads_self = reads_self or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute)
-                                    and isinstance(n.value.value, ast.Name) and n.value.value.id == "self")
+        if isinstance(n, ast.Call) and last_name(n.func) not in _SERVING_CALLS and id(n) not in raised:
+            return False  # (an error raised is no work of a sample)
+        reads_self = reads_self or (isinstance(n, ast.Subscript) and (
+            _self_attribute(n.value) or (isinstance(n.value, ast.Name) and n.value.id in held)))
     return reads_self
+
+
+def _self_attribute(e: ast.AST) -> bool:
+    return isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self"
