@@ -805,10 +805,26 @@ CORPUS_SETS = {
         ("tonyzhaozh/act", "742c753c0d4a5d87076c8f69e5628c79a8cc5488"),
         ("aimagelab/meshed-memory-transformer", "239100befa61d1e77ddf3b538810c83703d1e3a7"),
     ],
+    # fifty-first: labelled at first sight on 2079d57
+    "fifty-first": [
+        ("ChenDRAG/SfBC", "d384e9f0f272f3760ba56db2a235383fb8faef45"),
+        ("gwang-kim/DiffusionCLIP", "e4bfb25603f6c757f2518171bc8d4945fe24e59a"),
+        ("mkocabas/VIBE", "851f779407445b75cd1926402f61c931568c6947"),
+        ("VitjanZ/DRAEM", "2dbf67397ab5c10a1494e5ae70ab59a25d7c35ef"),
+        ("lioryariv/volsdf", "a974c883eb70af666d8b4374e771d76930c806f3"),
+        ("malllabiisc/CompGCN", "3b06f5fec42526faa81afc158df9e64a8382982c"),
+        ("songmzhang/DSKD", "077337ac989045ccf11a6dd927418e3cf4f40971"),
+        ("dqwang122/HeterSumGraph", "4bf23141c79794383dfa01d558244a4c868763b2"),
+        ("keyu-tian/SparK", "a63e386f8e5186bc07ad7fce86e06b08f48a61ea"),
+        ("SeungjunNah/DeepDeblur-PyTorch", "26047f7a67ab8d1dec083b5d9e1d83b53eedbd17"),
+        ("shariqfarooq123/AdaBins", "0952d91e9e762be310bb4cd055cbfe2448c0ce20"),
+        ("Sha-Lab/FEAT", "47bdc7c1672e00b027c67469d0291e7502918950"),
+        ("YapengTian/AVVP-ECCV20", "fde56118f2c2e7c19188dfefa2569a37b70054fe"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth", "fiftieth"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth", "fiftieth", "fifty-first"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
