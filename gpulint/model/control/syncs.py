@@ -16,6 +16,7 @@ from gpulint.model.index.order import loops_around, scope_nodes, unbound_paramet
 from gpulint.model.names import dotted
 from gpulint.model.values.devices import move_target
 from gpulint.model.values.host import device_tensor
+from gpulint.model.values.narrowing import keyed_by_text
 from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
 from gpulint.model.values.shapes import CALL_NAMES, device_data_dependent_op, sized_by_tensor
@@ -60,7 +61,7 @@ def reads_truth(test: ast.AST, analysis) -> bool:
     """An `if` test that surely takes a device tensor's truth value (its first
     operand, which always runs: `if self.tokens < warmup:`)."""
     first = next(truth_operands(test), None)
-    return first is not None and device_tensor(first, analysis)
+    return first is not None and device_tensor(first, analysis) and not keyed_by_text(first, analysis)
 
 
 def _converts_tensor(n: ast.AST, analysis) -> bool:

@@ -1,4 +1,5 @@
-"""What an `isinstance` test says about a name in the branches it guards."""
+"""What an `isinstance` test says about a name in the branches it guards;
+and a name its function subscripts with a string holds a mapping (`keyed_by_text`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Sequence
 
 from gpulint.model.index.nodes import FUNCS, SCOPES
 from gpulint.model.names import ImportTable
+from gpulint.model.index.order import scope_nodes
 from gpulint.model.index.walk import walk
 
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter"})
@@ -60,3 +62,20 @@ def tests_parameter_tensor(test: ast.AST, func: ast.AST, imports: ImportTable) -
     if name not in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
         return False
     return tests_tensor_type(test, name, imports)
+
+
+def keyed_by_text(t: ast.AST, analysis) -> bool:
+    """`t` is a name its function also subscripts with a string (`if target_2d:`
+    then `target_2d["features"]`, VIBE's batch dicts): a mapping, whose truth
+    is its emptiness, on the host; no tensor is indexed by a string."""
+    if not isinstance(t, ast.Name):
+        return False
+    ancestors = analysis.index.ancestors(t)
+    scope = analysis.index.enclosing_scope(ancestors) or analysis.tree
+
+    def compute():
+        return frozenset(n.value.id for n in scope_nodes(scope)
+                         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+                         and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str))
+
+    return t.id in analysis.index.memoized("syncs.keyed_by_text", scope, compute)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from gpulint.model.control.syncs import truth_operands
+from gpulint.model.values.narrowing import keyed_by_text
 from gpulint.rules.host_sync_in_loop.reads import candidate, is_device_tensor, snippet
 
 
@@ -34,7 +35,7 @@ class TruthTests:
             (is_device_tensor(t, ctx) and self._hot(analysis, t, analysis.index.ancestors(t)) is not None)
             or (_element_of_a_device_tensor(t, analysis)  # (one read per element, however little is queued)
                 and self._hot(analysis, t, analysis.index.ancestors(t), per_element=True) is not None)
-            for t in truth_operands(test)
+            for t in truth_operands(test) if not keyed_by_text(t, analysis)  # (a batch dict: its emptiness)
         ):
             return  # (each operand on its own: `step % 10 == 0 and torch.isnan(loss)` is periodic)
         if isinstance(stmt, ast.IfExp):
