@@ -120,6 +120,57 @@ def number_defaults(index: TreeIndex) -> Dict[str, object]:
                           lambda: option_defaults(index.nodes(ast.Call)))
 
 
+def constant_flags(index: TreeIndex) -> Dict[str, bool]:
+    """The file's command-line flags that no command line can change:
+    `action="store_true"` with `default=True` (always True: AdaBins'
+    `--distributed`), `action="store_false"` with `default=False` (always
+    False); each declared once, and never set by the file itself."""
+    if not index.mentions("store_"):
+        return {}
+
+    def compute() -> Dict[str, bool]:
+        out: Dict[str, bool] = {}
+        seen = set()
+        for call, kw in _add_argument_calls(index):
+            name = _destination(call, kw)
+            if name is None:
+                continue
+            if name in seen:
+                out.pop(name, None)
+                continue
+            seen.add(name)
+            default, action = kw.get("default"), kw.get("action")
+            if isinstance(action, ast.Constant) and isinstance(default, ast.Constant) and (
+                    (action.value, default.value) in (("store_true", True), ("store_false", False))):
+                out[name] = default.value is True
+        stored = {n.attr for n in index.nodes(ast.Attribute) if isinstance(n.ctx, ast.Store)}
+        return {k: v for k, v in out.items() if k not in stored}
+
+    return index.memoized("options.constant_flags", None, compute)  # type: ignore[return-value]
+
+
+def in_dead_branch(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
+    """`node` sits in the branch of an `if` that a constant flag never takes
+    (`constant_flags`): the `else`/`elif` of `if args.distributed:` where
+    `--distributed` is `store_true` with `default=True`."""
+    flags = constant_flags(index)
+    if not flags:
+        return False
+    chain = list(ancestors) + [node]
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if not isinstance(anc, ast.If) or child is anc.test:
+            continue
+        test, negated = anc.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.attr in flags:
+            value = flags[test.attr] != negated
+            if (value and child in anc.orelse) or (not value and child in anc.body):
+                return True
+    return False
+
+
 def option_defaults(calls: Iterable[ast.AST]) -> Dict[str, object]:
     """`number_defaults` of the `add_argument` calls among `calls`."""
     out: Dict[str, object] = {}
