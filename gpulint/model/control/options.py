@@ -143,7 +143,7 @@ def constant_flags(index: TreeIndex) -> Dict[str, bool]:
             if isinstance(action, ast.Constant) and isinstance(default, ast.Constant) and (
                     (action.value, default.value) in (("store_true", True), ("store_false", False))):
                 out[name] = default.value is True
-        stored = {n.attr for n in index.nodes(ast.Attribute) if isinstance(n.ctx, ast.Store)}
+        stored = _stored_attributes(index)
         return {k: v for k, v in out.items() if k not in stored}
 
     return index.memoized("options.constant_flags", None, compute)  # type: ignore[return-value]
@@ -202,10 +202,15 @@ def default_of_option(index: TreeIndex, expr: ast.AST, elsewhere: Optional[Dict[
         return None
     defaults = number_defaults(index)
     value = defaults.get(expr.attr, (elsewhere or {}).get(expr.attr))
-    if value is None or any(isinstance(n, ast.Attribute) and n.attr == expr.attr and isinstance(n.ctx, ast.Store)
-                            for n in index.nodes(ast.Attribute)):
+    if value is None or expr.attr in _stored_attributes(index):
         return None
     return value
+
+
+def _stored_attributes(index: TreeIndex) -> FrozenSet[str]:
+    """The attribute names the file assigns (`args.workers = 8`): options it sets itself."""
+    return index.memoized("options.stored_attributes", None, lambda: frozenset(  # type: ignore[return-value]
+        n.attr for n in index.nodes(ast.Attribute) if isinstance(n.ctx, ast.Store)))
 
 
 def _constant(node: ast.AST) -> Optional[object]:

@@ -20,6 +20,7 @@ from gpulint.model.index.nodes import self_test_block
 from gpulint.model.names import ImportTable
 from gpulint.model.control.options import opt_in_destinations, option_defaults
 from gpulint.model.project.graph import ProjectGraph
+from gpulint.model.project.hierarchy import FRAMEWORK_ROOTS
 from gpulint.model.project.tables import ANSWER_KEYS, is_empty, tells_the_model_nothing
 from gpulint.model.project.imports import bound_dotted, import_bindings, imported_modules, star_imported, used_names
 from gpulint.model.project.refs import FileRefs, star_refs
@@ -282,8 +283,8 @@ def model_with_facts(
 _COMPARED_RE = re.compile(r"\.([A-Za-z_]\w*)\s*(?:[<>]=?|[!=]=)\s*-?(?:\d|['\"])")
 
 
-# the framework classes whose subclasses a file read only partly records (`hierarchy.FRAMEWORK_ROOTS`)
-_FRAMEWORK_BASES = ("DataParallel", "DataLoader", "InMemoryDataset")
+# the last names of the framework classes whose subclasses a file read only partly records
+_FRAMEWORK_BASES = tuple(sorted(root.rpartition(".")[2] for root in FRAMEWORK_ROOTS))
 
 
 def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: bool,

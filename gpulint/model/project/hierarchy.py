@@ -147,8 +147,9 @@ def descends_from(classes: Dict[str, List[str]], class_of: Callable[[str], Optio
 
     def reaches(cls: str, seen: Set[str]) -> Optional[str]:
         for base in classes.get(cls, ()):
-            if CANONICAL.get(base, base) in roots:
-                return CANONICAL.get(base, base)
+            name = CANONICAL.get(base, base)
+            if name in roots:
+                return name
             up = class_of(base)
             if up is not None and up in classes and up not in seen:
                 seen.add(up)

@@ -162,6 +162,12 @@ GRAPH_COUNT_ATTRS = frozenset("num_graphs num_nodes num_edges num_node_features 
 # (`batch["name"]`, `batch["img_path"]`, `sample["caption"]`): no tensor
 TEXT_KEY_RE = re.compile(
     r"^(?:.*_)?(?:names?|paths?|files?|filenames?|fnames?|captions?|texts?|prompts?|sentences?|titles?)$", re.I)
+
+
+def is_text_key(subscript: ast.Subscript) -> bool:
+    """`batch["name"]`: a string key `TEXT_KEY_RE` matches."""
+    key = subscript.slice.value if isinstance(subscript.slice, ast.Constant) else None
+    return isinstance(key, str) and TEXT_KEY_RE.match(key) is not None
 # methods of a model that return the model itself
 MODEL_SELF_METHODS = frozenset("to cuda cpu train eval half float double bfloat16 requires_grad_".split())
 MODEL_TELL_METHODS = frozenset(

@@ -78,4 +78,4 @@ def keyed_by_text(t: ast.AST, analysis) -> bool:
                          if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
                          and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str))
 
-    return t.id in analysis.index.memoized("syncs.keyed_by_text", scope, compute)
+    return t.id in analysis.index.memoized("narrowing.keyed_by_text", scope, compute)

@@ -31,7 +31,7 @@ from gpulint.model.values.kinds import (
     GRAPH_COUNT_ATTRS,
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
-    TEXT_KEY_RE,
+    is_text_key,
     NOT_MODEL_HINT_RE,
     NUMBER,
     NUMPY,
@@ -181,8 +181,7 @@ class Values:
                 return OTHER
             return None
         if isinstance(expr, ast.Subscript):
-            key = expr.slice.value if isinstance(expr.slice, ast.Constant) else None
-            if isinstance(key, str) and TEXT_KEY_RE.match(key):
+            if is_text_key(expr):
                 return OTHER  # `batch["name"]`: the text a dataset hands, which collation keeps as strings
             base = self.classify(expr.value, kinds, batch)
             if base in (TENSOR, NUMPY):
@@ -421,8 +420,7 @@ class Values:
         if isinstance(expr, ast.Name):
             return expr.id in batch
         if isinstance(expr, ast.Subscript):
-            key = expr.slice.value if isinstance(expr.slice, ast.Constant) else None
-            if isinstance(key, str) and TEXT_KEY_RE.match(key):
+            if is_text_key(expr):
                 return False  # `batch["name"]`: the text a dataset hands, not a tensor of the batch
             return self.is_batch_expr(expr.value, kinds, batch)
         if isinstance(expr, ast.Attribute):

@@ -292,20 +292,17 @@ class InferenceWithoutNoGrad(Rule):
                 if _off_by_default_branch(fa, node, ancestors, scope):
                     return  # (egnn's `elif args.model == "gnn":` forwards: one per model the user may pick)
                 if trains_when == "":  # (the evaluating branch's own forward)
-                    return self.report(ctx, node, message=self.message.format(model=key).replace(
-                        "; wrap the loop in `with torch.inference_mode():`",
-                        "; run this forward under `with torch.no_grad():`"))
-                return self.report(ctx, node, message=self.message.format(model=key).replace(
-                    "; wrap the loop in `with torch.inference_mode():`",
+                    return self.report(ctx, node, message=_advised(self.message, key,
+                                                                   "; run this forward under `with torch.no_grad():`"))
+                return self.report(ctx, node, message=_advised(self.message, key, (
                     f" when the loop does not train (it trains only if `{trains_when}`); run the forward under "
-                    f"`with torch.set_grad_enabled({trains_when}):`"))
+                    f"`with torch.set_grad_enabled({trains_when}):`")))
             if not (isinstance(loops[0], (ast.For, ast.AsyncFor, ast.While))
                     and fa.loops.is_training_step_loop(loops[0]) and _only_detached(fa, node, scope)):
                 return  # (a per-epoch preview after the steps' loop: once per epoch)
             # a linear probe: the loop trains heads, so only this forward goes under `no_grad`
-            return self.report(ctx, node, message=self.message.format(model=key).replace(
-                "; wrap the loop in `with torch.inference_mode():`",
-                " (its outputs are only used detached); run this forward under `with torch.no_grad():`"))
+            return self.report(ctx, node, message=_advised(
+                self.message, key, " (its outputs are only used detached); run this forward under `with torch.no_grad():`"))
         if ctx.torch_version < _INFERENCE_MODE_SINCE:  # (a project pinned to an older torch: no inference_mode)
             return self.report(ctx, node, message=self.message.format(model=key).replace(
                 "torch.inference_mode()", "torch.no_grad()"))
@@ -341,6 +338,16 @@ class InferenceWithoutNoGrad(Rule):
             if start_of(call) >= end_of(inner) and all(id(lp) in fwd_loops for lp in call_loops):
                 return True
         return False
+
+
+# the rule message's advice, which a forward that only some runs of the loop need without
+# autograd replaces (`_advised`)
+_LOOP_ADVICE = "; wrap the loop in `with torch.inference_mode():`"
+
+
+def _advised(message: str, key: str, advice: str) -> str:
+    """The rule's message for `key`, with `advice` in place of wrapping the whole loop."""
+    return message.format(model=key).replace(_LOOP_ADVICE, advice)
 
 
 def _trains_only_when(fa, key: str, call: ast.Call, scope: ast.AST) -> Optional[str]:
