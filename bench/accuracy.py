@@ -821,10 +821,26 @@ CORPUS_SETS = {
         ("Sha-Lab/FEAT", "47bdc7c1672e00b027c67469d0291e7502918950"),
         ("YapengTian/AVVP-ECCV20", "fde56118f2c2e7c19188dfefa2569a37b70054fe"),
     ],
+    # fifty-second: labelled at first sight on 4b3eeaa
+    "fifty-second": [
+        ("thuml/ContextWM", "3a8bca8012f7b04a559a1165fcfbdfb639d08d37"),
+        ("burchim/EfficientConformer", "612ef0b39c5df842b0bbbfe16943f271f1369e0a"),
+        ("YiyanXu/DiffRec", "d35a6c63c14cc0b376c138eb0b5c35895d1dcffd"),
+        ("tencent-ailab/grover", "40b6d97098e4508687912f3c05eca369fc2c6213"),
+        ("stevenygd/PointFlow", "26e8c26ef170cc5c86f4b8c211af56a44c0a64df"),
+        ("RaptorMai/online-continual-learning", "6175ca034e56435acd82b8f17ff59f920f0bc45e"),
+        ("samb-t/unleashing-transformers", "069cceb4a0fa377f8baedce0f1e4bc73ff48c2a9"),
+        ("foolwood/SiamMask", "a2b3ce3dca23b3a911d96b791e007eec6d39a625"),
+        ("nv-tlabs/GSCNN", "edd16c5d3f346a0ec009cec539fbcaf6d79b5111"),
+        ("kenziyuliu/MS-G3D", "2f927f47143c7242e4875ddb08727bf5396aab46"),
+        ("csdwren/PReNet", "6d908d1e3c7ff5c26fee624112297ad1c8603ca7"),
+        ("StanfordASL/Trajectron-plus-plus", "1031c7bd1a444273af378c1ec1dcca907ba59830"),
+        ("airsplay/lxmert", "0db1182b9030da3ce41f17717cc628e1cd0a95d5"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth", "fiftieth", "fifty-first"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth", "fiftieth", "fifty-first", "fifty-second"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
