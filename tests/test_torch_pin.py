@@ -73,6 +73,9 @@ def test_lower_bound(requirement, low):
         ("setup.py", 'from setuptools import setup\nsetup(install_requires=["torch>=1.10,<2", "torchvision"])\n'),
         ("conda_env.yml", "dependencies:\n  - pytorch==1.10.1\n"),
         ("environment.yml", "channels:\n  - pytorch\ndependencies:\n  - python=3.9\n  - pytorch=1.10.0\n  - pip:\n    - tqdm\n"),
+        # a conda environment under another name (unleashing-transformers' requirements.yml)
+        ("requirements.yml", "name: proj\nchannels:\n  - defaults\ndependencies:\n  - python=3.8.5=h7579374_1\n"
+                             "  - pip:\n    - torch==1.10.0+cu110\n"),
         # the set-up a README sends users to: an install script, a Dockerfile
         ("install_req.sh", "# pip install torch==2.4\npip install torch==1.10.0 torchvision --no-cache-dir -U | cat\n"),
         ("setup_env.sh", "conda install -y pytorch==1.10.1 torchvision cudatoolkit=11.3 -c pytorch && pip install -e .\n"),
@@ -122,6 +125,18 @@ def test_each_declaration_file(tmp_path, name, text):
 ])
 def test_a_readme_naming_torch_in_prose_or_a_minimum_declares_none(tmp_path, text):
     write(tmp_path, "README.md", text)
+    assert pin_in(str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("name, text", [
+    # YAML that is no conda environment: a dataset list, a CI workflow's job (no `name:`/`channels:`
+    # beside a top-level `dependencies:`)
+    ("datasets.yml", "ffhq: /data/ffhq\ntorch: 1.10.0\n"),
+    ("ci.yml", "jobs:\n  test:\n    steps:\n      - torch==1.10.0\n"),
+    ("deps.yaml", "dependencies:\n  - torch==1.10.0\n"),
+])
+def test_yaml_that_is_no_conda_environment_declares_none(tmp_path, name, text):
+    write(tmp_path, name, text)
     assert pin_in(str(tmp_path)) is None
 
 

@@ -24,7 +24,9 @@ and including the repository's root, the folder holding `.git` or `.hg`):
 - setup.cfg: `[options] install_requires` and `extras_require`;
 - setup.py: string literals such as `"torch>=1.8"` (never run);
 - conda environment files (environment.yml, env.yaml, conda_env.yml: a .yml
-  or .yaml whose name has "env" or "conda" in it): `pytorch=1.10` and pip lines;
+  or .yaml whose name has "env" or "conda" in it, or any other .yml or .yaml
+  with a top-level `dependencies:` list and `name:` or `channels:`, as
+  unleashing-transformers' `requirements.yml`): `pytorch=1.10` and pip lines;
 - a README's or INSTALL page's requirement list written as pins (`*
   pytorch==1.0.1`, NCF's; a line `torch==1.12.0+cu113` of its own,
   LightGCL's, where no other such line names another torch: one
@@ -378,6 +380,16 @@ def _is_readme(name: str) -> bool:
     return low.startswith(("readme", "install")) and low.endswith((".md", ".rst"))
 
 
+# a conda environment file, whatever its name: a top-level `dependencies:` list, and `name:` or
+# `channels:` (`_is_conda_environment`)
+_DEPENDENCIES_RE = re.compile(r"^dependencies[ \t]*:[ \t]*$", re.M)
+_CONDA_KEY_RE = re.compile(r"^(?:name|channels)[ \t]*:", re.M)
+
+
+def _is_conda_environment(text: str) -> bool:
+    return bool(_DEPENDENCIES_RE.search(text)) and bool(_CONDA_KEY_RE.search(text))
+
+
 # lock files: the environment a project's tool resolved (`_lock_requirements`)
 _LOCK_FILES = frozenset({"poetry.lock", "uv.lock", "pdm.lock", "Pipfile.lock"})
 
@@ -396,6 +408,11 @@ def _declarations(directory: str, names: List[str]) -> Iterable[Tuple[str, Itera
             reader = _requirement_lines
         if reader is None and name.endswith((".yml", ".yaml")) and ("env" in name.lower() or "conda" in name.lower()):
             reader = _environment_requirements
+        if reader is None and name.endswith((".yml", ".yaml")) and not name.startswith("."):
+            text = _read_text(os.path.join(directory, name))
+            if text is not None and _is_conda_environment(text):  # (a conda environment under another name:
+                yield name, _environment_requirements(text)  # unleashing-transformers' `requirements.yml`)
+            continue
         if reader is None and name in _LOCK_FILES:
             reader = _lock_requirements
         if reader is None and name.endswith(".txt") and any(w in name.lower() for w in ("spec", "conda", "env")):
