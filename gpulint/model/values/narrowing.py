@@ -1,10 +1,11 @@
-"""What an `isinstance` test says about a name in the branches it guards;
-and a name its function subscripts with a string holds a mapping (`keyed_by_text`)."""
+"""What an `isinstance` or `type(x) == float` test says about a name in the
+branches it guards (`not_a_tensor_here`, `non_tensor_branch`); and a name its
+function subscripts with a string holds a mapping (`keyed_by_text`)."""
 
 from __future__ import annotations
 
 import ast
-from typing import Sequence
+from typing import Optional, Sequence
 
 from gpulint.model.index.nodes import FUNCS, SCOPES
 from gpulint.model.names import ImportTable
@@ -46,6 +47,40 @@ def tests_tensor_type(test: ast.AST, name: str, imports: ImportTable) -> bool:
         return False
     types = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
     return bool(types) and all(imports.qualname(t) in TENSOR_TYPES for t in types)
+
+
+# Python's number types, as a test names them (`type(x) == float`, `isinstance(x, (int, float))`)
+_NUMBER_TYPES = frozenset({"int", "float", "bool", "complex"})
+
+
+def non_tensor_branch(test: ast.AST, name: str, imports: ImportTable) -> Optional[bool]:
+    """Which branch of a test `name` holds no tensor in: True for the one the
+    test takes (`type(x) == float`, `isinstance(x, float)`), False for the
+    other (`type(x) != float`, `isinstance(x, torch.Tensor)`; GROVER's
+    `s += x.item() if type(x) != float else x`), None when the test does not
+    say."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = non_tensor_branch(test.operand, name, imports)
+        return None if inner is None else not inner
+    if tests_tensor_type(test, name, imports):
+        return False
+    if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+            and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id == name):
+        types = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        if types and all(isinstance(t, ast.Name) and t.id in _NUMBER_TYPES for t in types):
+            return True
+        return None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Call)
+            and isinstance(test.left.func, ast.Name) and test.left.func.id == "type" and len(test.left.args) == 1
+            and isinstance(test.left.args[0], ast.Name) and test.left.args[0].id == name):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(right, ast.Name) and right.id in _NUMBER_TYPES:
+        if isinstance(op, (ast.Eq, ast.Is)):
+            return True
+        if isinstance(op, (ast.NotEq, ast.IsNot)):
+            return False
+    return None
 
 
 def tests_parameter_tensor(test: ast.AST, func: ast.AST, imports: ImportTable) -> bool:

@@ -28,6 +28,7 @@ from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.values.kinds import CRITERION, LOSS_NAME_RE, MODEL
 from gpulint.model.index.order import nodes_in_order
 from gpulint.model.index.walk import walk
+from gpulint.model.values.narrowing import non_tensor_branch
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -193,8 +194,8 @@ class GradFlow:
                 return False
             return self._eval(expr.operand, loop, pos, depth + 1)
         if isinstance(expr, ast.IfExp):
-            a = self._eval(expr.body, loop, pos, depth + 1)
-            b = self._eval(expr.orelse, loop, pos, depth + 1)
+            a = self._branch(expr, expr.body, True, loop, pos, depth)
+            b = self._branch(expr, expr.orelse, False, loop, pos, depth)
             if a or b:
                 return True
             return False if (a is False and b is False) else None
@@ -210,6 +211,14 @@ class GradFlow:
         if isinstance(expr, ast.Call):
             return self._eval_call(expr, loop, pos, depth)
         return None
+
+    def _branch(self, ifexp: ast.IfExp, branch: ast.AST, taken: bool, loop: ast.AST, pos: Pos,
+                depth: int) -> Optional[bool]:
+        """One branch of `a if test else b`; a bare name that the test says
+        holds no tensor there carries no graph (`x.item() if type(x) != float else x`)."""
+        if isinstance(branch, ast.Name) and non_tensor_branch(ifexp.test, branch.id, self.fa.imports) is taken:
+            return False
+        return self._eval(branch, loop, pos, depth + 1)
 
     def _eval_name(self, name: str, loop: ast.AST, pos: Pos, depth: int) -> Optional[bool]:
         defs = self.loop_defs(loop)
