@@ -80,7 +80,11 @@ class InferenceWithoutNoGrad(Rule):
       `aux["penultimate"].detach()` fed to linear heads that the loop
       trains, in the loop that steps): no gradient can flow back through this forward, so it is
       flagged, and the message says to run that forward alone under
-      `torch.no_grad()`. And except where one loop trains or evaluates by
+      `torch.no_grad()`. The same where the forward is a statement of the
+      training loop's own body that comes after every gradient call of the
+      iteration, and the loop binds its outputs before reading them (PReNet's
+      `model.eval()` and second forward after `optimizer.step()`, for a
+      printed PSNR): its graph can feed no backward. And except where one loop trains or evaluates by
       a test (egnn's `if partition == "train": model.train() else:
       model.eval()`, every gradient call under `if partition == "train":`):
       the evaluating runs record a graph for nothing, so the forward is
@@ -298,11 +302,17 @@ class InferenceWithoutNoGrad(Rule):
                     f" when the loop does not train (it trains only if `{trains_when}`); run the forward under "
                     f"`with torch.set_grad_enabled({trains_when}):`")))
             if not (isinstance(loops[0], (ast.For, ast.AsyncFor, ast.While))
-                    and fa.loops.is_training_step_loop(loops[0]) and _only_detached(fa, node, scope)):
+                    and fa.loops.is_training_step_loop(loops[0])):
                 return  # (a per-epoch preview after the steps' loop: once per epoch)
-            # a linear probe: the loop trains heads, so only this forward goes under `no_grad`
-            return self.report(ctx, node, message=_advised(
-                self.message, key, " (its outputs are only used detached); run this forward under `with torch.no_grad():`"))
+            if _only_detached(fa, node, scope):
+                # a linear probe: the loop trains heads, so only this forward goes under `no_grad`
+                return self.report(ctx, node, message=_advised(
+                    self.message, key, " (its outputs are only used detached); run this forward under `with torch.no_grad():`"))
+            if _after_the_step(fa, node, loops[0], scope):  # (PReNet's eval-mode forward for a printed PSNR)
+                return self.report(ctx, node, message=_advised(
+                    self.message, key, " (it runs after the step's gradient calls and feeds none); run this forward"
+                                       " under `with torch.no_grad():`"))
+            return
         if ctx.torch_version < _INFERENCE_MODE_SINCE:  # (a project pinned to an older torch: no inference_mode)
             return self.report(ctx, node, message=self.message.format(model=key).replace(
                 "torch.inference_mode()", "torch.no_grad()"))
@@ -437,6 +447,50 @@ def _only_detached(fa, call: ast.Call, scope: ast.AST) -> bool:
             return False
         used = True
     return used
+
+
+def _after_the_step(fa, call: ast.Call, loop: ast.AST, scope: ast.AST) -> bool:
+    """The forward is a statement of the training loop's own body (`out, _ =
+    model(x)`, names only), every gradient call of the iteration comes before
+    it, and each iteration binds its names before reading them: its graph
+    can feed no backward, this iteration's or the next's (PReNet's
+    `model.eval(); out_train, _ = model(input_train)` after `optimizer.step()`,
+    for a printed PSNR)."""
+    stmt = fa.index.parents.get(call)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and any(stmt is s for s in loop.body)):
+        return False
+    elts = [e for t in stmt.targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+    if not all(isinstance(e, ast.Name) for e in elts):
+        return False
+    begin = start_of(stmt)
+    scope_anc: List[ast.AST] = [] if isinstance(scope, ast.Module) else [scope]
+    before = False
+    for n in scope_nodes(loop):
+        if isinstance(n, ast.Call) and needs_grad_call(fa, n, scope_anc):
+            if start_of(n) >= begin:
+                return False
+            before = True
+    if not before:
+        return False
+    names = {e.id for e in elts}
+    first = {}
+    for n in scope_nodes(loop):
+        if isinstance(n, ast.Name) and n.id in names:
+            at = _evaluated_at(fa, n)
+            if n.id not in first or at < first[n.id][0]:
+                first[n.id] = (at, n)
+    return all(isinstance(first[name][1].ctx, ast.Store) for name in names if name in first)
+
+
+def _evaluated_at(fa, name: ast.Name):
+    """Where `name` is evaluated: a target of an assignment after its value."""
+    if isinstance(name.ctx, ast.Store):
+        up = fa.index.parents.get(name)
+        while isinstance(up, (ast.Tuple, ast.List, ast.Starred)):
+            up = fa.index.parents.get(up)
+        if isinstance(up, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and up.value is not None:
+            return end_of(up.value)
+    return start_of(name)
 
 
 # the torch release that added `torch.inference_mode`; before it, the message says `no_grad`
