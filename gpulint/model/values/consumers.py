@@ -159,7 +159,46 @@ def exports_outputs(index: TreeIndex, read: ast.AST) -> bool:
         elif isinstance(parent, ast.ListComp) and parent.elt is node:
             node = parent
         else:
-            return _kept(index, node, parent)
+            return _kept(index, node, parent) or _stored_by_key(index, node, parent)
+
+
+def _stored_by_key(index: TreeIndex, value: ast.AST, parent: Optional[ast.AST]) -> bool:
+    """`for qid, l in zip(ques_id, label.cpu().numpy()): quesid2ans[qid] =
+    dset.label2ans[l]` (LXMERT's `predict`): the host iterates the copy and
+    stores each element, or what a host table makes of it, in a mapping by
+    key, which the function returns: the per-sample predictions are what it
+    makes (a training loop that fills such a mapping for an accuracy it
+    computes itself is bookkeeping)."""
+    loop = parent
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in ("zip", "enumerate") \
+            and value in parent.args:
+        loop = index.parents.get(parent)
+        value = parent
+    if not (isinstance(loop, ast.For) and loop.iter is value):
+        return False
+    names = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
+    stores = set()
+    for stmt in loop.body:
+        for node in walk(stmt):
+            if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                continue
+            target = node.targets[0]
+            used = {n.id for n in walk(node.value) if isinstance(n, ast.Name)}
+            if not used & names:
+                continue
+            if isinstance(target, ast.Name):
+                names.add(target.id)  # `ans = dset.label2ans[l]`
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                stores.add(target.value.id)
+    if not stores:
+        return False
+    owner = index.owner(loop)
+    for node in walk(owner if owner is not None else index.tree):
+        if isinstance(node, ast.Return) and node.value is not None and any(
+                isinstance(n, ast.Name) and n.id in stores
+                for n in (node.value.elts if isinstance(node.value, ast.Tuple) else [node.value])):
+            return True  # (`return quesid2ans`; not `return evaluator.evaluate(quesid2ans)`)
+    return False
 
 
 def host_array_input(fa, read: ast.AST) -> bool:
