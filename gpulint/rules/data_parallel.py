@@ -65,8 +65,10 @@ class DataParallel(Rule):
     DGCNN's `test()`; `nn.DataParallel(model).to(device).eval()`), only once from a script's own code outside any loop,
     or never (wrapped only so that `load_state_dict` accepts, or
     `state_dict()` gives, `module.` keys): an `eval.py`, a `validate()`
-    helper over a pretrained model, a converter that saves a checkpoint.
-    Nor is one in a program that trains nothing: a script (an `if __name__
+    helper over a pretrained model, a converter that saves a checkpoint; nor
+    one whose module the next statement takes back out (`net =
+    nn.DataParallel(net)`, then `net = net.module`: GSCNN's trunk), which
+    never runs the wrapper. Nor is one in a program that trains nothing: a script (an `if __name__
     == "__main__":` block or a command line) whose wrap runs in its
     module-level code or in a top-level function its own module-level code
     calls (`main()`, and what `main()` calls in turn on every run, not under
@@ -218,6 +220,8 @@ class DataParallel(Rule):
             return  # nothing of it trains: no gradient to reduce, and DDP refuses such a module
         if not functional and _only_evaluated(ctx, node):
             return  # an evaluation pass: nothing trains the wrapped model, and no gradient is reduced
+        if not functional and _unwrapped_at_once(ctx, node):
+            return  # `m = DataParallel(m)` then `m = m.module`: the wrapper never runs
         if _script_that_never_trains(ctx):
             return  # an inference, evaluation or export program: no gradient is ever reduced
         self.report(ctx, node, _FUNCTIONAL_MESSAGE if functional else None)
@@ -315,6 +319,28 @@ def _only_evaluated(ctx, node: ast.Call) -> bool:
     return (bool(calls) or keyed) and (switched or all(fa.contexts.grad_disabled(ancs) or (
         isinstance(scope, ast.Module) and not any(isinstance(a, _LOOPS) for a in ancs))
         for c in calls for ancs in (index.ancestors(c),)))
+
+
+def _unwrapped_at_once(ctx, node: ast.Call) -> bool:
+    """`wide_resnet = torch.nn.DataParallel(wide_resnet)`, and the next
+    statement takes the module back out (`wide_resnet = wide_resnet.module`,
+    GSCNN's trunk): the wrapper is dropped before anything calls it."""
+    parents = ctx.analysis.index.parents
+    stmt = parents.get(node)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is node and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    block = parents.get(stmt)
+    body = next((b for b in (getattr(block, f, None) for f in ("body", "orelse", "finalbody"))
+                 if isinstance(b, list) and any(s is stmt for s in b)), None)
+    if body is None:
+        return False
+    at = next(i for i, s in enumerate(body) if s is stmt)
+    nxt = body[at + 1] if at + 1 < len(body) else None
+    return (isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 and isinstance(nxt.targets[0], ast.Name)
+            and nxt.targets[0].id == name and isinstance(nxt.value, ast.Attribute) and nxt.value.attr == "module"
+            and isinstance(nxt.value.value, ast.Name) and nxt.value.value.id == name)
 
 
 def _wraps_frozen(ctx, node: ast.Call) -> bool:
