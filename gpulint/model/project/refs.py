@@ -77,6 +77,7 @@ class FileRefs:
         self._attr_unions: Dict[ast.AST, Dict[str, Tuple[str, ...]]] = {}
         # function -> {loop variable: the class of the elements of the `self.<attr>` it iterates}
         self._element_instances: Dict[ast.AST, Dict[str, str]] = {}
+        self._inherited_memo: Dict[Tuple[int, ast.AST], dict] = {}
         self._param_names: Dict[ast.AST, frozenset] = {}
         # (function, parameter) for each parameter whose class was asked (`summary_stands`)
         self.asked_params: Set[Tuple[str, str]] = set()
@@ -347,7 +348,7 @@ class FileRefs:
         own = found.get(cls, {}) if cls is not None else {}
         if not isinstance(cls, ast.ClassDef) or not cls.bases:
             return own
-        memo = self.fa.index.memo("refs.inherited")
+        memo = self._inherited_memo  # (its own: another `Refs` of the file may hold new dicts at these ids)
         key = (id(found), cls)
         if key in memo:
             return memo[key]  # type: ignore[return-value]
