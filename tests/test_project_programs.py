@@ -407,3 +407,53 @@ def test_an_option_another_file_declares_keeps_its_default_there(tmp_path):
         """,
     })
     assert found(tmp_path, "GPU001") == {("trainer.py", 12, "GPU001")}
+
+
+def _seeded_training(model_module: str, model_text: str) -> dict:
+    return {
+        f"{model_module}.py": model_text,
+        "train.py": f"""
+            import torch
+            from {model_module} import Net
+
+            torch.backends.cudnn.deterministic = True
+
+
+            def train(loader):
+                net = Net().cuda()
+                opt = torch.optim.Adam(net.parameters())
+                for x, y in loader:
+                    loss = (net(x.cuda()) - y.cuda()).pow(2).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+        """,
+    }
+
+
+def test_cudnn_deterministic_counts_only_where_the_program_names_cudnn_work(tmp_path):
+    """`cudnn.deterministic = True` in a script whose program (the models file
+    it imports) builds MLPs only restricts no cuDNN kernel (DiffRec, the
+    offline-RL kits): not flagged. Where the imported models file builds a
+    convolution, or where the models come from a package the project does not
+    hold, it is."""
+    mlp = """
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+
+            def forward(self, x):
+                return self.fc(x)
+    """
+    write(tmp_path / "mlp", _seeded_training("models", mlp))
+    assert found(tmp_path / "mlp", "GPU503") == set()
+    write(tmp_path / "conv", _seeded_training("models", mlp.replace("nn.Linear(8, 64)", "nn.Conv1d(8, 64, 3)")))
+    assert found(tmp_path / "conv", "GPU503") == {("train.py", 5, "GPU503")}
+    outside = _seeded_training("other", "X = 1\n")
+    outside["train.py"] = outside["train.py"].replace("from other import Net", "from somepackage import Net")
+    write(tmp_path / "outside", outside)
+    assert found(tmp_path / "outside", "GPU503") == {("train.py", 5, "GPU503")}
+

@@ -175,7 +175,14 @@ class DeterministicModeInTraining(Rule):
     the file that is only called under such an `if`; other functions and
     module code of files that train nothing (a library's
     `seed_everything(seed, deterministic=False)` runs it only when asked
-    anyway); test files; `False`.
+    anyway); test files; `False`. Nor is `torch.backends.cudnn.deterministic
+    = True` where no file of the program names a convolution, a recurrent
+    layer or a library of such models (`torchvision`, `timm`, `resnet`) and
+    the models it builds are the project's own (MLP actors and critics, a
+    recommender's MLPs, a transformer of `nn.Linear` layers): the flag only
+    restricts cuDNN's algorithms, and cuDNN runs none of that code's math
+    (`torch.use_deterministic_algorithms(True)`, which also changes atomic
+    kernels, stays flagged).
 
     Off by default: in the labelled corpus (docs/accuracy.md) the libraries
     switch deterministic mode on only when asked, and the rule has a single
@@ -424,6 +431,8 @@ class DeterministicModeInTraining(Rule):
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr == "deterministic":
                 if ctx.qualname(target) == CUDNN_DETERMINISTIC:
+                    if ctx.analysis.facts.cudnn_free():
+                        return  # (no convolution or recurrent layer in the program: cuDNN runs nothing)
                     self._flag(ctx, node, "torch.backends.cudnn.deterministic = True")
                     return
 

@@ -24,7 +24,7 @@ from gpulint.model.project.hierarchy import FRAMEWORK_ROOTS
 from gpulint.model.project.tables import ANSWER_KEYS, is_empty, tells_the_model_nothing
 from gpulint.model.project.imports import bound_dotted, import_bindings, imported_modules, star_imported, used_names
 from gpulint.model.project.refs import FileRefs, star_refs
-from gpulint.model.project.layers import class_layer_counts, may_build_layers, total_layers
+from gpulint.model.project.layers import class_layer_counts, may_build_layers, cudnn_words, total_layers
 from gpulint.model.project.per_call import built_per_call
 from gpulint.model.project.exports import EXTERNAL_ROOTS, exports_summary
 from gpulint.model.project.summary import duck_call, reads_newly_every_step, summarize, summary_stands
@@ -198,6 +198,9 @@ class ProjectFacts(CallFacts):
     def cuda_nearby(self) -> bool:
         return bool(self.table.get("cuda_nearby"))
 
+    def cudnn_free(self) -> bool:
+        return bool(self.table.get("cudnn_free"))
+
     def called_in_low_precision(self) -> bool:
         """A file that names a reduced precision (a bf16 model, autocast, TF32)
         calls a function of this file: the precision is chosen there."""
@@ -302,6 +305,9 @@ def partial_summary(tree: ast.Module, text: str, names: Sequence[str], package: 
         out["self_test"] = True  # (`Programs.self_tested`)
     if "cuda" in text:
         out["cuda"] = True  # (as a full summary says it: for the files that import it, `Programs.imports_one_saying`)
+    words = cudnn_words(text)
+    if words:
+        out["cudnn"] = words  # (as a full summary says it: `Programs.cudnn_free`)
     if "add_argument" in text:  # its opt-in command-line flags and its options' defaults, for the files of its program
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
         flags = opt_in_destinations(calls)

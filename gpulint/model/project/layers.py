@@ -39,6 +39,41 @@ ATTENTION_CALLS = TRANSFORMER_LAYERS | frozenset(["torch.matmul", "torch.bmm", "
 _LAYER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in CONV_LAYERS | MATMUL_LAYERS | ATTENTION_CALLS)
 
 
+# words of code that runs cuDNN kernels: convolutions and recurrent layers, and the model
+# libraries and families built of them (`cudnn_words`)
+_CUDNN_WORDS = ("lstm", "gru", "rnn", "cnn", "torchvision", "timm", "resnet", "vgg", "densenet", "mobilenet",
+                "efficientnet", "inception", "unet", "yolo", "cudnn_rnn", "conv")
+# ... "conv" but not "convert", "converge", "convex", "convince", "convention", "convey"
+_NOT_CONV = ("er", "ex", "in", "en", "ey", "ic", "oy")
+
+
+# bits of `cudnn_words`
+NAMES_CUDNN_WORK, DEFINES_MODULES, SETS_CUDNN_DETERMINISTIC = 1, 2, 4
+
+
+def cudnn_words(text: str) -> int:
+    """NAMES_CUDNN_WORK where the text names a convolution or recurrent
+    layer (`nn.Conv2d`, `F.conv1d`, `self.conv3`, `nn.LSTM`), or a model
+    library or family built of them (`torchvision`, `timm`, `resnet`):
+    cuDNN may run its kernels; `convert` and its like do not count. And
+    DEFINES_MODULES where it defines an `nn.Module` subclass (`(nn.Module)`),
+    and SETS_CUDNN_DETERMINISTIC where it names `cudnn.deterministic` (the
+    only file that asks `Programs.cudnn_free`). A plain scan of the
+    lower-cased text."""
+    low = text.lower()
+    found = DEFINES_MODULES if "nn.module)" in low or "(module)" in low else 0
+    if "cudnn.deterministic" in low:
+        found |= SETS_CUDNN_DETERMINISTIC
+    if any(word in low for word in _CUDNN_WORDS[:-1]):
+        return found | NAMES_CUDNN_WORK
+    at = low.find("conv")
+    while at >= 0:
+        if low[at + 4:at + 6] not in _NOT_CONV:
+            return found | NAMES_CUDNN_WORK
+        at = low.find("conv", at + 4)
+    return found
+
+
 def total_layers(per_class: Dict[str, Dict[str, int]]) -> Dict[str, int]:
     """The sum of a file's `class_layer_counts` ({} for none)."""
     total: Dict[str, int] = {}

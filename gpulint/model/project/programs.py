@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from gpulint.model.project.layers import DEFINES_MODULES, SETS_CUDNN_DETERMINISTIC
 
 # what a program tells a file that is read without facts of its calls (no
 # step starts in it): the torch it runs on, a default device set elsewhere, that
@@ -29,9 +30,10 @@ class Programs:
         self._per_call: Optional[Dict[str, List[str]]] = None
         self._named_memo: Optional[Dict[str, List[str]]] = None  # (`_named`)
         self._options: Optional[Dict[str, dict]] = None  # (`option_defaults`)
+        self._cudnn: Optional[Dict[str, int]] = None  # (`cudnn_free`)
 
     READS = ("imports", "pin", "flags", "tests_flags", "default_device", "self_test", "per_call", "cuda",
-             "option_defaults", "tests_options")  # what it reads of a summary
+             "option_defaults", "tests_options", "cudnn")  # what it reads of a summary
 
     @classmethod
     def same_part(cls, before: dict, now: dict) -> bool:
@@ -41,7 +43,8 @@ class Programs:
 
     def facts(self, path: str) -> dict:
         """What `path`'s program tells its files: `torch_pin` (`pin`),
-        `opt_in` (`flags`), `default_device`, `self_test` and `per_call`, where there is something to tell."""
+        `opt_in` (`flags`), `default_device`, `self_test`, `per_call`, `option_defaults` and
+        `cudnn_free`, where there is something to tell."""
         out: dict = {}
         pin = self.pin(path)
         if pin is not None:
@@ -59,7 +62,23 @@ class Programs:
         defaults = self.option_defaults(path)
         if defaults:
             out["option_defaults"] = defaults
+        if self.cudnn_free(path):
+            out["cudnn_free"] = True
         return out
+
+    def cudnn_free(self, path: str) -> bool:
+        """No file of `path`'s programs names cuDNN work (a summary's `cudnn`,
+        `layers.cudnn_words`: a convolution, a recurrent layer, a library of
+        such models), and one of them defines an `nn.Module` (the models are
+        in the project, not in a package it does not see), as `pin` finds the
+        program: DiffRec's MLPs, OfflineRL-Kit's actors and critics. Asked
+        only of a file that names `cudnn.deterministic`."""
+        if not self.files[path][1].get("cudnn", 0) & SETS_CUDNN_DETERMINISTIC:
+            return False  # (no other file asks: its table stays as it was)
+        if self._cudnn is None:
+            self._cudnn = self._over_programs(lambda p: self.files[p][1].get("cudnn", 0) & ~SETS_CUDNN_DETERMINISTIC,
+                                              lambda a, b: (a or 0) | (b or 0))
+        return self._cudnn.get(path) == DEFINES_MODULES
 
     def option_defaults(self, path: str) -> Dict[str, object]:
         """The defaults (a summary's `option_defaults`) of the options that

@@ -39,7 +39,7 @@ from gpulint.model.control.syncs import follows_host_read, may_read_by_form
 from gpulint.model.index.nodes import FUNCS, LOOPS, abstract_method, self_test_block
 from gpulint.model.index.order import unbound_parameters
 from gpulint.model.project.builds import built_object
-from gpulint.model.project.layers import class_layer_counts, total_layers
+from gpulint.model.project.layers import class_layer_counts, cudnn_words, total_layers
 from gpulint.model.project.per_call import built_per_call
 from gpulint.model.project.passing import argument_kinds, evaluated_arguments, forwarded, kind_passed
 from gpulint.model.project.exports import EXTERNAL_ROOTS, package_exports
@@ -302,6 +302,9 @@ def summarize(fa: "FileModel", refs: FileRefs) -> dict:
     compared = tested_options(fa.index) - set(defaults)
     if compared:
         out["tests_options"] = sorted(compared)  # what such an option of another file could be here
+    words = cudnn_words(fa.index.text)
+    if words:
+        out["cudnn"] = words  # (for the files of its program: `Programs.cudnn_free`)
     if any(fa.index.mentions(w) for w in LOW_PRECISION_WORDS):
         out["low_precision"] = True  # (for the files whose functions it calls: `CallFacts.called_in_low_precision`)
     if sets_program_default_device(fa):

@@ -20,7 +20,7 @@ MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env
 # ... and all that a table can say about a file (what rules ask besides)
 TABLE_KEYS = MODEL_KEYS + ("device_side", "layers", "cuda_nearby", "torch_pin", "precision_calls", "opt_in", "default_device",
                           "returns_moved", "evaluated", "forwards", "self_test", "per_call", "option_defaults",
-                          "subclass_of")
+                          "subclass_of", "cudnn_free")
 
 
 def is_empty(table: dict) -> bool:

@@ -132,6 +132,13 @@ class CallFacts:
         `project.models.ModelFiles.built_layers`); None where it has none."""
         return None
 
+    def cudnn_free(self) -> bool:
+        """No file of this file's programs names a convolution, a recurrent
+        layer or a library of such models, and the models it builds are in
+        the project (`project.programs.Programs.cudnn_free`): cuDNN runs
+        nothing of it."""
+        return False
+
     def cuda_nearby(self) -> bool:
         """The file does not name CUDA, but a file where the models its
         training loops train are built, or one that imports it, does (DETR's
