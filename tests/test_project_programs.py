@@ -457,3 +457,44 @@ def test_cudnn_deterministic_counts_only_where_the_program_names_cudnn_work(tmp_
     write(tmp_path / "outside", outside)
     assert found(tmp_path / "outside", "GPU503") == {("train.py", 5, "GPU503")}
 
+
+def test_a_script_imports_the_module_below_its_own_folder_where_sub_projects_share_names(tmp_path):
+    """DiffRec's four variants each hold `main.py` and `models/diffusion.py`:
+    `from models.diffusion import Diffusion` in `DiffRec/main.py` is
+    `DiffRec/models/diffusion.py`, as the script's folder comes first on
+    `sys.path`, so the per-step method it calls is read and its host read
+    found, in every variant."""
+    model = """
+        import torch
+
+
+        class Diffusion:
+            def __init__(self, steps):
+                self.counts = torch.zeros(steps, dtype=torch.long).cuda()
+
+            def training_losses(self, model, x, ts):
+                loss = model(x)
+                for t in ts:
+                    if self.counts[t] == 10:
+                        self.counts[t] = 0
+                return loss.mean()
+    """
+    main = """
+        import torch
+        from models.diffusion import Diffusion
+
+
+        def train(model, loader, optimizer):
+            diffusion = Diffusion(100)
+            for batch in loader:
+                batch = batch.cuda()
+                ts = torch.randint(0, 100, (batch.size(0),), device=batch.device)
+                loss = diffusion.training_losses(model, batch, ts)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """
+    write(tmp_path, {f"{variant}/{rel}": text for variant in ("DiffRec", "L-DiffRec")
+                     for rel, text in (("main.py", main), ("models/diffusion.py", model))})
+    assert found(tmp_path, "GPU101") == {(f"{variant}/models/diffusion.py", 12, "GPU101")
+                                        for variant in ("DiffRec", "L-DiffRec")}

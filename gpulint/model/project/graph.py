@@ -191,17 +191,18 @@ class ProjectGraph:
         """`resolve`, for a call in the file `path`: where several files
         define the function `ref` names (`from augmentations import
         mixup_data` with an `augmentations.py` at the top and another in
-        `old_version/`), the one beside `path`, as a script's folder comes
-        first on `sys.path`."""
+        `old_version/`), the one beside `path`, or the one below its folder
+        (`DiffRec/models/`, for `DiffRec/main.py` beside `L-DiffRec/`), as a
+        script's folder comes first on `sys.path`."""
         found = self.candidates.get(ref)
         if found is None or len(found) < 2:
             return self.resolve(ref)
         folder = os.path.dirname(path)
         key = (ref, folder)
         if key not in self._resolved_in:
-            self._resolved_in[key] = next(
-                (cid for cid in found if os.path.dirname(self.owner[cid]) == folder), None
-            ) or self.resolve(ref)
+            owners = [self.owner[cid] for cid in found]
+            near = module_file(owners, path)
+            self._resolved_in[key] = (found[owners.index(near)] if near else None) or self.resolve(ref)
         return self._resolved_in[key]
 
     def _unexported(self, ref: str) -> Optional[str]:
@@ -736,13 +737,13 @@ def trains(summary: dict) -> bool:
 def module_file(found: Sequence[str], importer: str) -> Optional[str]:
     """Of the files a module name may name, the one `importer` reads: the
     only one, or the one beside it (a script's folder comes first on
-    `sys.path`: `from models import *` next to `cyclegan.py`)."""
+    `sys.path`: `from models import *` next to `cyclegan.py`), or else the only
+    one below its folder (`DiffRec/models/`, for `DiffRec/main.py` beside `L-DiffRec/`)."""
     if len(found) == 1:
         return found[0]
-    if not found:
-        return None
     folder = os.path.dirname(importer)
-    return next((p for p in found if os.path.dirname(p) == folder), None)
+    below = [p for p in found if p.startswith(folder + os.sep)]
+    return next((p for p in below if os.path.dirname(p) == folder), below[0] if len(below) == 1 else None)
 
 
 # the parts of a facts table that change what the values and control layers answer
