@@ -6,7 +6,7 @@ from textwrap import dedent
 
 from gpulint.model.index.nodes import COMPREHENSIONS, LOOPS, is_main_guard, takes_input
 from gpulint.model.index.order import walk_scope
-from gpulint.model.control.options import in_dead_branch, off_by_default, on_by_default
+from gpulint.model.control.options import off_by_default, on_by_default
 from gpulint.model.names import dotted, node_word
 from gpulint.rule import NONE, TIME, Bench, Example, Rule
 from gpulint.workloads import IN_MEMORY_TRAIN_LOOP
@@ -203,8 +203,6 @@ class DataParallel(Rule):
             return
         if any(isinstance(a, _DEFS) and _IMPLEMENTS_DP.search(a.name) for a in ctx.ancestors):
             return  # the code that implements a `dp` option the user picked
-        if in_dead_branch(ctx.analysis.index, node, ctx.ancestors):
-            return  # the `else` of `if args.distributed:` where `--distributed` is `store_true` with `default=True`
         if functional and _under_a_branch(ctx.ancestors):
             return  # `if self.ngpu > 1: data_parallel(...) else: self.main(x)`: the path a setting picks
         chain = list(ctx.ancestors) + [node]

@@ -3,7 +3,8 @@ the file sets to False once and never again (`time_it = False` ...
 `if time_it: t0 = time.time()`; `DEBUG = False`). Editing the constant is
 how a user opts into that code, as with a command-line flag that is off by
 default (`options`): it is not the program's own per-step work, and no
-rule reports in it."""
+rule reports in it. So is the branch that a command-line flag no command
+line can change never takes (`store_true` with `default=True`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import ast
 import re
 from typing import Dict, FrozenSet, List
 
+from gpulint.model.control.options import constant_flags
 from gpulint.model.index.tree import TreeIndex
 
 _OFF = (False, None, 0)
@@ -61,7 +63,7 @@ def dead_statements(index: TreeIndex) -> FrozenSet[int]:
     never runs."""
     flags = off_flags(index)
     constants = bool(flags) or any(index.mentions(w) for w in ("if False", "if 0", "if None"))
-    if not constants and not (index.mentions("= False") or index.mentions("=False")):
+    if not constants and not (index.mentions("= False") or index.mentions("=False")) and not index.mentions("store_"):
         return frozenset()
 
     def off(o: ast.AST) -> bool:
@@ -75,9 +77,30 @@ def dead_statements(index: TreeIndex) -> FrozenSet[int]:
             if any(off(o) for o in _and_operands(node.test)):  # type: ignore[attr-defined]
                 out.update(id(s) for s in node.body)  # type: ignore[attr-defined]
         out.update(_dead_under_local_switches(index))
+        out.update(_dead_under_constant_flags(index))
         return frozenset(out)
 
     return index.memoized("constants.dead", None, compute)
+
+
+def _dead_under_constant_flags(index: TreeIndex) -> List[int]:
+    """The branch of `if args.flag:` (or `if not args.flag:`) that a flag no
+    command line can change never takes (`options.constant_flags`): the
+    `else` of `if args.joint_edgeseg_loss:` where the flag is `store_true`
+    with `default=True` (GSCNN), the body where it is `store_false` with
+    `default=False`."""
+    flags = constant_flags(index)
+    if not flags:
+        return []
+    out: List[int] = []
+    for node in index.nodes(ast.If):
+        test, negated = node.test, False  # type: ignore[attr-defined]
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.attr in flags:
+            dead = node.orelse if flags[test.attr] != negated else node.body  # type: ignore[attr-defined]
+            out.extend(id(s) for s in dead)
+    return out
 
 
 def _and_operands(test: ast.AST) -> List[ast.AST]:

@@ -149,28 +149,6 @@ def constant_flags(index: TreeIndex) -> Dict[str, bool]:
     return index.memoized("options.constant_flags", None, compute)  # type: ignore[return-value]
 
 
-def in_dead_branch(index: TreeIndex, node: ast.AST, ancestors: Sequence[ast.AST]) -> bool:
-    """`node` sits in the branch of an `if` that a constant flag never takes
-    (`constant_flags`): the `else`/`elif` of `if args.distributed:` where
-    `--distributed` is `store_true` with `default=True`."""
-    flags = constant_flags(index)
-    if not flags:
-        return False
-    chain = list(ancestors) + [node]
-    for i in range(len(chain) - 2, -1, -1):
-        anc, child = chain[i], chain[i + 1]
-        if not isinstance(anc, ast.If) or child is anc.test:
-            continue
-        test, negated = anc.test, False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, negated = test.operand, True
-        if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.attr in flags:
-            value = flags[test.attr] != negated
-            if (value and child in anc.orelse) or (not value and child in anc.body):
-                return True
-    return False
-
-
 def option_defaults(calls: Iterable[ast.AST]) -> Dict[str, object]:
     """`number_defaults` of the `add_argument` calls among `calls`."""
     out: Dict[str, object] = {}
@@ -261,6 +239,26 @@ def off_by_default(index: TreeIndex, test: ast.AST, elsewhere: Optional[Dict[str
         return not _COMPARE[type(test.ops[0])](a, b)
     except TypeError:
         return False
+
+
+def taken_by_default(index: TreeIndex, test: ast.AST, elsewhere: Optional[Dict[str, object]] = None) -> bool:
+    """The `if` test holds on a run with the program's defaults: a
+    comparison of an option with a constant that is true at the option's
+    default (GSCNN's `if args.edge_weight > 0:` with `default=1.0`), a flag
+    no command line can change that is True (`constant_flags`), or `and`
+    of such tests."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return all(taken_by_default(index, v, elsewhere) for v in test.values)
+    if isinstance(test, ast.Attribute):
+        return constant_flags(index).get(test.attr) is True
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARE):
+        return False
+    if not (isinstance(test.left, ast.Attribute) and _constant(test.comparators[0]) is not None):
+        return False  # (the option on the left: `args.x > 0`)
+    defaults = number_defaults(index)
+    if test.left.attr not in defaults and not (elsewhere and test.left.attr in elsewhere):
+        return False
+    return not off_by_default(index, test, elsewhere)
 
 
 def tested_options(index: TreeIndex) -> FrozenSet[str]:
