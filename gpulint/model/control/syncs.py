@@ -21,6 +21,8 @@ from gpulint.model.values.literals import tensor_of_device_tensors
 from gpulint.model.values.kinds import CONVERSIONS, HOST_METHODS, PARAM_GROUPS, TENSOR
 from gpulint.model.values.shapes import CALL_NAMES, device_data_dependent_op, sized_by_tensor
 from gpulint.model.control.eval_order import evaluation_order
+from gpulint.model.control.explicit_syncs import is_explicit_sync
+from gpulint.model.control.options import taken_by_default
 from gpulint.model.index.walk import child_nodes, walk
 
 
@@ -575,7 +577,8 @@ def ends_reading(stmt, analysis) -> bool:
         cuda = _cuda_branch(stmt)
         if cuda is not None and block_ends_reading(cuda, analysis):
             return True  # (`elif device == "cuda": torch.cuda.synchronize()`: elsewhere nothing waits on CUDA)
-        return block_ends_reading(stmt.body, analysis) and block_ends_reading(stmt.orelse, analysis)
+        return block_ends_reading(stmt.body, analysis) and (block_ends_reading(stmt.orelse, analysis) or taken_by_default(
+            analysis.index, stmt.test, analysis.facts.option_defaults()))  # (`if args.edge_weight > 0:`, 1.0)
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
         return block_ends_reading(stmt.body, analysis)
     if isinstance(stmt, ast.Try):
@@ -643,10 +646,15 @@ def _tests_for_cuda(test: ast.AST) -> bool:
 
 
 def block_ends_reading(block, analysis) -> bool:
-    if not block:
-        return False  # an `if` without `else`: that path reads nothing
-    last = block[-1]
-    return isinstance(last, NO_FALLTHROUGH) or ends_reading(last, analysis)
+    """The block's last statement reads on the host (`ends_reading`), or one before it does and only
+    statements of tensor ops (`_tensor_ops_only`) and no loop follow (`main_loss += d['dual_loss']`)."""
+    for stmt in reversed(block):  # (an empty one, an `if` without `else`: that path reads nothing)
+        if isinstance(stmt, NO_FALLTHROUGH) or ends_reading(stmt, analysis):
+            return True
+        if (is_compound(stmt) and not isinstance(stmt, PASSABLE)) or holds_loop(stmt) or not _tensor_ops_only(
+                stmt, analysis):
+            return False
+    return False
 
 
 def read_earlier_in_statement(stmt, at, analysis) -> bool:
@@ -678,46 +686,6 @@ def may_sync(call: ast.Call, analysis) -> bool:
     if analysis.values.kind_at(recv, ancestors) not in (TENSOR, None):
         return False
     return not analysis.host.is_host_tensor(recv, ancestors)
-
-
-# calls that make the host wait for all the GPU work queued so far
-EXPLICIT_SYNCS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.distributed.barrier"})
-
-
-def is_explicit_sync(n: ast.AST, analysis=None) -> bool:
-    """`torch.cuda.synchronize()`, `dist.barrier()`, `event.synchronize()`,
-    or a module-level alias of one: what runs right after it waits for
-    nothing queued before."""
-    if not isinstance(n, ast.Call):
-        return False
-    func = n.func
-    if isinstance(func, ast.Attribute) and func.attr == "synchronize" and not n.args and not n.keywords:
-        return True
-    if analysis is None:
-        return False
-    if isinstance(func, ast.Name) and not n.args and not n.keywords and func.id in sync_aliases(analysis):
-        return True
-    return analysis.imports.qualname(func) in EXPLICIT_SYNCS
-
-
-def sync_aliases(analysis) -> frozenset:
-    """The module-level names bound to an explicit sync: `synchronize =
-    torch.cuda.synchronize`, or the sync on CUDA and a no-op elsewhere
-    (nanochat's `torch.cuda.synchronize if device_type == "cuda" else
-    lambda: None`: on the CPU nothing is queued to wait for)."""
-    def find() -> frozenset:
-        out = set()
-        for stmt in analysis.index.tree.body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                value = stmt.value
-                options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
-                syncs = [o for o in options if analysis.imports.qualname(o) in EXPLICIT_SYNCS]
-                if syncs and all(o in syncs or isinstance(o, ast.Lambda) for o in options):
-                    out.add(stmt.targets[0].id)
-        return frozenset(out)
-    if not (analysis.index.mentions("synchronize") or analysis.index.mentions("barrier")):
-        return frozenset()
-    return analysis.index.memoized("syncs.aliases", None, find)
 
 
 def is_host_read_call(n: ast.AST) -> bool:

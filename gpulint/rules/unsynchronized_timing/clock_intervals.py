@@ -59,7 +59,7 @@ from gpulint.model.index.order import callee_name
 from gpulint.model.project.callgraph import functions_reaching
 from gpulint.model.names import dotted
 from gpulint.model.control.constants import dead_statements
-from gpulint.model.control.syncs import is_explicit_sync
+from gpulint.model.control.explicit_syncs import is_explicit_sync
 from gpulint.model.index.walk import child_nodes, walk
 
 if TYPE_CHECKING:  # pragma: no cover
