@@ -9,8 +9,11 @@ table stays on the CPU and every call copies it again, a blocking copy from
 pageable memory. `self.register_buffer(...)` keeps it on the model's device
 (and keeps it out of the state dict with `persistent=False`). Only an
 attribute the class binds nowhere but in `__init__`, each time to what a CPU
-factory computes there (`values.host_built`): one bound again, a cache
-filled on first use, or a parameter on another path is left alone.
+factory computes there (`values.host_built`), or, in an `nn.Module`, to
+host data made a tensor there (`torch.Tensor(adjacency)`,
+`torch.from_numpy(table)`: a trainer's reward weights or a scheduler's
+constants have no buffers to move with): one bound again, a cache filled on
+first use, or a parameter on another path is left alone.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 from gpulint.model.control.repetition import runs_repeatedly
 from gpulint.model.index.nodes import FUNCS
 from gpulint.model.values.attributes import is_self_attr
-from gpulint.model.values.devices import default_device_set
+from gpulint.model.values.devices import default_device_set, legacy_constructor
 from gpulint.model.values.host_built import TENSOR_ELEMENTWISE, host_factory
 
 # methods between the attribute and the move that keep its data where it is
@@ -35,7 +38,8 @@ def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional
     time to a tensor a CPU factory computes there; else None."""
     recv = move.func.value  # type: ignore[attr-defined]
     while True:
-        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and recv.func.attr in _KEEPING:
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and (
+                recv.func.attr in _KEEPING or _to_dtype(recv)):
             recv = recv.func.value
         elif isinstance(recv, ast.BinOp) and isinstance(recv.left, ast.Constant):
             recv = recv.right  # `(1.0 * self.anchors).to(device)`
@@ -53,6 +57,19 @@ def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional
     return recv.attr if runs_repeatedly(fa, move, ancestors) else None
 
 
+def _to_dtype(call: ast.Call) -> bool:
+    """`.to(x.dtype)`, `.to(torch.float16)`: a cast, which keeps the data where it is."""
+    if not (call.func.attr == "to" and len(call.args) == 1 and not call.keywords):  # type: ignore[attr-defined]
+        return False
+    arg = call.args[0]
+    return isinstance(arg, ast.Attribute) and (arg.attr == "dtype" or (
+        isinstance(arg.value, ast.Name) and arg.value.id == "torch" and arg.attr in _DTYPES))
+
+
+_DTYPES = frozenset(("float32", "float", "float16", "half", "bfloat16", "float64", "double", "int64", "long",
+                     "int32", "int", "bool", "uint8", "int8", "int16"))
+
+
 def _kept_on_host(fa, cls: ast.ClassDef, name: str) -> bool:
     """The class binds `self.<name>` only in `__init__`, each time to a tensor
     a CPU factory computes there (`_built_on_host`)."""
@@ -62,18 +79,20 @@ def _kept_on_host(fa, cls: ast.ClassDef, name: str) -> bool:
     bindings = _bindings(cls, name)
     if not bindings or any(not _within(stmt, init) for stmt, _ in bindings):
         return False  # bound again (a cache, a move stored back) or elsewhere: not known to stay on the CPU
-    return all(value is not None and _built_on_host(fa, value, init) for _, value in bindings)
+    data = fa.values.is_module_class(cls)  # (a module's host data: a buffer would move it once)
+    return all(value is not None and _built_on_host(fa, value, init, data) for _, value in bindings)
 
 
-def _built_on_host(fa, value: ast.AST, init: ast.AST) -> bool:
+def _built_on_host(fa, value: ast.AST, init: ast.AST, data: bool = False) -> bool:
     """`value` is computed on the host from a CPU factory (`host_factory`),
     or is a call of a function of the file every `return` of which is (a
     model file's `precompute_freqs_cis(dim, n)`, whose summary the project
-    may not have read)."""
+    may not have read); with `data`, or is host data made a tensor
+    (`_host_data`)."""
     def tensor_kind(e: ast.AST):
         return fa.values.is_tensor(e, fa.index.ancestors(e))
 
-    if host_factory(fa, value, init, tensor_kind) is not None:
+    if host_factory(fa, value, init, tensor_kind) is not None or (data and _host_data(fa, value)):
         return True
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
         return False
@@ -83,6 +102,24 @@ def _built_on_host(fa, value: ast.AST, init: ast.AST) -> bool:
     returns = [n for n in ast.walk(helper) if isinstance(n, ast.Return)]
     return bool(returns) and all(r.value is not None and host_factory(fa, r.value, helper, tensor_kind) is not None
                                  for r in returns)
+
+
+# what turns host data into a CPU tensor (and the casts that keep it there)
+_DATA_CONSTRUCTORS = frozenset(("torch.tensor", "torch.as_tensor", "torch.from_numpy"))
+_CASTS = frozenset(("float", "double", "half", "long", "int", "bool", "contiguous"))
+
+
+def _host_data(fa, value: ast.AST) -> bool:
+    """`torch.Tensor(A_scales)`, `torch.from_numpy(table).float()`,
+    `torch.tensor(weights)` with no `device=`: host data made a CPU tensor
+    once, in `__init__` (MS-G3D's adjacency powers); every later move
+    copies it again, where a buffer would move once."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _CASTS \
+            and not value.args:
+        value = value.func.value
+    if not isinstance(value, ast.Call) or any(k.arg == "device" for k in value.keywords):
+        return False
+    return fa.imports.call_qualname(value) in _DATA_CONSTRUCTORS or legacy_constructor(fa, value) is not None
 
 
 def _bindings(cls: ast.ClassDef, name: str) -> List[Tuple[ast.AST, Optional[ast.AST]]]:

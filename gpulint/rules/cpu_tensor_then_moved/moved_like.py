@@ -11,6 +11,7 @@ from typing import FrozenSet, Optional, Sequence, Set, Tuple
 
 from gpulint.model.control.repetition import called_repeatedly, runs_repeatedly
 from gpulint.model.index.order import scope_nodes
+from gpulint.model.index.walk import walk
 from gpulint.model.values.devices import device_arg_kind, factory_name
 from gpulint.model.values.host_built import host_factory
 from gpulint.rules.cpu_tensor_then_moved.host_built import in_module_forward, waits_anyway
@@ -159,8 +160,19 @@ def _forward_helpers(cls: ast.ClassDef) -> Tuple[FrozenSet[str], FrozenSet[str]]
 
 
 def _parameter_of_forward(expr: ast.AST, func: ast.AST) -> bool:
-    """A parameter of `forward` (`mask` in `forward(self, x, mask)`): a tensor of the step."""
+    """A parameter of `forward` (`mask` in `forward(self, x, mask)`), or a
+    name the function binds only to an item of one (`y = states[0]` in an
+    ODE function's `forward(self, t, states)`): a tensor of the step."""
     if not isinstance(expr, ast.Name):
         return False
     args = func.args  # type: ignore[attr-defined]
-    return expr.id in {a.arg for a in args.posonlyargs + args.args[1:] + args.kwonlyargs}
+    params = {a.arg for a in args.posonlyargs + args.args[1:] + args.kwonlyargs}
+    if expr.id in params:
+        return True
+    stores = sum(1 for n in walk(func) if isinstance(n, ast.Name) and n.id == expr.id and not isinstance(n.ctx, ast.Load))
+    items = sum(1 for n in walk(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == expr.id
+                and isinstance(n.value, ast.Subscript) and isinstance(n.value.value, ast.Name)
+                and n.value.value.id in params and isinstance(n.value.slice, ast.Constant)
+                and isinstance(n.value.slice.value, int))
+    return stores > 0 and items == stores
