@@ -34,7 +34,7 @@ OPTION_WORD_RE = re.compile(
 # server or a memory-saving mode the user turns on (`--visdom`,
 # `--aggressive-memory`); not for any test (`if self.memory:` is a replay buffer)
 # `--vis`, `--vis_tgt` (visualize the targets): a viewing mode
-_FLAG_WORD_RE = re.compile(OPTION_WORD_RE.pattern + r"|visdom|memory|(?:^|_)vis(?:_|$)", re.I)
+_FLAG_WORD_RE = re.compile(OPTION_WORD_RE.pattern + r"|visdom|memory|(?:^|_)vis(?:_|$)|analy[sz]|diagnos", re.I)
 
 
 def opt_in_flags(index: TreeIndex) -> FrozenSet[str]:
