@@ -1230,13 +1230,15 @@ def test_layers_of_imported_models_reach_the_training_file_and_the_cache_follows
     # (and what it imports, where the models it builds may have more layers)
     # (and what its code builds, and its classes' bases, where a subclass of a trainer builds its model)
     assert part == {"functions": {}, "imports": ["torch", "torch.nn"], "uses": {}, "partial": True, "methods": ["forward"],
+                    "cudnn": 3,  # (it names convolutions and defines modules: `layers.cudnn_words`)
                     "classes": {"models.Discriminator": ["torch.nn.Module"], "models.Generator": ["torch.nn.Module"]},
                     "layers": {"conv": 4, "matmul": 2, "attention": 0},  # by call site: `block` has one Conv2d
                     "class_layers": {"Discriminator": {"conv": 1, "matmul": 1, "attention": 0},
                                      "Generator": {"conv": 3, "matmul": 1, "attention": 0}}}
     # not asked yet: what it imports (whether it imports a training file), nothing more
     assert partial_summary(ast.parse(DCGAN), DCGAN, ["models"], False, layers=False) == {
-        "functions": {}, "classes": {}, "imports": ["torch", "torch.nn"], "partial": True, "methods": ["forward"]}
+        "functions": {}, "classes": {}, "imports": ["torch", "torch.nn"], "partial": True, "methods": ["forward"],
+        "cudnn": 3}
     assert partial_summary(ast.parse("x = 1\n"), "x = 1\n", ["m"], False) is None
     write(tmp_path, {"models.py": DCGAN, "train.py": "import torch\nfrom models import *\n" + TRAIN_SCRIPT})
     assert check(tmp_path, "--select", "GPU403", ".") == set()

@@ -188,12 +188,9 @@ class ProjectGraph:
         return cid
 
     def resolve_in(self, ref: str, path: str) -> Optional[str]:
-        """`resolve`, for a call in the file `path`: where several files
-        define the function `ref` names (`from augmentations import
-        mixup_data` with an `augmentations.py` at the top and another in
-        `old_version/`), the one beside `path`, or the one below its folder
-        (`DiffRec/models/`, for `DiffRec/main.py` beside `L-DiffRec/`), as a
-        script's folder comes first on `sys.path`."""
+        """`resolve`, for a call in the file `path`: where several files define the function
+        `ref` names (`from augmentations import mixup_data` with an `augmentations.py` at the
+        top and another in `old_version/`), the one `module_file` picks for `path`."""
         found = self.candidates.get(ref)
         if found is None or len(found) < 2:
             return self.resolve(ref)

@@ -133,10 +133,8 @@ class CpuTensorThenMoved(Rule):
     `.numpy()`, `nonzero`, `unique`, `torch.any`: the host waits there anyway,
     so one more small copy stalls next to nothing), nor in the `forward` of an
     `nn.Module` class, where GPU204 flags the factory (one finding per site). A
-    factory moved to the device of another tensor in a `forward`
-    (`torch.zeros(1, 1, n, k).to(mask)` in a layer's forward, every call;
-    the tensor a parameter of `forward` or an item of one, `y = states[0]` in
-    an ODE function's) is
+    factory moved to the device of another tensor in a `forward` (`torch.zeros(1, 1, n, k).to(mask)`,
+    `.to(y)` with `y = states[0]` in an ODE function's: a forward's input or an item of one) is
     flagged without a fix: `device=mask.device, dtype=mask.dtype` keeps the
     dtype that `.to(mask)` also takes; so is one in a method that the class's
     `forward` calls on `self`, directly or through another such method
