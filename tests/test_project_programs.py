@@ -498,3 +498,69 @@ def test_a_script_imports_the_module_below_its_own_folder_where_sub_projects_sha
                      for rel, text in (("main.py", main), ("models/diffusion.py", model))})
     assert found(tmp_path, "GPU101") == {(f"{variant}/models/diffusion.py", 12, "GPU101")
                                         for variant in ("DiffRec", "L-DiffRec")}
+
+
+def test_a_base_class_forward_left_to_subclasses_reaches_their_layers_through_a_rewrapped_encoder(tmp_path):
+    """EfficientConformer: `Model.fit` (a module class with no `forward` of its
+    own) calls `self.forward(batch)`, which `ModelCTC` defines; it calls
+    `self.encoder`, re-bound to `DistributedDataParallel(self.encoder)` in
+    another method (still the encoder's forward when called), whose forward
+    runs `self.augment` under `if self.training:` (taken by every training
+    step). The read in the augmentation runs every step."""
+    write(tmp_path, {
+        "models/base.py": """
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def fit(self, loader, optimizer):
+                    for batch in loader:
+                        loss = self.forward([t.cuda() for t in batch]).mean()
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+        """,
+        "models/layers.py": """
+            import torch
+            from torch import nn
+
+
+            class Augment(nn.Module):
+                def forward(self, x, lengths):
+                    for b in range(x.size(0)):
+                        x[b, : int(0.1 * lengths[b].item())] = 0
+                    return x
+
+
+            class Encoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.augment = Augment()
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x, lengths):
+                    if self.training:
+                        x = self.augment(x, lengths)
+                    return self.proj(x)
+        """,
+        "models/ctc.py": """
+            import torch
+            from models.base import Model
+            from models.layers import Encoder
+
+
+            class ModelCTC(Model):
+                def __init__(self):
+                    super().__init__()
+                    self.encoder = Encoder()
+
+                def distribute(self, rank):
+                    self.encoder = torch.nn.parallel.DistributedDataParallel(self.encoder, device_ids=[rank])
+
+                def forward(self, batch):
+                    x, lengths = batch
+                    return self.encoder(x, lengths)
+        """,
+    })
+    assert found(tmp_path, "GPU101") == {("models/layers.py", 9, "GPU101")}

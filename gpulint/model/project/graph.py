@@ -471,7 +471,8 @@ def _overriding(graph: ProjectGraph, fid: str, found: List[Tuple[str, str, list]
     implement, tableshift's `train_epoch`), and of a method of the caller's
     own class, called on `self` (mdistiller's `BaseTrainer.train_epoch`
     calling `self.train_iter(...)`, which `CRDTrainer` and `DOT` override:
-    each subclass's step runs every step of its own training)."""
+    each subclass's step runs every step of its own training; `self.forward`
+    where the class itself has none)."""
     out: List[Tuple[str, str, list]] = []
     if graph._abstract and any(cid in graph._abstract for cid, _, _ in found):
         below = _below(graph)  # (a base with no bases of its own too: pixel-nerf's `class Trainer:`)
@@ -480,10 +481,12 @@ def _overriding(graph: ProjectGraph, fid: str, found: List[Tuple[str, str, list]
     own = fid.partition("@")[0].rpartition(".")[0]  # (the caller's class, for a method)
     mine = [(cid, where, call) for cid, where, call in found
             if cid not in graph._abstract and call[0].rpartition(".")[0] == own]
+    resolved = {id(call) for _, _, call in found}  # (and `self.forward(...)` where the class leaves it to
+    mine += [(call[0], call[1], call) for call in graph.functions[fid].get("calls", ())  # its subclasses)
+             if own and id(call) not in resolved and call[0] == own + ".forward"]
     if mine:
         below = _below(graph)
-        out += [(oid, where, call) for cid, where, call in mine
-                for oid in overrides(below, graph.alias, cid) if oid != cid]
+        out += [(oid, where, call) for cid, where, call in mine for oid in overrides(below, graph.alias, cid) if oid != cid]
     return out
 
 

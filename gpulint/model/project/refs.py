@@ -22,6 +22,7 @@ from gpulint.model.index.order import stored_names
 from gpulint.model.index.walk import walk
 from gpulint.model.names import module_level_defs
 from gpulint.model.project.imports import import_bindings, imported_modules, star_imported
+from gpulint.model.values.attributes import rewraps_self_attr
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -457,8 +458,8 @@ def _read_bindings(refs: "FileRefs") -> None:
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                 cls = parents.get(scope) if isinstance(scope, FUNCS) else None
                 if isinstance(cls, ast.ClassDef):
-                    c = attr_counts.setdefault(cls, {})
-                    c[t.attr] = c.get(t.attr, 0) + weight
+                    c = attr_counts.setdefault(cls, {})  # (not `self.enc = DDP(self.enc)`: `rewraps_self_attr`)
+                    c[t.attr] = c.get(t.attr, 0) + (0 if rewraps_self_attr(value, t.attr) else weight)
                     if not (isinstance(value, ast.Constant) and value.value is None):
                         b = attr_bound.setdefault(cls, {})
                         b[t.attr] = b.get(t.attr, 0) + weight
@@ -469,7 +470,7 @@ def _read_bindings(refs: "FileRefs") -> None:
                     if held_param is not None and held_param in refs._parameters_of(scope):
                         # `self.policy = policy`, `self.model = model.cuda()`
                         attr_params.setdefault(cls, {})[t.attr] = (scope, held_param)
-                    if isinstance(built_by, ast.Call) and len(targets) == 1:
+                    if isinstance(built_by, ast.Call) and len(targets) == 1 and not rewraps_self_attr(value, t.attr):
                         attr_found.setdefault(cls, {})[t.attr] = built_by
                         element = _element_class(built_by)
                         if element is not None:

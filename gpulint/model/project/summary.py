@@ -38,6 +38,7 @@ from gpulint.model.control.repetition import after_periodic_return, under_once_g
 from gpulint.model.control.syncs import follows_host_read, may_read_by_form
 from gpulint.model.index.nodes import FUNCS, LOOPS, abstract_method, self_test_block
 from gpulint.model.index.order import unbound_parameters
+from gpulint.model.names import dotted
 from gpulint.model.project.builds import built_object
 from gpulint.model.project.layers import class_layer_counts, cudnn_words, total_layers
 from gpulint.model.project.per_call import built_per_call
@@ -445,7 +446,10 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
                 # a module's method that runs a sub-module of it (`self.item_encoder(emb, mask)` in
                 # S3Rec's `finetune`): it runs the model's layers, as its `forward` does
                 sc.forwards = sc.forwards or not (grad_words and fa.contexts.grad_disabled(fa.index.ancestors(node)))
-            if held is None or held.split(".", 1)[0] in EXTERNAL_ROOTS:
+            if held is None and func.attr == "forward" and isinstance(scope, FUNCS):
+                pass  # `self.forward(batch)` in a base that leaves `forward` to its subclasses (EfficientConformer's
+                # `Model.fit`): the graph runs their overrides (`graph._overriding`)
+            elif held is None or held.split(".", 1)[0] in EXTERNAL_ROOTS:
                 return  # `self.conv(x)`: a torch sub-module (`self.reg = Regulator()`: the project's)
     duck = None
     if isinstance(root, ast.Name) and root.id not in ("self", "cls"):
@@ -693,12 +697,14 @@ def _plain_where(ancestors, scope: ast.AST, light: bool = False, through=None) -
     around a function that steps is a loop of steps (it drives them), so
     the call must not make its caller one that steps. `through(loop)`: a
     loop every run of the function runs whole (`for block in self.blocks:`,
-    `FileRefs.iterates_submodules`), passed as plain code."""
-    for anc in reversed(ancestors):
+    `FileRefs.iterates_submodules`), passed as plain code, as is `if self.training:`."""
+    for k in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[k]
         if anc is scope:
             return BODY
-        if through is not None and isinstance(anc, (ast.For, ast.AsyncFor)) and through(anc):
-            continue
+        if through is not None and isinstance(anc, (ast.For, ast.AsyncFor)) and through(anc) or isinstance(
+                anc, ast.If) and dotted(anc.test) == "self.training" and k + 1 < len(ancestors) and ancestors[k + 1] in anc.body:
+            continue  # (and the body of `if self.training:` in a module's method: a training step takes it)
         if light and isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
             return LOOP
         if isinstance(anc, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.ExceptHandler,

@@ -130,6 +130,29 @@ def mentions_self_attr(value: ast.AST, attr: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n) for n in walk(value))
 
 
+# what wraps a module and, called, runs its forward (or gives the module back)
+_REWRAPS = frozenset(("DistributedDataParallel", "DataParallel", "convert_sync_batchnorm", "compile",
+                      "to", "cuda", "float", "half", "bfloat16", "train", "eval"))
+_BY_ARGUMENT = frozenset(("DistributedDataParallel", "DataParallel", "convert_sync_batchnorm", "compile"))
+
+
+def rewraps_self_attr(value: ast.AST, attr: str) -> bool:
+    """`DistributedDataParallel(self.encoder, ...)`, `convert_sync_batchnorm(self.encoder)`,
+    `self.encoder.cuda()`: `self.<attr>` wrapped or moved, which still runs the same class's
+    forward when called (a re-binding that says nothing new of what the attribute holds)."""
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    if name not in _REWRAPS:
+        return False
+    if isinstance(f, ast.Attribute) and name not in _BY_ARGUMENT:
+        inner: Optional[ast.AST] = f.value  # `self.encoder.cuda()`
+    else:
+        inner = value.args[0] if value.args else None  # `DistributedDataParallel(self.encoder, ...)`
+    return is_self_attr(inner) and inner.attr == attr  # type: ignore[union-attr]
+
+
 def from_config(value: ast.AST) -> bool:
     """`strategy.args.model.margin_loss_enable`, `cfg.train.loss_weight`: an
     attribute read through a settings object (a flag, a number, a string),
