@@ -130,10 +130,10 @@ def mentions_self_attr(value: ast.AST, attr: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n) for n in walk(value))
 
 
-# what wraps a module and, called, runs its forward (or gives the module back)
-_REWRAPS = frozenset(("DistributedDataParallel", "DataParallel", "convert_sync_batchnorm", "compile",
-                      "to", "cuda", "float", "half", "bfloat16", "train", "eval"))
+# what wraps a module handed to it and, called, runs its forward; and the module's own
+# methods that give the module back
 _BY_ARGUMENT = frozenset(("DistributedDataParallel", "DataParallel", "convert_sync_batchnorm", "compile"))
+_REWRAPS = _BY_ARGUMENT | {"to", "cuda", "float", "half", "bfloat16", "train", "eval"}
 
 
 def rewraps_self_attr(value: ast.AST, attr: str) -> bool:
