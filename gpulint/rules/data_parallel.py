@@ -323,19 +323,17 @@ def _unwrapped_at_once(ctx, node: ast.Call) -> bool:
     """`wide_resnet = torch.nn.DataParallel(wide_resnet)`, and the next
     statement takes the module back out (`wide_resnet = wide_resnet.module`,
     GSCNN's trunk): the wrapper is dropped before anything calls it."""
-    parents = ctx.analysis.index.parents
-    stmt = parents.get(node)
+    index = ctx.analysis.index
+    stmt = index.parents.get(node)
     if not (isinstance(stmt, ast.Assign) and stmt.value is node and len(stmt.targets) == 1
             and isinstance(stmt.targets[0], ast.Name)):
         return False
     name = stmt.targets[0].id
-    block = parents.get(stmt)
-    body = next((b for b in (getattr(block, f, None) for f in ("body", "orelse", "finalbody"))
-                 if isinstance(b, list) and any(s is stmt for s in b)), None)
-    if body is None:
+    where = index.slot(stmt)  # (the block holding it, and where)
+    if where is None:
         return False
-    at = next(i for i, s in enumerate(body) if s is stmt)
-    nxt = body[at + 1] if at + 1 < len(body) else None
+    body = getattr(where[0], where[1])
+    nxt = body[where[2] + 1] if where[2] + 1 < len(body) else None
     return (isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 and isinstance(nxt.targets[0], ast.Name)
             and nxt.targets[0].id == name and isinstance(nxt.value, ast.Attribute) and nxt.value.attr == "module"
             and isinstance(nxt.value.value, ast.Name) and nxt.value.value.id == name)

@@ -22,7 +22,7 @@ from gpulint.model.index.order import stored_names
 from gpulint.model.index.walk import walk
 from gpulint.model.names import module_level_defs
 from gpulint.model.project.imports import import_bindings, imported_modules, star_imported
-from gpulint.model.values.attributes import rewraps_self_attr
+from gpulint.model.values.attributes import constructed, held_name, keeps_object
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.model.file import FileModel
@@ -122,7 +122,7 @@ class FileRefs:
         """The dotted class or function `value` calls to build an object
         (`Net(cfg)`, `Net(cfg).cuda()`, `nn.DataParallel(Net())`), or the
         class of the object a name of `scope` holds; None where unknown."""
-        value = _constructed(value)
+        value = constructed(value)
         if isinstance(value, ast.Call):
             return self._built_by(value.func)
         if isinstance(value, ast.Name):
@@ -458,19 +458,20 @@ def _read_bindings(refs: "FileRefs") -> None:
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                 cls = parents.get(scope) if isinstance(scope, FUNCS) else None
                 if isinstance(cls, ast.ClassDef):
-                    c = attr_counts.setdefault(cls, {})  # (not `self.enc = DDP(self.enc)`: `rewraps_self_attr`)
-                    c[t.attr] = c.get(t.attr, 0) + (0 if rewraps_self_attr(value, t.attr) else weight)
+                    kept = keeps_object(value, t)  # `self.encoder = DDP(self.encoder)`: the same object
+                    c = attr_counts.setdefault(cls, {})
+                    c[t.attr] = c.get(t.attr, 0) + (0 if kept else weight)
                     if not (isinstance(value, ast.Constant) and value.value is None):
                         b = attr_bound.setdefault(cls, {})
                         b[t.attr] = b.get(t.attr, 0) + weight
                     if isinstance(value, ast.Constant) and isinstance(value.value, str):
                         attr_strings.setdefault(cls, {})[t.attr] = value.value  # `self.sampler_type = "uniform"`
-                    built_by = _constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
-                    held_param = _held_name(value) if len(targets) == 1 and isinstance(scope, FUNCS) else None
+                    built_by = constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
+                    held_param = held_name(value) if len(targets) == 1 and isinstance(scope, FUNCS) else None
                     if held_param is not None and held_param in refs._parameters_of(scope):
                         # `self.policy = policy`, `self.model = model.cuda()`
                         attr_params.setdefault(cls, {})[t.attr] = (scope, held_param)
-                    if isinstance(built_by, ast.Call) and len(targets) == 1 and not rewraps_self_attr(value, t.attr):
+                    if isinstance(built_by, ast.Call) and len(targets) == 1 and not kept:
                         attr_found.setdefault(cls, {})[t.attr] = built_by
                         element = _element_class(built_by)
                         if element is not None:
@@ -480,7 +481,7 @@ def _read_bindings(refs: "FileRefs") -> None:
                 held = _iterated_attribute(stmt)  # `for block in self.blocks:`
                 if held is not None and isinstance(parents.get(scope), ast.ClassDef):
                     iterated.append((scope, parents.get(scope), held[0], held[1]))
-            if isinstance(t, ast.Name) and _keeps_object(value, t.id):
+            if isinstance(t, ast.Name) and keeps_object(value, t):
                 continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
             c = counts.setdefault(scope, {})
             for n in walk(t):
@@ -494,7 +495,7 @@ def _read_bindings(refs: "FileRefs") -> None:
                     aliases[t.id] = value  # `Exp = Exp_Informer`
                 elif isinstance(scope, FUNCS):
                     local_aliases.setdefault(scope, {})[t.id] = value  # the same in a def (`main()`)
-            value = _constructed(value)
+            value = constructed(value)
             if isinstance(t, ast.Name) and isinstance(value, ast.Call):
                 built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
             elif isinstance(t, ast.Name) and isinstance(stmt, ast.AnnAssign) and isinstance(
@@ -593,14 +594,6 @@ def _pairs(targets: Sequence[ast.AST], value: Optional[ast.AST]) -> List[Tuple[a
     return [(t, value)]
 
 
-# methods of a module that return the module itself (`Net().to(device)` is a `Net`)
-_SELF_RETURNING = frozenset(("to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
-                             "requires_grad_", "share_memory", "to_empty"))
-# wrappers whose call runs the wrapped module's `forward`
-_MODULE_WRAPPERS = frozenset(("DDP", "DistributedDataParallel", "DataParallel", "FSDP",
-                              "FullyShardedDataParallel", "compile", "convert_sync_batchnorm"))
-
-
 def _element_class(call: ast.Call) -> Optional[ast.AST]:
     """What builds every element of `nn.ModuleList([Block(d) for _ in
     range(n)])`, `nn.ModuleList([Block(1), Block(2)])` or
@@ -620,7 +613,7 @@ def _element_class(call: ast.Call) -> Optional[ast.AST]:
         elts = list(arg.elts)
     else:
         return None
-    built = [_constructed(e) for e in elts]
+    built = [constructed(e) for e in elts]
     if not all(isinstance(b, ast.Call) for b in built):
         return None
     funcs = {ast.dump(b.func) for b in built}  # type: ignore[union-attr]
@@ -645,57 +638,6 @@ def _iterated_attribute(loop: ast.AST) -> Optional[Tuple[str, str]]:
             and isinstance(target, ast.Name):
         return target.id, it.attr
     return None
-
-
-def _constructed(value: Optional[ast.AST]) -> Optional[ast.AST]:
-    """The construction under a chain of methods that return the module
-    itself, and of wrappers that run its `forward`: `Net(cfg).to(device)
-    .train()` -> `Net(cfg)`, `nn.DataParallel(Net()).to(device)` -> `Net()`."""
-    while isinstance(value, ast.Call):
-        func = value.func
-        if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING and isinstance(func.value, ast.Call):
-            value = func.value
-            continue
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-        if last in _MODULE_WRAPPERS and value.args and isinstance(value.args[0], ast.Call):
-            value = value.args[0]
-            continue
-        break
-    return value
-
-
-def _keeps_object(value: Optional[ast.AST], name: str) -> bool:
-    """`name = name.to(device)`, `name = DDP(name, ...)`, `name =
-    torch.compile(name)`: the name still holds (a wrapper of) the object it
-    held, whose `forward` a call of it runs."""
-    if not isinstance(value, ast.Call):
-        return False
-    func = value.func
-    if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
-        innermost = _constructed(value).func  # (the first method called on the name, when it is one)
-        return (isinstance(innermost, ast.Attribute) and innermost.attr in _SELF_RETURNING
-                and isinstance(innermost.value, ast.Name) and innermost.value.id == name)
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    if last not in _MODULE_WRAPPERS or not value.args:
-        return False
-    wrapped = value.args[0]  # `DDP(model)`, `DDP(model.to(device), ...)`
-    return (isinstance(wrapped, ast.Name) and wrapped.id == name) or (
-        isinstance(wrapped, ast.Call) and isinstance(wrapped.func, ast.Attribute)
-        and wrapped.func.attr in _SELF_RETURNING and _keeps_object(wrapped, name))
-
-
-def _held_name(value: Optional[ast.AST]) -> Optional[str]:
-    """The name whose object `value` is: the name itself, or the object a
-    method of it gives back (`model.cuda()`, `model.to(device)`) or a
-    wrapper of it (`DDP(model)`)."""
-    if isinstance(value, ast.Name):
-        return value.id
-    if not isinstance(value, ast.Call):
-        return None
-    inner = _constructed(value)
-    base = inner.func.value if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) else (
-        value.args[0] if value.args else None)
-    return base.id if isinstance(base, ast.Name) and _keeps_object(value, base.id) else None
 
 
 def _enclosing_function(ancestors: Sequence[ast.AST]) -> Optional[ast.AST]:

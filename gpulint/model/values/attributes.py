@@ -9,6 +9,11 @@ and an augmented assignment of a tensor makes a tensor of whatever the
 attribute started as (`self.tokens = 0`, then `self.tokens += (y >=
 0).sum()`). A buffer or parameter the class registers by name
 (`self.register_buffer("inited", torch.Tensor([False]))`) is a tensor.
+
+And what a binding of a module holds through the methods that give the
+module back and the wrappers that run its forward (`constructed`,
+`keeps_object`, `held_name`): `self.encoder = DDP(self.encoder)` and
+`model = model.cuda()` hold the same object (the project's `refs` asks).
 """
 
 from __future__ import annotations
@@ -130,27 +135,71 @@ def mentions_self_attr(value: ast.AST, attr: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == attr and is_self_attr(n) for n in walk(value))
 
 
-# what wraps a module handed to it and, called, runs its forward; and the module's own
-# methods that give the module back
-_BY_ARGUMENT = frozenset(("DistributedDataParallel", "DataParallel", "convert_sync_batchnorm", "compile"))
-_REWRAPS = _BY_ARGUMENT | {"to", "cuda", "float", "half", "bfloat16", "train", "eval"}
+# methods of a module that return the module itself (`Net().to(device)` is a `Net`)
+_SELF_RETURNING = frozenset(("to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
+                             "requires_grad_", "share_memory", "to_empty"))
+# wrappers whose call runs the wrapped module's `forward`
+_MODULE_WRAPPERS = frozenset(("DDP", "DistributedDataParallel", "DataParallel", "FSDP",
+                              "FullyShardedDataParallel", "compile", "convert_sync_batchnorm"))
 
 
-def rewraps_self_attr(value: ast.AST, attr: str) -> bool:
-    """`DistributedDataParallel(self.encoder, ...)`, `convert_sync_batchnorm(self.encoder)`,
-    `self.encoder.cuda()`: `self.<attr>` wrapped or moved, which still runs the same class's
-    forward when called (a re-binding that says nothing new of what the attribute holds)."""
+def constructed(value: Optional[ast.AST]) -> Optional[ast.AST]:
+    """The construction under a chain of methods that return the module
+    itself, and of wrappers that run its `forward`: `Net(cfg).to(device)
+    .train()` -> `Net(cfg)`, `nn.DataParallel(Net()).to(device)` -> `Net()`."""
+    while isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING and isinstance(func.value, ast.Call):
+            value = func.value
+            continue
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if last in _MODULE_WRAPPERS and value.args and isinstance(value.args[0], ast.Call):
+            value = value.args[0]
+            continue
+        break
+    return value
+
+
+def keeps_object(value: Optional[ast.AST], target: ast.AST) -> bool:
+    """`name = name.to(device)`, `name = DDP(name, ...)`, `name =
+    torch.compile(name)`, `self.encoder = DDP(self.encoder)`: `target` (a
+    name, or an attribute of `self`) still holds (a wrapper of) the object it
+    held, whose `forward` a call of it runs."""
     if not isinstance(value, ast.Call):
         return False
-    f = value.func
-    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-    if name not in _REWRAPS:
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
+        innermost = constructed(value).func  # (the first method called on the name, when it is one)
+        return (isinstance(innermost, ast.Attribute) and innermost.attr in _SELF_RETURNING
+                and _same_ref(innermost.value, target))
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if last not in _MODULE_WRAPPERS or not value.args:
         return False
-    if isinstance(f, ast.Attribute) and name not in _BY_ARGUMENT:
-        inner: Optional[ast.AST] = f.value  # `self.encoder.cuda()`
-    else:
-        inner = value.args[0] if value.args else None  # `DistributedDataParallel(self.encoder, ...)`
-    return is_self_attr(inner) and inner.attr == attr  # type: ignore[union-attr]
+    wrapped = value.args[0]  # `DDP(model)`, `DDP(model.to(device), ...)`
+    return _same_ref(wrapped, target) or (
+        isinstance(wrapped, ast.Call) and isinstance(wrapped.func, ast.Attribute)
+        and wrapped.func.attr in _SELF_RETURNING and keeps_object(wrapped, target))
+
+
+def held_name(value: Optional[ast.AST]) -> Optional[str]:
+    """The name whose object `value` is: the name itself, or the object a
+    method of it gives back (`model.cuda()`, `model.to(device)`) or a
+    wrapper of it (`DDP(model)`)."""
+    if isinstance(value, ast.Name):
+        return value.id
+    if not isinstance(value, ast.Call):
+        return None
+    inner = constructed(value)
+    base = inner.func.value if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) else (
+        value.args[0] if value.args else None)
+    return base.id if isinstance(base, ast.Name) and keeps_object(value, base) else None
+
+
+def _same_ref(expr: ast.AST, target: ast.AST) -> bool:
+    """`expr` names what `target` does: the same name, or the same attribute of `self`."""
+    if isinstance(target, ast.Name):
+        return isinstance(expr, ast.Name) and expr.id == target.id
+    return is_self_attr(expr) and is_self_attr(target) and expr.attr == target.attr  # type: ignore[attr-defined]
 
 
 def from_config(value: ast.AST) -> bool:

@@ -457,29 +457,27 @@ def _after_the_step(fa, call: ast.Call, loop: ast.AST, scope: ast.AST) -> bool:
     `model.eval(); out_train, _ = model(input_train)` after `optimizer.step()`,
     for a printed PSNR)."""
     stmt = fa.index.parents.get(call)
-    if not (isinstance(stmt, ast.Assign) and stmt.value is call and any(stmt is s for s in loop.body)):
+    where = fa.index.slot(stmt) if isinstance(stmt, ast.Assign) and stmt.value is call else None
+    if where is None or where[0] is not loop or where[1] != "body":
         return False
     elts = [e for t in stmt.targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
     if not all(isinstance(e, ast.Name) for e in elts):
         return False
     begin = start_of(stmt)
     scope_anc: List[ast.AST] = [] if isinstance(scope, ast.Module) else [scope]
+    names = {e.id for e in elts}
     before = False
+    first = {}  # name -> (where it is first evaluated in the iteration, that occurrence)
     for n in scope_nodes(loop):
         if isinstance(n, ast.Call) and needs_grad_call(fa, n, scope_anc):
             if start_of(n) >= begin:
                 return False
             before = True
-    if not before:
-        return False
-    names = {e.id for e in elts}
-    first = {}
-    for n in scope_nodes(loop):
-        if isinstance(n, ast.Name) and n.id in names:
+        elif isinstance(n, ast.Name) and n.id in names:
             at = _evaluated_at(fa, n)
             if n.id not in first or at < first[n.id][0]:
                 first[n.id] = (at, n)
-    return all(isinstance(first[name][1].ctx, ast.Store) for name in names if name in first)
+    return before and all(isinstance(first[name][1].ctx, ast.Store) for name in names if name in first)
 
 
 def _evaluated_at(fa, name: ast.Name):
