@@ -837,10 +837,27 @@ CORPUS_SETS = {
         ("StanfordASL/Trajectron-plus-plus", "1031c7bd1a444273af378c1ec1dcca907ba59830"),
         ("airsplay/lxmert", "0db1182b9030da3ce41f17717cc628e1cd0a95d5"),
     ],
+    # fifty-third: labelled at first sight on 0808d56
+    "fifty-third": [
+        ("IouJenLiu/PIC", "59a61b33b46689bc053926cc6092b12ab56b6b1d"),
+        ("researchmm/AOT-GAN-for-Inpainting", "2cd1afd8fdfabb101c678f6062d14bc7d302509e"),
+        ("KevinMIN95/StyleSpeech", "f939cf9cb981db7b738fa9c9c9a7fea2dfdd0766"),
+        ("Tencent/MedicalNet", "20f76aaab5cac8056eaf50b79ed97c09dbfbd3bd"),
+        ("chenhsuanlin/bundle-adjusting-NeRF", "803291bd0ee91c7c13fb5cc42195383c5ade7d15"),
+        ("fuyuanlyu/OptEmbed", "0feda5f8d43e570d87ecbcb2847a3c2bfdef7975"),
+        ("kjunelee/MetaOptNet", "19601591da8090734e2e69113c9510831da5528a"),
+        ("allenai/FineGrainedRLHF", "a1469d4eba0b3754bcb343beb88f0aca24bf4848"),
+        ("wzhouad/ATLOP", "1db77ab8bc4fe5f7f8c23067ea17055d58b310a3"),
+        ("KiddoZhu/NBFNet-PyG", "0c2d262e1d0175c174f62367d08ce4060b0d7b89"),
+        ("TencentYoutuResearch/ActionDetection-AFSD", "ed86a0df91e58baa7d78c796ed29cff82b1f3fa6"),
+        ("facebookresearch/CPC_audio", "b98a1bdf1fe9ea219816db7a6c28115d404a3510"),
+        ("Jhryu30/AnomalyBERT", "f2de936158111774b3c6e7caf95325a196a8b690"),
+        ("SuperMHP/GUPNet", "d0e02cad228f7878ebddde01b394a508fdcf8990"),
+    ],
 }
 # corpus sets labelled with every rule selected (off-by-default ones too), so
 # that every rule is scored on them
-EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth", "fiftieth", "fifty-first", "fifty-second"})
+EVERY_RULE_SETS = frozenset({"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first", "thirty-second", "thirty-third", "thirty-fourth", "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth", "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third", "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh", "forty-eighth", "forty-ninth", "fiftieth", "fifty-first", "fifty-second", "fifty-third"})
 FIELDS = ["package", "version", "path", "line", "code", "verdict", "reason"]
 
 
