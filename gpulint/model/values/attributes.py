@@ -136,7 +136,7 @@ def mentions_self_attr(value: ast.AST, attr: str) -> bool:
 
 
 # methods of a module that return the module itself (`Net().to(device)` is a `Net`)
-_SELF_RETURNING = frozenset(("to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
+SELF_RETURNING = frozenset(("to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
                              "requires_grad_", "share_memory", "to_empty"))
 # wrappers whose call runs the wrapped module's `forward`
 _MODULE_WRAPPERS = frozenset(("DDP", "DistributedDataParallel", "DataParallel", "FSDP",
@@ -149,7 +149,7 @@ def constructed(value: Optional[ast.AST]) -> Optional[ast.AST]:
     .train()` -> `Net(cfg)`, `nn.DataParallel(Net()).to(device)` -> `Net()`."""
     while isinstance(value, ast.Call):
         func = value.func
-        if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING and isinstance(func.value, ast.Call):
+        if isinstance(func, ast.Attribute) and func.attr in SELF_RETURNING and isinstance(func.value, ast.Call):
             value = func.value
             continue
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -168,9 +168,9 @@ def keeps_object(value: Optional[ast.AST], target: ast.AST) -> bool:
     if not isinstance(value, ast.Call):
         return False
     func = value.func
-    if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
+    if isinstance(func, ast.Attribute) and func.attr in SELF_RETURNING:
         innermost = constructed(value).func  # (the first method called on the name, when it is one)
-        return (isinstance(innermost, ast.Attribute) and innermost.attr in _SELF_RETURNING
+        return (isinstance(innermost, ast.Attribute) and innermost.attr in SELF_RETURNING
                 and _same_ref(innermost.value, target))
     last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     if last not in _MODULE_WRAPPERS or not value.args:
@@ -178,7 +178,7 @@ def keeps_object(value: Optional[ast.AST], target: ast.AST) -> bool:
     wrapped = value.args[0]  # `DDP(model)`, `DDP(model.to(device), ...)`
     return _same_ref(wrapped, target) or (
         isinstance(wrapped, ast.Call) and isinstance(wrapped.func, ast.Attribute)
-        and wrapped.func.attr in _SELF_RETURNING and keeps_object(wrapped, target))
+        and wrapped.func.attr in SELF_RETURNING and keeps_object(wrapped, target))
 
 
 def held_name(value: Optional[ast.AST]) -> Optional[str]:

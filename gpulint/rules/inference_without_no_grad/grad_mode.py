@@ -34,6 +34,7 @@ import re
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from gpulint.model.index.nodes import FUNCS
+from gpulint.model.values.attributes import SELF_RETURNING
 from gpulint.model.values.consumers import writes_out
 from gpulint.model.values.kinds import OPTIMIZER
 from gpulint.model.names import last_name
@@ -339,13 +340,9 @@ def _is_false_call(call: ast.AST, method: str) -> bool:
     )
 
 
-# module methods that give the module back (`m.eval().requires_grad_(False)`)
-_SAME_MODULE = frozenset(("eval", "train", "to", "cuda", "cpu", "float", "half", "bfloat16", "requires_grad_"))
-
-
 def _module_of(expr: ast.AST) -> ast.AST:
     """`m` for `m.eval().to(device)`: the module a chain of such calls gives back."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _SAME_MODULE:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SELF_RETURNING:
         expr = expr.func.value
     return expr
 
@@ -361,7 +358,7 @@ def is_frozen_model(fa: FileModel, key: str, scope: ast.AST, seen: frozenset = f
             return True
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and model_key(node.targets[0]) == key:
             value = node.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SAME_MODULE:
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING:
                 if _is_false_call(value, "requires_grad_"):
                     return True  # `G = Net().train().requires_grad_(False).to(device)`
                 value = value.func.value
