@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
+from gpulint.model.index.nodes import FUNCS
 from gpulint.model.index.order import end_of, scope_nodes, start_of, stored_names
 from gpulint.model.names import dotted
 
@@ -76,8 +77,8 @@ def mode_switches(fa: FileModel, scope: ast.AST) -> List[Tuple[Tuple[int, int], 
             mode = mode_of_switch(node)
             if mode is not None:
                 k = model_key(node.func.value)  # type: ignore[attr-defined]
-                if k is not None:
-                    out.append((end_of(node), k, mode))
+                for each in _models_iterated(fa, node, k):
+                    out.append((end_of(node), each, mode))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             # `model = build().eval()`: the eval() receiver has no name of its own
             mode = None
@@ -98,6 +99,28 @@ def mode_switches(fa: FileModel, scope: ast.AST) -> List[Tuple[Tuple[int, int], 
     out.sort()
     cache[key] = out
     return out
+
+
+def _models_iterated(fa: FileModel, call: ast.Call, key: Optional[str]) -> List[str]:
+    """The models a switch `key.eval()` names: `key` itself, or, where `key`
+    is the variable of a loop or comprehension over a literal tuple or list
+    (`[x.eval() for x in (embedding_net, cls_head)]`, `for m in [G, D]:
+    m.train()`), each model of that literal."""
+    if key is None:
+        return []
+    if "." in key:
+        return [key]
+    for anc in reversed(fa.index.ancestors(call)):
+        generators = anc.generators if isinstance(anc, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) else (
+            [anc] if isinstance(anc, ast.For) and call not in anc.orelse else [])
+        for gen in generators:
+            if isinstance(gen.target, ast.Name) and gen.target.id == key:
+                if not isinstance(gen.iter, (ast.Tuple, ast.List)):
+                    return [key]
+                return [k for k in map(model_key, gen.iter.elts) if k is not None]
+        if isinstance(anc, FUNCS + (ast.Lambda, ast.ClassDef)):
+            break
+    return [key]
 
 
 def evaluated_at_module_level(fa: FileModel, key: str, scope: ast.AST) -> bool:
