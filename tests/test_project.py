@@ -532,6 +532,87 @@ def test_a_factory_that_builds_one_of_several_classes_gives_each(tmp_path):
     assert rows_by_path(tmp_path, "GPU101") == [("agent/sac.py", 19), ("agent/softq.py", 19)]
 
 
+def test_a_factory_returning_a_tuple_and_a_head_chosen_as_a_function(tmp_path):
+    """MetaOptNet: `(embedding_net, cls_head) = get_model(opt)`, where
+    `get_model` builds each object of the tuple it returns in the branches
+    of an `if` (`builds_each`), and `ClassificationHead.__init__` binds
+    `self.head` to one of the file's functions by the base learner's name
+    (`FileRefs.functions_held`): `cls_head(...)` in the script's loop runs
+    `ClassificationHead.forward`, whose `self.head(...)` runs either head
+    every training step. A tuple with a position the project does not know
+    (`options`) gives the others all the same."""
+    files = {
+        "models/heads.py": """
+            import torch
+            import torch.nn as nn
+
+
+            def one_hot(labels, depth):
+                return torch.zeros(labels.size() + torch.Size([depth])).cuda().scatter_(1, labels.unsqueeze(1), 1)
+
+
+            def ridge_head(query, support, labels, n_way):
+                eye = torch.eye(support.size(1)).cuda()
+                return query @ (support.transpose(1, 2) @ support + eye).inverse() @ one_hot(labels, n_way)
+
+
+            def proto_head(query, support, labels, n_way):
+                return query @ support.transpose(1, 2) @ one_hot(labels, n_way)
+
+
+            class ClassificationHead(nn.Module):
+                def __init__(self, base_learner="Proto"):
+                    super().__init__()
+                    if "Ridge" in base_learner:
+                        self.head = ridge_head
+                    else:
+                        self.head = proto_head
+
+                def forward(self, query, support, labels, n_way):
+                    return self.head(query, support, labels, n_way)
+        """,
+        "models/embedding.py": """
+            import torch.nn as nn
+
+
+            class Embedding(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 64, 3)
+
+                def forward(self, x):
+                    return self.conv(x).flatten(2)
+        """,
+        "train.py": """
+            import torch
+            from models.embedding import Embedding
+            from models.heads import ClassificationHead
+
+
+            def get_model(options):
+                network = Embedding().cuda()
+                if options.head == "Ridge":
+                    cls_head = ClassificationHead(base_learner="Ridge").cuda()
+                else:
+                    cls_head = ClassificationHead(base_learner="Proto").cuda()
+                return (network, cls_head, options)
+
+
+            def main(opt, loader):
+                (embedding_net, cls_head, _) = get_model(opt)
+                optimizer = torch.optim.SGD(list(embedding_net.parameters()) + list(cls_head.parameters()), lr=0.1)
+                for support, query, labels in loader:
+                    logits = cls_head(embedding_net(query.cuda()), embedding_net(support.cuda()), labels.cuda(), 5)
+                    loss = logits.logsumexp(-1).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    }
+    write(tmp_path, files)
+    assert rows_by_path(tmp_path, "GPU203") == [("models/heads.py", 7), ("models/heads.py", 11)]
+
+
 def test_a_script_without_a_def_whose_loop_runs_whole_trainings_through_a_class_alias(tmp_path):
     """Informer's main_informer.py: no `def`, no step word; `Exp = Exp_Informer`
     at the top, then `for ii in range(args.itr): exp = Exp(args);

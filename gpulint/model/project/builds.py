@@ -1,6 +1,7 @@
 """What object a function builds and returns, for the project's call graph:
 the class of every return (`return Net(cfg).cuda()`), or the classes of
-which it returns one (`make_agent` returning `SoftQ(...)` or `SAC(...)`).
+which it returns one (`make_agent` returning `SoftQ(...)` or `SAC(...)`),
+or those of each object of the tuple it returns (`return (network, cls_head)`).
 
 A builder that picks the class by a parameter compared with strings
 (`if name == "uniform": return UniformSampler(d)` / `elif name ==
@@ -28,12 +29,44 @@ def built_object(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> D
         return {"builds": built.pop()}
     choices = _built_choices(refs, returns, scope)
     if not choices:
-        return {}
+        each = _built_each(refs, returns, scope)
+        return {"builds_each": each} if each else {}
     out: Dict[str, object] = {"builds_any": choices}
     chosen = _chosen_by_parameter(refs, returns, scope)
     if chosen is not None:
         out["builds_by"] = chosen
     return out
+
+
+def _project_classes(refs: FileRefs, value: Optional[ast.AST], scope: ast.AST) -> tuple:
+    """The project classes of which `value` builds (or a name of `scope`
+    holds) one; () where unknown or not the project's."""
+    cls = refs.built_class(value, scope)
+    classes = (cls,) if cls is not None else (
+        refs.classes_of(value.id, scope) if isinstance(value, ast.Name) else ())
+    return () if any(c.split(".", 1)[0] in EXTERNAL_ROOTS for c in classes) else classes
+
+
+def _built_each(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> List[List[str]]:
+    """Where every return gives a tuple of one length (`return (network,
+    cls_head)`, MetaOptNet's `get_model`): per position, the project classes
+    of the object there ([] where unknown), for `a, b = get_model(opt)`;
+    [] where the returns are anything else or no position is known."""
+    found: List[Optional[Set[str]]] = []
+    for ret in returns:
+        value = ret.value
+        if not isinstance(value, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in value.elts) \
+                or (found and len(found) != len(value.elts)):
+            return []
+        found = found or [set() for _ in value.elts]
+        for i, element in enumerate(value.elts):
+            classes = _project_classes(refs, element, scope)
+            if not classes:
+                found[i] = None  # (one return's object there is unknown: none known)
+            elif found[i] is not None:
+                found[i].update(classes)  # type: ignore[union-attr]
+    each = [sorted(f) if f else [] for f in found]
+    return each if any(each) else []
 
 
 def _built_choices(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> List[str]:
@@ -43,10 +76,8 @@ def _built_choices(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) ->
     [] where one return is anything else."""
     found: Set[str] = set()
     for ret in returns:
-        cls = refs.built_class(ret.value, scope)
-        classes = (cls,) if cls is not None else (
-            refs.classes_of(ret.value.id, scope) if isinstance(ret.value, ast.Name) else ())
-        if not classes or any(c.split(".", 1)[0] in EXTERNAL_ROOTS for c in classes):
+        classes = _project_classes(refs, ret.value, scope)
+        if not classes:
             return []
         found.update(classes)
     return sorted(found) if len(found) > 1 else []

@@ -75,7 +75,8 @@ class ProjectFacts(CallFacts):
 
     def bind(self, model: object) -> None:
         self.refs = FileRefs(model, self.module, self.package, self.table.get("params"),  # type: ignore[arg-type]
-                             self.table.get("builders"), self.table.get("builders_any"), self.table.get("builders_by"))
+                             self.table.get("builders"), self.table.get("builders_any"), self.table.get("builders_by"),
+                             self.table.get("builders_each"))
 
     def unbind(self) -> None:
         self.refs = None

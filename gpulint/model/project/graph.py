@@ -360,6 +360,7 @@ class ProjectGraph:
         builders: Dict[str, str] = {}
         builders_any: Dict[str, List[str]] = {}  # calls whose callee builds one of several classes
         builders_by: Dict[str, list] = {}  # ... and chooses which by a string parameter
+        builders_each: Dict[str, list] = {}  # calls whose callee builds each object of the tuple it returns
         moved: Dict[str, List[int]] = {}  # calls whose callee returns what it put on an accelerator
         every: Dict[str, str] = {}
         params: Dict[str, Dict[str, str]] = {}
@@ -395,6 +396,9 @@ class ProjectGraph:
                     builders_any[call[0]] = choices
                     if "builds_by" in self.functions[cid]:
                         builders_by[call[0]] = self.functions[cid]["builds_by"]
+                each = [cs if all(_builds_known(self, c) for c in cs) else [] for cs in self.functions[cid].get("builds_each", ())]
+                if any(each):
+                    builders_each[call[0]] = each
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
         for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision),
@@ -407,12 +411,9 @@ class ProjectGraph:
         if evaluated:
             table["evaluated"] = evaluated  # (its functions' parameters that hold a model in eval mode)
         table.update({"returns_moved": moved} if moved else {})
-        if builders:
-            table["builders"] = builders
-        if builders_any:
-            table["builders_any"] = builders_any
-        if builders_by:
-            table["builders_by"] = builders_by
+        for key, found in (("builders", builders), ("builders_any", builders_any), ("builders_by", builders_by),
+                           ("builders_each", builders_each)):
+            table.update({key: found} if found else {})
         for key, quals in listed.items():
             if quals:
                 table[key] = sorted(quals)

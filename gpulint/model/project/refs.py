@@ -53,7 +53,8 @@ class FileRefs:
                  params: Optional[Dict[str, Dict[str, str]]] = None,
                  builders: Optional[Dict[str, str]] = None,
                  builders_any: Optional[Dict[str, List[str]]] = None,
-                 builders_by: Optional[Dict[str, list]] = None) -> None:
+                 builders_by: Optional[Dict[str, list]] = None,
+                 builders_each: Optional[Dict[str, list]] = None) -> None:
         self.fa = fa
         self.module = module
         self.package = package
@@ -68,6 +69,8 @@ class FileRefs:
         self.builders_any = builders_any or {}
         # function -> [position, name, {string: class}] where that parameter chooses the class
         self.builders_by: Dict[str, list] = builders_by or {}
+        # function -> per object of the tuple it returns, the classes of which it builds one
+        self.builders_each: Dict[str, list] = builders_each or {}
         self.names: Dict[str, str] = {}  # module-level name -> what it is (dotted)
         self.instances: Dict[str, str] = {}  # module-level name -> the class of the object it holds
         self._local_instances: Dict[ast.AST, Dict[str, str]] = {}
@@ -76,6 +79,8 @@ class FileRefs:
         self._attr_instances: Dict[ast.AST, Dict[str, str]] = {}
         # class -> {attr: the classes of which `self.<attr> = make(...)` holds one}
         self._attr_unions: Dict[ast.AST, Dict[str, Tuple[str, ...]]] = {}
+        # class -> {attr: the module-level functions of the file `self.<attr>` is bound to, every time}
+        self._attr_functions: Dict[ast.AST, Dict[str, Tuple[str, ...]]] = {}
         # function -> {loop variable: the class of the elements of the `self.<attr>` it iterates}
         self._element_instances: Dict[ast.AST, Dict[str, str]] = {}
         self._inherited_memo: Dict[Tuple[int, ast.AST], dict] = {}
@@ -171,6 +176,9 @@ class FileRefs:
                         # `self.reg(x)` with `self.reg = Regulator()`: the object is called
                         # (a submodule: its `forward`), not a method of this class
                         return f"{held}.__call__"
+                    functions = self.functions_held(cls_node, func.attr)
+                    if functions:  # `self.head = MetaOptNetHead_SVM_CS`: that function (several: `call_refs`)
+                        return functions[0] if len(functions) == 1 else None
                     return f"{self.qualname(cls_node)}.{self.method_alias(cls_node, func.attr) or func.attr}"
                 return None
             cls = self._instance_class(owner.id, scope)
@@ -242,6 +250,8 @@ class FileRefs:
         func = call.func
         if isinstance(func, ast.Name):
             return star_refs(self, func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            return list(self.functions_held(self.fa.index.enclosing_class(ancestors), func.attr))
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             return [f"{cls}.{func.attr}" for cls in self.classes_of(func.value.id, _enclosing_function(ancestors))]
         owner = func.value if isinstance(func, ast.Attribute) else None
@@ -279,7 +289,7 @@ class FileRefs:
     @property
     def has_unions(self) -> bool:
         """Some name (or `self.<attr>`) of the file holds an object of one of several classes (`classes_of`)."""
-        return bool(self._unions) or bool(self._attr_unions) or self._param_unions()
+        return bool(self._unions) or bool(self._attr_unions) or any(self._attr_functions.values()) or self._param_unions()
 
     def _param_unions(self) -> bool:
         """Some parameter holds an object of one of several classes (`classes_of`)."""
@@ -335,6 +345,13 @@ class FileRefs:
         if not isinstance(cls, ast.ClassDef):
             return None
         return class_method_aliases(self.fa.index, cls).get(attr)
+
+    def functions_held(self, cls: Optional[ast.AST], attr: str) -> Tuple[str, ...]:
+        """The module-level functions of the file that `self.<attr>` of class
+        `cls` holds, bound to one of them each time (MetaOptNet's `self.head
+        = MetaOptNetHead_SVM_CS` or `= ProtoNetHead`, by the base learner's
+        name): `self.head(...)` calls one of them; () otherwise."""
+        return self._attr_functions.get(cls, {}).get(attr, ()) if cls is not None else ()
 
     def _attributes_of(self, cls: ast.ClassDef) -> Dict[str, str]:
         """`self.<attr> = Class(...)` in the class's methods: attr -> class;
@@ -437,6 +454,8 @@ def _read_bindings(refs: "FileRefs") -> None:
     attr_counts: Dict[ast.AST, Dict[str, int]] = {}
     attr_bound: Dict[ast.AST, Dict[str, int]] = {}  # (less `self.<attr> = None`)
     attr_params: Dict[ast.AST, Dict[str, Tuple[ast.AST, str]]] = {}  # `self.<attr> = <parameter>`
+    attr_names: Dict[ast.AST, Dict[str, List[str]]] = {}  # `self.<attr> = <a module-level function>`
+    module_functions = {n.name for n in refs.fa.tree.body if isinstance(n, FUNCS)}
     parents = refs.fa.index.parents
     kinds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
     for stmt in refs.fa.index.nodes_of(*kinds):
@@ -466,6 +485,8 @@ def _read_bindings(refs: "FileRefs") -> None:
                         b[t.attr] = b.get(t.attr, 0) + weight
                     if isinstance(value, ast.Constant) and isinstance(value.value, str):
                         attr_strings.setdefault(cls, {})[t.attr] = value.value  # `self.sampler_type = "uniform"`
+                    elif isinstance(value, ast.Name) and value.id in module_functions:
+                        attr_names.setdefault(cls, {}).setdefault(t.attr, []).append(value.id)
                     built_by = constructed(value)  # (`Net().cuda()`, `DataParallel(Net())`: a Net)
                     held_param = held_name(value) if len(targets) == 1 and isinstance(scope, FUNCS) else None
                     if held_param is not None and held_param in refs._parameters_of(scope):
@@ -498,6 +519,8 @@ def _read_bindings(refs: "FileRefs") -> None:
             value = constructed(value)
             if isinstance(t, ast.Name) and isinstance(value, ast.Call):
                 built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
+            elif isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) and refs.builders_each:
+                _unpack_built(refs, t, value, every.setdefault(scope, {}))  # `(net, head) = get_model(opt)`
             elif isinstance(t, ast.Name) and isinstance(stmt, ast.AnnAssign) and isinstance(
                     stmt.annotation, (ast.Name, ast.Attribute)):
                 # `bpr: utils.BPRLoss = loss_class`: the object of the class the annotation names
@@ -529,7 +552,7 @@ def _read_bindings(refs: "FileRefs") -> None:
                 if t:
                     targets.append(t)
             if targets:
-                every.setdefault(scope, {})[name] = targets
+                every.setdefault(scope, {}).setdefault(name, []).extend(targets)
     for scope, names in every.items():
         c = counts.get(scope, {})
         classes = {k: {t for ts in v for t in ts} for k, v in names.items()}
@@ -557,6 +580,10 @@ def _read_bindings(refs: "FileRefs") -> None:
             k: t for k, v in attrs.items() if c.get(k) == 1 and k not in unions
             for t in (chosen.get(k) or refs._built_by(v.func),) if t is not None
         }
+    for cls, attrs in attr_names.items():  # (bound to such a function each time, in the branches of an `if`)
+        c = attr_counts.get(cls, {})
+        refs._attr_functions[cls] = {k: tuple(sorted({refs.names[n] for n in v})) for k, v in attrs.items()
+                                     if c.get(k) == len(v) and not _defines(cls, k)}
     refs._attr_counts = attr_counts
     refs._attr_bound = attr_bound
     for cls, attrs in attr_params.items():
@@ -578,6 +605,18 @@ def _read_bindings(refs: "FileRefs") -> None:
             target = refs._built_by(element)
             if target is not None:
                 refs._element_instances.setdefault(method, {})[name] = target
+
+
+def _unpack_built(refs: FileRefs, target: ast.AST, call: ast.Call, found: Dict[str, List[Tuple[str, ...]]]) -> None:
+    """`(network, cls_head) = get_model(opt)`, where the project function
+    builds each object of the tuple it returns (`builders_each`): each
+    name's binding holds an object of the classes of its position."""
+    each = refs.builders_each.get(refs.resolve_name(call.func) or "")
+    if each is None or len(each) != len(target.elts):  # type: ignore[attr-defined]
+        return
+    for element, classes in zip(target.elts, each):  # type: ignore[attr-defined]
+        if isinstance(element, ast.Name) and classes:
+            found.setdefault(element.id, []).append(tuple(classes))
 
 
 def _pairs(targets: Sequence[ast.AST], value: Optional[ast.AST]) -> List[Tuple[ast.AST, Optional[ast.AST]]]:

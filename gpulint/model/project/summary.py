@@ -439,7 +439,7 @@ def _call(fa: "FileModel", refs: FileRefs, hot: "Hotness", node: ast.Call, scope
             isinstance(func, ast.Attribute) and func.value is root
             and func.attr not in refs.methods and not has_project_bases(refs, scope)
             and refs.method_alias(fa.index.parents.get(scope), func.attr) is None
-        ):
+            and not refs.functions_held(fa.index.parents.get(scope), func.attr)):
             held = refs.held_by_self(scope, func.attr)
             if held is not None and not held.endswith("Loss") and isinstance(scope, FUNCS) \
                     and fa.values.is_module_class(fa.index.parents.get(scope)):

@@ -14,7 +14,7 @@ def digest(table: dict) -> str:
 
 
 ANSWER_KEYS = ("steps", "drives", "returns", "iterates", "param_kinds", "host_built", "builders", "builders_any",
-               "returns_synced", "hands_back", "builders_by", "returns_evaluated")
+               "returns_synced", "hands_back", "builders_by", "returns_evaluated", "builders_each")
 # ... and what the loops and calls of a file are read with
 MODEL_KEYS = ANSWER_KEYS + ("every_step", "params", "entered_synced", "feeds_env", "grad_off", "called_off_step")
 # ... and all that a table can say about a file (what rules ask besides)
