@@ -56,7 +56,7 @@ def step_nodes(loop: ast.AST) -> List[ast.AST]:
     while stack:
         n = stack.pop()
         if isinstance(n, LOOPS):
-            if isinstance(n, (ast.For, ast.AsyncFor)) and _over_optimizers(n):
+            if isinstance(n, (ast.For, ast.AsyncFor)) and over_optimizers(n):
                 out.extend(own_nodes(n))
             elif isinstance(n, (ast.For, ast.AsyncFor)) and is_literal_sweep(n):
                 stack.extend(c for c in list(n.body) + list(n.orelse) if not isinstance(c, SCOPES))
@@ -73,13 +73,20 @@ def _step_nodes_of(index, loop: ast.AST) -> List[ast.AST]:
     return index.memoized("loops.step_nodes", loop, lambda: step_nodes(loop))
 
 
-def _over_optimizers(loop: ast.AST) -> bool:
+def over_optimizers(loop: ast.AST) -> bool:
     """`for opt in optimizers:`, `for opt, sched in zip(optimizers, schedulers):`:
     a loop variable named as an optimizer, over a collection (not a range)."""
     it = loop.iter  # type: ignore[attr-defined]
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "enumerate"):
         return False
     return any(OPTIMIZER_NAME_RE.match(n) for n in target_names(loop.target))  # type: ignore[attr-defined]
+
+
+def _steps_each_optimizer(loops: "Loops", loop: ast.AST) -> bool:
+    """`for opt in self.optimizer: opt.step()`: the loop steps one step's
+    optimizers (`step_nodes`), it is no loop of steps."""
+    return isinstance(loop, (ast.For, ast.AsyncFor)) and over_optimizers(loop) and not loops.loop_iterates_loader(
+        loop, loops.index.ancestors(loop))
 
 
 class Loops:
@@ -286,7 +293,7 @@ class Loops:
         if cached is None:
             cached = self.loop_has_triggers(loop) and (
                 not self.contains_hot_loop(loop) or self.is_step_loop(loop)
-            ) and not is_literal_sweep(loop, self.index, self.index.ancestors(loop))
+            ) and not is_literal_sweep(loop, self.index, self.index.ancestors(loop)) and not _steps_each_optimizer(self, loop)
             self._loop_hot[loop] = cached
         return cached
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set
 
+from gpulint.model.control.loops import over_optimizers
 from gpulint.model.control.sweeps import is_literal_sweep
 from gpulint.model.index.nodes import LOOPS, SCOPES
 from gpulint.model.index.walk import walk
@@ -89,6 +90,8 @@ class Hotness:
                     found = EVAL
             if found is not None and is_literal_sweep(loop, self.fa.index, self.fa.index.ancestors(loop)):
                 found = None  # `for n in [2048, 4096]: check(n)`: a handful of passes set by hand, not steps
+            elif found == TRAIN and isinstance(loop, (ast.For, ast.AsyncFor)) and over_optimizers(loop):
+                found = None  # `for opt in self.optimizer: opt.step()`: one step's optimizers, not steps
             self._kinds[loop] = found
         return self._kinds[loop]
 
