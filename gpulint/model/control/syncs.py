@@ -571,6 +571,8 @@ def ends_reading(stmt, analysis) -> bool:
     handler; or its `finally`)."""
     if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
         return has_host_read(stmt, analysis)
+    if isinstance(stmt, ast.Assert):  # (the test runs every time; an `assert` that fails goes on to no statement)
+        return has_host_read(stmt.test, analysis) or reads_truth(stmt.test, analysis)
     if isinstance(stmt, ast.If):
         if has_host_read(stmt.test, analysis) or reads_truth(stmt.test, analysis):
             return True  # the test runs on every path, before either branch
