@@ -613,6 +613,59 @@ def test_a_factory_returning_a_tuple_and_a_head_chosen_as_a_function(tmp_path):
     assert rows_by_path(tmp_path, "GPU203") == [("models/heads.py", 7), ("models/heads.py", 11)]
 
 
+def test_a_checkpoint_loader_that_hands_back_the_model_keeps_its_class(tmp_path):
+    """StyleSpeech's `model, D, G_optim, D_optim, step = load_checkpoint(path,
+    model, D, G_optim, D_optim)`: the function returns the objects it is
+    given (`builds_each`'s `=<position>:<name>`), so the rebinding holds the
+    same model and `model(...)` in the loop still runs `Net.forward`, whose
+    per-step read is reported. Bound to another name's object
+    (`other, _ = load_checkpoint(path, model, ...)`) it is no such binding."""
+    files = {
+        "net.py": """
+            import torch
+            import torch.nn as nn
+
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+
+                def forward(self, x, lengths):
+                    width = torch.max(lengths).item()
+                    return self.fc(x[:, :width])
+        """,
+        "train.py": """
+            import torch
+            from net import Net
+
+
+            def load_checkpoint(path, model, optimizer):
+                state = torch.load(path)
+                model.load_state_dict(state["model"])
+                optimizer.load_state_dict(state["optim"])
+                return model, optimizer, state["step"]
+
+
+            def main(path, loader):
+                model = Net().cuda()
+                optimizer = torch.optim.Adam(model.parameters())
+                model, optimizer, step = load_checkpoint(path, model, optimizer)
+                for x, lengths in loader:
+                    loss = model(x.cuda(), lengths.cuda()).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    }
+    write(tmp_path, files)
+    assert rows_by_path(tmp_path, "GPU101") == [("net.py", 12)]
+    (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text().replace(
+        "model, optimizer, step = load_checkpoint(path, model, optimizer)",
+        "model, optimizer, step = load_checkpoint(path, Net(), optimizer)"))
+    assert rows_by_path(tmp_path, "GPU101") == []
+
+
 def test_a_script_without_a_def_whose_loop_runs_whole_trainings_through_a_class_alias(tmp_path):
     """Informer's main_informer.py: no `def`, no step word; `Exp = Exp_Informer`
     at the top, then `for ii in range(args.itr): exp = Exp(args);

@@ -17,8 +17,10 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from gpulint.model.index.nodes import FUNCS
+from gpulint.model.index.order import unbound_parameters
 from gpulint.model.project.exports import EXTERNAL_ROOTS
 from gpulint.model.project.refs import FileRefs
+from gpulint.model.project.tuples import HANDED_BACK
 
 
 def built_object(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> Dict[str, object]:
@@ -60,13 +62,27 @@ def _built_each(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> Li
             return []
         found = found or [set() for _ in value.elts]
         for i, element in enumerate(value.elts):
-            classes = _project_classes(refs, element, scope)
+            classes = _handed_back(refs, element, scope) or _project_classes(refs, element, scope)
             if not classes:
                 found[i] = None  # (one return's object there is unknown: none known)
             elif found[i] is not None:
                 found[i].update(classes)  # type: ignore[union-attr]
     each = [sorted(f) if f else [] for f in found]
     return each if any(each) else []
+
+
+def _handed_back(refs: FileRefs, element: ast.AST, scope: ast.AST) -> tuple:
+    """(`=<position>:<name>`,) where `element` is a parameter of `scope` the
+    function never rebinds (`return model, optimizer, step` of
+    `load_checkpoint(path, model, optimizer)`): the caller gets back the
+    object it passed (`refs._handed_back`); else ()."""
+    if not isinstance(element, ast.Name) or not isinstance(scope, FUNCS):
+        return ()
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]  # type: ignore[attr-defined]
+    if element.id not in params or element.id not in unbound_parameters(refs.fa.index, scope):
+        return ()
+    shift = 1 if params[0] in ("self", "cls") else 0
+    return (f"{HANDED_BACK}{params.index(element.id) - shift}:{element.id}",)
 
 
 def _built_choices(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> List[str]:

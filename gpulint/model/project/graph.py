@@ -48,6 +48,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from gpulint.model.project.hierarchy import (FRAMEWORK_ROOTS, calls_building, class_methods_by_name, descends_from,
                                              duck_typed, held_classes, held_method, overrides, subclasses)
 from gpulint.model.project.refs import HELD
+from gpulint.model.project.tuples import known_positions
 from gpulint.model.project.models import ModelFiles
 from gpulint.model.project.programs import Programs
 from gpulint.model.project.callers import (
@@ -396,9 +397,8 @@ class ProjectGraph:
                     builders_any[call[0]] = choices
                     if "builds_by" in self.functions[cid]:
                         builders_by[call[0]] = self.functions[cid]["builds_by"]
-                each = [cs if all(_builds_known(self, c) for c in cs) else [] for cs in self.functions[cid].get("builds_each", ())]
-                if any(each):
-                    builders_each[call[0]] = each
+                each = known_positions(self.functions[cid].get("builds_each"), lambda c: _builds_known(self, c))
+                builders_each.update({call[0]: each} if each else {})
         table = {"steps": sorted(steps), "drives": sorted(drives), "returns": returns, "iterates": iterates, "every_step": every,
                  "params": params, "param_kinds": param_kinds}
         for key, found in (("host_built", host_built), ("returns_synced", synced), ("precision_calls", precision),

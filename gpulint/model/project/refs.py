@@ -22,6 +22,7 @@ from gpulint.model.index.order import stored_names
 from gpulint.model.index.walk import walk
 from gpulint.model.names import module_level_defs
 from gpulint.model.project.imports import import_bindings, imported_modules, star_imported
+from gpulint.model.project.tuples import handed_back, unpack_built
 from gpulint.model.values.attributes import constructed, held_name, keeps_object
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -505,10 +506,12 @@ def _read_bindings(refs: "FileRefs") -> None:
             if isinstance(t, ast.Name) and keeps_object(value, t):
                 continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
             c = counts.setdefault(scope, {})
+            handed = handed_back(refs.builders_each.get(refs.resolve_name(value.func) or ""), t, value) if (
+                refs.builders_each and isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, ast.Call)) else ()
             for n in walk(t):
                 # names the statement binds: `trainer.cql_alpha = x` and
                 # `d[k] = v` store into an object, they do not rebind its name
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in handed:
                     c[n.id] = c.get(n.id, 0) + weight
             if isinstance(t, ast.Name) and isinstance(value, (ast.Name, ast.Attribute)):
                 every_alias.setdefault(scope, {}).setdefault(t.id, []).append(value)
@@ -520,7 +523,8 @@ def _read_bindings(refs: "FileRefs") -> None:
             if isinstance(t, ast.Name) and isinstance(value, ast.Call):
                 built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
             elif isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) and refs.builders_each:
-                _unpack_built(refs, t, value, every.setdefault(scope, {}))  # `(net, head) = get_model(opt)`
+                unpack_built(refs.builders_each.get(refs.resolve_name(value.func) or ""), t,
+                             every.setdefault(scope, {}))  # `(net, head) = get_model(opt)`
             elif isinstance(t, ast.Name) and isinstance(stmt, ast.AnnAssign) and isinstance(
                     stmt.annotation, (ast.Name, ast.Attribute)):
                 # `bpr: utils.BPRLoss = loss_class`: the object of the class the annotation names
@@ -605,18 +609,6 @@ def _read_bindings(refs: "FileRefs") -> None:
             target = refs._built_by(element)
             if target is not None:
                 refs._element_instances.setdefault(method, {})[name] = target
-
-
-def _unpack_built(refs: FileRefs, target: ast.AST, call: ast.Call, found: Dict[str, List[Tuple[str, ...]]]) -> None:
-    """`(network, cls_head) = get_model(opt)`, where the project function
-    builds each object of the tuple it returns (`builders_each`): each
-    name's binding holds an object of the classes of its position."""
-    each = refs.builders_each.get(refs.resolve_name(call.func) or "")
-    if each is None or len(each) != len(target.elts):  # type: ignore[attr-defined]
-        return
-    for element, classes in zip(target.elts, each):  # type: ignore[attr-defined]
-        if isinstance(element, ast.Name) and classes:
-            found.setdefault(element.id, []).append(tuple(classes))
 
 
 def _pairs(targets: Sequence[ast.AST], value: Optional[ast.AST]) -> List[Tuple[ast.AST, Optional[ast.AST]]]:
