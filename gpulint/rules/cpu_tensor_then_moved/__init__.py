@@ -120,7 +120,7 @@ class CpuTensorThenMoved(Rule):
     `create_2d_sin_embedding(...)` moved in every forward: the helper should
     build on the device); the project reads the helper's file for it, even one
     that names no device; so is a move of one `__init__` keeps as a plain
-    attribute (`self.freqs_cis.to(x.device)`): make it a buffer. A table rebuilt only on a cache miss, after an early
+    attribute (`self.freqs_cis.to(x.device)`, or an item of a list of such tensors, `self.priors[i].to(d)`): make it a buffer. A table rebuilt only on a cache miss, after an early
     return of the cached value (`if pe is not None: if pe.size(1) >= n: return
     pe`; `if self.cos_cached is not None and n <= self.cos_cached.shape[0]:
     return`), is not repeated code. An operation that mixes a CPU tensor with a

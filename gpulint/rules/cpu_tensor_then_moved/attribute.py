@@ -12,7 +12,9 @@ attribute the class binds nowhere but in `__init__`, each time to what a CPU
 factory computes there (`values.host_built`), or, in an `nn.Module`, to
 host data made a tensor there (`torch.Tensor(adjacency)`,
 `torch.from_numpy(table)`: a trainer's reward weights or a scheduler's
-constants have no buffers to move with): one bound again, a cache filled on
+constants have no buffers to move with), or a list that `__init__` fills
+only with such tensors (`self.priors.append(torch.Tensor(...))`, moved
+item by item or joined by `torch.cat`): one bound again, a cache filled on
 first use, or a parameter on another path is left alone.
 """
 
@@ -37,6 +39,7 @@ def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional
     repeatedly: `name`, where the class binds it only in `__init__`, each
     time to a tensor a CPU factory computes there; else None."""
     recv = move.func.value  # type: ignore[attr-defined]
+    item = False  # (an item of a list the attribute holds, or the list joined: `_list_on_host`)
     while True:
         if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and (
                 recv.func.attr in _KEEPING or _to_dtype(recv)):
@@ -45,6 +48,11 @@ def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional
             recv = recv.right  # `(1.0 * self.anchors).to(device)`
         elif isinstance(recv, ast.BinOp) and isinstance(recv.right, ast.Constant):
             recv = recv.left
+        elif isinstance(recv, ast.Subscript) and isinstance(recv.ctx, ast.Load):
+            recv, item = recv.value, True  # `self.priors[i][:, :1].to(d)`: an item of a list `__init__` fills
+        elif isinstance(recv, ast.Call) and fa.imports.call_qualname(recv) in _JOINS and recv.args \
+                and is_self_attr(recv.args[0]):
+            recv, item = recv.args[0], True  # `torch.cat(self.priors, 0).to(d)`: such a list joined
         else:
             break
     if not is_self_attr(recv):
@@ -52,9 +60,14 @@ def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional
     cls = next((a for a in reversed(ancestors) if isinstance(a, ast.ClassDef)), None)
     if cls is None or default_device_set(fa, ancestors):
         return None
-    if not fa.index.memoized("gpu203.kept", (cls, recv.attr), lambda: _kept_on_host(fa, cls, recv.attr)):
-        return None
+    if fa.index.memoized("gpu203.kept", (cls, recv.attr), lambda: _kept_on_host(fa, cls, recv.attr)) != (
+            _LIST if item else _TENSOR):
+        return None  # (rows of a replay buffer's tensor, `self.state[ind].to(d)`, are data, not a constant)
     return recv.attr if runs_repeatedly(fa, move, ancestors) else None
+
+
+# what joins a list of tensors into one where the list's tensors are
+_JOINS = frozenset(("torch.cat", "torch.stack", "torch.concat", "torch.concatenate"))
 
 
 def _to_dtype(call: ast.Call) -> bool:
@@ -70,17 +83,41 @@ _DTYPES = frozenset(("float32", "float", "float16", "half", "bfloat16", "float64
                      "int32", "int", "bool", "uint8", "int8", "int16"))
 
 
-def _kept_on_host(fa, cls: ast.ClassDef, name: str) -> bool:
-    """The class binds `self.<name>` only in `__init__`, each time to a tensor
-    a CPU factory computes there (`_built_on_host`)."""
+_TENSOR, _LIST = "tensor", "list"
+
+
+def _kept_on_host(fa, cls: ast.ClassDef, name: str) -> Optional[str]:
+    """_TENSOR where the class binds `self.<name>` only in `__init__`, each
+    time to a tensor a CPU factory computes there (`_built_on_host`); _LIST
+    where it holds a list of such tensors (`_list_on_host`); else None."""
     init = next((m for m in cls.body if isinstance(m, FUNCS) and m.name == "__init__"), None)
     if init is None:
-        return False
+        return None
     bindings = _bindings(cls, name)
     if not bindings or any(not _within(stmt, init) for stmt, _ in bindings):
-        return False  # bound again (a cache, a move stored back) or elsewhere: not known to stay on the CPU
+        return None  # bound again (a cache, a move stored back) or elsewhere: not known to stay on the CPU
     data = fa.values.is_module_class(cls)  # (a module's host data: a buffer would move it once)
-    return all(value is not None and _built_on_host(fa, value, init, data) for _, value in bindings)
+    if len(bindings) == 1 and isinstance(bindings[0][1], ast.List) and not bindings[0][1].elts:
+        return _LIST if data and _list_on_host(fa, cls, init, name) else None
+    return _TENSOR if all(value is not None and _built_on_host(fa, value, init, data) for _, value in bindings) else None
+
+
+def _list_on_host(fa, cls: ast.ClassDef, init: ast.AST, name: str) -> bool:
+    """`self.<name> = []` in an `nn.Module`'s `__init__`, then only
+    `self.<name>.append(<host tensor>)` there (AFSD's per-level priors,
+    `torch.Tensor([[(c + 0.5) / t] for c in range(t)])`): a plain list of CPU
+    tensors, which `model.to(device)` does not move; nothing else in the
+    class changes it (no other method appends, no item is stored back)."""
+    appends = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self_attr(node.func.value, name):
+            if node.func.attr in ("append", "extend", "insert", "__setitem__"):
+                appends.append(node)
+        elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and _is_self_attr(node.value, name):
+            return False  # `self.priors[i] = t.cuda()`
+    return bool(appends) and all(
+        a.func.attr == "append" and len(a.args) == 1 and _within(a, init)  # type: ignore[attr-defined]
+        and _built_on_host(fa, a.args[0], init, True) for a in appends)
 
 
 def _built_on_host(fa, value: ast.AST, init: ast.AST, data: bool = False) -> bool:
@@ -107,6 +144,7 @@ def _built_on_host(fa, value: ast.AST, init: ast.AST, data: bool = False) -> boo
 # what turns host data into a CPU tensor (and the casts that keep it there)
 _DATA_CONSTRUCTORS = frozenset(("torch.tensor", "torch.as_tensor", "torch.from_numpy"))
 _CASTS = frozenset(("float", "double", "half", "long", "int", "bool", "contiguous"))
+_LAYOUTS = frozenset(("view", "reshape", "unsqueeze", "squeeze", "permute", "transpose", "flatten"))
 
 
 def _host_data(fa, value: ast.AST) -> bool:
@@ -114,8 +152,8 @@ def _host_data(fa, value: ast.AST) -> bool:
     `torch.tensor(weights)` with no `device=`: host data made a CPU tensor
     once, in `__init__` (MS-G3D's adjacency powers); every later move
     copies it again, where a buffer would move once."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _CASTS \
-            and not value.args:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+            value.func.attr in _CASTS and not value.args or value.func.attr in _LAYOUTS):
         value = value.func.value
     if not isinstance(value, ast.Call) or any(k.arg == "device" for k in value.keywords):
         return False
@@ -148,8 +186,20 @@ def _within(stmt: ast.AST, func: ast.AST) -> bool:
 
 
 def kept_message(name: str, move: ast.Call) -> str:
+    if _listed(name, move):
+        return (
+            f"`self.{name}` is a list of tensors `__init__` builds on the CPU and keeps as a plain attribute, so "
+            f"this copies them to the GPU on every call; register each as a buffer "
+            f"(`self.register_buffer(f\"{name}_{{i}}\", ..., persistent=False)`), which `model.to(device)` moves once"
+        )
     return (
         f"`self.{name}` is a tensor `__init__` builds on the CPU and keeps as a plain attribute, so this copies it "
         f"to the GPU on every call; register it as a buffer (`self.register_buffer(\"{name}\", ..., "
         "persistent=False)`), which `model.to(device)` moves once"
     )
+
+
+def _listed(name: str, move: ast.Call) -> bool:
+    """The move takes an item of `self.<name>` or joins it (`_list_on_host`)."""
+    return any(isinstance(n, ast.Call) and n.args and _is_self_attr(n.args[0], name)
+               or isinstance(n, ast.Subscript) and _is_self_attr(n.value, name) for n in ast.walk(move.func))
