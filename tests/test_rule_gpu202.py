@@ -492,3 +492,41 @@ def test_batches_moved_with_type_to_a_cuda_tensor_type():
     # a CPU type, or a dtype string, is no move
     assert rows(code.replace("torch.cuda.FloatTensor if cuda else ", "")) == []
     assert rows(code.replace("imgs.type(Tensor)", 'imgs.type("torch.FloatTensor")')) == []
+
+
+PADDED = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Clips(Dataset):
+    def __init__(self, clips, max_size):
+        self.data = torch.cat(clips, dim=1)
+        self.offsets = [0] + [c.size(1) for c in clips]
+        self.max_size = max_size
+
+    def __len__(self):
+        return len(self.offsets) - 1
+
+    def __getitem__(self, idx):
+        start, end = self.offsets[idx], self.offsets[idx + 1]
+        out = torch.zeros((1, self.max_size))
+        out[:, :end - start] = self.data[:, start:end]
+        return out
+
+
+def train(model, optimizer, clips):
+    loader = DataLoader(Clips(clips, 20480), batch_size=8, shuffle=True)
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_dataset_padding_slices_of_what_init_loaded_is_in_memory():
+    # CPC_audio's SingleSequenceDataset: `__getitem__` copies one stored slice into a zero buffer
+    assert rows(PADDED) == []
+    # the same dataset reading each clip from a file per item needs workers
+    assert rows(PADDED.replace("self.data[:, start:end]", "torch.load(self.paths[idx])")) == [22]

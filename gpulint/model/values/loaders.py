@@ -717,14 +717,17 @@ def numpy_made(fa: "FileModel", value: Optional[ast.AST], scope: ast.AST) -> boo
 # cheap conversions of a stored item (not decoding, tokenizing or augmenting it)
 _SERVING_CALLS = frozenset({"len", "int", "float", "tuple", "list", "dict", "tensor", "as_tensor", "from_numpy",
                             # casts of what was looked up (`torch.from_numpy(window).type(torch.float)`)
-                            "type", "long", "double", "bool"})
+                            "type", "long", "double", "bool",
+                            # a buffer the looked-up slice is padded into (CPC_audio's `outSeq =
+                            # torch.zeros((dim, max_size))`, then `outSeq[:, :n] = self.data[:, a:b]`)
+                            "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "pad"})
 
 
 def serves_stored_items(cls: Optional[ast.AST]) -> bool:
     """A dataset class whose `__getitem__` only looks up what `__init__` stored
     (`return self.input_ids[idx], self.masks[idx]`, directly or through names
-    bound to the stored attributes), calling nothing but conversions (and
-    what an error it raises builds): trlx's pre-tokenized `PairwiseDataset`,
+    bound to the stored attributes), calling nothing but conversions and
+    the buffers it pads them into (and what an error it raises builds): trlx's pre-tokenized `PairwiseDataset`,
     PPLM's cache of representations, egnn's N-body arrays. Its samples are in memory, like a `TensorDataset`'s
     (the project tells other files as `kinds.IN_MEMORY_DATASET`)."""
     if not isinstance(cls, ast.ClassDef):
