@@ -33,7 +33,10 @@ class DataParallel(Rule):
     be named `DataParallel` are not flagged.
     Nor is a `DataParallel` in a branch that a command-line flag no command
     line can change never takes (the `else` of `if args.distributed:` where
-    `--distributed` is `store_true` with `default=True`, AdaBins).
+    `--distributed` is `store_true` with `default=True`, AdaBins), or in the
+    branch one GPU takes (the plain `else` of `if len(opt.gpu_id) > 1:`, the
+    body of `if n_gpu == 1:`: MedicalNet limits CUDA to that GPU first, and
+    the wrapper then only calls the module).
 
     Nor is `DataParallel` built inside a class or function whose name says it
     implements a data-parallel option the user picks (`DataParallelStrategy`,
@@ -214,6 +217,8 @@ class DataParallel(Rule):
                     ctx.analysis.index, anc.test, ctx.analysis.facts.option_defaults()):
                 return  # `if args.gpu_id == -1:` with `--gpu-id` 0 by default (here, or in the program's
                 # `option.py`): the user asks for it
+            if isinstance(anc, ast.If) and _one_device_branch(anc, chain[i + 1]):
+                return  # the `else` of `if len(opt.gpu_id) > 1:` (MedicalNet): one GPU, nothing to scatter
         if not functional and _wraps_frozen(ctx, node):
             return  # nothing of it trains: no gradient to reduce, and DDP refuses such a module
         if not functional and _only_evaluated(ctx, node):
@@ -396,6 +401,30 @@ _FUNCTIONAL_MESSAGE = (
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _one_device_branch(branch: ast.If, child: ast.AST) -> bool:
+    """`child` runs only where a count of GPUs is at most one: the plain
+    `else` of `if <count> > 1:` (or `>= 2`), the body of `if <count> == 1:`
+    (or `<= 1`, `< 2`), the count naming GPUs or devices (`len(opt.gpu_id)`,
+    `n_gpu`, `torch.cuda.device_count()`; not a world size, whose `else`
+    may hold an `elif` that counts GPUs again, as ignite's `auto_model`)."""
+    test = branch.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and any(_GPU_COUNT_WORD.search(w) for w in map(node_word, walk(test.left)) if w)):
+        return False
+    if isinstance(child, ast.If) and branch.orelse == [child]:
+        return False  # an `elif`: a test of its own
+    op, bound = test.ops[0], test.comparators[0].value
+    if type(bound) is not int:
+        return False
+    many = isinstance(op, ast.Gt) and bound == 1 or isinstance(op, ast.GtE) and bound == 2
+    one = isinstance(op, ast.Eq) and bound == 1 or isinstance(op, ast.LtE) and bound == 1 or (
+        isinstance(op, ast.Lt) and bound == 2)
+    return (many and child in branch.orelse) or (one and child in branch.body)
+
+
+_GPU_COUNT_WORD = re.compile(r"gpu|device", re.I)
 
 
 def _under_a_branch(ancestors) -> bool:
