@@ -3766,3 +3766,46 @@ def test_a_subclass_of_data_loader_another_file_defines_is_a_data_loader(tmp_pat
     })
     found = check(tmp_path, "--no-cache", "--preview", "--select", "GPU202", ".")
     assert found == {("train.py", 7, "GPU202")}
+
+
+def test_a_module_name_two_files_share_resolves_the_same_from_a_relative_path(tmp_path):
+    """StyleSpeech: `utils.py` at the top and `preprocessors/utils.py` both
+    answer to `utils`; the script's own folder decides (`graph.module_file`).
+    Linted as `gpulint check .`, the paths are relative (`train.py`,
+    `utils.py`), and the folder test must hold for them as for absolute
+    ones: the helper's per-step read is found either way."""
+    files = {
+        "utils.py": """
+            import torch
+
+
+            def mask_from_lengths(lengths, max_len=None):
+                if max_len is None:
+                    max_len = torch.max(lengths).item()
+                ids = torch.arange(max_len, device=lengths.device)
+                return ids.unsqueeze(0) < lengths.unsqueeze(1)
+        """,
+        "preprocessors/utils.py": """
+            import numpy as np
+
+
+            def average(x):
+                return np.mean(x)
+        """,
+        "train.py": """
+            import torch
+            from utils import mask_from_lengths
+
+
+            def main(model, loader, optimizer):
+                for x, lengths in loader:
+                    x, lengths = x.cuda(), lengths.cuda()
+                    loss = (model(x) * mask_from_lengths(lengths)).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    }
+    write(tmp_path, files)
+    assert rows_by_path(tmp_path, "GPU101") == [("utils.py", 7)]
+    assert check(tmp_path, "--no-cache", "--select", "GPU101", str(tmp_path)) == {("utils.py", 7, "GPU101")}

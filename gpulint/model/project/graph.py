@@ -742,9 +742,9 @@ def module_file(found: Sequence[str], importer: str) -> Optional[str]:
     one below its folder (`DiffRec/models/`, for `DiffRec/main.py` beside `L-DiffRec/`)."""
     if len(found) == 1:
         return found[0]
-    folder = os.path.dirname(importer)
-    below = [p for p in found if p.startswith(folder + os.sep)]
-    return next((p for p in below if os.path.dirname(p) == folder), below[0] if len(below) == 1 else None)
+    folder = os.path.dirname(os.path.abspath(importer))  # (paths as given: `gpulint check .` names `utils.py`)
+    below = [p for p in found if os.path.abspath(p).startswith(folder + os.sep)]
+    return next((p for p in below if os.path.dirname(os.path.abspath(p)) == folder), below[0] if len(below) == 1 else None)
 
 
 # the parts of a facts table that change what the values and control layers answer
