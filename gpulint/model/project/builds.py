@@ -78,11 +78,20 @@ def _handed_back(refs: FileRefs, element: ast.AST, scope: ast.AST) -> tuple:
     object it passed (`refs._handed_back`); else ()."""
     if not isinstance(element, ast.Name) or not isinstance(scope, FUNCS):
         return ()
-    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]  # type: ignore[attr-defined]
-    if element.id not in params or element.id not in unbound_parameters(refs.fa.index, scope):
+    if element.id not in unbound_parameters(refs.fa.index, scope):
         return ()
-    shift = 1 if params[0] in ("self", "cls") else 0
-    return (f"{HANDED_BACK}{params.index(element.id) - shift}:{element.id}",)
+    position = _argument_position(refs, scope, element.id)
+    return (f"{HANDED_BACK}{position}:{element.id}",) if position is not None else ()
+
+
+def _argument_position(refs: FileRefs, scope: ast.AST, name: str) -> Optional[int]:
+    """Where a call of `scope` passes its parameter `name` positionally: a
+    method's `self` (or `cls`) is not passed; None for a keyword-only one."""
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]  # type: ignore[attr-defined]
+    if name not in params:
+        return None
+    shift = 1 if params[0] in ("self", "cls") and isinstance(refs.fa.index.parents.get(scope), ast.ClassDef) else 0
+    return params.index(name) - shift
 
 
 def _built_choices(refs: FileRefs, returns: List[ast.Return], scope: ast.AST) -> List[str]:
@@ -123,6 +132,4 @@ def _chosen_by_parameter(refs: FileRefs, returns: List[ast.Return], scope: ast.A
         table[test.comparators[0].value] = cls
     if param is None or param in ("self", "cls"):
         return None
-    # the position in a call's arguments: a method's `self` (or `cls`) is not passed
-    shift = 1 if params[0] in ("self", "cls") and isinstance(refs.fa.index.parents.get(scope), ast.ClassDef) else 0
-    return [params.index(param) - shift, param, table]
+    return [_argument_position(refs, scope, param), param, table]

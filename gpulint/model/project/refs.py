@@ -506,8 +506,10 @@ def _read_bindings(refs: "FileRefs") -> None:
             if isinstance(t, ast.Name) and keeps_object(value, t):
                 continue  # `model = model.to(device)`, `model = DDP(model)`: the same model
             c = counts.setdefault(scope, {})
-            handed = handed_back(refs.builders_each.get(refs.resolve_name(value.func) or ""), t, value) if (
-                refs.builders_each and isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, ast.Call)) else ()
+            # what a project function returns at each position of the tuple it gives (`builders_each`)
+            each = refs.builders_each.get(refs.resolve_name(value.func) or "") if (
+                refs.builders_each and isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, ast.Call)) else None
+            handed = handed_back(each, t, value) if each is not None else ()  # type: ignore[arg-type]
             for n in walk(t):
                 # names the statement binds: `trainer.cql_alpha = x` and
                 # `d[k] = v` store into an object, they do not rebind its name
@@ -522,9 +524,8 @@ def _read_bindings(refs: "FileRefs") -> None:
             value = constructed(value)
             if isinstance(t, ast.Name) and isinstance(value, ast.Call):
                 built.setdefault(scope, {}).setdefault(t.id, []).append(value.func)
-            elif isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) and refs.builders_each:
-                unpack_built(refs.builders_each.get(refs.resolve_name(value.func) or ""), t,
-                             every.setdefault(scope, {}))  # `(net, head) = get_model(opt)`
+            elif each is not None:
+                unpack_built(each, t, every.setdefault(scope, {}))  # `(net, head) = get_model(opt)`
             elif isinstance(t, ast.Name) and isinstance(stmt, ast.AnnAssign) and isinstance(
                     stmt.annotation, (ast.Name, ast.Attribute)):
                 # `bpr: utils.BPRLoss = loss_class`: the object of the class the annotation names

@@ -383,7 +383,7 @@ class CpuTensorThenMoved(Rule):
         inner = func.value
         kept = kept_attribute(fa, node, ctx.ancestors) if _target(node, fa) is not None else None
         if kept is not None:  # `self.freqs_cis.to(x.device)`, built in `__init__`
-            return self.report(ctx, node, message=kept_message(kept, node))
+            return self.report(ctx, node, message=kept_message(*kept))
         if range_tensor(fa, inner):
             return _computed(self, ctx, node, inner)  # `torch.LongTensor(range(n)).cuda()`: an arange
         fill = constant_fill(fa, inner, ctx.source.node_text)

@@ -33,7 +33,7 @@ from gpulint.model.values.host_built import TENSOR_ELEMENTWISE, host_factory
 _KEEPING = TENSOR_ELEMENTWISE | {"clone", "detach", "expand", "expand_as", "view_as", "reshape_as"}
 
 
-def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[str]:
+def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional[Tuple[str, bool]]:
     """For a move (`.to(<device>)` / `.cuda()`, the caller checks the
     target) of `self.<name>`, through casts and layouts, in code that runs
     repeatedly: `name`, where the class binds it only in `__init__`, each
@@ -63,7 +63,7 @@ def kept_attribute(fa, move: ast.Call, ancestors: Sequence[ast.AST]) -> Optional
     if fa.index.memoized("gpu203.kept", (cls, recv.attr), lambda: _kept_on_host(fa, cls, recv.attr)) != (
             _LIST if item else _TENSOR):
         return None  # (rows of a replay buffer's tensor, `self.state[ind].to(d)`, are data, not a constant)
-    return recv.attr if runs_repeatedly(fa, move, ancestors) else None
+    return (recv.attr, item) if runs_repeatedly(fa, move, ancestors) else None
 
 
 # what joins a list of tensors into one where the list's tensors are
@@ -185,8 +185,8 @@ def _within(stmt: ast.AST, func: ast.AST) -> bool:
     return func.lineno <= stmt.lineno <= func.end_lineno  # type: ignore[attr-defined]
 
 
-def kept_message(name: str, move: ast.Call) -> str:
-    if _listed(name, move):
+def kept_message(name: str, listed: bool) -> str:
+    if listed:
         return (
             f"`self.{name}` is a list of tensors `__init__` builds on the CPU and keeps as a plain attribute, so "
             f"this copies them to the GPU on every call; register each as a buffer "
@@ -198,8 +198,3 @@ def kept_message(name: str, move: ast.Call) -> str:
         "persistent=False)`), which `model.to(device)` moves once"
     )
 
-
-def _listed(name: str, move: ast.Call) -> bool:
-    """The move takes an item of `self.<name>` or joins it (`_list_on_host`)."""
-    return any(isinstance(n, ast.Call) and n.args and _is_self_attr(n.args[0], name)
-               or isinstance(n, ast.Subscript) and _is_self_attr(n.value, name) for n in ast.walk(move.func))

@@ -169,10 +169,13 @@ def _parameter_of_forward(expr: ast.AST, func: ast.AST) -> bool:
     params = {a.arg for a in args.posonlyargs + args.args[1:] + args.kwonlyargs}
     if expr.id in params:
         return True
-    stores = sum(1 for n in walk(func) if isinstance(n, ast.Name) and n.id == expr.id and not isinstance(n.ctx, ast.Load))
-    items = sum(1 for n in walk(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == expr.id
-                and isinstance(n.value, ast.Subscript) and isinstance(n.value.value, ast.Name)
-                and n.value.value.id in params and isinstance(n.value.slice, ast.Constant)
-                and isinstance(n.value.slice.value, int))
+    stores = items = 0
+    for n in walk(func):
+        if isinstance(n, ast.Name) and n.id == expr.id and not isinstance(n.ctx, ast.Load):
+            stores += 1
+        elif (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+              and n.targets[0].id == expr.id and isinstance(n.value, ast.Subscript)
+              and isinstance(n.value.value, ast.Name) and n.value.value.id in params
+              and isinstance(n.value.slice, ast.Constant) and isinstance(n.value.slice.value, int)):
+            items += 1
     return stores > 0 and items == stores
